@@ -1,0 +1,213 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Node describes one Windows node that swdt drives over SSH: how to reach
+// it, how to bootstrap it, which binaries to hot-swap into its services and
+// how to deploy rancher/wins on it.
+//
+// A file written for the SIG Windows dev-tools experiment loads unchanged;
+// fields marked "extension" are swdt additions.
+type Node struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata. metadata.name names the node in output.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the node.
+	Spec NodeSpec `json:"spec"`
+}
+
+// NodeList holds several nodes, so that one file can drive a fleet.
+type NodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the nodes.
+	Items []Node `json:"items"`
+}
+
+// NodeSpec is the desired state of a node.
+type NodeSpec struct {
+	// Credentials say how to reach the node over SSH.
+	Credentials CredentialsSpec `json:"credentials"`
+
+	// Setup is what `swdt setup` ensures: RDP, Chocolatey packages and SSH keys.
+	// +optional
+	Setup SetupSpec `json:"setup,omitempty"`
+
+	// Kubernetes lists the binaries `swdt kubernetes` hot-swaps into services.
+	// +optional
+	Kubernetes KubernetesSpec `json:"kubernetes,omitempty"`
+
+	// Wins is what `swdt wins` deploys (extension).
+	// +optional
+	Wins *WinsSpec `json:"wins,omitempty"`
+}
+
+// HostKeyPolicy says how an SSH host key is checked against known_hosts.
+type HostKeyPolicy string
+
+const (
+	// HostKeyPolicyStrict refuses hosts that are unknown or whose key changed.
+	HostKeyPolicyStrict HostKeyPolicy = "strict"
+	// HostKeyPolicyAcceptNew records unknown hosts and refuses changed keys.
+	HostKeyPolicyAcceptNew HostKeyPolicy = "accept-new"
+	// HostKeyPolicyInsecure accepts any key. It must be asked for explicitly
+	// and prints a warning on every connection.
+	HostKeyPolicyInsecure HostKeyPolicy = "insecure"
+)
+
+// CredentialsSpec says how to reach a node over SSH.
+type CredentialsSpec struct {
+	// Hostname is host[:port] (port 22 when omitted), an IPv6 address in
+	// brackets ([fe80::1]:22), or a Host alias from ~/.ssh/config.
+	Hostname string `json:"hostname"`
+
+	// Username is the account to log in as; it must be a member of
+	// Administrators for setup, kubernetes and wins. When empty, the User
+	// from ~/.ssh/config is used.
+	// +optional
+	Username string `json:"username,omitempty"`
+
+	// PrivateKey is the path of a private key file. `~` and relative paths
+	// resolve against the config file's directory. A passphrase is read from
+	// SWDT_KEY_PASSPHRASE or prompted for on a terminal. ssh-agent
+	// (SSH_AUTH_SOCK) is tried as well.
+	// +optional
+	PrivateKey string `json:"privateKey,omitempty"`
+
+	// Password is accepted for compatibility with the original schema. Prefer
+	// PasswordEnv: a password in a file ends up in backups and shell history.
+	// +optional
+	Password string `json:"password,omitempty"`
+
+	// PasswordEnv names an environment variable that holds the password
+	// (extension).
+	// +optional
+	PasswordEnv string `json:"passwordEnv,omitempty"`
+
+	// KnownHostsFile is where host keys are checked and recorded
+	// (extension; default ~/.ssh/known_hosts).
+	// +optional
+	KnownHostsFile string `json:"knownHostsFile,omitempty"`
+
+	// HostKeyPolicy is one of strict, accept-new (default) or insecure
+	// (extension).
+	// +optional
+	HostKeyPolicy HostKeyPolicy `json:"hostKeyPolicy,omitempty"`
+}
+
+// SetupSpec is what `swdt setup` ensures on a node.
+type SetupSpec struct {
+	// EnableRDP turns Remote Desktop and its firewall rules on (true, the
+	// default) or off (false).
+	// +optional
+	EnableRDP *bool `json:"enableRDP,omitempty"`
+
+	// ChocoPackages are Chocolatey package ids to install when missing.
+	// Chocolatey itself is installed first when absent.
+	// +optional
+	ChocoPackages []string `json:"chocoPackages,omitempty"`
+
+	// AuthorizedKeys are public key files (OpenSSH format) appended to
+	// C:\ProgramData\ssh\administrators_authorized_keys when missing
+	// (extension).
+	// +optional
+	AuthorizedKeys []string `json:"authorizedKeys,omitempty"`
+}
+
+// KubernetesSpec lists the binaries to hot-swap.
+type KubernetesSpec struct {
+	// Provisioners are binaries, each feeding one Windows service.
+	// +optional
+	Provisioners []ProvisionerSpec `json:"provisioners,omitempty"`
+}
+
+// ProvisionerSpec is one binary that feeds one Windows service.
+type ProvisionerSpec struct {
+	// Name is the Windows service name (for example containerd, kubelet,
+	// kube-proxy).
+	Name string `json:"name"`
+
+	// Version is informational: it is shown in plans and summaries.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// SourceURL is where the binary comes from: a local path (`~` and
+	// relative paths resolve against the config file's directory), a
+	// file:// URL, or an http(s):// URL downloaded into swdt's cache.
+	SourceURL string `json:"sourceURL"`
+
+	// Destination is the absolute Windows path the service runs the binary
+	// from, for example C:\k\kubelet.exe.
+	Destination string `json:"destination"`
+
+	// Overwrite replaces the destination even when it already holds the same
+	// bytes (as --force does for every provisioner).
+	// +optional
+	Overwrite bool `json:"overwrite,omitempty"`
+
+	// SHA256 is the expected hex SHA-256 digest of the source; a mismatch
+	// stops the run before the node is touched (extension).
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// HealthChecks must all pass after the service starts, or the swap is
+	// rolled back (extension).
+	// +optional
+	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
+}
+
+// HealthCheck is one check run on the node after a service starts. Exactly
+// one of its fields is set.
+type HealthCheck struct {
+	// NamedPipe must exist, for example containerd-containerd
+	// (\\.\pipe\containerd-containerd).
+	// +optional
+	NamedPipe string `json:"namedPipe,omitempty"`
+
+	// TCPPort must be listening on the node.
+	// +optional
+	TCPPort int32 `json:"tcpPort,omitempty"`
+
+	// Command is an executable and its arguments that must exit 0, for
+	// example ["C:\\k\\kubelet.exe", "--version"]. It is run directly, never
+	// through a shell.
+	// +optional
+	Command []string `json:"command,omitempty"`
+}
+
+// WinsSpec is what `swdt wins` deploys (extension).
+type WinsSpec struct {
+	// SourceURL is where wins.exe comes from (as a provisioner's sourceURL).
+	SourceURL string `json:"sourceURL"`
+
+	// Destination is where wins.exe is placed
+	// (default C:\etc\rancher\wins\wins.exe). The config file is written
+	// beside it as `config`.
+	// +optional
+	Destination string `json:"destination,omitempty"`
+
+	// SHA256 is the expected hex SHA-256 digest of the source.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// WhiteList limits what wins lets containers run on the host.
+	// +optional
+	WhiteList WinsWhiteList `json:"whiteList,omitempty"`
+}
+
+// WinsWhiteList is wins' white_list configuration.
+type WinsWhiteList struct {
+	// ProcessPaths are absolute Windows paths of host executables that
+	// `wins cli prc run` may start.
+	// +optional
+	ProcessPaths []string `json:"processPaths,omitempty"`
+
+	// ProxyPorts are host TCP ports that wins' proxy may forward to.
+	// +optional
+	ProxyPorts []int32 `json:"proxyPorts,omitempty"`
+}
