@@ -1,0 +1,67 @@
+// Package node is the typed Go API of one Windows node: facts, services,
+// files, registry, firewall, Chocolatey and pipes, each backed by an op of
+// pkg/pwsh/ops or by SFTP.
+//
+// It never prints and never decides: workflows (pkg/setup, pkg/provision,
+// pkg/wins) decide what to do; this package only does it and reports back.
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"sigs.k8s.io/swdt/pkg/pwsh"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+)
+
+// Conn is what a node needs from its transport. *remote.Client implements
+// it; all paths are Windows paths.
+type Conn interface {
+	pwsh.Execer
+	// Upload streams size bytes from src to remotePath through a staged
+	// name, reporting the bytes sent so far to progress (may be nil).
+	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(ctx context.Context, remotePath string) error
+	// Close ends the connection.
+	Close() error
+}
+
+// Node is one connected Windows node.
+type Node struct {
+	// Name is metadata.name of the node, used in messages.
+	Name   string
+	conn   Conn
+	runner *pwsh.Runner
+}
+
+// New wraps a connection. logger receives op names and parameters at debug
+// level; nil discards.
+func New(name string, conn Conn, logger *slog.Logger) *Node {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("node", name)
+	return &Node{Name: name, conn: conn, runner: &pwsh.Runner{Exec: conn, Logger: logger}}
+}
+
+// Close ends the node's connection.
+func (n *Node) Close() error { return n.conn.Close() }
+
+// Facts reports the node's OS, hostname and whether swdt runs as an
+// administrator.
+func (n *Node) Facts(ctx context.Context) (ops.NodeFactsResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.NodeFacts, ops.NodeFactsRequest{})
+}
+
+// Upload streams a file to remotePath through a staged name, creating the
+// directory first.
+func (n *Node) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error {
+	return n.conn.Upload(ctx, src, size, remotePath, progress)
+}
+
+// MkdirAll creates a directory on the node and its parents.
+func (n *Node) MkdirAll(ctx context.Context, remotePath string) error {
+	return n.conn.MkdirAll(ctx, remotePath)
+}
