@@ -10,6 +10,8 @@ import (
 //
 // A file written for the SIG Windows dev-tools experiment loads unchanged;
 // fields marked "extension" are swdt additions.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Node struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. metadata.name names the node in output.
@@ -20,6 +22,8 @@ type Node struct {
 }
 
 // NodeList holds several nodes, so that one file can drive a fleet.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type NodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.

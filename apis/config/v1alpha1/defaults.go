@@ -1,0 +1,71 @@
+package v1alpha1
+
+import (
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Default values applied by SetDefaults_Node.
+const (
+	// DefaultSSHPort is the port used when hostname names none.
+	DefaultSSHPort = 22
+	// DefaultKnownHostsFile is where host keys are checked when
+	// knownHostsFile is empty. pkg/config expands the `~`.
+	DefaultKnownHostsFile = "~/.ssh/known_hosts"
+	// DefaultHostKeyPolicy is the host key policy when none is given.
+	DefaultHostKeyPolicy = HostKeyPolicyAcceptNew
+	// DefaultWinsDestination is where wins.exe goes when wins.destination
+	// is empty.
+	DefaultWinsDestination = `C:\etc\rancher\wins\wins.exe`
+)
+
+// SetDefaults_NodeList defaults every node of the list.
+func SetDefaults_NodeList(l *NodeList) {
+	for i := range l.Items {
+		SetDefaults_Node(&l.Items[i])
+	}
+}
+
+// SetDefaults_Node fills in every default of a node. The hostname is kept
+// exactly as written (a Host alias from ~/.ssh/config must stay an alias);
+// CredentialsSpec.HostPort supplies port 22 when it has none. An empty
+// metadata.name defaults to the host part of the hostname.
+func SetDefaults_Node(n *Node) {
+	c := &n.Spec.Credentials
+	if n.Name == "" && c.Hostname != "" {
+		n.Name, _ = c.HostPort()
+	}
+	if c.KnownHostsFile == "" {
+		c.KnownHostsFile = DefaultKnownHostsFile
+	}
+	if c.HostKeyPolicy == "" {
+		c.HostKeyPolicy = DefaultHostKeyPolicy
+	}
+	if n.Spec.Setup.EnableRDP == nil {
+		enable := true
+		n.Spec.Setup.EnableRDP = &enable
+	}
+	if w := n.Spec.Wins; w != nil && w.Destination == "" {
+		w.Destination = DefaultWinsDestination
+	}
+}
+
+// HostPort splits Hostname into host and port. The port is DefaultSSHPort
+// when Hostname names none, and 0 when the port is not a number (validation
+// reports that). It understands host:port, [IPv6]:port, a bare [IPv6], a
+// bare IPv6 address and an ssh_config Host alias (returned unchanged).
+func (c CredentialsSpec) HostPort() (host string, port int) {
+	h := c.Hostname
+	if host, p, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return host, 0
+		}
+		return host, n
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return h[1 : len(h)-1], DefaultSSHPort
+	}
+	return h, DefaultSSHPort
+}

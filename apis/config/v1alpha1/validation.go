@@ -1,0 +1,385 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var (
+	// serviceNameRE is the Service Control Manager's key name, restricted to
+	// what is safe to pass around: no slashes, no spaces, at most 256 chars.
+	serviceNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,255}$`)
+	// chocoIDRE is a NuGet/Chocolatey package id.
+	chocoIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	// envNameRE is a portable environment variable name.
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// pipeNameRE is a named pipe name without the \\.\pipe\ prefix.
+	pipeNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,256}$`)
+	// sha256RE is a hex SHA-256 digest.
+	sha256RE = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
+	// driveRE is the drive-letter root of an absolute Windows path.
+	driveRE = regexp.MustCompile(`^[A-Za-z]:\\`)
+)
+
+// windowsReservedNames are device names Windows refuses as file names,
+// with or without an extension.
+var windowsReservedNames = map[string]bool{
+	"CON": true, "PRN": true, "AUX": true, "NUL": true,
+	"COM1": true, "COM2": true, "COM3": true, "COM4": true, "COM5": true,
+	"COM6": true, "COM7": true, "COM8": true, "COM9": true,
+	"LPT1": true, "LPT2": true, "LPT3": true, "LPT4": true, "LPT5": true,
+	"LPT6": true, "LPT7": true, "LPT8": true, "LPT9": true,
+}
+
+// usernameForbidden are the characters Windows forbids in account names.
+const usernameForbidden = `"/[]:;|=,+*?<>`
+
+// ValidateNode returns every problem of a defaulted node at once. Field
+// paths are rooted at the node (metadata.name, spec.credentials.hostname,
+// ...). Secret values never appear in the errors.
+func ValidateNode(n *Node) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateNodeName(n.Name, field.NewPath("metadata", "name"))...)
+	spec := field.NewPath("spec")
+	errs = append(errs, validateCredentials(&n.Spec.Credentials, spec.Child("credentials"))...)
+	errs = append(errs, validateSetup(&n.Spec.Setup, spec.Child("setup"))...)
+	errs = append(errs, validateKubernetes(&n.Spec.Kubernetes, spec.Child("kubernetes"))...)
+	if n.Spec.Wins != nil {
+		errs = append(errs, validateWins(n.Spec.Wins, spec.Child("wins"))...)
+	}
+	return errs
+}
+
+func validateNodeName(name string, p *field.Path) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(p, "set metadata.name or spec.credentials.hostname")}
+	case len(name) > 253:
+		return field.ErrorList{field.TooLong(p, name, 253)}
+	case hasSpaceOrControl(name):
+		return field.ErrorList{field.Invalid(p, name, "must not contain whitespace or control characters")}
+	}
+	return nil
+}
+
+func validateCredentials(c *CredentialsSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateHostname(c, p.Child("hostname"))...)
+	if c.Username != "" {
+		errs = append(errs, validateUsername(c.Username, p.Child("username"))...)
+	}
+	if c.PrivateKey != "" {
+		errs = append(errs, validateLocalPath(c.PrivateKey, p.Child("privateKey"))...)
+	}
+	if c.Password != "" && c.PasswordEnv != "" {
+		// Forbidden never prints the value, so the password stays out of
+		// the message.
+		errs = append(errs, field.Forbidden(p.Child("password"), "set either password or passwordEnv, not both"))
+	}
+	if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
+		errs = append(errs, field.Invalid(p.Child("passwordEnv"), c.PasswordEnv,
+			"must be an environment variable name: letters, digits and _, not starting with a digit"))
+	}
+	if c.KnownHostsFile == "" {
+		errs = append(errs, field.Required(p.Child("knownHostsFile"), ""))
+	} else {
+		errs = append(errs, validateLocalPath(c.KnownHostsFile, p.Child("knownHostsFile"))...)
+	}
+	switch c.HostKeyPolicy {
+	case HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("hostKeyPolicy"), c.HostKeyPolicy,
+			[]HostKeyPolicy{HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure}))
+	}
+	return errs
+}
+
+func validateHostname(c *CredentialsSpec, p *field.Path) field.ErrorList {
+	h := c.Hostname
+	if h == "" {
+		return field.ErrorList{field.Required(p, "host[:port] or a Host alias from ~/.ssh/config")}
+	}
+	if hasSpaceOrControl(h) {
+		return field.ErrorList{field.Invalid(p, h, "must not contain whitespace or control characters")}
+	}
+	if strings.Count(h, "[") != strings.Count(h, "]") || strings.Count(h, "[") > 1 {
+		return field.ErrorList{field.Invalid(p, h, "an IPv6 address must be written in one pair of brackets: [fe80::1]:22")}
+	}
+	host, port := c.HostPort()
+	if host == "" || strings.ContainsAny(host, "[]/@") {
+		return field.ErrorList{field.Invalid(p, h, "must be host[:port], [IPv6][:port] or a Host alias; put the user in username")}
+	}
+	if port < 1 || port > 65535 {
+		return field.ErrorList{field.Invalid(p, h, "port must be a number from 1 to 65535")}
+	}
+	return nil
+}
+
+func validateUsername(u string, p *field.Path) field.ErrorList {
+	switch {
+	case len(u) > 256:
+		return field.ErrorList{field.TooLong(p, u, 256)}
+	case strings.TrimSpace(u) != u || hasControl(u):
+		return field.ErrorList{field.Invalid(p, u, "must not have leading or trailing spaces or control characters")}
+	case strings.ContainsAny(u, usernameForbidden):
+		return field.ErrorList{field.Invalid(p, u, "must not contain any of "+usernameForbidden)}
+	case strings.Count(u, `\`) > 1 || strings.HasPrefix(u, `\`) || strings.HasSuffix(u, `\`):
+		return field.ErrorList{field.Invalid(p, u, `must be user, DOMAIN\user or user@domain`)}
+	}
+	return nil
+}
+
+func validateSetup(s *SetupSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, id := range s.ChocoPackages {
+		ip := p.Child("chocoPackages").Index(i)
+		switch {
+		case !chocoIDRE.MatchString(id):
+			errs = append(errs, field.Invalid(ip, id,
+				"must be a Chocolatey package id: letters, digits, '.', '_' and '-', starting with a letter or digit"))
+		case seen[strings.ToLower(id)]:
+			errs = append(errs, field.Duplicate(ip, id))
+		}
+		seen[strings.ToLower(id)] = true
+	}
+	for i, k := range s.AuthorizedKeys {
+		kp := p.Child("authorizedKeys").Index(i)
+		if k == "" {
+			errs = append(errs, field.Required(kp, "the path of a public key file"))
+			continue
+		}
+		errs = append(errs, validateLocalPath(k, kp)...)
+	}
+	return errs
+}
+
+func validateKubernetes(k *KubernetesSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	destinations := map[string]bool{}
+	for i := range k.Provisioners {
+		pp := p.Child("provisioners").Index(i)
+		pr := &k.Provisioners[i]
+		errs = append(errs, validateProvisioner(pr, pp)...)
+		// Service names and paths are case-insensitive on Windows.
+		if n := strings.ToLower(pr.Name); n != "" {
+			if names[n] {
+				errs = append(errs, field.Duplicate(pp.Child("name"), pr.Name))
+			}
+			names[n] = true
+		}
+		if d := strings.ToLower(pr.Destination); d != "" {
+			if destinations[d] {
+				errs = append(errs, field.Duplicate(pp.Child("destination"), pr.Destination))
+			}
+			destinations[d] = true
+		}
+	}
+	return errs
+}
+
+func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case pr.Name == "":
+		errs = append(errs, field.Required(p.Child("name"), "the Windows service name, for example kubelet"))
+	case !serviceNameRE.MatchString(pr.Name):
+		errs = append(errs, field.Invalid(p.Child("name"), pr.Name,
+			"must be a Windows service name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 256 characters"))
+	}
+	if hasControl(pr.Version) {
+		errs = append(errs, field.Invalid(p.Child("version"), pr.Version, "must not contain control characters"))
+	}
+	errs = append(errs, validateSourceURL(pr.SourceURL, p.Child("sourceURL"))...)
+	errs = append(errs, validateWindowsPath(pr.Destination, p.Child("destination"))...)
+	errs = append(errs, validateSHA256(pr.SHA256, p.Child("sha256"))...)
+	for i := range pr.HealthChecks {
+		errs = append(errs, validateHealthCheck(&pr.HealthChecks[i], p.Child("healthChecks").Index(i))...)
+	}
+	return errs
+}
+
+func validateHealthCheck(h *HealthCheck, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	if h.NamedPipe != "" {
+		set++
+		if !pipeNameRE.MatchString(h.NamedPipe) {
+			errs = append(errs, field.Invalid(p.Child("namedPipe"), h.NamedPipe,
+				`must be a pipe name without the \\.\pipe\ prefix: letters, digits, '.', '_' and '-'`))
+		}
+	}
+	if h.TCPPort != 0 {
+		set++
+		errs = append(errs, validatePort(h.TCPPort, p.Child("tcpPort"))...)
+	}
+	if h.Command != nil {
+		set++
+		switch {
+		case len(h.Command) == 0 || h.Command[0] == "":
+			errs = append(errs, field.Required(p.Child("command").Index(0), "the executable to run"))
+		default:
+			for i, a := range h.Command {
+				if strings.ContainsRune(a, 0) {
+					errs = append(errs, field.Invalid(p.Child("command").Index(i), a, "must not contain NUL"))
+				}
+			}
+		}
+	}
+	if set != 1 {
+		errs = append(errs, field.Invalid(p, fmt.Sprintf("%d fields set", set),
+			"set exactly one of namedPipe, tcpPort or command"))
+	}
+	return errs
+}
+
+func validateWins(w *WinsSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateSourceURL(w.SourceURL, p.Child("sourceURL"))...)
+	errs = append(errs, validateWindowsPath(w.Destination, p.Child("destination"))...)
+	errs = append(errs, validateSHA256(w.SHA256, p.Child("sha256"))...)
+	wl := p.Child("whiteList")
+	for i, pp := range w.WhiteList.ProcessPaths {
+		errs = append(errs, validateWindowsPath(pp, wl.Child("processPaths").Index(i))...)
+	}
+	for i, port := range w.WhiteList.ProxyPorts {
+		errs = append(errs, validatePort(port, wl.Child("proxyPorts").Index(i))...)
+	}
+	return errs
+}
+
+// validateSourceURL accepts a local path, a file:// URL or an http(s):// URL.
+func validateSourceURL(s string, p *field.Path) field.ErrorList {
+	if s == "" {
+		return field.ErrorList{field.Required(p, "a local path, file:// or http(s):// URL")}
+	}
+	if hasControl(s) {
+		return field.ErrorList{field.Invalid(p, s, "must not contain control characters")}
+	}
+	scheme, ok := urlScheme(s)
+	if !ok {
+		return nil // a local path
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, s, fmt.Sprintf("not a valid URL: %v", err))}
+	}
+	switch scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return field.ErrorList{field.Invalid(p, s, "an http(s) URL needs a host")}
+		}
+	case "file":
+		if u.Path == "" || u.Opaque != "" {
+			return field.ErrorList{field.Invalid(p, s, "a file URL must be absolute: file:///path/to/file")}
+		}
+	default:
+		return field.ErrorList{field.NotSupported(p, scheme+"://", []string{"a local path", "file://", "http://", "https://"})}
+	}
+	return nil
+}
+
+// urlScheme returns the lower-case scheme of s when s looks like a URL
+// (scheme ":" with a scheme of two or more characters, so that a Windows
+// drive letter such as C:\bin\x.exe stays a local path).
+func urlScheme(s string) (string, bool) {
+	i := strings.Index(s, ":")
+	if i < 2 {
+		return "", false
+	}
+	for j, r := range s[:i] {
+		isLetter := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !isLetter && (j == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return "", false
+		}
+	}
+	return strings.ToLower(s[:i]), true
+}
+
+// IsLocalPathSource reports whether a sourceURL is a plain local path
+// rather than a URL (file://, http://, https://). Only plain paths are
+// resolved against the config file's directory.
+func IsLocalPathSource(s string) bool {
+	_, isURL := urlScheme(s)
+	return s != "" && !isURL
+}
+
+// validateWindowsPath requires an absolute drive-letter path to a file, with
+// backslashes, such as C:\k\kubelet.exe.
+func validateWindowsPath(s string, p *field.Path) field.ErrorList {
+	const example = `for example C:\k\kubelet.exe`
+	if s == "" {
+		return field.ErrorList{field.Required(p, "an absolute Windows path, "+example)}
+	}
+	if hasControl(s) {
+		return field.ErrorList{field.Invalid(p, s, "must not contain control characters")}
+	}
+	if strings.Contains(s, "/") {
+		return field.ErrorList{field.Invalid(p, s, "must use backslashes, "+example)}
+	}
+	if !driveRE.MatchString(s) {
+		return field.ErrorList{field.Invalid(p, s, "must be an absolute Windows path with a drive letter, "+example)}
+	}
+	if len(s) > 32767 {
+		return field.ErrorList{field.TooLong(p, s, 32767)}
+	}
+	rest := s[3:]
+	if rest == "" || strings.HasSuffix(rest, `\`) {
+		return field.ErrorList{field.Invalid(p, s, "must name a file, not a directory")}
+	}
+	for _, seg := range strings.Split(rest, `\`) {
+		var detail string
+		switch {
+		case seg == "":
+			detail = `must not contain empty segments (\\)`
+		case seg == "." || seg == "..":
+			detail = "must not contain . or .. segments"
+		case strings.ContainsAny(seg, `<>:"|?*`):
+			detail = `must not contain any of < > : " | ? * after the drive`
+		case strings.HasSuffix(seg, " ") || strings.HasSuffix(seg, "."):
+			detail = "a path segment must not end with a space or a dot"
+		case windowsReservedNames[strings.ToUpper(strings.TrimSpace(strings.SplitN(seg, ".", 2)[0]))]:
+			detail = fmt.Sprintf("%q is a reserved Windows device name", seg)
+		default:
+			continue
+		}
+		return field.ErrorList{field.Invalid(p, s, detail)}
+	}
+	return nil
+}
+
+// validateLocalPath checks a path on the machine running swdt.
+func validateLocalPath(s string, p *field.Path) field.ErrorList {
+	if hasControl(s) {
+		return field.ErrorList{field.Invalid(p, s, "must not contain control characters")}
+	}
+	return nil
+}
+
+func validateSHA256(s string, p *field.Path) field.ErrorList {
+	if s != "" && !sha256RE.MatchString(s) {
+		return field.ErrorList{field.Invalid(p, s, "must be 64 hexadecimal digits")}
+	}
+	return nil
+}
+
+func validatePort(port int32, p *field.Path) field.ErrorList {
+	if port < 1 || port > 65535 {
+		return field.ErrorList{field.Invalid(p, port, "must be from 1 to 65535")}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func hasSpaceOrControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) })
+}
