@@ -1,0 +1,207 @@
+// Package source resolves where a binary comes from (a local path, a
+// file:// URL or an http(s):// URL) into a local, hashed file that can be
+// streamed to a node.
+//
+// Downloads land in a cache (by default under the user cache directory),
+// are verified against an expected SHA-256 before use, and are reused when
+// the server says they did not change. It never touches a node.
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// File is a resolved source: a local regular file and its digest.
+type File struct {
+	// Ref is the sourceURL as the user wrote it (after path resolution).
+	Ref string
+	// Path is the local file to read.
+	Path string
+	// Size in bytes.
+	Size int64
+	// SHA256 is the lower-case hex digest of the content.
+	SHA256 string
+	// Downloaded is true when this call fetched the file over the network.
+	Downloaded bool
+}
+
+// Open opens the file for streaming to a node.
+func (f *File) Open() (*os.File, error) {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open source %s: %w", f.Ref, err)
+	}
+	return fh, nil
+}
+
+// Progress is told how many bytes of a download have arrived; total is -1
+// when the server does not say.
+type Progress func(received, total int64)
+
+// Resolver resolves sources.
+type Resolver struct {
+	// CacheDir holds downloads and hash records. Empty means
+	// <user cache dir>/swdt.
+	CacheDir string
+	// Client fetches http(s) sources; nil means a client with sane timeouts.
+	Client *http.Client
+}
+
+// ErrDigestMismatch is returned when a source's SHA-256 is not the one the
+// config expects.
+var ErrDigestMismatch = errors.New("sha256 mismatch")
+
+// Resolve turns ref into a local file. wantSHA256, when not empty, must match
+// the content. progress may be nil.
+func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
+	wantSHA256 = strings.ToLower(strings.TrimSpace(wantSHA256))
+	u, err := url.Parse(ref)
+	isURL := err == nil && len(u.Scheme) > 1 // "C:" parses as a scheme
+	var f *File
+	switch {
+	case isURL && (u.Scheme == "http" || u.Scheme == "https"):
+		f, err = r.download(ctx, ref, wantSHA256, progress)
+	case isURL && u.Scheme == "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", ref)
+		}
+		f, err = r.local(ref, u.Path)
+	case isURL:
+		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", ref, u.Scheme)
+	default:
+		f, err = r.local(ref, ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if wantSHA256 != "" && f.SHA256 != wantSHA256 {
+		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", ref, ErrDigestMismatch, wantSHA256, f.SHA256)
+	}
+	return f, nil
+}
+
+func (r *Resolver) cacheDir() (string, error) {
+	if r.CacheDir != "" {
+		return r.CacheDir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the user cache directory: %w (set XDG_CACHE_HOME or HOME)", err)
+	}
+	return filepath.Join(base, "swdt"), nil
+}
+
+// local stats and hashes a local file. Hashes are remembered by path, size
+// and modification time so that an unchanged multi-hundred-megabyte build
+// output is not read again on every run.
+func (r *Resolver) local(ref, path string) (*File, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", ref)
+	case err != nil:
+		return nil, fmt.Errorf("source %s: %w", ref, err)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("source %s is not a regular file", ref)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", ref, err)
+	}
+	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC()}
+	if sum, ok := r.lookupHash(rec); ok {
+		return &File{Ref: ref, Path: abs, Size: info.Size(), SHA256: sum}, nil
+	}
+	sum, size, err := hashFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", ref, err)
+	}
+	if size != info.Size() {
+		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", ref)
+	}
+	rec.SHA256 = sum
+	r.storeHash(rec)
+	return &File{Ref: ref, Path: abs, Size: size, SHA256: sum}, nil
+}
+
+type hashRecord struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"modTime"`
+	SHA256  string    `json:"sha256"`
+}
+
+func (r *Resolver) hashRecordPath(path string) (string, bool) {
+	dir, err := r.cacheDir()
+	if err != nil {
+		return "", false
+	}
+	key := sha256.Sum256([]byte(path))
+	return filepath.Join(dir, "hashes", hex.EncodeToString(key[:16])+".json"), true
+}
+
+func (r *Resolver) lookupHash(want hashRecord) (string, bool) {
+	p, ok := r.hashRecordPath(want.Path)
+	if !ok {
+		return "", false
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return "", false
+	}
+	var got hashRecord
+	if json.Unmarshal(raw, &got) != nil {
+		return "", false
+	}
+	if got.Path != want.Path || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) || len(got.SHA256) != 64 {
+		return "", false
+	}
+	return got.SHA256, true
+}
+
+// storeHash is best effort: a cache that cannot be written only costs a
+// re-hash next time.
+func (r *Resolver) storeHash(rec hashRecord) {
+	p, ok := r.hashRecordPath(rec.Path)
+	if !ok {
+		return
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(p), 0o700) != nil {
+		return
+	}
+	tmp := p + ".tmp"
+	if os.WriteFile(tmp, raw, 0o600) == nil {
+		_ = os.Rename(tmp, p)
+	}
+}
+
+func hashFile(path string) (string, int64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, fh)
+	if err != nil {
+		return "", 0, fmt.Errorf("read: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}

@@ -1,0 +1,184 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestResolveLocal(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("MZ fake kubelet")
+	bin := filepath.Join(dir, "kubelet.exe")
+	if err := os.WriteFile(bin, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ref     string
+		sha     string
+		wantErr string
+	}{
+		{name: "plain path", ref: bin},
+		{name: "file URL", ref: "file://" + bin},
+		{name: "expected digest upper case", ref: bin, sha: strings.ToUpper(digest(content))},
+		{name: "missing file", ref: filepath.Join(dir, "nope.exe"), wantErr: "does not exist; build it first"},
+		{name: "directory", ref: dir, wantErr: "is not a regular file"},
+		{name: "remote file URL", ref: "file://server/share/kubelet.exe", wantErr: "file:///path"},
+		{name: "unsupported scheme", ref: "ftp://example.invalid/kubelet.exe", wantErr: `unsupported scheme "ftp"`},
+		{name: "wrong digest", ref: bin, sha: strings.Repeat("0", 64), wantErr: "sha256 mismatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Resolver{CacheDir: t.TempDir()}
+			f, err := r.Resolve(context.Background(), tt.ref, tt.sha, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.SHA256 != digest(content) || f.Size != int64(len(content)) || f.Path != bin {
+				t.Fatalf("got %+v", f)
+			}
+		})
+	}
+}
+
+func TestResolveLocalRemembersHashUntilFileChanges(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kubelet.exe")
+	if err := os.WriteFile(bin, []byte("version-1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Resolver{CacheDir: t.TempDir()}
+	first, err := r.Resolve(context.Background(), bin, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same size, new content and a new modification time: a rebuild.
+	if err := os.WriteFile(bin, []byte("version-2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Resolve(context.Background(), bin, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.SHA256 == second.SHA256 || second.SHA256 != digest([]byte("version-2")) {
+		t.Fatalf("rebuilt file kept its old hash: %s", second.SHA256)
+	}
+	records, _ := filepath.Glob(filepath.Join(r.CacheDir, "hashes", "*.json"))
+	if len(records) != 1 {
+		t.Fatalf("want one hash record, got %v", records)
+	}
+}
+
+func TestResolveHTTP(t *testing.T) {
+	content := []byte(strings.Repeat("kube-proxy.exe ", 1000))
+	var gets, fullGets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		if r.URL.Path != "/v1.31.0/kube-proxy.exe" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fullGets.Add(1)
+		_, _ = w.Write(content)
+	}))
+	defer srv.Close()
+	url := srv.URL + "/v1.31.0/kube-proxy.exe"
+	ctx := context.Background()
+	r := &Resolver{CacheDir: t.TempDir()}
+
+	var lastReceived int64
+	f, err := r.Resolve(ctx, url, digest(content), func(received, total int64) { lastReceived = received })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Downloaded || f.SHA256 != digest(content) || lastReceived != int64(len(content)) {
+		t.Fatalf("first resolve: %+v, progress %d", f, lastReceived)
+	}
+	got, err := os.ReadFile(f.Path)
+	if err != nil || string(got) != string(content) {
+		t.Fatalf("cached file content wrong: %v", err)
+	}
+
+	// With a digest that matches the cache, the server is not asked at all.
+	if f, err = r.Resolve(ctx, url, digest(content), nil); err != nil || f.Downloaded {
+		t.Fatalf("second resolve: %+v %v", f, err)
+	}
+	if gets.Load() != 1 {
+		t.Fatalf("server asked %d times, want 1", gets.Load())
+	}
+	// Without a digest the cache is revalidated with the ETag: 304, no body.
+	if f, err = r.Resolve(ctx, url, "", nil); err != nil || f.Downloaded || f.SHA256 != digest(content) {
+		t.Fatalf("revalidated resolve: %+v %v", f, err)
+	}
+	if gets.Load() != 2 || fullGets.Load() != 1 {
+		t.Fatalf("gets=%d full=%d, want 2 and 1", gets.Load(), fullGets.Load())
+	}
+}
+
+func TestResolveHTTPFailures(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("tampered"))
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name    string
+		url     string
+		sha     string
+		wantErr string
+		is      error
+	}{
+		{name: "not found", url: srv.URL + "/missing", wantErr: "404"},
+		{name: "wrong digest", url: srv.URL + "/kubelet.exe", sha: strings.Repeat("a", 64), wantErr: "expected aaaa", is: ErrDigestMismatch},
+		{name: "unreachable", url: "http://127.0.0.1:1/kubelet.exe", wantErr: "check the URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Resolver{CacheDir: t.TempDir()}
+			_, err := r.Resolve(context.Background(), tt.url, tt.sha, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Fatalf("err = %v, want errors.Is %v", err, tt.is)
+			}
+			left, _ := filepath.Glob(filepath.Join(r.CacheDir, "downloads", "*"))
+			if len(left) != 0 {
+				t.Fatalf("a failed download left %v in the cache", left)
+			}
+		})
+	}
+}
