@@ -1,0 +1,213 @@
+package provision
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// Item is one binary to put into one service: a kubernetes provisioner, or
+// wins.exe for pkg/wins.
+type Item struct {
+	// Name is the provisioner's name as shown to the user.
+	Name string
+	// Service is the Windows service the binary feeds.
+	Service string
+	// Destination is the absolute Windows path of the binary.
+	Destination string
+	// Source is the resolved local file.
+	Source *source.File
+	// Force replaces the destination even when it holds the same bytes.
+	Force bool
+	// HealthChecks run after the service starts.
+	HealthChecks []ops.HealthCheckSpec
+}
+
+// Staged is where Item's upload lands before the swap.
+func (it Item) Staged() string { return it.Destination + ".swdt-new" }
+
+// Backup is where the old binary is kept during and after the swap.
+func (it Item) Backup() string { return it.Destination + ".swdt-bak" }
+
+// Action is what the plan does with an item.
+type Action string
+
+// Plan actions and final actions reported per item.
+const (
+	ActionUpdate     Action = "update"
+	ActionUnchanged  Action = "unchanged"
+	ActionUpdated    Action = "updated"
+	ActionRolledBack Action = "rolled-back"
+	ActionFailed     Action = "failed"
+)
+
+// Step is the plan for one item.
+type Step struct {
+	Item Item
+	// Action is ActionUpdate, ActionUnchanged or ActionFailed.
+	Action Action
+	// Reason explains the action in a few words.
+	Reason string
+	// Current is the destination as it is on the node now.
+	Current ops.FileInfo
+	// Service is the state of the item's service now.
+	Service ops.ServiceInfo
+}
+
+// Plan is what a run will do.
+type Plan struct {
+	Steps []Step
+	// StopOrder lists services to stop, dependents first.
+	StopOrder []string
+	// StartOrder lists services to start afterwards, dependencies first.
+	StartOrder []string
+}
+
+// Updates returns the steps that change the node.
+func (p *Plan) Updates() []Step {
+	var out []Step
+	for _, s := range p.Steps {
+		if s.Action == ActionUpdate {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MakePlan compares items with what the node reported and orders the stops
+// and starts by the node's own service dependencies.
+func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error) {
+	if len(inspect.Files) != len(items) {
+		return nil, fmt.Errorf("inspect returned %d files for %d provisioners", len(inspect.Files), len(items))
+	}
+	services := make(map[string]ops.ServiceInfo, len(inspect.Services))
+	for _, s := range inspect.Services {
+		services[strings.ToLower(s.Name)] = s
+	}
+	plan := &Plan{}
+	changed := map[string]bool{}
+	for i, it := range items {
+		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
+		switch {
+		case !step.Service.Exists:
+			step.Action = ActionFailed
+			step.Reason = fmt.Sprintf("service %q is not registered on the node; register it first, e.g. New-Service -Name %s -BinaryPathName '%s' -StartupType Automatic", it.Service, it.Service, it.Destination)
+		case step.Service.StartType == "Disabled":
+			step.Action = ActionFailed
+			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)
+		case !step.Current.Exists:
+			step.Action, step.Reason = ActionUpdate, "not on the node yet"
+		case !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
+			step.Action, step.Reason = ActionUpdate, "content differs"
+		case it.Force:
+			step.Action, step.Reason = ActionUpdate, "same content, forced"
+		default:
+			step.Action, step.Reason = ActionUnchanged, "same SHA-256"
+		}
+		if step.Action == ActionUpdate {
+			if changed[strings.ToLower(step.Service.Name)] {
+				return nil, fmt.Errorf("two provisioners update service %q in one run", it.Service)
+			}
+			changed[strings.ToLower(step.Service.Name)] = true
+		}
+		plan.Steps = append(plan.Steps, step)
+	}
+	stop, start, err := order(changed, services)
+	if err != nil {
+		return nil, err
+	}
+	plan.StopOrder, plan.StartOrder = stop, start
+	return plan, nil
+}
+
+// order computes which services stop and start around the swap of the
+// changed ones. Every running service that depends on a changed one,
+// transitively, is stopped first and started again last; a changed service
+// is started even when it was not running (that is what its provisioner
+// asks for); a stopped dependent stays stopped.
+func order(changed map[string]bool, services map[string]ops.ServiceInfo) (stop, start []string, err error) {
+	involved := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if involved[name] {
+			return
+		}
+		involved[name] = true
+		for _, d := range services[name].Dependents {
+			dep := strings.ToLower(d)
+			if isActive(services[dep].Status) {
+				visit(dep)
+			}
+		}
+	}
+	for name := range changed {
+		visit(name)
+	}
+	// Topological order with dependencies first; ties broken by name so
+	// that plans are stable.
+	indegree := map[string]int{}
+	for name := range involved {
+		indegree[name] += 0
+		for _, d := range services[name].DependsOn {
+			if involved[strings.ToLower(d)] {
+				indegree[name]++
+			}
+		}
+	}
+	var ready, sorted []string
+	for name, n := range indegree {
+		if n == 0 {
+			ready = append(ready, name)
+		}
+	}
+	for len(ready) > 0 {
+		sort.Strings(ready)
+		name := ready[0]
+		ready = ready[1:]
+		sorted = append(sorted, name)
+		for _, d := range services[name].Dependents {
+			dep := strings.ToLower(d)
+			if !involved[dep] {
+				continue
+			}
+			indegree[dep]--
+			if indegree[dep] == 0 {
+				ready = append(ready, dep)
+			}
+		}
+	}
+	if len(sorted) != len(involved) {
+		return nil, nil, fmt.Errorf("the node's service dependencies form a cycle among %s", strings.Join(keys(involved), ", "))
+	}
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if s := services[sorted[i]]; isActive(s.Status) {
+			stop = append(stop, s.Name)
+		}
+	}
+	for _, name := range sorted {
+		if s := services[name]; changed[name] || isActive(s.Status) {
+			start = append(start, s.Name)
+		}
+	}
+	return stop, start, nil
+}
+
+func isActive(status string) bool {
+	switch status {
+	case "Running", "StartPending", "ContinuePending", "Paused", "PausePending":
+		return true
+	}
+	return false
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,163 @@
+package provision
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// The seed of a fresh test node: kube-proxy depends on kubelet, which
+// depends on containerd.
+func seedServices(status map[string]string) []ops.ServiceInfo {
+	st := func(name string) string {
+		if s, ok := status[name]; ok {
+			return s
+		}
+		return "Running"
+	}
+	return []ops.ServiceInfo{
+		{Name: "containerd", Exists: true, Status: st("containerd"), StartType: "Automatic", Dependents: []string{"kubelet"}},
+		{Name: "kubelet", Exists: true, Status: st("kubelet"), StartType: "Automatic", DependsOn: []string{"containerd"}, Dependents: []string{"kube-proxy"}},
+		{Name: "kube-proxy", Exists: true, Status: st("kube-proxy"), StartType: "Automatic", DependsOn: []string{"kubelet"}},
+	}
+}
+
+func item(name, sha string, force bool) Item {
+	return Item{Name: name, Service: name, Destination: `C:\k\` + name + ".exe", Source: &source.File{SHA256: sha}, Force: force}
+}
+
+func TestMakePlan(t *testing.T) {
+	same, other := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	onNode := func(sha string) ops.FileInfo { return ops.FileInfo{Exists: true, SHA256: sha} }
+	tests := []struct {
+		name        string
+		items       []Item
+		files       []ops.FileInfo
+		status      map[string]string
+		extra       []ops.ServiceInfo
+		wantActions []Action
+		wantStop    []string
+		wantStart   []string
+	}{
+		{
+			name:        "all three changed: dependents stop first, start last",
+			items:       []Item{item("containerd", same, false), item("kubelet", same, false), item("kube-proxy", same, false)},
+			files:       []ops.FileInfo{onNode(other), onNode(other), {}},
+			wantActions: []Action{ActionUpdate, ActionUpdate, ActionUpdate},
+			wantStop:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantStart:   []string{"containerd", "kubelet", "kube-proxy"},
+		},
+		{
+			name:        "only containerd changed: its running dependents cycle too",
+			items:       []Item{item("containerd", same, false), item("kubelet", same, false)},
+			files:       []ops.FileInfo{onNode(other), onNode(same)},
+			wantActions: []Action{ActionUpdate, ActionUnchanged},
+			wantStop:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantStart:   []string{"containerd", "kubelet", "kube-proxy"},
+		},
+		{
+			name:        "only kube-proxy changed: nothing else stops",
+			items:       []Item{item("kube-proxy", same, false)},
+			files:       []ops.FileInfo{onNode(other)},
+			wantActions: []Action{ActionUpdate},
+			wantStop:    []string{"kube-proxy"},
+			wantStart:   []string{"kube-proxy"},
+		},
+		{
+			name:        "nothing changed",
+			items:       []Item{item("kubelet", same, false)},
+			files:       []ops.FileInfo{onNode(same)},
+			wantActions: []Action{ActionUnchanged},
+		},
+		{
+			name:        "force replaces the same bytes",
+			items:       []Item{item("kube-proxy", same, true)},
+			files:       []ops.FileInfo{onNode(same)},
+			wantActions: []Action{ActionUpdate},
+			wantStop:    []string{"kube-proxy"},
+			wantStart:   []string{"kube-proxy"},
+		},
+		{
+			name:        "a stopped dependent stays stopped; a stopped target is started",
+			items:       []Item{item("kubelet", same, false)},
+			files:       []ops.FileInfo{onNode(other)},
+			status:      map[string]string{"kubelet": "Stopped", "kube-proxy": "Stopped"},
+			wantActions: []Action{ActionUpdate},
+			wantStop:    nil,
+			wantStart:   []string{"kubelet"},
+		},
+		{
+			name:        "unregistered service fails before anything runs",
+			items:       []Item{item("wins", same, false), item("kube-proxy", same, false)},
+			files:       []ops.FileInfo{{}, onNode(other)},
+			wantActions: []Action{ActionFailed, ActionUpdate},
+			wantStop:    []string{"kube-proxy"},
+			wantStart:   []string{"kube-proxy"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			services := append(seedServices(tt.status), tt.extra...)
+			for _, it := range tt.items {
+				found := false
+				for _, s := range services {
+					found = found || s.Name == it.Service
+				}
+				if !found {
+					services = append(services, ops.ServiceInfo{Name: it.Service})
+				}
+			}
+			plan, err := MakePlan(tt.items, ops.ProvisionInspectResponse{Files: tt.files, Services: services})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var actions []Action
+			for _, s := range plan.Steps {
+				actions = append(actions, s.Action)
+			}
+			if !reflect.DeepEqual(actions, tt.wantActions) {
+				t.Errorf("actions = %v, want %v", actions, tt.wantActions)
+			}
+			if !reflect.DeepEqual(plan.StopOrder, tt.wantStop) {
+				t.Errorf("stop order = %v, want %v", plan.StopOrder, tt.wantStop)
+			}
+			if !reflect.DeepEqual(plan.StartOrder, tt.wantStart) {
+				t.Errorf("start order = %v, want %v", plan.StartOrder, tt.wantStart)
+			}
+		})
+	}
+}
+
+func TestMakePlanErrors(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	cycle := []ops.ServiceInfo{
+		{Name: "a", Exists: true, Status: "Running", DependsOn: []string{"b"}, Dependents: []string{"b"}},
+		{Name: "b", Exists: true, Status: "Running", DependsOn: []string{"a"}, Dependents: []string{"a"}},
+	}
+	tests := []struct {
+		name    string
+		items   []Item
+		inspect ops.ProvisionInspectResponse
+		wantErr string
+	}{
+		{name: "short inspect", items: []Item{item("a", sha, false)}, inspect: ops.ProvisionInspectResponse{}, wantErr: "returned 0 files for 1"},
+		{name: "dependency cycle", items: []Item{item("a", sha, false)}, inspect: ops.ProvisionInspectResponse{Files: []ops.FileInfo{{}}, Services: cycle}, wantErr: "cycle among a, b"},
+		{
+			name:    "one service twice",
+			items:   []Item{item("a", sha, false), {Name: "a2", Service: "a", Destination: `C:\x.exe`, Source: &source.File{SHA256: sha}}},
+			inspect: ops.ProvisionInspectResponse{Files: []ops.FileInfo{{}, {}}, Services: cycle[:1]},
+			wantErr: `two provisioners update service "a"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := MakePlan(tt.items, tt.inspect)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
