@@ -16,9 +16,21 @@ import (
 const ResultMarker = "#swdt-result-v1#"
 
 // bootstrap is the fixed PowerShell program sent with -EncodedCommand. It
-// reads all of stdin as UTF-8 bytes (independent of the console code page)
-// and runs it as a script block. It never contains user data.
+// reads all of stdin as UTF-8 bytes and runs it as a script block. It never
+// contains user data.
+//
+// Why raw bytes and not $input: powershell.exe's console host looks for
+// $input in the -Command/-EncodedCommand text (AstSearcher.IsUsingDollarInput)
+// and, if it is there, reads stdin itself, line by line, decoded with the
+// console's input code page (an OEM code page on a default Windows Server),
+// which mangles non-ASCII parameters. Without $input in this text the host
+// leaves stdin alone, so [Console]::OpenStandardInput() sees every byte.
+// Keep the literal "$input" out of this program (a test checks it).
+//
+// Progress is silenced here as well as in the prelude: 5.1 writes progress
+// records as CLIXML to stderr, and this runs before the prelude does.
 const bootstrap = `$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
 $stdin = [Console]::OpenStandardInput()
 $buffer = New-Object System.IO.MemoryStream
 $stdin.CopyTo($buffer)
@@ -74,21 +86,59 @@ const (
 	opHeader    = "# op: "
 )
 
-// prelude runs before every op body. It defines the helpers ops use to
+// preludeHead runs before every op body. It defines the helpers ops use to
 // report a result (Write-SwdtResult) or a typed failure (Stop-SwdtOp).
+//
+// Windows PowerShell 5.1 details it deals with:
+//   - Setting [Console]::OutputEncoding calls SetConsoleOutputCP, which
+//     throws when the process has no console (it depends on how sshd
+//     started it); it is best effort, and only affects stray output and how
+//     native commands' output is decoded.
+//   - The envelope is therefore written as UTF-8 bytes straight to the
+//     stdout stream (after flushing [Console]::Out), so it is UTF-8 whatever
+//     the console code page is.
+//   - 5.1's type data gives System.Array an ETS alias property Count, so
+//     ConvertTo-Json serialises a nested or PSObject-wrapped array as
+//     {"value":[...],"Count":n}. Removing that type data (absent in 7.x,
+//     hence the try) makes arrays plain JSON arrays.
+//   - ConvertTo-Json silently turns anything deeper than -Depth into its
+//     ToString() (5.1 does not warn), so the depth is generous; ops must
+//     still pass plain hashtables, arrays and scalars, never live .NET
+//     objects, convert enums and dates to strings themselves, and wrap
+//     lists in @() so that a single element stays an array.
+//   - A mandatory parameter refuses an empty array or string unless told
+//     to allow them.
 const preludeHead = `$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
-[Console]::OutputEncoding = New-Object System.Text.UTF8Encoding $false
-$OutputEncoding = [Console]::OutputEncoding
+try {
+    [Console]::OutputEncoding = New-Object System.Text.UTF8Encoding $false
+    $OutputEncoding = [Console]::OutputEncoding
+} catch {
+    $null = $_
+}
+try {
+    Remove-TypeData -TypeName System.Array -ErrorAction Stop
+} catch {
+    $null = $_
+}
+
+function Write-SwdtEnvelope {
+    param([Parameter(Mandatory = $true)] $Envelope)
+    $line = '` + ResultMarker + `' + (ConvertTo-Json -InputObject $Envelope -Compress -Depth 20) + [char]13 + [char]10
+    $bytes = (New-Object System.Text.UTF8Encoding $false).GetBytes($line)
+    [Console]::Out.Flush()
+    $stdout = [Console]::OpenStandardOutput()
+    $stdout.Write($bytes, 0, $bytes.Length)
+    $stdout.Flush()
+}
 
 function Write-SwdtResult {
-    param([Parameter(Mandatory = $true)] [AllowNull()] $Data)
-    $envelope = [ordered]@{ ok = $true; data = $Data }
-    [Console]::Out.WriteLine('` + ResultMarker + `' + (ConvertTo-Json -InputObject $envelope -Compress -Depth 12))
+    param([Parameter(Mandatory = $true)] [AllowNull()] [AllowEmptyCollection()] [AllowEmptyString()] $Data)
+    Write-SwdtEnvelope -Envelope ([ordered]@{ ok = $true; data = $Data })
 }
 
 function Stop-SwdtOp {
-    param([Parameter(Mandatory = $true)] [string] $Kind, [Parameter(Mandatory = $true)] [string] $Message)
+    param([Parameter(Mandatory = $true)] [string] $Kind, [Parameter(Mandatory = $true)] [AllowEmptyString()] [string] $Message)
     $exception = New-Object System.Exception $Message
     $exception.Data['swdtKind'] = $Kind
     throw $exception
@@ -99,14 +149,31 @@ function Stop-SwdtOp {
 const preludeTail = `try {
 `
 
+// epilogue turns a terminating error into a failure envelope. The kind set
+// by Stop-SwdtOp is looked for along the InnerException chain, because an
+// exception thrown inside a script block that .NET invokes (ForEach, a
+// delegate, a method call) arrives wrapped in a MethodInvocationException.
+//
+// exit inside a script block invoked with & from -EncodedCommand ends the
+// powershell.exe process with that code (there is no script file boundary
+// to stop it), which is how the bootstrap "exits non-zero when the op
+// failed".
 const epilogue = `
 } catch {
-    $kind = $_.Exception.Data['swdtKind']
-    if (-not $kind) { $kind = 'exception' }
+    $kind = $null
     $message = $_.Exception.Message
-    if ($_.InvocationInfo -and $kind -eq 'exception') { $message = $message + ' (at line ' + $_.InvocationInfo.ScriptLineNumber + ')' }
-    $envelope = [ordered]@{ ok = $false; error = [ordered]@{ kind = $kind; message = $message } }
-    [Console]::Out.WriteLine('` + ResultMarker + `' + (ConvertTo-Json -InputObject $envelope -Compress -Depth 6))
+    for ($e = $_.Exception; $null -ne $e; $e = $e.InnerException) {
+        if ($e.Data['swdtKind']) {
+            $kind = $e.Data['swdtKind']
+            $message = $e.Message
+            break
+        }
+    }
+    if (-not $kind) {
+        $kind = 'exception'
+        if ($_.InvocationInfo) { $message = $message + ' (at line ' + $_.InvocationInfo.ScriptLineNumber + ')' }
+    }
+    Write-SwdtEnvelope -Envelope ([ordered]@{ ok = $false; error = [ordered]@{ kind = [string]$kind; message = [string]$message } })
     exit 1
 }
 exit 0
