@@ -64,6 +64,23 @@ type Plan struct {
 	StopOrder []string
 	// StartOrder lists services to start afterwards, dependencies first.
 	StartOrder []string
+
+	services map[string]ops.ServiceInfo
+}
+
+// Reorder recomputes StopOrder and StartOrder for a subset of the updates,
+// for when some items dropped out (for example a failed upload).
+func (p *Plan) Reorder(services []string) error {
+	changed := map[string]bool{}
+	for _, s := range services {
+		changed[strings.ToLower(s)] = true
+	}
+	stop, start, err := order(changed, p.services)
+	if err != nil {
+		return err
+	}
+	p.StopOrder, p.StartOrder = stop, start
+	return nil
 }
 
 // Updates returns the steps that change the node.
@@ -87,7 +104,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 	for _, s := range inspect.Services {
 		services[strings.ToLower(s.Name)] = s
 	}
-	plan := &Plan{}
+	plan := &Plan{services: services}
 	changed := map[string]bool{}
 	for i, it := range items {
 		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
@@ -115,11 +132,13 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		}
 		plan.Steps = append(plan.Steps, step)
 	}
-	stop, start, err := order(changed, services)
-	if err != nil {
+	var updates []string
+	for name := range changed {
+		updates = append(updates, name)
+	}
+	if err := plan.Reorder(updates); err != nil {
 		return nil, err
 	}
-	plan.StopOrder, plan.StartOrder = stop, start
 	return plan, nil
 }
 

@@ -1,0 +1,429 @@
+// Package provision is the hot-swap workflow of DESIGN.md §4: inspect the
+// node, plan, stage changed binaries beside their destinations while the
+// services keep running, swap them in one op in dependency order, verify,
+// and roll back or repair on failure.
+//
+// It talks to the node only through the Node interface and reports
+// progress only through Observer: it never prints and never sees SSH.
+package provision
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+)
+
+// Node is what the hot-swap needs from a node; *node.Node implements it.
+type Node interface {
+	InspectProvision(ctx context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error)
+	MkdirAll(ctx context.Context, remotePath string) error
+	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
+	HashFiles(ctx context.Context, paths []string) ([]ops.FileInfo, error)
+	RemoveFiles(ctx context.Context, paths []string) ([]string, error)
+	SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error)
+	RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error)
+}
+
+// Observer is told what the run is doing. Implementations must be safe
+// for concurrent use: uploads run in parallel.
+type Observer interface {
+	// Planned is called once with the plan, before anything changes.
+	Planned(plan *Plan)
+	// Step reports a phase starting, e.g. "stopping kube-proxy, kubelet".
+	Step(msg string)
+	// Upload reports an upload starting; the returned function receives
+	// the bytes sent so far and is called a last time when it ends.
+	Upload(item Item) func(sent int64)
+}
+
+// Options tune a run.
+type Options struct {
+	// Force replaces binaries even when they are unchanged.
+	Force bool
+	// DryRun stops after the plan.
+	DryRun bool
+	// StopTimeout is how long a service may take to stop before its
+	// process is killed.
+	StopTimeout time.Duration
+	// StartTimeout is how long a service may take to reach Running.
+	StartTimeout time.Duration
+	// Settle is how long a started service must stay Running.
+	Settle time.Duration
+	// HealthTimeout is how long health checks are retried.
+	HealthTimeout time.Duration
+	// Parallel bounds concurrent uploads (0 means 4).
+	Parallel int
+	// Abort, when done, gives up on a swap that is already running. A
+	// cancelled run context does not: once services are stopped, the swap
+	// runs to its end so that they are running again when Run returns.
+	Abort context.Context
+	// Observer receives progress; nil discards it.
+	Observer Observer
+}
+
+// Defaults for Options' durations.
+const (
+	DefaultStopTimeout   = 30 * time.Second
+	DefaultStartTimeout  = 60 * time.Second
+	DefaultSettle        = 2 * time.Second
+	DefaultHealthTimeout = 30 * time.Second
+)
+
+func (o *Options) defaults() {
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Settle < 0 {
+		o.Settle = 0
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = DefaultHealthTimeout
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.Abort == nil {
+		o.Abort = context.Background()
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+}
+
+// Result is the outcome for one item.
+type Result struct {
+	// Name is the provisioner's name.
+	Name string `json:"name"`
+	// Action is unchanged, updated, rolled-back or failed (update in a dry
+	// run).
+	Action Action `json:"action"`
+	// BytesSent is what was uploaded for this item.
+	BytesSent int64 `json:"bytesSent"`
+	// Duration is the time spent on the item, staging included.
+	Duration time.Duration `json:"-"`
+	// Downtime is how long the item's service was not running.
+	Downtime time.Duration `json:"-"`
+	// Error says what failed (empty on success).
+	Error string `json:"error,omitempty"`
+	// Detail is extra context: the plan's reason, a killed process, the
+	// service's last exit code and events.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Failed reports whether the item did not end as planned.
+func (r Result) Failed() bool { return r.Action == ActionFailed || r.Action == ActionRolledBack }
+
+// Report is the outcome of a run on one node.
+type Report struct {
+	Plan    *Plan
+	Results []Result
+}
+
+// Failures counts results that failed or were rolled back.
+func (r *Report) Failures() int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// Run hot-swaps items into their services on n. It returns an error only
+// when nothing could be decided (the node could not be inspected); per-item
+// failures are in the report.
+func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
+	opts.defaults()
+	started := time.Now()
+	targets := make([]ops.ProvisionTarget, len(items))
+	for i, it := range items {
+		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination}
+	}
+	opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
+	inspect, err := n.InspectProvision(ctx, targets)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	plan, err := MakePlan(items, inspect)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	opts.Observer.Planned(plan)
+
+	results := make([]Result, len(plan.Steps))
+	index := map[string]int{}
+	for i, s := range plan.Steps {
+		results[i] = Result{Name: s.Item.Name, Action: s.Action, Detail: s.Reason}
+		if s.Action == ActionFailed {
+			results[i].Error, results[i].Detail = s.Reason, ""
+		}
+		index[strings.ToLower(s.Item.Service)] = i
+	}
+	report := &Report{Plan: plan, Results: results}
+	updates := plan.Updates()
+	if opts.DryRun || len(updates) == 0 {
+		return report, nil
+	}
+
+	staged := stage(ctx, n, updates, results, index, opts)
+	if len(staged) == 0 {
+		finish(results, started)
+		return report, nil
+	}
+	if ctx.Err() != nil {
+		// Interrupted while staging: no service was touched yet.
+		cleanupStaged(n, staged)
+		markFailed(results, index, staged, "interrupted before the swap; no service was touched")
+		finish(results, started)
+		return report, nil
+	}
+	services := make([]string, len(staged))
+	for i, it := range staged {
+		services[i] = it.Service
+	}
+	if err := plan.Reorder(services); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	swap(ctx, n, plan, staged, results, index, opts)
+	finish(results, started)
+	return report, nil
+}
+
+// stage uploads every update to its .swdt-new name in parallel and
+// verifies the digest on the node. It returns the items ready to swap.
+func stage(ctx context.Context, n Node, updates []Step, results []Result, index map[string]int, opts Options) []Item {
+	opts.Observer.Step("staging " + plural(len(updates), "binary") + " while services keep running")
+	var (
+		mu    sync.Mutex
+		ready []Item
+	)
+	var g errgroup.Group
+	g.SetLimit(opts.Parallel)
+	for _, step := range updates {
+		it := step.Item
+		g.Go(func() error {
+			sent, err := stageOne(ctx, n, it, opts)
+			mu.Lock()
+			defer mu.Unlock()
+			res := &results[index[strings.ToLower(it.Service)]]
+			res.BytesSent = sent
+			if err != nil {
+				res.Action, res.Error = ActionFailed, err.Error()
+				return nil
+			}
+			ready = append(ready, it)
+			return nil
+		})
+	}
+	_ = g.Wait() // per-item errors are in results
+	// Keep the plan's order so that output is stable.
+	var ordered []Item
+	for _, step := range updates {
+		for _, it := range ready {
+			if it.Service == step.Item.Service {
+				ordered = append(ordered, it)
+			}
+		}
+	}
+	return ordered
+}
+
+func stageOne(ctx context.Context, n Node, it Item, opts Options) (int64, error) {
+	var sent int64
+	progress := opts.Observer.Upload(it)
+	defer func() { progress(sent) }()
+	if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
+		return 0, fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+	}
+	f, err := it.Source.Open()
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	err = n.Upload(ctx, f, it.Source.Size, it.Staged(), func(s int64) {
+		sent = s
+		progress(s)
+	})
+	if err != nil {
+		return sent, fmt.Errorf("stage %s: %w", it.Staged(), err)
+	}
+	files, err := n.HashFiles(ctx, []string{it.Staged()})
+	if err != nil {
+		return sent, fmt.Errorf("verify %s: %w", it.Staged(), err)
+	}
+	if len(files) != 1 || !strings.EqualFold(files[0].SHA256, it.Source.SHA256) {
+		got := "nothing"
+		if len(files) == 1 {
+			got = files[0].SHA256
+		}
+		removeQuietly(n, it.Staged())
+		return sent, fmt.Errorf("staged %s has SHA-256 %s, want %s; the upload was corrupted, run again", it.Staged(), got, it.Source.SHA256)
+	}
+	return sent, nil
+}
+
+// swap runs the swap op. It keeps going when ctx is cancelled (services
+// are down: they must come back) and stops only when opts.Abort is done.
+func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Result, index map[string]int, opts Options) {
+	req := ops.ServiceSwapRequest{
+		StopOrder:       plan.StopOrder,
+		StartOrder:      plan.StartOrder,
+		StopTimeoutMs:   int(opts.StopTimeout.Milliseconds()),
+		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
+		SettleMs:        int(opts.Settle.Milliseconds()),
+		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+	}
+	for _, it := range staged {
+		req.Items = append(req.Items, ops.SwapItem{
+			Service: it.Service, Destination: it.Destination, Staged: it.Staged(), Backup: it.Backup(),
+			HealthChecks: it.HealthChecks,
+		})
+	}
+	services := len(plan.StopOrder) + len(plan.StartOrder)
+	budget := time.Duration(services)*(2*opts.StopTimeout+2*opts.StartTimeout+opts.Settle+opts.HealthTimeout) + time.Minute
+	swapCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+	stopAbort := context.AfterFunc(opts.Abort, cancel)
+	defer stopAbort()
+
+	opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(plan.StopOrder), listOrNone(plan.StartOrder)))
+	resp, err := n.SwapServices(swapCtx, req)
+	if err != nil {
+		recoverSwap(ctx, n, req, staged, results, index, opts, err)
+		return
+	}
+	killed := map[string]bool{}
+	for _, k := range resp.Killed {
+		killed[strings.ToLower(k)] = true
+	}
+	for _, r := range resp.Items {
+		i, ok := index[strings.ToLower(r.Service)]
+		if !ok {
+			continue
+		}
+		res := &results[i]
+		res.Downtime = time.Duration(r.DowntimeMs) * time.Millisecond
+		res.Detail = ""
+		switch r.Result {
+		case ops.SwapResultSwapped:
+			res.Action = ActionUpdated
+		case ops.SwapResultRolledBack:
+			res.Action, res.Error = ActionRolledBack, r.Error
+		default:
+			res.Action, res.Error = ActionFailed, r.Error
+		}
+		var detail []string
+		if killed[strings.ToLower(r.Service)] {
+			detail = append(detail, fmt.Sprintf("the service did not stop within %s; its process was killed", opts.StopTimeout))
+		}
+		if r.ExitCode != 0 {
+			detail = append(detail, fmt.Sprintf("service exit code %d", r.ExitCode))
+		}
+		detail = append(detail, r.Events...)
+		res.Detail = strings.Join(detail, "; ")
+	}
+	for _, p := range resp.NotStarted {
+		if i, ok := index[strings.ToLower(p.Service)]; ok && results[i].Error == "" {
+			results[i].Action, results[i].Error = ActionFailed, p.Error
+		}
+	}
+}
+
+// recoverSwap repairs the node after the swap op itself failed (connection
+// lost, op error): backups go back where destinations are missing and the
+// services that should run are started.
+func recoverSwap(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, results []Result, index map[string]int, opts Options, cause error) {
+	opts.Observer.Step("swap failed; restoring services")
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(len(req.StartOrder)+1)*(opts.StartTimeout+opts.StopTimeout))
+	defer cancel()
+	stopAbort := context.AfterFunc(opts.Abort, cancel)
+	defer stopAbort()
+	start := req.StartOrder
+	resp, err := n.RecoverSwap(rctx, ops.SwapRecoverRequest{Items: req.Items, Start: start})
+	msg := "swap failed: " + cause.Error()
+	switch {
+	case err != nil:
+		msg += "; repair failed too: " + err.Error() + "; check the services on the node (Get-Service " + strings.Join(start, ",") + ")"
+	case len(resp.NotStarted) > 0:
+		var names []string
+		for _, p := range resp.NotStarted {
+			names = append(names, p.Service+": "+p.Error)
+		}
+		msg += "; repaired, but these services did not start: " + strings.Join(names, "; ")
+	default:
+		msg += "; the node was repaired (old binaries restored where missing, services started)"
+	}
+	markFailed(results, index, staged, msg)
+}
+
+func cleanupStaged(n Node, staged []Item) {
+	for _, it := range staged {
+		removeQuietly(n, it.Staged())
+	}
+}
+
+// removeQuietly deletes a leftover staged file. It is best effort: a
+// leftover .swdt-new is harmless and is replaced by the next run.
+func removeQuietly(n Node, remotePath string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = n.RemoveFiles(ctx, []string{remotePath})
+}
+
+func markFailed(results []Result, index map[string]int, items []Item, msg string) {
+	for _, it := range items {
+		res := &results[index[strings.ToLower(it.Service)]]
+		res.Action, res.Error, res.Detail = ActionFailed, msg, ""
+	}
+}
+
+// finish sets each changed result's duration: the whole run so far, since
+// the items were staged in parallel and swapped together.
+func finish(results []Result, started time.Time) {
+	elapsed := time.Since(started)
+	for i := range results {
+		if results[i].Action != ActionUnchanged {
+			results[i].Duration = elapsed
+		}
+	}
+}
+
+func windowsDir(p string) string {
+	slashed := strings.ReplaceAll(p, `\`, "/")
+	return strings.ReplaceAll(path.Dir(slashed), "/", `\`)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "nothing"
+	}
+	return strings.Join(names, ", ")
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Planned(*Plan)                {}
+func (nopObserver) Step(string)                  {}
+func (nopObserver) Upload(Item) func(sent int64) { return func(int64) {} }
