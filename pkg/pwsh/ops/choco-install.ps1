@@ -1,0 +1,21 @@
+# op: choco-install
+# Installs Chocolatey with the community install script. The download and
+# the install are separate steps so that a node without internet access is
+# reported as such ('download-failed') with the node's own error.
+$chocoExe = Join-Path $env:ProgramData 'chocolatey\choco.exe'
+if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
+    [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
+    try {
+        $installer = (New-Object System.Net.WebClient).DownloadString('https://community.chocolatey.org/install.ps1')
+    } catch {
+        Stop-SwdtOp -Kind 'download-failed' -Message ("the node could not download the Chocolatey install script from https://community.chocolatey.org/install.ps1: " + $_.Exception.Message + " (does the node have internet access or a proxy?)")
+    }
+    Set-ExecutionPolicy -ExecutionPolicy Bypass -Scope Process -Force
+    $log = & ([scriptblock]::Create($installer)) *>&1 | Out-String
+    if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
+        if ($log.Length -gt 1500) { $log = $log.Substring($log.Length - 1500) }
+        Stop-SwdtOp -Kind 'install-failed' -Message ("the Chocolatey install script ran but " + $chocoExe + " does not exist: " + $log.Trim())
+    }
+}
+$version = ([string](& $chocoExe --version 2>$null | Select-Object -First 1)).Trim()
+Write-SwdtResult -Data ([ordered]@{ installed = $true; version = $version; packages = @() })

@@ -1,0 +1,26 @@
+# op: choco-packages
+# Installs each package with choco.exe by full path (sessions keep sshd's
+# PATH from before Chocolatey was installed). Exit codes 0, 1641 and 3010
+# are success; the last two mean a reboot is required. One package failing
+# does not stop the others.
+$chocoExe = Join-Path $env:ProgramData 'chocolatey\choco.exe'
+if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
+    Stop-SwdtOp -Kind 'not-found' -Message ("Chocolatey is not installed (" + $chocoExe + " is missing)")
+}
+$results = foreach ($name in @($SwdtParams.packages)) {
+    $output = & $chocoExe install ([string]$name) -y --no-progress --limit-output 2>&1 | Out-String
+    $code = $LASTEXITCODE
+    $result = [ordered]@{ name = [string]$name; result = 'failed'; exitCode = $code; rebootRequired = ($code -eq 1641 -or $code -eq 3010); version = ''; output = '' }
+    if (@(0, 1641, 3010) -contains $code) {
+        $result.result = 'installed'
+        $listed = & $chocoExe list --limit-output --exact ([string]$name) 2>$null | Select-Object -First 1
+        if ($listed -and ([string]$listed).Contains('|')) { $result.version = ([string]$listed).Split('|')[1] }
+    } else {
+        if ($output -match 'not found with the source|was not found|could not be found') { $result.result = 'not-found' }
+        $tail = $output.Trim()
+        if ($tail.Length -gt 800) { $tail = $tail.Substring($tail.Length - 800) }
+        $result.output = $tail
+    }
+    $result
+}
+Write-SwdtResult -Data ([ordered]@{ results = @($results) })
