@@ -45,6 +45,9 @@ func Call[Req, Resp any](ctx context.Context, r *Runner, op ops.Op[Req, Resp], r
 }
 
 func (r *Runner) run(ctx context.Context, name string, req any) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("op %s: %w", name, err)
+	}
 	body, err := ops.Script(name)
 	if err != nil {
 		return nil, err
@@ -60,6 +63,11 @@ func (r *Runner) run(ctx context.Context, name string, req any) (json.RawMessage
 	var stdout, stderr bytes.Buffer
 	status, err := r.Exec.Exec(ctx, CommandLine(), bytes.NewReader(script), &stdout, &stderr)
 	if err != nil {
+		return nil, fmt.Errorf("op %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		// The transport may return a clean exit for a session torn down
+		// by the cancellation; the output is then not to be trusted.
 		return nil, fmt.Errorf("op %s: %w", name, err)
 	}
 	env, perr := ParseEnvelope(stdout.Bytes())
