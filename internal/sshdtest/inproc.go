@@ -1,0 +1,251 @@
+package sshdtest
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// GoServer is an in-process SSH server (golang.org/x/crypto/ssh) that
+// accepts one user with a password, by the password or the
+// keyboard-interactive method. Its sessions answer "exec" by writing the
+// command back on stdout and exiting 0; that is enough to prove a login.
+type GoServer struct {
+	// Addr is 127.0.0.1:port.
+	Addr string
+	// User and Password are the only accepted credentials.
+	User, Password string
+	// HostKey is the server's public host key.
+	HostKey ssh.PublicKey
+
+	// KeyboardInteractiveOnly turns the password method off, so only
+	// keyboard-interactive can log in. Set it before the first connection.
+	KeyboardInteractiveOnly atomic.Bool
+}
+
+// StartGoServer starts a GoServer for the duration of the test.
+func StartGoServer(t testing.TB, user, password string) *GoServer {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &GoServer{Addr: l.Addr().String(), User: user, Password: password, HostKey: signer.PublicKey()}
+	cfg := &ssh.ServerConfig{
+		PasswordCallback: func(c ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
+			if s.KeyboardInteractiveOnly.Load() {
+				return nil, fmt.Errorf("password method disabled")
+			}
+			if c.User() == s.User && string(pw) == s.Password {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("wrong password for %q", c.User())
+		},
+		KeyboardInteractiveCallback: func(c ssh.ConnMetadata, ch ssh.KeyboardInteractiveChallenge) (*ssh.Permissions, error) {
+			ans, err := ch("", "", []string{"Password: "}, []bool{false})
+			if err != nil {
+				return nil, err
+			}
+			if c.User() == s.User && len(ans) == 1 && ans[0] == s.Password {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("wrong password for %q", c.User())
+		},
+	}
+	cfg.AddHostKey(signer)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serveGo(c, cfg)
+			}()
+		}
+	}()
+	return s
+}
+
+func serveGo(c net.Conn, cfg *ssh.ServerConfig) {
+	defer c.Close()
+	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	defer sc.Close()
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "only sessions")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer ch.Close()
+			for r := range creqs {
+				if r.Type != "exec" {
+					_ = r.Reply(false, nil)
+					continue
+				}
+				_ = r.Reply(true, nil)
+				var cmd string
+				if len(r.Payload) >= 4 {
+					n := binary.BigEndian.Uint32(r.Payload)
+					if int(n) <= len(r.Payload)-4 {
+						cmd = string(r.Payload[4 : 4+n])
+					}
+				}
+				_, _ = io.WriteString(ch, cmd)
+				_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+				return
+			}
+		}()
+	}
+}
+
+// Silent starts a TCP listener that accepts connections and never says a
+// word, as a firewall that swallows packets or a hung sshd would. It
+// returns its address.
+func Silent(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// ClosedPort returns a loopback address nothing listens on.
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
+}
+
+// Proxy is a loopback TCP proxy in front of a server. Its first Cuts
+// connections are cut (both directions closed) once CutAfter bytes went
+// from client to server; later connections pass untouched.
+type Proxy struct {
+	// Addr is the proxy's 127.0.0.1:port.
+	Addr string
+
+	target   string
+	cutAfter int64
+	cuts     atomic.Int64
+	conns    atomic.Int64
+}
+
+// StartProxy forwards to target and cuts the first cuts connections after
+// cutAfter client-to-server bytes. cuts < 0 cuts every connection.
+func StartProxy(t testing.TB, target string, cutAfter int64, cuts int) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: l.Addr().String(), target: target, cutAfter: cutAfter}
+	p.cuts.Store(int64(cuts))
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.conns.Add(1)
+			cut := false
+			if n := p.cuts.Load(); n < 0 {
+				cut = true
+			} else if n > 0 {
+				cut = p.cuts.Add(-1) >= 0
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.serve(c, cut)
+			}()
+		}
+	}()
+	return p
+}
+
+// Connections is how many client connections the proxy accepted.
+func (p *Proxy) Connections() int { return int(p.conns.Load()) }
+
+func (p *Proxy) serve(c net.Conn, cut bool) {
+	defer c.Close()
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() {
+		var r io.Reader = c
+		if cut {
+			r = io.LimitReader(c, p.cutAfter)
+		}
+		_, _ = io.Copy(u, r)
+		// Cut: close both sides at once, as a dropped link would.
+		c.Close()
+		u.Close()
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(c, u)
+		c.Close()
+		u.Close()
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}

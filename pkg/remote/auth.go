@@ -1,0 +1,145 @@
+package remote
+
+import (
+	"bytes"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// credentials are the loaded means of authentication, reused on reconnect
+// so that a passphrase is asked for at most once.
+type credentials struct {
+	agentSigners []ssh.Signer
+	agentConn    net.Conn
+	keySigners   []ssh.Signer
+	password     string
+	// described lists what is offered, for AuthError.
+	publicKeyDesc string
+}
+
+// loadCredentials collects ssh-agent keys, private key files and the
+// password. A key file given explicitly that cannot be used is an error;
+// default key files that are missing or locked are skipped.
+func loadCredentials(t target, cfg Config, log *slog.Logger) (*credentials, error) {
+	cr := &credentials{password: cfg.Password}
+	var desc []string
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			log.Debug("ssh-agent unreachable", "socket", sock, "err", err)
+		} else {
+			signers, err := agent.NewClient(c).Signers()
+			if err != nil {
+				log.Debug("ssh-agent signers", "err", err)
+				c.Close()
+			} else {
+				cr.agentSigners, cr.agentConn = signers, c
+				desc = append(desc, fmt.Sprintf("ssh-agent: %d key(s)", len(signers)))
+			}
+		}
+	}
+	for _, f := range t.keyFiles {
+		s, err := loadKeyFile(f, cr.agentSigners, cfg.Passphrase)
+		if err != nil {
+			var pe *PrivateKeyError
+			if t.keyExplicit || (errors.As(err, &pe) && errors.Is(err, ErrWrongPassphrase)) {
+				cr.close()
+				return nil, err
+			}
+			log.Debug("skip default private key", "file", f, "err", err)
+			continue
+		}
+		if s == nil {
+			desc = append(desc, f+" (same key as ssh-agent)")
+			continue
+		}
+		cr.keySigners = append(cr.keySigners, s)
+		desc = append(desc, f)
+	}
+	cr.publicKeyDesc = strings.Join(desc, "; ")
+	return cr, nil
+}
+
+func (cr *credentials) close() {
+	if cr.agentConn != nil {
+		cr.agentConn.Close()
+	}
+}
+
+// methods returns the auth methods in order: public keys (agent first,
+// then key files), password, keyboard-interactive. The SSH library tries
+// each method name once, so all keys share one publickey method.
+func (cr *credentials) methods() ([]ssh.AuthMethod, []string) {
+	var m []ssh.AuthMethod
+	var tried []string
+	signers := append(append([]ssh.Signer{}, cr.agentSigners...), cr.keySigners...)
+	if len(signers) > 0 {
+		m = append(m, ssh.PublicKeys(signers...))
+		tried = append(tried, "publickey ("+cr.publicKeyDesc+")")
+	}
+	if cr.password != "" {
+		pw := cr.password
+		m = append(m, ssh.Password(pw), ssh.KeyboardInteractive(func(name, instruction string, questions []string, echos []bool) ([]string, error) {
+			answers := make([]string, len(questions))
+			for i := range answers {
+				answers[i] = pw
+			}
+			return answers, nil
+		}))
+		tried = append(tried, "password", "keyboard-interactive")
+	}
+	return m, tried
+}
+
+// loadKeyFile parses a private key, decrypting it with SWDT_KEY_PASSPHRASE
+// or the prompt. It returns nil, nil when the agent already holds the key,
+// so the user is not prompted needlessly.
+func loadKeyFile(path string, agentSigners []ssh.Signer, prompt func(string) ([]byte, error)) (ssh.Signer, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &PrivateKeyError{Path: path, Err: err}
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	if err == nil {
+		return signer, nil
+	}
+	var missing *ssh.PassphraseMissingError
+	if !errors.As(err, &missing) {
+		return nil, &PrivateKeyError{Path: path, Err: err}
+	}
+	if missing.PublicKey != nil {
+		for _, s := range agentSigners {
+			if bytes.Equal(s.PublicKey().Marshal(), missing.PublicKey.Marshal()) {
+				return nil, nil
+			}
+		}
+	}
+	var pass []byte
+	if v, ok := os.LookupEnv(PassphraseEnv); ok {
+		pass = []byte(v)
+	} else if prompt != nil {
+		pass, err = prompt(path)
+		if err != nil {
+			return nil, &PrivateKeyError{Path: path, Err: fmt.Errorf("read passphrase: %w", err)}
+		}
+	} else {
+		return nil, &PrivateKeyError{Path: path, Err: fmt.Errorf("key is passphrase-protected: set %s, load it into ssh-agent, or run on a terminal to be prompted", PassphraseEnv)}
+	}
+	signer, err = ssh.ParsePrivateKeyWithPassphrase(pem, pass)
+	clear(pass)
+	if err != nil {
+		if errors.Is(err, x509.IncorrectPasswordError) {
+			return nil, &PrivateKeyError{Path: path, Err: ErrWrongPassphrase}
+		}
+		return nil, &PrivateKeyError{Path: path, Err: err}
+	}
+	return signer, nil
+}

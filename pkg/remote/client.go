@@ -1,0 +1,467 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// cancelGrace is how long a call whose context ended may take to wind down
+// before the connection under it is torn down to free it.
+const cancelGrace = time.Second
+
+// Client is an SSH connection to one node. It is safe for concurrent use.
+// When the connection dies, the next call dials a new one.
+type Client struct {
+	cfg   Config
+	t     target
+	log   *slog.Logger
+	creds *credentials
+
+	dialSem chan struct{} // one dial at a time
+	mu      sync.Mutex
+	cur     *conn
+	closed  bool
+}
+
+// Dial connects and authenticates to the node described by cfg. The whole
+// of it (TCP connect, handshake, auth) is bounded by cfg.DialTimeout and
+// ctx.
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	t, err := resolve(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ssh config for %q: %w", cfg.Host, err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	creds, err := loadCredentials(t, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, t: t, log: log, creds: creds, dialSem: make(chan struct{}, 1)}
+	if _, err := c.conn(ctx); err != nil {
+		creds.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Addr is the host:port the client dials (after ~/.ssh/config).
+func (c *Client) Addr() string { return c.t.addr }
+
+// User is the account the client logs in as.
+func (c *Client) User() string { return c.t.user }
+
+// Close closes the connection. Calls after Close fail with ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	cur := c.cur
+	c.closed, c.cur = true, nil
+	c.mu.Unlock()
+	if c.creds != nil {
+		c.creds.close()
+	}
+	if cur != nil {
+		cur.kill(ErrClosed)
+	}
+	return nil
+}
+
+// Reconnect drops the current connection (if any) and dials a new one.
+// Calls reconnect by themselves when they find the connection dead; this
+// is for callers that know better, for example after rebooting the node.
+func (c *Client) Reconnect(ctx context.Context) error {
+	c.mu.Lock()
+	cur := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if cur != nil {
+		cur.kill(errors.New("reconnect requested"))
+	}
+	_, err := c.conn(ctx)
+	return err
+}
+
+// conn returns the live connection, dialling one when there is none.
+func (c *Client) conn(ctx context.Context) (*conn, error) {
+	if cn, err := c.live(); cn != nil || err != nil {
+		return cn, err
+	}
+	select {
+	case c.dialSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("connect to %s: %w", c.t.addr, ctx.Err())
+	}
+	defer func() { <-c.dialSem }()
+	if cn, err := c.live(); cn != nil || err != nil {
+		return cn, err // another caller reconnected meanwhile
+	}
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		cn.kill(ErrClosed)
+		return nil, ErrClosed
+	}
+	c.cur = cn
+	return cn, nil
+}
+
+func (c *Client) live() (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && !c.cur.dead() {
+		return c.cur, nil
+	}
+	return nil, nil
+}
+
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	t := c.t
+	hk, err := newHostKeyChecker(t.knownHosts, t.policy, c.warn)
+	if err != nil {
+		return nil, err
+	}
+	methods, tried := c.creds.methods()
+	var (
+		authMu      sync.Mutex
+		authStarted bool
+		allowed     []string
+	)
+	sc := &ssh.ClientConfig{
+		User:              t.user,
+		Auth:              methods,
+		HostKeyCallback:   hk.callback,
+		HostKeyAlgorithms: hk.algorithms(t.addr),
+		Timeout:           t.dialTimeout,
+		AuthCallback: func(ac *ssh.ClientAuthContext) (ssh.AuthMethod, error) {
+			authMu.Lock()
+			authStarted, allowed = true, ac.AllowedMethods
+			authMu.Unlock()
+			return nil, nil
+		},
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, t.dialTimeout)
+	defer cancel()
+	c.log.Debug("ssh dial", "addr", t.addr, "user", t.user, "policy", t.policy, "timeout", t.dialTimeout)
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", t.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
+		}
+		return nil, &DialError{Addr: t.addr, Timeout: t.dialTimeout, Stage: "connect", Err: err}
+	}
+	if dl, ok := dctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	// The SSH library has no context: close the socket to abort it.
+	stop := context.AfterFunc(dctx, func() { nc.Close() })
+	sconn, chans, reqs, err := ssh.NewClientConn(nc, t.addr, sc)
+	if !stop() && err == nil {
+		sconn.Close()
+		err = dctx.Err()
+	}
+	if err != nil {
+		nc.Close()
+		authMu.Lock()
+		started, allow := authStarted, allowed
+		authMu.Unlock()
+		switch {
+		case hk.err != nil:
+			return nil, hk.err
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
+		case started && !isNetErr(err) && dctx.Err() == nil:
+			return nil, &AuthError{User: t.user, Addr: t.addr, Tried: tried, Allowed: allow, Err: err}
+		}
+		return nil, &DialError{Addr: t.addr, Timeout: t.dialTimeout, Stage: "handshake", Err: err}
+	}
+	_ = nc.SetDeadline(time.Time{})
+	cn := newConn(ssh.NewClient(sconn, chans, reqs), c.log)
+	if t.keepAlive > 0 {
+		go cn.keepAlive(t.keepAlive)
+	}
+	c.log.Debug("ssh connected", "addr", t.addr, "user", t.user, "server", string(sconn.ServerVersion()))
+	return cn, nil
+}
+
+func (c *Client) warn(msg string) {
+	if c.cfg.Warn != nil {
+		c.cfg.Warn(msg)
+		return
+	}
+	c.log.Warn(msg)
+}
+
+// isNetErr reports transport failures (as opposed to the server saying no).
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// conn is one SSH connection and its lazily opened SFTP client.
+type conn struct {
+	ssh  *ssh.Client
+	log  *slog.Logger
+	done chan struct{}
+
+	mu     sync.Mutex
+	reason error
+	sftp   *sftp.Client
+}
+
+func newConn(c *ssh.Client, log *slog.Logger) *conn {
+	cn := &conn{ssh: c, log: log, done: make(chan struct{})}
+	go func() {
+		err := c.Wait()
+		cn.mu.Lock()
+		if cn.reason == nil {
+			cn.reason = err
+		}
+		cn.mu.Unlock()
+		close(cn.done)
+	}()
+	return cn
+}
+
+func (cn *conn) dead() bool {
+	select {
+	case <-cn.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadWithin waits up to d for the connection to be found dead.
+func (cn *conn) deadWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-cn.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// kill closes the connection, recording why.
+func (cn *conn) kill(reason error) {
+	cn.mu.Lock()
+	if cn.reason == nil {
+		cn.reason = reason
+	}
+	cn.mu.Unlock()
+	cn.ssh.Close()
+}
+
+func (cn *conn) keepAlive(interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-tick.C:
+		}
+		res := make(chan error, 1)
+		go func() {
+			_, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			res <- err
+		}()
+		wait := time.NewTimer(interval * keepAliveCountMax)
+		select {
+		case err := <-res:
+			wait.Stop()
+			if err != nil {
+				cn.kill(fmt.Errorf("keepalive failed: %w", err))
+				return
+			}
+		case <-wait.C:
+			cn.log.Debug("ssh keepalive unanswered, closing connection", "after", interval*keepAliveCountMax)
+			cn.kill(fmt.Errorf("server did not answer keepalives for %s", interval*keepAliveCountMax))
+			return
+		case <-cn.done:
+			wait.Stop()
+			return
+		}
+	}
+}
+
+// sftpClient opens the SFTP subsystem on first use.
+func (cn *conn) sftpClient() (*sftp.Client, error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.sftp != nil {
+		return cn.sftp, nil
+	}
+	sc, err := sftp.NewClient(cn.ssh,
+		sftp.UseConcurrentWrites(true),
+		sftp.UseConcurrentReads(true),
+		sftp.MaxConcurrentRequestsPerFile(64),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("start sftp subsystem: %w", err)
+	}
+	cn.sftp = sc
+	return sc, nil
+}
+
+// lost reports whether err means the connection under cn dropped; if so,
+// cn is closed for good so the next call reconnects.
+func (cn *conn) lost(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *sftp.StatusError
+	switch {
+	case errors.Is(err, sftp.ErrSSHFxConnectionLost), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.As(err, &se), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return cn.dead()
+	default:
+		// io.EOF and friends are ambiguous: let the connection tell.
+		if !cn.deadWithin(250 * time.Millisecond) {
+			return false
+		}
+	}
+	cn.kill(err)
+	return true
+}
+
+// do runs fn, returning when it does or, once ctx ends, after a short
+// grace period; a call still stuck then has its connection torn down.
+func do(ctx context.Context, cn *conn, fn func() error) error {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	res := make(chan error, 1)
+	go func() { res <- fn() }()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(cancelGrace)
+	defer t.Stop()
+	select {
+	case err := <-res:
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	case <-t.C:
+		cn.kill(fmt.Errorf("call abandoned: %w", ctx.Err()))
+		return ctx.Err()
+	}
+}
+
+// Exec runs cmd on the node without a PTY, copying stdin to it (then
+// closing its stdin, so scripts that read to EOF end) and its output to
+// stdout and stderr (nil discards). It returns the remote exit status; a
+// non-zero status is not an error. When ctx ends the remote command is
+// signalled, its session closed, and Exec returns promptly with ctx's
+// error. Exec never retries the command; a dead connection is replaced
+// before the session opens. stdin must not block forever.
+func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	what := fmt.Sprintf("run %q on %s", shorten(cmd), c.t.addr)
+	var (
+		cn   *conn
+		sess *ssh.Session
+	)
+	err := retry(ctx, "open ssh session on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
+		var err error
+		cn, err = c.conn(ctx)
+		if err != nil {
+			return err
+		}
+		err = do(ctx, cn, func() error {
+			s, err := cn.ssh.NewSession()
+			if err == nil {
+				if ctx.Err() != nil {
+					s.Close()
+					return ctx.Err()
+				}
+				sess = s
+			}
+			return err
+		})
+		if cn.lost(err) {
+			c.log.Debug("ssh connection lost opening a session, reconnecting", "addr", c.t.addr, "err", err)
+			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		return err
+	})
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", what, err)
+	}
+	defer sess.Close()
+	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
+	c.log.Debug("ssh exec", "addr", c.t.addr, "cmd", shorten(cmd))
+	if err := sess.Start(cmd); err != nil {
+		if cn.lost(err) {
+			err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		return -1, fmt.Errorf("%s: %w", what, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		t := time.NewTimer(cancelGrace)
+		select {
+		case <-waited:
+		case <-t.C:
+		}
+		t.Stop()
+		return -1, fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	var ee *ssh.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		return ee.ExitStatus(), nil
+	}
+	if cn.lost(err) || cn.dead() {
+		return -1, fmt.Errorf("%s: %w (the command may or may not have completed): %w", what, ErrConnectionLost, err)
+	}
+	return -1, fmt.Errorf("%s: %w", what, err)
+}
+
+var sessionRetry = retryPolicy{
+	Attempts:    2,
+	Delay:       100 * time.Millisecond,
+	ShouldRetry: func(err error) bool { return errors.Is(err, ErrConnectionLost) },
+}
+
+func shorten(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}

@@ -1,0 +1,147 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrUnknownHost is matched (errors.Is) by an *UnknownHostError: the host
+// has no key in known_hosts and the policy is strict.
+var ErrUnknownHost = errors.New("unknown host")
+
+// ErrWrongPassphrase is matched by a *PrivateKeyError when the passphrase
+// given for a private key does not decrypt it.
+var ErrWrongPassphrase = errors.New("wrong passphrase")
+
+// ErrConnectionLost is matched by errors of calls that failed because the
+// SSH connection dropped (after any retry).
+var ErrConnectionLost = errors.New("ssh connection lost")
+
+// ErrClosed is returned by calls on a Client after Close.
+var ErrClosed = errors.New("ssh client closed")
+
+// DialError is a failure to reach the node's SSH port or to complete the
+// SSH handshake (before authentication).
+type DialError struct {
+	// Addr is the host:port dialled.
+	Addr string
+	// Stage is "connect" (TCP) or "handshake" (SSH).
+	Stage string
+	// Timeout is the dial timeout in force.
+	Timeout time.Duration
+	// Err is the underlying network error.
+	Err error
+}
+
+func (e *DialError) Error() string {
+	what := "cannot reach ssh server at " + e.Addr
+	if e.Stage == "handshake" {
+		what = "ssh handshake with " + e.Addr + " did not complete"
+	}
+	return fmt.Sprintf("%s (dial timeout %s): %v; check that the node is running, the address and port are right, sshd is started on the node and the port is open in its firewall",
+		what, e.Timeout, e.Err)
+}
+
+func (e *DialError) Unwrap() error { return e.Err }
+
+// AuthError means the server rejected every authentication method swdt
+// could offer.
+type AuthError struct {
+	// User and Addr (host:port) say who logged in where.
+	User, Addr string
+	// Tried describes what was offered, in order: for example
+	// "publickey (ssh-agent: 1 key; /home/me/.ssh/id_ed25519)", "password".
+	Tried []string
+	// Allowed are the methods the server said it accepts, when known.
+	Allowed []string
+	// Err is the SSH library's final error.
+	Err error
+}
+
+func (e *AuthError) Error() string {
+	tried := "none (no ssh-agent keys, private key or password available)"
+	if len(e.Tried) > 0 {
+		tried = strings.Join(e.Tried, ", ")
+	}
+	msg := fmt.Sprintf("ssh authentication failed for %s@%s; tried: %s", e.User, e.Addr, tried)
+	if len(e.Allowed) > 0 {
+		msg += fmt.Sprintf("; server accepts: %s", strings.Join(e.Allowed, ", "))
+	}
+	return msg + "; check the username, that the public key is in the node's administrators_authorized_keys (with only Administrators and SYSTEM allowed to read it), or the password"
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// UnknownHostError is a host without a known_hosts entry under the strict
+// policy.
+type UnknownHostError struct {
+	// Host is the known_hosts name (host or [host]:port).
+	Host string
+	// Fingerprint is the SHA256 fingerprint the server offered.
+	Fingerprint string
+	// KnownHostsFile is the file that was searched.
+	KnownHostsFile string
+}
+
+func (e *UnknownHostError) Error() string {
+	return fmt.Sprintf("host %s is not in %s (server key %s) and hostKeyPolicy is strict; verify the fingerprint and add it (for example with ssh-keyscan), or use hostKeyPolicy: accept-new",
+		e.Host, e.KnownHostsFile, e.Fingerprint)
+}
+
+// Is makes errors.Is(err, ErrUnknownHost) true.
+func (e *UnknownHostError) Is(target error) bool { return target == ErrUnknownHost }
+
+// HostKeyChangedError is a host whose key differs from the one recorded in
+// known_hosts. It may be an attack; it is usually a reinstalled VM.
+type HostKeyChangedError struct {
+	// Host is the known_hosts name (host or [host]:port).
+	Host string
+	// Got is the SHA256 fingerprint the server offered now.
+	Got string
+	// Want are the fingerprints recorded for the host.
+	Want []string
+	// KnownHostsFile and Line locate the first recorded key.
+	KnownHostsFile string
+	Line           int
+}
+
+func (e *HostKeyChangedError) Error() string {
+	return fmt.Sprintf("HOST KEY CHANGED for %s: server offered %s but %s:%d has %s; this may be an attack, or the node was reinstalled: if you expect the change, remove the old key with `ssh-keygen -R '%s' -f %s` and connect again",
+		e.Host, e.Got, e.KnownHostsFile, e.Line, strings.Join(e.Want, ", "), e.Host, e.KnownHostsFile)
+}
+
+// PrivateKeyError is a private key file that could not be used.
+type PrivateKeyError struct {
+	// Path is the key file.
+	Path string
+	// Err says why: ErrWrongPassphrase, a missing passphrase, a parse error.
+	Err error
+}
+
+func (e *PrivateKeyError) Error() string {
+	if errors.Is(e.Err, ErrWrongPassphrase) {
+		return fmt.Sprintf("private key %s: wrong passphrase (from %s or the prompt)", e.Path, PassphraseEnv)
+	}
+	return fmt.Sprintf("private key %s: %v", e.Path, e.Err)
+}
+
+func (e *PrivateKeyError) Unwrap() error { return e.Err }
+
+// RetriesExhaustedError is a call that kept failing with a retryable error
+// until its try budget ran out.
+type RetriesExhaustedError struct {
+	// Op names the call, for example "upload C:\k\kubelet.exe".
+	Op string
+	// Attempts is how many times it was tried.
+	Attempts int
+	// Err is the last failure.
+	Err error
+}
+
+func (e *RetriesExhaustedError) Error() string {
+	return fmt.Sprintf("%s: failed after %d attempts: %v", e.Op, e.Attempts, e.Err)
+}
+
+func (e *RetriesExhaustedError) Unwrap() error { return e.Err }

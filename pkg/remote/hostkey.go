@@ -1,0 +1,172 @@
+package remote
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+)
+
+// knownHostsMu serialises appends to known_hosts files from parallel dials
+// within this process.
+var knownHostsMu sync.Mutex
+
+// hostKeyChecker verifies one dial's host key under a policy.
+type hostKeyChecker struct {
+	file   string
+	policy string
+	warn   func(string)
+	// db is nil when the file does not exist yet.
+	db ssh.HostKeyCallback
+	// err is the typed refusal, kept because the SSH library wraps it.
+	err error
+}
+
+func newHostKeyChecker(file, policy string, warn func(string)) (*hostKeyChecker, error) {
+	h := &hostKeyChecker{file: file, policy: policy, warn: warn}
+	if policy == string(v1alpha1.HostKeyPolicyInsecure) {
+		return h, nil
+	}
+	if _, err := os.Stat(file); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return h, nil
+		}
+		return nil, fmt.Errorf("known hosts: %w", err)
+	}
+	db, err := knownhosts.New(file)
+	if err != nil {
+		return nil, fmt.Errorf("known hosts %s: %w", file, err)
+	}
+	h.db = db
+	return h, nil
+}
+
+// probeKey is a key no server has; checking it against known_hosts yields
+// the keys recorded for a host (KeyError.Want).
+var probeKey = sync.OnceValue(func() ssh.PublicKey {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	k, _ := ssh.NewPublicKey(pub)
+	return k
+})
+
+// algorithms orders host key algorithms so that those already recorded
+// for addr come first: otherwise the server may present a key of another
+// type that known_hosts lacks, and a perfectly good host looks changed.
+func (h *hostKeyChecker) algorithms(addr string) []string {
+	if h.db == nil {
+		return nil
+	}
+	var ke *knownhosts.KeyError
+	if err := h.db(addr, fakeAddr(addr), probeKey()); !errors.As(err, &ke) || len(ke.Want) == 0 {
+		return nil
+	}
+	var known []string
+	for _, w := range ke.Want {
+		for _, a := range algorithmsForKeyType(w.Key.Type()) {
+			if !slices.Contains(known, a) {
+				known = append(known, a)
+			}
+		}
+	}
+	all := ssh.SupportedAlgorithms().HostKeys
+	out := slices.Clone(known)
+	for _, a := range all {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func algorithmsForKeyType(t string) []string {
+	if t == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{t}
+}
+
+func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKey) error {
+	if h.policy == string(v1alpha1.HostKeyPolicyInsecure) {
+		msg := fmt.Sprintf("hostKeyPolicy is insecure: not verifying the host key of %s (%s); anyone on the network path can impersonate the node", addr, ssh.FingerprintSHA256(key))
+		if h.warn != nil {
+			h.warn(msg)
+		}
+		return nil
+	}
+	name := knownhosts.Normalize(addr)
+	var err error
+	if h.db != nil {
+		err = h.db(addr, remote, key)
+		if err == nil {
+			return nil
+		}
+	} else {
+		err = &knownhosts.KeyError{}
+	}
+	var ke *knownhosts.KeyError
+	var re *knownhosts.RevokedError
+	switch {
+	case errors.As(err, &re):
+		h.err = fmt.Errorf("host key %s of %s is marked @revoked in %s:%d", ssh.FingerprintSHA256(key), name, re.Revoked.Filename, re.Revoked.Line)
+	case errors.As(err, &ke) && len(ke.Want) > 0:
+		ce := &HostKeyChangedError{Host: name, Got: ssh.FingerprintSHA256(key), KnownHostsFile: h.file, Line: ke.Want[0].Line}
+		for _, w := range ke.Want {
+			ce.Want = append(ce.Want, ssh.FingerprintSHA256(w.Key))
+		}
+		h.err = ce
+	case errors.As(err, &ke):
+		if h.policy == string(v1alpha1.HostKeyPolicyStrict) {
+			h.err = &UnknownHostError{Host: name, Fingerprint: ssh.FingerprintSHA256(key), KnownHostsFile: h.file}
+			break
+		}
+		if werr := appendKnownHost(h.file, addr, key); werr != nil {
+			h.err = werr
+		}
+	default:
+		h.err = fmt.Errorf("known hosts %s: %w", h.file, err)
+	}
+	return h.err
+}
+
+// appendKnownHost records key for addr, creating the file (0600) and its
+// directory (0700) when missing.
+func appendKnownHost(file, addr string, key ssh.PublicKey) error {
+	knownHostsMu.Lock()
+	defer knownHostsMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("record host key: %w", err)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("record host key: %w", err)
+	}
+	line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, key) + "\n"
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return fmt.Errorf("record host key in %s: %w", file, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("record host key in %s: %w", file, err)
+	}
+	return nil
+}
+
+// fakeAddr turns host:port into a net.Addr for the known_hosts lookup.
+func fakeAddr(hostport string) net.Addr {
+	host, port, _ := net.SplitHostPort(hostport)
+	return fakeNetAddr(net.JoinHostPort(host, port))
+}
+
+type fakeNetAddr string
+
+func (a fakeNetAddr) Network() string { return "tcp" }
+func (a fakeNetAddr) String() string  { return string(a) }

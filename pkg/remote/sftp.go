@@ -1,0 +1,248 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// PartSuffix is appended to a remote path while an upload is in flight.
+const PartSuffix = ".swdt-part"
+
+var sftpRetry = retryPolicy{
+	Attempts:    2, // reconnect once
+	Delay:       200 * time.Millisecond,
+	ShouldRetry: func(err error) bool { return errors.Is(err, ErrConnectionLost) },
+}
+
+// idempotent runs an SFTP call that is safe to repeat, reconnecting once
+// when the connection drops under it.
+func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.Context, sc *sftp.Client, attempt int) error) error {
+	return retry(ctx, op, sftpRetry, func(ctx context.Context, attempt int) error {
+		cn, err := c.conn(ctx)
+		if err != nil {
+			return err
+		}
+		var sc *sftp.Client
+		err = do(ctx, cn, func() error {
+			var err error
+			sc, err = cn.sftpClient()
+			if err != nil {
+				return err
+			}
+			return fn(ctx, sc, attempt)
+		})
+		if cn.lost(err) {
+			c.log.Debug("ssh connection lost, reconnecting", "op", op, "attempt", attempt, "err", err)
+			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		return err
+	})
+}
+
+// Upload streams size bytes of src to remotePath. The bytes go to
+// remotePath+".swdt-part" first, which is renamed onto remotePath once
+// complete (an existing remotePath is replaced), so remotePath never holds
+// a partial file. Writes are pipelined; memory use does not grow with size.
+// progress (may be nil) gets the bytes sent so far; after a reconnect the
+// upload restarts from zero and so does the count.
+func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error {
+	dst := SFTPPath(remotePath)
+	part := dst + PartSuffix
+	op := fmt.Sprintf("upload %s to %s", remotePath, c.t.addr)
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		if attempt > 1 && progress != nil {
+			progress(0)
+		}
+		f, err := sc.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+		if err != nil {
+			return fmt.Errorf("%s: create %s: %w", op, part, err)
+		}
+		r := &uploadReader{ctx: ctx, sr: io.NewSectionReader(src, 0, size), progress: progress}
+		n, err := f.ReadFrom(r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && n != size {
+			err = fmt.Errorf("source ended after %d of %d bytes", n, size)
+		}
+		if err == nil {
+			err = replace(sc, part, dst)
+		}
+		if err != nil {
+			if !errors.Is(err, sftp.ErrSSHFxConnectionLost) {
+				_ = sc.Remove(part) // best effort; a leftover part file is harmless
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+}
+
+// uploadReader feeds an upload, stopping at ctx's end and reporting
+// progress. Size lets sftp pipeline the writes.
+type uploadReader struct {
+	ctx      context.Context
+	sr       *io.SectionReader
+	sent     int64
+	progress func(int64)
+}
+
+func (r *uploadReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := r.sr.Read(p)
+	if n > 0 {
+		r.sent += int64(n)
+		if r.progress != nil {
+			r.progress(r.sent)
+		}
+	}
+	return n, err
+}
+
+func (r *uploadReader) Size() int64 { return r.sr.Size() }
+
+// replace renames oldPath onto newPath, replacing newPath. Plain SFTP
+// rename refuses an existing target, so it uses posix-rename when offered
+// and otherwise removes the target first.
+func replace(sc *sftp.Client, oldPath, newPath string) error {
+	if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
+		if err := sc.PosixRename(oldPath, newPath); err == nil {
+			return nil
+		}
+	}
+	err := sc.Rename(oldPath, newPath)
+	if err == nil {
+		return nil
+	}
+	if _, serr := sc.Stat(newPath); serr != nil {
+		return fmt.Errorf("rename %s to %s: %w", oldPath, newPath, err)
+	}
+	if rerr := sc.Remove(newPath); rerr != nil {
+		return fmt.Errorf("rename %s to %s: cannot remove the existing target: %w", oldPath, newPath, rerr)
+	}
+	if err := sc.Rename(oldPath, newPath); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", oldPath, newPath, err)
+	}
+	return nil
+}
+
+// Download copies remotePath to w. After a dropped connection it resumes
+// where it stopped, so w sees every byte exactly once.
+func (c *Client) Download(ctx context.Context, remotePath string, w io.Writer) error {
+	p := SFTPPath(remotePath)
+	op := fmt.Sprintf("download %s from %s", remotePath, c.t.addr)
+	cw := &countingWriter{w: w}
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		f, err := sc.Open(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		defer f.Close()
+		if cw.n > 0 {
+			if _, err := f.Seek(cw.n, io.SeekStart); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		cw.ctx = ctx
+		if _, err := f.WriteTo(cw); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+}
+
+type countingWriter struct {
+	ctx context.Context
+	w   io.Writer
+	n   int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Stat describes remotePath. A missing path matches fs.ErrNotExist.
+func (c *Client) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	op := fmt.Sprintf("stat %s on %s", remotePath, c.t.addr)
+	err := c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		var err error
+		fi, err = sc.Stat(SFTPPath(remotePath))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+	return fi, err
+}
+
+// MkdirAll creates remotePath and any missing parents; an existing
+// directory is fine.
+func (c *Client) MkdirAll(ctx context.Context, remotePath string) error {
+	op := fmt.Sprintf("create directory %s on %s", remotePath, c.t.addr)
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		p := SFTPPath(remotePath)
+		if err := sc.MkdirAll(p); err != nil {
+			// Lost a race with another creator: fine if it is a directory now.
+			if fi, serr := sc.Stat(p); serr == nil && fi.IsDir() {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+}
+
+// Rename moves oldPath to newPath, replacing newPath if it exists (as
+// POSIX rename does). Windows can rename a running executable but cannot
+// replace one: rename it away first.
+func (c *Client) Rename(ctx context.Context, oldPath, newPath string) error {
+	op := fmt.Sprintf("rename %s to %s on %s", oldPath, newPath, c.t.addr)
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		o, n := SFTPPath(oldPath), SFTPPath(newPath)
+		err := replace(sc, o, n)
+		if err != nil && attempt > 1 {
+			// The first attempt may have renamed before the link dropped.
+			if _, oerr := sc.Stat(o); errors.Is(oerr, fs.ErrNotExist) {
+				if _, nerr := sc.Stat(n); nerr == nil {
+					return nil
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+}
+
+// Remove deletes a file or an empty directory. A missing path matches
+// fs.ErrNotExist (unless a first attempt removed it before the connection
+// dropped).
+func (c *Client) Remove(ctx context.Context, remotePath string) error {
+	op := fmt.Sprintf("remove %s on %s", remotePath, c.t.addr)
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+		err := sc.Remove(SFTPPath(remotePath))
+		if err != nil && attempt > 1 && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+}
