@@ -1,0 +1,247 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// fakeNode records calls and plays scripted answers; it models only what
+// Run decides on. Behaviour on a real node is tested against simnode.
+type fakeNode struct {
+	mu          sync.Mutex
+	files       map[string]string // path -> sha256
+	services    []ops.ServiceInfo
+	uploadErr   map[string]error
+	corrupt     map[string]bool
+	swapErr     error
+	swapResp    *ops.ServiceSwapResponse
+	cancelOnUpl context.CancelFunc
+
+	uploads  []string
+	swaps    []ops.ServiceSwapRequest
+	recovers []ops.SwapRecoverRequest
+	removed  []string
+}
+
+func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	var resp ops.ProvisionInspectResponse
+	for _, t := range targets {
+		sha, ok := f.files[t.Destination]
+		resp.Files = append(resp.Files, ops.FileInfo{Path: t.Destination, Exists: ok, SHA256: sha})
+	}
+	resp.Services = f.services
+	return resp, nil
+}
+
+func (f *fakeNode) MkdirAll(context.Context, string) error { return nil }
+
+func (f *fakeNode) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(int64)) error {
+	f.mu.Lock()
+	f.uploads = append(f.uploads, remotePath)
+	cancel := f.cancelOnUpl
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		return ctx.Err()
+	}
+	if err := f.uploadErr[remotePath]; err != nil {
+		return err
+	}
+	progress(size)
+	return nil
+}
+
+func (f *fakeNode) HashFiles(_ context.Context, paths []string) ([]ops.FileInfo, error) {
+	var out []ops.FileInfo
+	for _, p := range paths {
+		sha := "staged-ok"
+		if f.corrupt[p] {
+			sha = strings.Repeat("0", 64)
+		}
+		out = append(out, ops.FileInfo{Path: p, Exists: true, SHA256: sha})
+	}
+	return out, nil
+}
+
+func (f *fakeNode) RemoveFiles(_ context.Context, paths []string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, paths...)
+	return paths, nil
+}
+
+func (f *fakeNode) SwapServices(_ context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+	f.swaps = append(f.swaps, req)
+	if f.swapErr != nil {
+		return ops.ServiceSwapResponse{}, f.swapErr
+	}
+	if f.swapResp != nil {
+		return *f.swapResp, nil
+	}
+	var resp ops.ServiceSwapResponse
+	for _, it := range req.Items {
+		resp.Items = append(resp.Items, ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultSwapped, DowntimeMs: 1200})
+	}
+	return resp, nil
+}
+
+func (f *fakeNode) RecoverSwap(_ context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
+	f.recovers = append(f.recovers, req)
+	return ops.SwapRecoverResponse{Restored: []string{req.Items[0].Destination}, Started: req.Start}, nil
+}
+
+// items returns the three seed provisioners with real local source files
+// whose digest is "staged-ok", matching what fakeNode.HashFiles reports.
+func items(t *testing.T) []Item {
+	dir := t.TempDir()
+	var out []Item
+	for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+		p := filepath.Join(dir, name+".exe")
+		if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Item{Name: name, Service: name, Destination: `C:\k\` + name + ".exe", Source: &source.File{Ref: p, Path: p, Size: int64(len(name)), SHA256: "staged-ok"}})
+	}
+	return out
+}
+
+func actions(r *Report) []string {
+	var out []string
+	for _, res := range r.Results {
+		out = append(out, res.Name+"="+string(res.Action))
+	}
+	return out
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name         string
+		setup        func(f *fakeNode)
+		opts         Options
+		want         []string
+		wantStops    []string
+		wantRecovers int
+		wantRemoved  []string
+		wantErrIn    map[string]string
+	}{
+		{
+			name:      "all updated in dependency order",
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+		},
+		{
+			name: "unchanged binaries are skipped and nothing is swapped",
+			setup: func(f *fakeNode) {
+				f.files = map[string]string{`C:\k\containerd.exe`: "staged-ok", `C:\k\kubelet.exe`: "staged-ok", `C:\k\kube-proxy.exe`: "staged-ok"}
+			},
+			want: []string{"containerd=unchanged", "kubelet=unchanged", "kube-proxy=unchanged"},
+		},
+		{
+			name: "dry run changes nothing",
+			opts: Options{DryRun: true},
+			want: []string{"containerd=update", "kubelet=update", "kube-proxy=update"},
+		},
+		{
+			name: "a corrupted staged file is removed and only the others swap",
+			setup: func(f *fakeNode) {
+				f.corrupt = map[string]bool{`C:\k\kubelet.exe.swdt-new`: true}
+			},
+			want:        []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
+			wantStops:   []string{"kube-proxy", "kubelet", "containerd"},
+			wantRemoved: []string{`C:\k\kubelet.exe.swdt-new`},
+			wantErrIn:   map[string]string{"kubelet": "the upload was corrupted"},
+		},
+		{
+			name: "a failed upload leaves its service alone",
+			setup: func(f *fakeNode) {
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost")}
+			},
+			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet"},
+			wantErrIn: map[string]string{"containerd": "connection lost"},
+		},
+		{
+			name:         "a failed swap op is repaired",
+			setup:        func(f *fakeNode) { f.swapErr = errors.New("connection reset") },
+			want:         []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantRecovers: 1,
+			wantErrIn:    map[string]string{"kubelet": "connection reset; the node was repaired"},
+		},
+		{
+			name: "a rolled-back item carries the service's exit code and events",
+			setup: func(f *fakeNode) {
+				f.swapResp = &ops.ServiceSwapResponse{Items: []ops.SwapItemResult{
+					{Service: "containerd", Result: ops.SwapResultSwapped},
+					{Service: "kubelet", Result: ops.SwapResultRolledBack, Error: "service stopped again", ExitCode: 1, Events: []string{"The kubelet service terminated unexpectedly."}},
+					{Service: "kube-proxy", Result: ops.SwapResultSwapped},
+				}, Killed: []string{"containerd"}}
+			},
+			want:      []string{"containerd=updated", "kubelet=rolled-back", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantErrIn: map[string]string{"kubelet": "service stopped again"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeNode{files: map[string]string{}, services: seedServices(nil)}
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			report, err := Run(context.Background(), f, items(t), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := actions(report); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Fatalf("actions = %v, want %v", got, tt.want)
+			}
+			var stops []string
+			if len(f.swaps) > 0 {
+				stops = f.swaps[0].StopOrder
+			}
+			if strings.Join(stops, ",") != strings.Join(tt.wantStops, ",") {
+				t.Errorf("stop order = %v, want %v", stops, tt.wantStops)
+			}
+			if len(f.recovers) != tt.wantRecovers {
+				t.Errorf("recovers = %d, want %d", len(f.recovers), tt.wantRecovers)
+			}
+			if strings.Join(f.removed, ",") != strings.Join(tt.wantRemoved, ",") {
+				t.Errorf("removed = %v, want %v", f.removed, tt.wantRemoved)
+			}
+			for _, res := range report.Results {
+				if want, ok := tt.wantErrIn[res.Name]; ok && !strings.Contains(res.Error, want) {
+					t.Errorf("%s error = %q, want it to contain %q", res.Name, res.Error, want)
+				}
+				if res.Action == ActionUpdated && res.BytesSent != int64(len(res.Name)) {
+					t.Errorf("%s bytes sent = %d", res.Name, res.BytesSent)
+				}
+			}
+		})
+	}
+}
+
+func TestRunInterruptedWhileStagingTouchesNoService(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fakeNode{files: map[string]string{}, services: seedServices(nil), cancelOnUpl: cancel}
+	report, err := Run(ctx, f, items(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.swaps) != 0 {
+		t.Fatalf("a swap ran after the interrupt: %+v", f.swaps)
+	}
+	for _, res := range report.Results {
+		if res.Action != ActionFailed {
+			t.Errorf("%s: action %s, want failed", res.Name, res.Action)
+		}
+	}
+}
