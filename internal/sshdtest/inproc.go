@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -179,6 +180,14 @@ type Proxy struct {
 	cutAfter int64
 	cuts     atomic.Int64
 	conns    atomic.Int64
+
+	mu   sync.Mutex
+	live map[*proxyConn]struct{}
+}
+
+type proxyConn struct {
+	c, u   net.Conn
+	frozen atomic.Bool
 }
 
 // StartProxy forwards to target and cuts the first cuts connections after
@@ -189,7 +198,7 @@ func StartProxy(t testing.TB, target string, cutAfter int64, cuts int) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Addr: l.Addr().String(), target: target, cutAfter: cutAfter}
+	p := &Proxy{Addr: l.Addr().String(), target: target, cutAfter: cutAfter, live: map[*proxyConn]struct{}{}}
 	p.cuts.Store(int64(cuts))
 	var wg sync.WaitGroup
 	t.Cleanup(func() { l.Close(); wg.Wait() })
@@ -221,6 +230,27 @@ func StartProxy(t testing.TB, target string, cutAfter int64, cuts int) *Proxy {
 // Connections is how many client connections the proxy accepted.
 func (p *Proxy) Connections() int { return int(p.conns.Load()) }
 
+// CutAll closes every connection open now, as a dropped link would.
+func (p *Proxy) CutAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.live {
+		pc.c.Close()
+		pc.u.Close()
+	}
+}
+
+// FreezeAll stops forwarding on every connection open now without closing
+// it, as a link that silently stopped carrying packets. New connections
+// are not affected.
+func (p *Proxy) FreezeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.live {
+		pc.frozen.Store(true)
+	}
+}
+
 func (p *Proxy) serve(c net.Conn, cut bool) {
 	defer c.Close()
 	u, err := net.Dial("tcp", p.target)
@@ -228,24 +258,64 @@ func (p *Proxy) serve(c net.Conn, cut bool) {
 		return
 	}
 	defer u.Close()
+	pc := &proxyConn{c: c, u: u}
+	p.mu.Lock()
+	p.live[pc] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.live, pc)
+		p.mu.Unlock()
+	}()
 	done := make(chan struct{}, 2)
 	go func() {
 		var r io.Reader = c
 		if cut {
 			r = io.LimitReader(c, p.cutAfter)
 		}
-		_, _ = io.Copy(u, r)
+		_, _ = pipe(u, r, pc)
 		// Cut: close both sides at once, as a dropped link would.
 		c.Close()
 		u.Close()
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(c, u)
+		_, _ = pipe(c, u, pc)
 		c.Close()
 		u.Close()
 		done <- struct{}{}
 	}()
 	<-done
 	<-done
+}
+
+// pipe copies like io.Copy but stops delivering (and holds the data) while
+// the connection is frozen.
+func pipe(dst io.Writer, src io.Reader, pc *proxyConn) (int64, error) {
+	buf := make([]byte, 32*1024)
+	var total int64
+	for {
+		n, err := src.Read(buf)
+		for n > 0 && pc.frozen.Load() {
+			time.Sleep(10 * time.Millisecond)
+			if isClosed(pc) {
+				return total, net.ErrClosed
+			}
+		}
+		if n > 0 {
+			w, werr := dst.Write(buf[:n])
+			total += int64(w)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// isClosed reports whether the proxy side of pc was closed (by cleanup).
+func isClosed(pc *proxyConn) bool {
+	return pc.c.SetDeadline(time.Time{}) != nil
 }

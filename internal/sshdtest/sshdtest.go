@@ -164,8 +164,9 @@ func (s *Server) Fingerprint() string { return ssh.FingerprintSHA256(s.HostKeys[
 // Log returns what sshd wrote to stderr so far.
 func (s *Server) Log() string { return s.log.String() }
 
-// Stop kills sshd and waits for it to exit. Established sessions die with
-// their session processes; new connections are refused.
+// Stop kills the listening sshd and waits for it to exit; new connections
+// are refused. Established connections are served by their own session
+// processes and may outlive it: cut them with a Proxy to test drops.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
