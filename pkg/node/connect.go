@@ -1,0 +1,36 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/remote"
+)
+
+// ConnectOptions are the caller's hooks for a connection.
+type ConnectOptions struct {
+	// Logger receives debug detail; nil discards.
+	Logger *slog.Logger
+	// Warn receives warnings the user must see (e.g. an insecure host key
+	// policy).
+	Warn func(msg string)
+	// Passphrase prompts for an encrypted key's passphrase; nil means no
+	// prompt (SWDT_KEY_PASSPHRASE is still honoured).
+	Passphrase func(keyFile string) ([]byte, error)
+}
+
+// Connect dials the node described by spec over SSH.
+func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
+	cfg, err := remote.ConfigFromSpec(spec.Spec.Credentials)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	cfg.Logger, cfg.Warn, cfg.Passphrase = opts.Logger, opts.Warn, opts.Passphrase
+	client, err := remote.Dial(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	return New(spec.Name, client, opts.Logger), nil
+}
