@@ -1,0 +1,206 @@
+// Package config reads swdt node files: it strict-decodes every document,
+// resolves local paths against the file's directory, applies the Node API's
+// defaults and validates the result, reporting every problem at once with
+// the line it comes from.
+//
+// It must never print, contact a node or read the binaries a file names:
+// it only turns a file into checked []v1alpha1.Node values.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// Result is a loaded, defaulted and valid config file.
+type Result struct {
+	// Path is the absolute path of the file.
+	Path string
+	// Nodes are the nodes of the file in order, defaulted and with local
+	// paths resolved.
+	Nodes []v1alpha1.Node
+	// Warnings are problems that do not stop swdt, such as a password in a
+	// file that others can read.
+	Warnings []Problem
+}
+
+// Problem is one thing wrong with a config file.
+type Problem struct {
+	// File is the path of the config file, as given to Load.
+	File string `json:"file"`
+	// Line is the 1-based line the problem comes from, or 0 when unknown.
+	Line int `json:"line,omitempty"`
+	// Node is the metadata.name of the node concerned, when known.
+	Node string `json:"node,omitempty"`
+	// Field is the field path, for example
+	// spec.kubernetes.provisioners[1].destination; empty for problems with
+	// the file as a whole.
+	Field string `json:"field,omitempty"`
+	// Message says what is wrong and, where it can, how to fix it.
+	Message string `json:"message"`
+}
+
+// String formats the problem as file:line: node "n": field: message.
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	if p.Node != "" {
+		fmt.Fprintf(&b, "node %q: ", p.Node)
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field + ": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Error is an unusable config file: it cannot be read, cannot be decoded or
+// is invalid. Problems lists everything found, not only the first. Load
+// annotates it with exitcode.Usage.
+type Error struct {
+	// Path is the config file as given to Load.
+	Path string
+	// Problems are every problem found, in file order.
+	Problems []Problem
+	// cause is the underlying error of a file that could not be read.
+	cause error
+}
+
+// Error joins the problems, one per line.
+func (e *Error) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0].String()
+	}
+	lines := make([]string, 0, len(e.Problems)+1)
+	lines = append(lines, fmt.Sprintf("%s: %d problems", e.Path, len(e.Problems)))
+	for _, p := range e.Problems {
+		lines = append(lines, "  "+p.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the error that stopped the file from being read, if any
+// (for example fs.ErrNotExist).
+func (e *Error) Unwrap() error { return e.cause }
+
+// Load reads the config file at path and returns its nodes. Every error it
+// returns is an *Error annotated with exitcode.Usage.
+func Load(path string) (*Result, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, exitcode.WithCode(exitcode.Usage, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, exitcode.WithCode(exitcode.Usage, fileError(path, err, "cannot resolve the path: %v", err))
+	}
+	res, problems := parse(path, filepath.Dir(abs), data)
+	if len(problems) > 0 {
+		return nil, exitcode.WithCode(exitcode.Usage, &Error{Path: path, Problems: problems})
+	}
+	res.Path = abs
+	res.Warnings = append(permissionWarnings(path, res.Nodes), res.Warnings...)
+	return res, nil
+}
+
+func fileError(path string, cause error, format string, args ...any) *Error {
+	return &Error{Path: path, cause: cause, Problems: []Problem{{File: path, Message: fmt.Sprintf(format, args...)}}}
+}
+
+// readFile reads a config file and tells apart the ways it can be unusable
+// before decoding starts.
+func readFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fileError(path, err,
+			"config file not found: pass -c FILE, set SWDT_CONFIG, or create one with 'swdt config init --output-file %s'", path)
+	case err != nil:
+		return nil, fileError(path, err, "cannot read the config file: %v", err)
+	case fi.IsDir():
+		return nil, fileError(path, nil, "is a directory, not a config file: pass the path of a node YAML file")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fileError(path, err, "cannot read the config file: %v", err)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return nil, fileError(path, nil, "config file is empty: expected a Node or NodeList document (see 'swdt config init')")
+	}
+	if i := strings.IndexByte(string(data), 0); i >= 0 || !utf8.Valid(data) {
+		if i < 0 {
+			i = invalidUTF8Offset(data)
+		}
+		return nil, fileError(path, nil,
+			"not a text file (binary data at byte %d): expected a YAML Node or NodeList document", i)
+	}
+	return data, nil
+}
+
+func invalidUTF8Offset(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(data)
+}
+
+// permissionWarnings warns when a file that holds a password can be read by
+// group or others. Windows has no such mode bits, so it is skipped there.
+func permissionWarnings(path string, nodes []v1alpha1.Node) []Problem {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	var warnings []Problem
+	for _, n := range nodes {
+		if n.Spec.Credentials.Password != "" {
+			warnings = append(warnings, Problem{
+				File: path, Node: n.Name, Field: "spec.credentials.password",
+				Message: fmt.Sprintf("the file holds a password and is readable by group or others (mode %#o): run 'chmod 600 %s' or use passwordEnv",
+					fi.Mode().Perm(), path),
+			})
+		}
+	}
+	return warnings
+}
+
+// validate checks every node and that their names are unique. docs holds
+// each node's position, so that problems point at lines.
+func validate(path string, nodes []v1alpha1.Node, docs []nodeSource) []Problem {
+	var problems []Problem
+	seen := map[string]bool{}
+	for i := range nodes {
+		n := &nodes[i]
+		errs := v1alpha1.ValidateNode(n)
+		if n.Name != "" && seen[n.Name] {
+			errs = append(errs, field.Duplicate(field.NewPath("metadata", "name"), n.Name))
+		}
+		seen[n.Name] = true
+		for _, e := range errs {
+			problems = append(problems, docs[i].problem(path, n.Name, e.Field, e.ErrorBody()))
+		}
+	}
+	return problems
+}

@@ -1,0 +1,298 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// want is one expected problem: its line, field and a part of its message.
+type want struct {
+	line  int
+	field string
+	msg   string
+}
+
+func TestLoadInvalid(t *testing.T) {
+	tests := []struct {
+		file string
+		want []want
+	}{
+		{"empty.yaml", []want{{0, "", "config file is empty"}}},
+		{"comments-only.yaml", []want{{0, "", "no nodes"}}},
+		{"binary.yaml", []want{{0, "", "not a text file (binary data at byte 47)"}}},
+		{"invalid-utf8.yaml", []want{{0, "", "not a text file (binary data at byte 0)"}}},
+		{"syntax.yaml", []want{{3, "", "YAML syntax error at or after this line: did not find expected key"}}},
+		{"syntax-second-doc.yaml", []want{{9, "", "YAML syntax error"}}},
+		{"not-mapping.yaml", []want{{1, "", "expected a Node or NodeList document (a mapping with apiVersion and kind), found a list"}}},
+		{"missing-apiversion.yaml", []want{{1, "", "apiVersion is missing: set apiVersion: windows.k8s.io/v1alpha1"}}},
+		{"wrong-apiversion.yaml", []want{{1, "", `apiVersion "windows.k8s.io/v1" is not supported: use windows.k8s.io/v1alpha1`}}},
+		{"missing-kind.yaml", []want{{1, "", "kind is missing"}}},
+		{"wrong-kind.yaml", []want{{2, "", `kind "Pod" is not supported: use Node or NodeList`}}},
+		{"unknown-field.yaml", []want{
+			{6, "spec.credentials.Username", `unknown field "Username": did you mean "username"?`},
+			{11, "spec.kubernetes.provisioners[0].destinaton", `unknown field "destinaton": did you mean "destination"?`},
+		}},
+		{"duplicate-key.yaml", []want{{6, "", `duplicate key "hostname" (first at line 5)`}}},
+		{"type-mismatch.yaml", []want{{7, "spec.setup.enableRDP", `must be true or false, not the value "yes"`}}},
+		{"type-list.yaml", []want{{7, "spec.setup.chocoPackages", `must be a list, not the value "vim"`}}},
+		{"relative-destination.yaml", []want{
+			{15, "spec.kubernetes.provisioners[1].destination", "must be an absolute Windows path"},
+		}},
+		{"three-mistakes.yaml", []want{
+			{8, "spec.credentials.hostKeyPolicy", `Unsupported value: "trust-me"`},
+			{10, "spec.setup.chocoPackages[0]", "must be a Chocolatey package id"},
+			{16, "spec.kubernetes.provisioners[0].sha256", "must be 64 hexadecimal digits"},
+		}},
+		{"missing-spec-fields.yaml", []want{
+			{6, "spec.credentials.hostname", "Required value"},
+			{10, "spec.kubernetes.provisioners[0].sourceURL", "Required value"},
+			{10, "spec.kubernetes.provisioners[0].destination", "Required value"},
+		}},
+		{"duplicate-names.yaml", []want{{12, "metadata.name", `Duplicate value: "win"`}}},
+		{"nodelist-bad-item.yaml", []want{{8, "items[1].kind", `kind "Pod" is not supported in a NodeList`}}},
+		{"nodelist-invalid-item.yaml", []want{{13, "items[1].spec.credentials.hostname", "port must be a number from 1 to 65535"}}},
+		{"tilde-user.yaml", []want{{6, "spec.credentials.privateKey", "only ~ (your own home directory) is supported"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "invalid", tt.file)
+			checkProblems(t, path, tt.want)
+		})
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "node.yaml")
+	_, err := Load(missing)
+	checkErr(t, err, missing, "config file not found")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: errors.Is(err, fs.ErrNotExist) = false for %v", err)
+	}
+	_, err = Load(dir)
+	checkErr(t, err, dir, "is a directory, not a config file")
+}
+
+func checkErr(t *testing.T, err error, path, msg string) {
+	t.Helper()
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("Load(%s) error = %v, want *config.Error", path, err)
+	}
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.Usage)
+	}
+	if len(cerr.Problems) != 1 || !strings.Contains(cerr.Problems[0].Message, msg) || cerr.Problems[0].File != path {
+		t.Errorf("problems = %v, want one in %s containing %q", cerr.Problems, path, msg)
+	}
+}
+
+func checkProblems(t *testing.T, path string, wants []want) {
+	t.Helper()
+	res, err := Load(path)
+	if err == nil {
+		t.Fatalf("Load(%s) = %+v, want an error", path, res)
+	}
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.Usage)
+	}
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("error %v is not a *config.Error", err)
+	}
+	if len(cerr.Problems) != len(wants) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(cerr.Problems), len(wants), err)
+	}
+	for i, w := range wants {
+		p := cerr.Problems[i]
+		if p.File != path || p.Line != w.line || p.Field != w.field || !strings.Contains(p.Message, w.msg) {
+			t.Errorf("problem %d = %+v\nwant line %d field %q message containing %q", i, p, w.line, w.field, w.msg)
+		}
+		if !strings.Contains(err.Error(), p.String()) {
+			t.Errorf("Error() = %q does not list %q", err.Error(), p.String())
+		}
+	}
+}
+
+func TestLoadExperimentShape(t *testing.T) {
+	path := filepath.Join("testdata", "valid", "experiment.yaml")
+	res := mustLoad(t, path)
+	if len(res.Nodes) != 1 {
+		t.Fatalf("got %d nodes", len(res.Nodes))
+	}
+	n := res.Nodes[0]
+	dir := filepath.Dir(res.Path)
+	c := n.Spec.Credentials
+	if n.Name != "sample" || n.Kind != "Node" || c.Hostname != "10.0.0.5:22" || c.Username != "Administrator" || c.Password != "s3cret" {
+		t.Errorf("credentials = %+v", n)
+	}
+	if host, port := c.HostPort(); host != "10.0.0.5" || port != 22 {
+		t.Errorf("HostPort = %s, %d", host, port)
+	}
+	if !*n.Spec.Setup.EnableRDP || !slices.Equal(n.Spec.Setup.ChocoPackages, []string{"vim", "grep"}) {
+		t.Errorf("setup = %+v", n.Spec.Setup)
+	}
+	p := n.Spec.Kubernetes.Provisioners
+	if len(p) != 2 || p[0].Name != "containerd" || p[0].Version != "1.7.11" || !p[0].Overwrite ||
+		p[0].Destination != `C:\Program Files\containerd\bin\containerd.exe` ||
+		p[0].SourceURL != filepath.Join(dir, "bin", "containerd.exe") ||
+		p[1].Destination != `C:\k\kubelet.exe` || p[1].SourceURL != filepath.Join(dir, "bin", "kubelet.exe") {
+		t.Errorf("provisioners = %+v", p)
+	}
+}
+
+func TestLoadMultiDocAndNodeList(t *testing.T) {
+	tests := []struct {
+		file  string
+		names []string
+		hosts []string
+	}{
+		{"multi-doc.yaml", []string{"one", "fd00::2", "three"}, []string{"one.example.com", "[fd00::2]:2222", "10.0.0.3"}},
+		{"nodelist.yaml", []string{"win-a", "win-b"}, []string{"10.0.0.10", "10.0.0.11:2200"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			res := mustLoad(t, filepath.Join("testdata", "valid", tt.file))
+			var names, hosts []string
+			for _, n := range res.Nodes {
+				names = append(names, n.Name)
+				hosts = append(hosts, n.Spec.Credentials.Hostname)
+				if n.APIVersion != v1alpha1.SchemeGroupVersion.String() || n.Kind != v1alpha1.KindNode {
+					t.Errorf("node %s has TypeMeta %+v", n.Name, n.TypeMeta)
+				}
+			}
+			if !slices.Equal(names, tt.names) || !slices.Equal(hosts, tt.hosts) {
+				t.Errorf("names %v hosts %v, want %v %v", names, hosts, tt.names, tt.hosts)
+			}
+		})
+	}
+}
+
+func TestLoadNodeListDefaults(t *testing.T) {
+	res := mustLoad(t, filepath.Join("testdata", "valid", "nodelist.yaml"))
+	if *res.Nodes[1].Spec.Setup.EnableRDP || !*res.Nodes[0].Spec.Setup.EnableRDP {
+		t.Errorf("enableRDP: explicit false must stay false, missing must default to true")
+	}
+}
+
+func TestLoadResolvesPaths(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home)
+	res := mustLoad(t, filepath.Join("testdata", "valid", "paths.yaml"))
+	dir := filepath.Dir(res.Path)
+	n := res.Nodes[0]
+	check := func(field, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s = %q, want %q", field, got, want)
+		}
+	}
+	check("privateKey", n.Spec.Credentials.PrivateKey, filepath.Join(dir, "keys", "id_ed25519"))
+	check("knownHostsFile", n.Spec.Credentials.KnownHostsFile, filepath.Join(home, "custom_known_hosts"))
+	keys := n.Spec.Setup.AuthorizedKeys
+	check("authorizedKeys[0]", keys[0], filepath.Join(home, ".ssh", "id_ed25519.pub"))
+	check("authorizedKeys[1]", keys[1], filepath.Clean("/etc/swdt/team.pub"))
+	check("authorizedKeys[2]", keys[2], filepath.Join(filepath.Dir(dir), "shared.pub"))
+	p := n.Spec.Kubernetes.Provisioners
+	check("a", p[0].SourceURL, filepath.Join(dir, "bin", "a.exe"))
+	check("b", p[1].SourceURL, "file:///opt/bin/b.exe")
+	check("c", p[2].SourceURL, "https://dl.k8s.io/release/v1.33.0/bin/windows/amd64/kubelet.exe")
+	if runtime.GOOS != "windows" {
+		check("d", p[3].SourceURL, "/abs/d.exe")
+	}
+	check("wins", n.Spec.Wins.SourceURL, filepath.Join(home, "wins.exe"))
+	check("wins destination", n.Spec.Wins.Destination, v1alpha1.DefaultWinsDestination)
+
+	// The default known_hosts is under the home directory too.
+	res = mustLoad(t, filepath.Join("testdata", "valid", "experiment.yaml"))
+	check("default knownHostsFile", res.Nodes[0].Spec.Credentials.KnownHostsFile, filepath.Join(home, ".ssh", "known_hosts"))
+}
+
+func TestLoadWarnings(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no group/other mode bits")
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "valid", "experiment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := mustLoad(t, path)
+	if len(res.Warnings) != 1 || res.Warnings[0].Field != "spec.credentials.password" ||
+		!strings.Contains(res.Warnings[0].Message, "chmod 600") {
+		t.Errorf("warnings = %+v, want one about the password's file mode", res.Warnings)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustLoad(t, path); len(res.Warnings) != 0 {
+		t.Errorf("warnings for a 0600 file: %+v", res.Warnings)
+	}
+
+	insecure := strings.Replace(string(data), "    password:", "    hostKeyPolicy: insecure\n    password:", 1)
+	if err := os.WriteFile(path, []byte(insecure), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustLoad(t, path); len(res.Warnings) != 1 || res.Warnings[0].Line != 9 {
+		t.Errorf("warnings = %+v, want one about hostKeyPolicy insecure at line 9", res.Warnings)
+	}
+}
+
+// TestSamples loads every file in samples/; they are the documentation.
+func TestSamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range files {
+		mustLoad(t, f)
+	}
+}
+
+// TestSampleMatchesEmbedded keeps `swdt config init` and samples/node.yaml
+// the same file.
+func TestSampleMatchesEmbedded(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "samples", "node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != string(Sample) {
+		t.Error("samples/node.yaml differs from pkg/config/sample.yaml: copy one over the other")
+	}
+}
+
+func mustLoad(t *testing.T, path string) *Result {
+	t.Helper()
+	res, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	return res
+}
+
+func TestSuggest(t *testing.T) {
+	for in, want := range map[string]string{
+		"destinaton":  "destination",
+		"Hostname":    "hostname",
+		"chocoPackge": "chocoPackages",
+		"healthCheck": "healthChecks",
+		"zzzzzz":      "",
+	} {
+		if got := suggest(in); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
