@@ -1,0 +1,531 @@
+package simnode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// FileInfo describes a file or directory on the simulated drive.
+type FileInfo struct {
+	// Path is the canonical Windows path, with the on-disk spelling.
+	Path    string
+	Name    string
+	Size    int64
+	ModTime time.Time
+	IsDir   bool
+	Mode    fs.FileMode
+}
+
+// openFlags say how a file is opened for writing.
+type openFlags struct {
+	create, trunc, excl, read bool
+}
+
+// writeHandle is a file open for writing. While any is open, the file
+// cannot become a process image (as Windows refuses to run a file open for
+// writing).
+type writeHandle struct {
+	*os.File
+	m      *machine
+	key    string
+	closed bool
+}
+
+func (h *writeHandle) Close() error {
+	h.m.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		h.m.writers[h.key]--
+		if h.m.writers[h.key] <= 0 {
+			delete(h.m.writers, h.key)
+		}
+	}
+	h.m.mu.Unlock()
+	return h.File.Close()
+}
+
+func mapOSErr(op string, w winPath, hostPath string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, perr := os.Stat(filepath.Dir(hostPath)); perr != nil {
+			return fileErr(op, w, CodePathNotFound)
+		}
+		return fileErr(op, w, CodeFileNotFound)
+	case errors.Is(err, fs.ErrExist):
+		return fileErr(op, w, CodeAlreadyExists)
+	}
+	if strings.Contains(err.Error(), "directory not empty") {
+		return fileErr(op, w, CodeDirNotEmpty)
+	}
+	if strings.Contains(err.Error(), "is a directory") || strings.Contains(err.Error(), "not a directory") {
+		return fileErr(op, w, CodeAccessDenied)
+	}
+	return &FileError{Op: op, Path: string(w), Err: err}
+}
+
+// locate parses and resolves p; it must be called with m.mu held when the
+// result is used for a lock decision.
+func (m *machine) locate(p string) (winPath, string, error) {
+	w, err := parseWinPath(p)
+	if err != nil {
+		return "", "", err
+	}
+	host, canon, err := resolve(m.fsRoot, w)
+	if err != nil {
+		return w, "", fileErr("open", w, CodePathNotFound)
+	}
+	return canon, host, nil
+}
+
+func (m *machine) openWrite(p string, fl openFlags) (*writeHandle, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(m.now())
+	w, host, err := m.locate(p)
+	if err != nil {
+		return nil, err
+	}
+	if m.lockedByLocked(w) != nil {
+		return nil, fileErr("open", w, CodeSharingViolation)
+	}
+	flags := os.O_WRONLY
+	if fl.read {
+		flags = os.O_RDWR
+	}
+	if fl.create {
+		flags |= os.O_CREATE
+	}
+	if fl.trunc {
+		flags |= os.O_TRUNC
+	}
+	if fl.excl {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(host, flags, 0o644)
+	if err != nil {
+		return nil, mapOSErr("open", w, host, err)
+	}
+	m.writers[w.key()]++
+	return &writeHandle{File: f, m: m, key: w.key()}, nil
+}
+
+func (m *machine) openRead(p string) (*os.File, winPath, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, host, err := m.locate(p)
+	if err != nil {
+		return nil, w, err
+	}
+	f, err := os.Open(host)
+	if err != nil {
+		return nil, w, mapOSErr("open", w, host, err)
+	}
+	return f, w, nil
+}
+
+func (m *machine) stat(p string) (FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, host, err := m.locate(p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := os.Stat(host)
+	if err != nil {
+		return FileInfo{}, mapOSErr("stat", w, host, err)
+	}
+	return toInfo(w, fi), nil
+}
+
+func toInfo(w winPath, fi os.FileInfo) FileInfo {
+	name := w.base()
+	return FileInfo{Path: string(w), Name: name, Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir(), Mode: fi.Mode()}
+}
+
+func (m *machine) list(p string) ([]FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, host, err := m.locate(p)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(host)
+	if err != nil {
+		return nil, mapOSErr("list", w, host, err)
+	}
+	out := make([]FileInfo, 0, len(entries))
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, toInfo(w.join(e.Name()), fi))
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Name) < strings.ToLower(out[j].Name) })
+	return out, nil
+}
+
+// lockedBelowLocked reports a process whose image is w or below w.
+func (m *machine) lockedBelowLocked(w winPath) *Process {
+	prefix := w.key() + `\`
+	for _, p := range m.st.Processes {
+		k := strings.ToLower(p.Image)
+		if k == w.key() || strings.HasPrefix(k, prefix) {
+			return p
+		}
+	}
+	return nil
+}
+
+func (m *machine) remove(p string, recursive bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(m.now())
+	w, host, err := m.locate(p)
+	if err != nil {
+		return err
+	}
+	if w.isRoot() {
+		return fileErr("remove", w, CodeAccessDenied)
+	}
+	fi, err := os.Lstat(host)
+	if err != nil {
+		return mapOSErr("remove", w, host, err)
+	}
+	if m.lockedBelowLocked(w) != nil || m.writers[w.key()] > 0 {
+		return fileErr("remove", w, CodeSharingViolation)
+	}
+	if fi.IsDir() && recursive {
+		return mapOSErr("remove", w, host, os.RemoveAll(host))
+	}
+	return mapOSErr("remove", w, host, os.Remove(host))
+}
+
+func (m *machine) rename(oldp, newp string, replace bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(m.now())
+	from, fromHost, err := m.locate(oldp)
+	if err != nil {
+		return err
+	}
+	to, toHost, err := m.locate(newp)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(fromHost)
+	if err != nil {
+		return mapOSErr("rename", from, fromHost, err)
+	}
+	if fi.IsDir() && m.lockedBelowLocked(from) != nil && m.lockedByLocked(from) == nil {
+		// A directory holding a running executable cannot be renamed.
+		return fileErr("rename", from, CodeSharingViolation)
+	}
+	if _, err := os.Stat(filepath.Dir(toHost)); err != nil {
+		return fileErr("rename", to, CodePathNotFound)
+	}
+	if tfi, err := os.Lstat(toHost); err == nil && !strings.EqualFold(fromHost, toHost) {
+		if !replace || tfi.IsDir() {
+			return fileErr("rename", to, CodeAlreadyExists)
+		}
+		if m.lockedByLocked(to) != nil || m.writers[to.key()] > 0 {
+			return fileErr("rename", to, CodeAccessDenied)
+		}
+	}
+	if err := os.Rename(fromHost, toHost); err != nil {
+		return mapOSErr("rename", from, fromHost, err)
+	}
+	// Open handles follow the file: a running process now runs the
+	// renamed file, which stays locked.
+	changed := false
+	for _, p := range m.st.Processes {
+		if strings.EqualFold(p.Image, string(from)) {
+			p.Image = string(to)
+			changed = true
+		} else if strings.HasPrefix(strings.ToLower(p.Image), from.key()+`\`) {
+			p.Image = string(to) + p.Image[len(from):]
+			changed = true
+		}
+	}
+	if n := m.writers[from.key()]; n > 0 {
+		delete(m.writers, from.key())
+		m.writers[to.key()] += n
+	}
+	if changed {
+		m.saveLocked()
+	}
+	return nil
+}
+
+func (m *machine) mkdir(p string, all bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, host, err := m.locate(p)
+	if err != nil {
+		return err
+	}
+	if all {
+		if fi, err := os.Stat(host); err == nil && !fi.IsDir() {
+			return fileErr("mkdir", w, CodeAlreadyExists)
+		}
+		return mapOSErr("mkdir", w, host, os.MkdirAll(host, 0o755))
+	}
+	return mapOSErr("mkdir", w, host, os.Mkdir(host, 0o755))
+}
+
+func (m *machine) truncate(p string, size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(m.now())
+	w, host, err := m.locate(p)
+	if err != nil {
+		return err
+	}
+	if m.lockedByLocked(w) != nil {
+		return fileErr("truncate", w, CodeSharingViolation)
+	}
+	return mapOSErr("truncate", w, host, os.Truncate(host, size))
+}
+
+func (m *machine) chtimes(p string, atime, mtime time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, host, err := m.locate(p)
+	if err != nil {
+		return err
+	}
+	return mapOSErr("setstat", w, host, os.Chtimes(host, atime, mtime))
+}
+
+// --- the file API op handlers use ---
+
+// Stat describes the file or directory at p (any Windows spelling).
+func (n *Node) Stat(p string) (FileInfo, error) { return n.m.stat(p) }
+
+// Exists reports whether p exists.
+func (n *Node) Exists(p string) bool { _, err := n.m.stat(p); return err == nil }
+
+// List returns the entries of directory p, sorted by name.
+func (n *Node) List(p string) ([]FileInfo, error) { return n.m.list(p) }
+
+// Open opens p for reading (allowed even for a running executable).
+func (n *Node) Open(p string) (io.ReadCloser, error) {
+	f, _, err := n.m.openRead(p)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadFile returns the content of p.
+func (n *Node) ReadFile(p string) ([]byte, error) {
+	f, _, err := n.m.openRead(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// Create opens p for writing, creating or truncating it. It fails with a
+// sharing violation when p is a running process's image, and when the
+// parent directory is missing (use MkdirAll).
+func (n *Node) Create(p string) (io.WriteCloser, error) {
+	return n.m.openWrite(p, openFlags{create: true, trunc: true})
+}
+
+// WriteFile replaces the content of p (creating it).
+func (n *Node) WriteFile(p string, data []byte) error {
+	f, err := n.Create(p)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// AppendFile appends data to p (creating it).
+func (n *Node) AppendFile(p string, data []byte) error {
+	f, err := n.m.openWrite(p, openFlags{create: true})
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Rename moves oldPath to newPath on the same drive (Move-Item /
+// Rename-Item). A running executable can be renamed (its process keeps
+// running the renamed file, which stays locked). An existing newPath is an
+// error unless replace is set (Move-Item -Force), and a locked newPath is
+// always refused.
+func (n *Node) Rename(oldPath, newPath string, replace bool) error {
+	return n.m.rename(oldPath, newPath, replace)
+}
+
+// Remove deletes a file or an empty directory; a running executable (or a
+// directory holding one) cannot be removed.
+func (n *Node) Remove(p string) error { return n.m.remove(p, false) }
+
+// RemoveAll deletes p and everything below it, refusing when it holds a
+// running executable.
+func (n *Node) RemoveAll(p string) error { return n.m.remove(p, true) }
+
+// MkdirAll creates directory p and its parents (New-Item -Force).
+func (n *Node) MkdirAll(p string) error { return n.m.mkdir(p, true) }
+
+// Copy copies src to dst (Copy-Item); an existing dst is replaced only when
+// replace is set, and never when it is locked.
+func (n *Node) Copy(src, dst string, replace bool) error {
+	in, _, err := n.m.openRead(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := n.m.openWrite(dst, openFlags{create: true, trunc: true, excl: !replace})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Hash returns the lower-case hex SHA-256 and the size of p, streaming it
+// (Get-FileHash).
+func (n *Node) Hash(p string) (string, int64, error) {
+	f, _, err := n.m.openRead(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), size, nil
+}
+
+// Contains reports whether p holds marker, streaming it.
+func (n *Node) Contains(p string, marker string) (bool, error) {
+	f, _, err := n.m.openRead(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256*1024+len(marker))
+	keep := 0
+	for {
+		r, err := io.ReadFull(f, buf[keep:])
+		window := buf[:keep+r]
+		if strings.Contains(string(window), marker) {
+			return true, nil
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		keep = min(len(marker), len(window))
+		copy(buf, window[len(window)-keep:])
+	}
+}
+
+// LockedBy returns the process whose image p is, if any: such a file can
+// be read and renamed but not written, truncated or removed.
+func (n *Node) LockedBy(p string) (Process, bool) {
+	var out Process
+	var ok bool
+	n.m.view(func(_ *State, _ time.Time) {
+		w, _, err := n.m.locate(p)
+		if err != nil {
+			return
+		}
+		if pr := n.m.lockedByLocked(w); pr != nil {
+			out, ok = *pr, true
+		}
+	})
+	return out, ok
+}
+
+// ACL returns the explicit ACL of p, or nil when p only inherits.
+func (n *Node) ACL(p string) (*ACL, error) {
+	w, err := parseWinPath(p)
+	if err != nil {
+		return nil, err
+	}
+	var out *ACL
+	n.m.view(func(s *State, _ time.Time) {
+		if a := s.ACLs[w.key()]; a != nil {
+			c := *a
+			c.Entries = append([]ACE(nil), a.Entries...)
+			out = &c
+		}
+	})
+	return out, nil
+}
+
+// SetACL records p's ACL (icacls); nil returns p to inheriting.
+func (n *Node) SetACL(p string, acl *ACL) error {
+	w, err := parseWinPath(p)
+	if err != nil {
+		return err
+	}
+	return n.m.update(func(s *State, _ time.Time) error {
+		if acl == nil {
+			delete(s.ACLs, w.key())
+			return nil
+		}
+		c := *acl
+		c.Entries = append([]ACE(nil), acl.Entries...)
+		s.ACLs[w.key()] = &c
+		return nil
+	})
+}
+
+// AdminOnlyACL reports whether acl is what sshd requires of
+// administrators_authorized_keys: inheritance removed and access only for
+// Administrators and SYSTEM.
+func AdminOnlyACL(acl *ACL) bool {
+	if acl == nil || !acl.InheritanceDisabled || len(acl.Entries) == 0 {
+		return false
+	}
+	for _, e := range acl.Entries {
+		id := strings.ToLower(e.Identity)
+		switch id {
+		case "administrators", `builtin\administrators`, "system", `nt authority\system`:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,5 @@
+package simnode
+
+import "io"
+
+func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }

@@ -1,0 +1,292 @@
+package simnode
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Delays are the simulated durations of service control.
+type Delays struct {
+	// ServiceStart is how long a service stays StartPending.
+	ServiceStart time.Duration
+	// ServiceStop is how long a service stays StopPending.
+	ServiceStop time.Duration
+	// CrashAfter is how long a SIMNODE-CRASH-ON-START service stays
+	// Running before it exits.
+	CrashAfter time.Duration
+}
+
+// DefaultDelays are close to a small real service's.
+func DefaultDelays() Delays {
+	return Delays{ServiceStart: 200 * time.Millisecond, ServiceStop: 200 * time.Millisecond, CrashAfter: 500 * time.Millisecond}
+}
+
+// machine is the simulated computer: state, files and faults, shared by
+// every session. All state access goes through update or view, which hold
+// mu, apply time-based transitions first, and save after a change.
+type machine struct {
+	mu      sync.Mutex
+	dir     string
+	fsRoot  string
+	st      *State
+	now     func() time.Time
+	delays  Delays
+	log     *slog.Logger
+	writers map[string]int // open write handles by winPath key
+	markers markerCache
+
+	faultsMu sync.Mutex
+}
+
+func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine, error) {
+	m := &machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{}}
+	st, err := loadState(stateFile(dir))
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		st = newSeedState(hostname, m.now())
+		if err := m.seedFS(); err != nil {
+			return nil, err
+		}
+		if err := saveState(stateFile(dir), st); err != nil {
+			return nil, err
+		}
+	}
+	m.st = st
+	return m, nil
+}
+
+func (m *machine) seedFS() error {
+	if err := os.MkdirAll(filepath.Join(m.fsRoot, "C"), 0o755); err != nil {
+		return fmt.Errorf("create file system: %w", err)
+	}
+	for _, d := range seedDirs {
+		w, _ := parseWinPath(d)
+		if err := os.MkdirAll(m.hostPathNoResolve(w), 0o755); err != nil {
+			return fmt.Errorf("seed %s: %w", d, err)
+		}
+	}
+	for p, content := range seedFiles() {
+		w, _ := parseWinPath(p)
+		host := m.hostPathNoResolve(w)
+		if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+			return fmt.Errorf("seed %s: %w", p, err)
+		}
+		if err := os.WriteFile(host, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("seed %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func (m *machine) hostPathNoResolve(w winPath) string {
+	return filepath.Join(append([]string{m.fsRoot, w.drive()}, w.elems()...)...)
+}
+
+// update runs fn on the state and saves it. fn's error is returned as is;
+// the state is saved even then (fn may have changed it before failing).
+func (m *machine) update(fn func(s *State, now time.Time) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.advanceLocked(now)
+	err := fn(m.st, now)
+	m.saveLocked()
+	return err
+}
+
+// view runs fn on the current state without changing it.
+func (m *machine) view(fn func(s *State, now time.Time)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	if m.advanceLocked(now) {
+		m.saveLocked()
+	}
+	fn(m.st, now)
+}
+
+func (m *machine) saveLocked() {
+	if err := saveState(stateFile(m.dir), m.st); err != nil {
+		m.log.Error("save state", "err", err)
+	}
+}
+
+// advanceLocked applies every transition that is due at now: pending
+// states ending, crashes, services marked for deletion going away.
+func (m *machine) advanceLocked(now time.Time) bool {
+	changed := false
+	for {
+		progressed := false
+		for _, key := range sortedKeys(m.st.Services) {
+			svc := m.st.Services[key]
+			if m.stepLocked(svc, now) {
+				progressed = true
+			}
+		}
+		if !progressed {
+			return changed
+		}
+		changed = true
+	}
+}
+
+// stepLocked makes at most one transition of svc.
+func (m *machine) stepLocked(svc *Service, now time.Time) bool {
+	s := m.st
+	switch svc.Status {
+	case StatusStartPending:
+		if now.Before(svc.PendingUntil) {
+			return false
+		}
+		for _, dep := range svc.Dependencies {
+			d := s.Services[strings.ToLower(dep)]
+			if d == nil || d.Status != StatusRunning {
+				reason := "The service has not been started."
+				if d == nil {
+					reason = "The specified service does not exist as an installed service."
+				} else if d.LastExitCode != 0 {
+					reason = fmt.Sprintf("The service terminated with exit code %d.", d.LastExitCode)
+				}
+				m.terminateLocked(svc, 1068, fmt.Sprintf("The %s service depends on the %s service which failed to start because of the following error: %s", svc.Name, dep, reason))
+				return true
+			}
+		}
+		svc.Status = StatusRunning
+		svc.PendingUntil = time.Time{}
+		svc.StartCount++
+		return true
+	case StatusRunning:
+		if !svc.CrashAt.IsZero() && !now.Before(svc.CrashAt) {
+			svc.CrashAt = time.Time{}
+			m.terminateLocked(svc, 1, fmt.Sprintf("The %s service terminated unexpectedly.  It has done this 1 time(s).", svc.Name))
+			return true
+		}
+	case StatusStopPending:
+		if svc.HangOnStop || now.Before(svc.PendingUntil) {
+			return false
+		}
+		m.terminateLocked(svc, 0, "")
+		return true
+	case StatusStopped:
+		if svc.DeletePending {
+			delete(s.Services, strings.ToLower(svc.Name))
+			return true
+		}
+	}
+	return false
+}
+
+// terminateLocked ends svc's process and marks it Stopped.
+func (m *machine) terminateLocked(svc *Service, exitCode int, event string) {
+	if svc.PID != 0 {
+		delete(m.st.Processes, svc.PID)
+	}
+	svc.PID = 0
+	svc.Status = StatusStopped
+	svc.PendingUntil = time.Time{}
+	svc.CrashAt = time.Time{}
+	svc.HangOnStop = false
+	svc.NoPipe = false
+	svc.LastExitCode = exitCode
+	if event != "" {
+		svc.EventLog = append(svc.EventLog, event)
+	}
+}
+
+// lockedByLocked returns the process that holds the file w open, if any:
+// the image of any running process is locked against writing and deletion.
+func (m *machine) lockedByLocked(w winPath) *Process {
+	for _, p := range m.st.Processes {
+		if strings.EqualFold(p.Image, string(w)) {
+			return p
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	keys := make([]string, 0, len(mp))
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Faults are injected failures, kept in <StateDir>/faults.json and re-read
+// on every connection, op and SFTP open, so a test or a user can change
+// them while simnode runs.
+type Faults struct {
+	// OpLatencyMS delays ops by name; "*" applies to every op.
+	OpLatencyMS map[string]int `json:"opLatencyMs,omitempty"`
+	// CutAfterBytes closes the SSH connection once that many bytes of SFTP
+	// write data arrived on it. It applies once and is then cleared.
+	CutAfterBytes int64 `json:"cutAfterBytes,omitempty"`
+	// FailOps names ops that fail once each with kind "injected".
+	FailOps []string `json:"failOps,omitempty"`
+	// ChocoDownloadFails makes the Chocolatey install script's download
+	// fail, as on a node without internet access.
+	ChocoDownloadFails bool `json:"chocoDownloadFails,omitempty"`
+}
+
+func (m *machine) faultsFile() string { return filepath.Join(m.dir, "faults.json") }
+
+// faults reads the current faults; a missing or broken file means none.
+func (m *machine) faults() Faults {
+	m.faultsMu.Lock()
+	defer m.faultsMu.Unlock()
+	return m.readFaultsLocked()
+}
+
+func (m *machine) readFaultsLocked() Faults {
+	var f Faults
+	raw, err := os.ReadFile(m.faultsFile())
+	if err != nil {
+		return f
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		m.log.Warn("ignoring unreadable faults file", "file", m.faultsFile(), "err", err)
+	}
+	return f
+}
+
+// updateFaults changes the faults file under a lock.
+func (m *machine) updateFaults(fn func(f *Faults)) error {
+	m.faultsMu.Lock()
+	defer m.faultsMu.Unlock()
+	f := m.readFaultsLocked()
+	fn(&f)
+	raw, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := m.faultsFile() + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("write faults: %w", err)
+	}
+	return os.Rename(tmp, m.faultsFile())
+}
+
+// takeFailOp reports whether op should fail now, consuming the fault.
+func (m *machine) takeFailOp(op string) bool {
+	hit := false
+	_ = m.updateFaults(func(f *Faults) {
+		for i, name := range f.FailOps {
+			if name == op {
+				f.FailOps = append(f.FailOps[:i], f.FailOps[i+1:]...)
+				hit = true
+				return
+			}
+		}
+	})
+	return hit
+}

@@ -1,0 +1,85 @@
+package simnode
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"time"
+)
+
+// Markers are byte strings that, found anywhere in a service's binary when
+// it starts, change how the simulated service behaves.
+const (
+	// MarkerCrashOnStart: the service reaches Running, then exits with
+	// code 1 after Delays.CrashAfter and logs "terminated unexpectedly".
+	MarkerCrashOnStart = "SIMNODE-CRASH-ON-START"
+	// MarkerHangOnStop: a stop leaves the service StopPending until its
+	// process is killed.
+	MarkerHangOnStop = "SIMNODE-HANG-ON-STOP"
+	// MarkerWinsNoPipe: the service runs without creating its named pipes,
+	// like rancher/wins v0.16 and later.
+	MarkerWinsNoPipe = "SIMNODE-WINS-NO-PIPE"
+)
+
+var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe}
+
+type markerKey struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// markerCache remembers scan results by file identity, so that starting a
+// 200 MB service twice reads it once.
+type markerCache map[markerKey]map[string]bool
+
+// scanMarkers streams the file once, with a small overlap between chunks so
+// a marker spanning two reads is still found.
+func (c markerCache) scan(hostPath string) (map[string]bool, error) {
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	key := markerKey{hostPath, fi.Size(), fi.ModTime()}
+	if found, ok := c[key]; ok {
+		return found, nil
+	}
+	found, err := findMarkers(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(c) > 64 {
+		clear(c)
+	}
+	c[key] = found
+	return found, nil
+}
+
+func findMarkers(r io.Reader) (map[string]bool, error) {
+	const overlap = 32 // longer than any marker
+	found := map[string]bool{}
+	buf := make([]byte, 256*1024+overlap)
+	keep := 0
+	for {
+		n, err := io.ReadFull(r, buf[keep:])
+		window := buf[:keep+n]
+		for _, m := range allMarkers {
+			if !found[m] && bytes.Contains(window, []byte(m)) {
+				found[m] = true
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return found, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		keep = min(overlap, len(window))
+		copy(buf, window[len(window)-keep:])
+	}
+}

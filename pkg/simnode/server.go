@@ -1,0 +1,456 @@
+package simnode
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Options configure a simulated node.
+type Options struct {
+	// Listen is the address Start listens on (default 127.0.0.1:0).
+	Listen string
+	// StateDir holds state.json, faults.json, the host key and fs/ (the
+	// simulated drives). It is created and seeded when empty.
+	StateDir string
+	// User is the administrator account's name (default Administrator).
+	User string
+	// Password enables password authentication for User.
+	Password string
+	// AuthorizedKeys may log in as any account.
+	AuthorizedKeys []ssh.PublicKey
+	// AuthorizedKeysFile is an OpenSSH authorized_keys file whose keys are
+	// added to AuthorizedKeys.
+	AuthorizedKeysFile string
+	// Accounts are further accounts, e.g. a non-administrator one.
+	Accounts []Account
+	// Hostname seeds the computer name of a new state (default
+	// WIN-SIMNODE01).
+	Hostname string
+	// Delays of service control; nil means DefaultDelays.
+	Delays *Delays
+	// Faults, when not nil, replace <StateDir>/faults.json at New.
+	Faults *Faults
+	// Logger receives connection and op logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is a simulated Windows node reachable over SSH.
+type Server struct {
+	opts     Options
+	m        *machine
+	config   *ssh.ServerConfig
+	hostKey  ssh.Signer
+	accounts map[string]Account
+	keys     []ssh.PublicKey
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	listener net.Listener
+	conns    map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// New loads (or seeds) the node in opts.StateDir.
+func New(opts Options) (*Server, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("simnode: a state directory is required")
+	}
+	if opts.User == "" {
+		opts.User = "Administrator"
+	}
+	if opts.Hostname == "" {
+		opts.Hostname = "WIN-SIMNODE01"
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	delays := DefaultDelays()
+	if opts.Delays != nil {
+		delays = *opts.Delays
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("simnode: create state directory: %w", err)
+	}
+	m, err := newMachine(opts.StateDir, opts.Hostname, delays, log)
+	if err != nil {
+		return nil, fmt.Errorf("simnode: %w", err)
+	}
+	if opts.Faults != nil {
+		f := *opts.Faults
+		if err := m.updateFaults(func(cur *Faults) { *cur = f }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
+	hostKey, err := loadHostKey(filepath.Join(opts.StateDir, "ssh_host_ed25519_key"))
+	if err != nil {
+		return nil, fmt.Errorf("simnode: %w", err)
+	}
+	s := &Server{opts: opts, m: m, hostKey: hostKey, log: log, conns: map[net.Conn]struct{}{},
+		accounts: map[string]Account{}, keys: append([]ssh.PublicKey(nil), opts.AuthorizedKeys...)}
+	s.accounts[strings.ToLower(opts.User)] = Account{Name: opts.User, Password: opts.Password, Admin: true}
+	for _, a := range opts.Accounts {
+		s.accounts[strings.ToLower(a.Name)] = a
+	}
+	if opts.AuthorizedKeysFile != "" {
+		keys, err := readAuthorizedKeys(opts.AuthorizedKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+		s.keys = append(s.keys, keys...)
+	}
+	s.config = &ssh.ServerConfig{
+		PasswordCallback:  s.checkPassword,
+		PublicKeyCallback: s.checkKey,
+		ServerVersion:     "SSH-2.0-OpenSSH_for_Windows_9.5",
+		BannerCallback: func(ssh.ConnMetadata) string {
+			return ""
+		},
+	}
+	s.config.AddHostKey(hostKey)
+	return s, nil
+}
+
+func readAuthorizedKeys(path string) ([]ssh.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read authorized keys: %w", err)
+	}
+	keys := parseAuthorizedKeys(raw)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no public key in %s", path)
+	}
+	return keys, nil
+}
+
+func parseAuthorizedKeys(raw []byte) []ssh.PublicKey {
+	var keys []ssh.PublicKey
+	for len(bytes.TrimSpace(raw)) > 0 {
+		k, _, _, rest, err := ssh.ParseAuthorizedKey(raw)
+		if err != nil {
+			break
+		}
+		keys = append(keys, k)
+		raw = rest
+	}
+	return keys
+}
+
+func loadHostKey(path string) (ssh.Signer, error) {
+	if raw, err := os.ReadFile(path); err == nil {
+		signer, err := ssh.ParsePrivateKey(raw)
+		if err != nil {
+			return nil, fmt.Errorf("parse host key %s: %w", path, err)
+		}
+		return signer, nil
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "simnode host key")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, fmt.Errorf("write host key: %w", err)
+	}
+	return ssh.NewSignerFromKey(priv)
+}
+
+func (s *Server) account(user string) (Account, bool) {
+	a, ok := s.accounts[strings.ToLower(user)]
+	return a, ok
+}
+
+func (s *Server) checkPassword(c ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
+	a, ok := s.account(c.User())
+	if ok && a.Password != "" && a.Password == string(pw) {
+		return &ssh.Permissions{Extensions: map[string]string{"user": a.Name}}, nil
+	}
+	return nil, errors.New("permission denied")
+}
+
+// checkKey accepts the configured keys, and, like Windows OpenSSH, the keys
+// in C:\ProgramData\ssh\administrators_authorized_keys for administrators
+// (only when its ACL grants just Administrators and SYSTEM) or in
+// C:\Users\<user>\.ssh\authorized_keys for other accounts.
+func (s *Server) checkKey(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+	a, ok := s.account(c.User())
+	if !ok {
+		return nil, errors.New("permission denied")
+	}
+	perms := &ssh.Permissions{Extensions: map[string]string{"user": a.Name}}
+	for _, k := range s.keys {
+		if bytes.Equal(k.Marshal(), key.Marshal()) {
+			return perms, nil
+		}
+	}
+	n := s.node(a)
+	file := `C:\Users\` + a.Name + `\.ssh\authorized_keys`
+	if a.Admin {
+		file = PathAdminAuthorizedKeys
+		if acl, _ := n.ACL(file); !AdminOnlyACL(acl) {
+			return nil, errors.New("permission denied")
+		}
+	}
+	if raw, err := n.ReadFile(file); err == nil {
+		for _, k := range parseAuthorizedKeys(raw) {
+			if bytes.Equal(k.Marshal(), key.Marshal()) {
+				return perms, nil
+			}
+		}
+	}
+	return nil, errors.New("permission denied")
+}
+
+func (s *Server) node(a Account) *Node { return &Node{m: s.m, account: a} }
+
+// Node returns the machine as seen by the administrator account, for tests
+// and tools that inspect or arrange state directly.
+func (s *Server) Node() *Node { a, _ := s.account(s.opts.User); return s.node(a) }
+
+// NodeAs returns the machine as seen by the named account.
+func (s *Server) NodeAs(user string) (*Node, error) {
+	a, ok := s.account(user)
+	if !ok {
+		return nil, fmt.Errorf("simnode: no account %q", user)
+	}
+	return s.node(a), nil
+}
+
+// StateDir is the server's state directory.
+func (s *Server) StateDir() string { return s.opts.StateDir }
+
+// User is the administrator account's name.
+func (s *Server) User() string { return s.opts.User }
+
+// HostKey is the server's public host key.
+func (s *Server) HostKey() ssh.PublicKey { return s.hostKey.PublicKey() }
+
+// HostKeyFingerprint is the SHA256 fingerprint OpenSSH prints.
+func (s *Server) HostKeyFingerprint() string { return ssh.FingerprintSHA256(s.hostKey.PublicKey()) }
+
+// Faults returns the faults currently injected.
+func (s *Server) Faults() Faults { return s.m.faults() }
+
+// SetFaults replaces the injected faults.
+func (s *Server) SetFaults(f Faults) error { return s.m.updateFaults(func(cur *Faults) { *cur = f }) }
+
+// UpdateFaults changes the injected faults.
+func (s *Server) UpdateFaults(fn func(f *Faults)) error { return s.m.updateFaults(fn) }
+
+// Start listens on Options.Listen and serves until ctx ends or Close.
+func (s *Server) Start(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("simnode: listen: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		s.Close()
+	}()
+	go func() { _ = s.Serve(l) }()
+	// Serve registers the listener; make Addr valid on return.
+	s.mu.Lock()
+	if s.listener == nil {
+		s.listener = l
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Serve accepts connections on l until it is closed.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return net.ErrClosed
+	}
+	s.listener = l
+	s.mu.Unlock()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Addr is the listening address (host:port), or "" before Start/Serve.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
+
+// Close stops listening, drops every connection and waits for their
+// handlers. The state is already saved.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.listener != nil {
+		s.listener.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	sc, chans, reqs, err := ssh.NewServerConn(c, s.config)
+	if err != nil {
+		s.log.Debug("ssh handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	defer sc.Close()
+	user := sc.Permissions.Extensions["user"]
+	a, _ := s.account(user)
+	s.log.Info("connection", "remote", c.RemoteAddr().String(), "user", a.Name)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := &connState{srv: s, conn: sc, account: a, ctx: ctx}
+	go ssh.DiscardRequests(reqs)
+	var wg sync.WaitGroup
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "only session channels are supported")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs.serveSession(ch, creqs)
+		}()
+	}
+	wg.Wait()
+}
+
+// connState is one SSH connection.
+type connState struct {
+	srv     *Server
+	conn    *ssh.ServerConn
+	account Account
+
+	// ctx ends when the connection does.
+	ctx context.Context
+
+	mu          sync.Mutex
+	sftpWritten int64
+	cutAt       int64
+}
+
+func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer ch.Close()
+	for req := range reqs {
+		switch req.Type {
+		case "pty-req", "env", "window-change", "signal":
+			// Accepted and ignored: swdt never asks for a PTY.
+			if req.WantReply {
+				_ = req.Reply(true, nil)
+			}
+		case "exec":
+			var p struct{ Command string }
+			if err := ssh.Unmarshal(req.Payload, &p); err != nil {
+				_ = req.Reply(false, nil)
+				continue
+			}
+			_ = req.Reply(true, nil)
+			status := cs.exec(ch, p.Command)
+			cs.exit(ch, status)
+			return
+		case "subsystem":
+			var p struct{ Name string }
+			if err := ssh.Unmarshal(req.Payload, &p); err != nil || p.Name != "sftp" {
+				_ = req.Reply(false, nil)
+				continue
+			}
+			_ = req.Reply(true, nil)
+			go ssh.DiscardRequests(reqs)
+			cs.serveSFTP(ch)
+			cs.exit(ch, 0)
+			return
+		case "shell":
+			_ = req.Reply(true, nil)
+			fmt.Fprint(ch.Stderr(), "simnode: interactive shells are not simulated; run a command or use sftp\r\n")
+			cs.exit(ch, 1)
+			return
+		default:
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
+		}
+	}
+}
+
+func (cs *connState) exit(ch ssh.Channel, status int) {
+	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
+	_ = ch.CloseWrite()
+}
+
+// readAll reads stdin until EOF, as powershell.exe's bootstrap does.
+func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
