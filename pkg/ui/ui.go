@@ -1,0 +1,211 @@
+// Package ui is the only place swdt writes to the terminal: data (tables,
+// JSON) to stdout, status lines and logs to stderr, with colour only where
+// a terminal will show it.
+//
+// Commands build one UI from the global flags and hand it down; workflows
+// report through it and never write to os.Stdout or os.Stderr themselves.
+// It must never decide what to do, only how to show it.
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+)
+
+// Format is how results are printed on stdout.
+type Format string
+
+const (
+	// FormatText prints human tables and lines.
+	FormatText Format = "text"
+	// FormatJSON prints one JSON document for scripts.
+	FormatJSON Format = "json"
+)
+
+// Formats lists the accepted values of -o.
+var Formats = []Format{FormatText, FormatJSON}
+
+// ParseFormat checks a -o value.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown output format %q: use text or json", s)
+}
+
+// ColorMode says when output is coloured.
+type ColorMode int
+
+const (
+	// ColorAuto colours a stream only when it is a terminal and NO_COLOR is
+	// unset.
+	ColorAuto ColorMode = iota
+	// ColorNever never colours (--no-color).
+	ColorNever
+	// ColorAlways colours even when not writing to a terminal.
+	ColorAlways
+)
+
+// Options configure a UI.
+type Options struct {
+	// Format is the stdout format; empty means FormatText.
+	Format Format
+	// Color says when to colour.
+	Color ColorMode
+	// Verbosity is the -v count: 0 logs warnings and errors, 1 adds info,
+	// 2 or more adds debug.
+	Verbosity int
+}
+
+// UI writes swdt's output. It is safe to use from one goroutine at a time
+// per stream; Logger is safe for concurrent use.
+type UI struct {
+	out, err io.Writer
+	format   Format
+	colorOut bool
+	colorErr bool
+	logger   *slog.Logger
+}
+
+// New returns a UI writing data to stdout and status to stderr.
+func New(stdout, stderr io.Writer, opts Options) *UI {
+	format := opts.Format
+	if format == "" {
+		format = FormatText
+	}
+	u := &UI{
+		out:      stdout,
+		err:      stderr,
+		format:   format,
+		colorOut: useColor(opts.Color, stdout),
+		colorErr: useColor(opts.Color, stderr),
+	}
+	level := slog.LevelWarn
+	switch {
+	case opts.Verbosity >= 2:
+		level = slog.LevelDebug
+	case opts.Verbosity == 1:
+		level = slog.LevelInfo
+	}
+	u.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		Level: level,
+		// Status lines carry no timestamps; logs match them.
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	return u
+}
+
+func useColor(mode ColorMode, w io.Writer) bool {
+	switch mode {
+	case ColorNever:
+		return false
+	case ColorAlways:
+		return true
+	}
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// Format returns the stdout format chosen with -o.
+func (u *UI) Format() Format { return u.format }
+
+// Out is stdout, for data printed as is (for example a sample file).
+func (u *UI) Out() io.Writer { return u.out }
+
+// Logger returns the -v logger, which writes to stderr.
+func (u *UI) Logger() *slog.Logger { return u.logger }
+
+// Step reports progress on one node on stderr:
+// "▶ node winworker: staging kubelet.exe".
+func (u *UI) Step(node, format string, args ...any) {
+	u.status(color.FgCyan, "▶", fmt.Sprintf("node %s: %s", node, fmt.Sprintf(format, args...)))
+}
+
+// Success reports something that worked on stderr.
+func (u *UI) Success(format string, args ...any) {
+	u.status(color.FgGreen, "✔", fmt.Sprintf(format, args...))
+}
+
+// Warn reports a problem that does not stop swdt on stderr.
+func (u *UI) Warn(format string, args ...any) {
+	u.status(color.FgYellow, "!", "warning: "+fmt.Sprintf(format, args...))
+}
+
+// Error reports a failure on stderr. Each error is reported once, by the
+// command that gives up.
+func (u *UI) Error(format string, args ...any) {
+	u.status(color.FgRed, "✖", "error: "+fmt.Sprintf(format, args...))
+}
+
+func (u *UI) status(attr color.Attribute, symbol, msg string) {
+	if u.colorErr {
+		symbol = paint(attr, symbol)
+	}
+	// Continuation lines of a multi-line message line up under the text.
+	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n  ")
+	fmt.Fprintf(u.err, "%s %s\n", symbol, msg)
+}
+
+func paint(attr color.Attribute, s string) string {
+	c := color.New(attr)
+	c.EnableColor()
+	return c.Sprint(s)
+}
+
+// Printf writes a line of data to stdout.
+func (u *UI) Printf(format string, args ...any) {
+	fmt.Fprintf(u.out, format, args...)
+}
+
+// Table writes rows under headers to stdout with aligned columns; the
+// header row is bold on a colour terminal.
+func (u *UI) Table(headers []string, rows [][]string) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	text := buf.String()
+	if u.colorOut {
+		// Painted after alignment: escape codes would count as width.
+		head, rest, _ := strings.Cut(text, "\n")
+		text = paint(color.Bold, strings.TrimRight(head, " ")) + "\n" + rest
+	}
+	if _, err := io.WriteString(u.out, text); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// JSON writes v to stdout as indented JSON.
+func (u *UI) JSON(v any) error {
+	enc := json.NewEncoder(u.out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
