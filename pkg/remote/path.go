@@ -10,36 +10,31 @@ import (
 // spec C:/k is a relative path, so the leading slash matters.
 //
 // Already-converted paths (/C:/k/...) and POSIX paths (/tmp/x) come back
-// unchanged apart from cleaning, so converting twice is harmless. Relative
-// paths stay relative (to the login user's home directory).
+// unchanged apart from cleaning, so converting twice is harmless. ".."
+// never climbs above a drive root. Relative paths stay relative (to the
+// login user's home directory).
 func SFTPPath(windowsPath string) string {
 	p := strings.ReplaceAll(windowsPath, `\`, "/")
-	if p == "" {
+	switch {
+	case p == "":
 		return ""
-	}
-	if isDrive(p) {
-		// C: or C:/... -> /C:/...
-		p = "/" + strings.ToUpper(p[:1]) + p[1:]
-	} else if len(p) > 1 && p[0] == '/' && isDrive(p[1:]) {
-		p = "/" + strings.ToUpper(p[1:2]) + p[2:]
-	}
-	if strings.HasPrefix(p, "//") {
+	case isDrive(p):
+		return driveRoot(p[0]) + path.Clean("/"+p[2:])[1:]
+	case p[0] == '/' && isDrive(p[1:]):
+		return driveRoot(p[1]) + path.Clean("/"+p[3:])[1:]
+	case strings.HasPrefix(p, "//"):
 		// UNC path (\\server\share): keep the double slash Clean would eat.
 		return "/" + path.Clean(p[1:])
 	}
-	if isDrive(strings.TrimPrefix(p, "/")) && len(strings.TrimPrefix(p, "/")) == 2 {
-		return p + "/"
-	}
-	c := path.Clean(p)
-	// Clean must never climb above a drive root: /C:/.. stays /C:/.
-	if strings.HasPrefix(p, "/") && len(p) >= 3 && isDrive(p[1:]) && !(len(c) >= 3 && isDrive(c[1:])) {
-		return p[:3] + "/"
-	}
-	return c
+	return path.Clean(p)
 }
 
-// isDrive reports whether p starts with a drive letter and colon followed
-// by nothing or a slash.
+func driveRoot(letter byte) string {
+	return "/" + strings.ToUpper(string(letter)) + ":/"
+}
+
+// isDrive reports whether p starts with a drive letter and a colon
+// followed by nothing or a slash.
 func isDrive(p string) bool {
 	if len(p) < 2 || p[1] != ':' {
 		return false

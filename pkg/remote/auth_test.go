@@ -1,0 +1,287 @@
+package remote
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/sshdtest"
+)
+
+// startAgent serves an in-process ssh-agent holding keyFile on a temp
+// socket and points SSH_AUTH_SOCK at it.
+func startAgent(t *testing.T, keyFile string) {
+	t.Helper()
+	pem, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.ParseRawPrivateKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr := agent.NewKeyring()
+	if err := kr.Add(agent.AddedKey{PrivateKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _ = agent.ServeAgent(kr, c) }()
+		}
+	}()
+	t.Setenv("SSH_AUTH_SOCK", sock)
+}
+
+func TestAuthAgainstSSHD(t *testing.T) {
+	s := sshdtest.Start(t)
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, cfg *Config)
+		wantErr func(t *testing.T, err error)
+	}{
+		{name: "key", setup: func(t *testing.T, cfg *Config) {}},
+		{name: "passphrase key from env", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.PassphraseKeyFile
+			t.Setenv(PassphraseEnv, sshdtest.Passphrase)
+		}},
+		{name: "passphrase key from prompt", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.PassphraseKeyFile
+			cfg.Passphrase = func(f string) ([]byte, error) {
+				if f != s.PassphraseKeyFile {
+					t.Errorf("prompt for %q, want %q", f, s.PassphraseKeyFile)
+				}
+				return []byte(sshdtest.Passphrase), nil
+			}
+		}},
+		{name: "agent", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = ""
+			startAgent(t, s.KeyFile)
+		}},
+		{name: "agent holds the passphrase key: no prompt", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.PassphraseKeyFile
+			cfg.Passphrase = func(string) ([]byte, error) {
+				t.Error("prompted although the agent holds the key")
+				return nil, errors.New("no")
+			}
+			// The agent gets the decrypted key.
+			pem, _ := os.ReadFile(s.PassphraseKeyFile)
+			raw, err := ssh.ParseRawPrivateKeyWithPassphrase(pem, []byte(sshdtest.Passphrase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := filepath.Join(t.TempDir(), "plain")
+			block, _ := ssh.MarshalPrivateKey(raw, "")
+			writePEM(t, plain, block.Bytes, block.Type)
+			startAgent(t, plain)
+		}},
+		{name: "wrong key", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.UnauthorizedKeyFile
+		}, wantErr: func(t *testing.T, err error) {
+			var ae *AuthError
+			if !errors.As(err, &ae) {
+				t.Fatalf("want *AuthError, got %T: %v", err, err)
+			}
+			for _, want := range []string{s.User + "@" + s.Addr, "publickey", s.UnauthorizedKeyFile} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		}},
+		{name: "wrong passphrase", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.PassphraseKeyFile
+			t.Setenv(PassphraseEnv, "nope")
+		}, wantErr: func(t *testing.T, err error) {
+			var pe *PrivateKeyError
+			if !errors.Is(err, ErrWrongPassphrase) || !errors.As(err, &pe) || pe.Path != s.PassphraseKeyFile {
+				t.Fatalf("want wrong passphrase for %s, got %v", s.PassphraseKeyFile, err)
+			}
+		}},
+		{name: "passphrase key without a passphrase", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.PassphraseKeyFile
+		}, wantErr: func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), PassphraseEnv) {
+				t.Fatalf("error %q does not say how to give the passphrase", err)
+			}
+		}},
+		{name: "no credentials at all", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = ""
+		}, wantErr: func(t *testing.T, err error) {
+			var ae *AuthError
+			if !errors.As(err, &ae) || !strings.Contains(err.Error(), "tried: none") {
+				t.Fatalf("want *AuthError naming no methods, got %v", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := sshdConfig(t, s)
+			tt.setup(t, &cfg)
+			c, err := Dial(t.Context(), cfg)
+			if tt.wantErr != nil {
+				if err == nil {
+					c.Close()
+					t.Fatal("Dial succeeded, want an error")
+				}
+				tt.wantErr(t, err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			defer c.Close()
+			var out strings.Builder
+			if code, err := c.Exec(t.Context(), "echo ok", nil, &out, nil); err != nil || code != 0 || out.String() != "ok\n" {
+				t.Fatalf("Exec = %d, %q, %v", code, out.String(), err)
+			}
+		})
+	}
+}
+
+func writePEM(t *testing.T, path string, b []byte, typ string) {
+	t.Helper()
+	if err := os.WriteFile(path, pemEncode(typ, b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPasswordAuth(t *testing.T) {
+	tests := []struct {
+		name     string
+		password string
+		kbdOnly  bool
+		ok       bool
+	}{
+		{name: "password", password: "s3cret", ok: true},
+		{name: "keyboard-interactive", password: "s3cret", kbdOnly: true, ok: true},
+		{name: "wrong password", password: "guess"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := sshdtest.StartGoServer(t, "Administrator", "s3cret")
+			srv.KeyboardInteractiveOnly.Store(tt.kbdOnly)
+			cfg := Config{
+				Host: srv.Addr, User: "Administrator", Password: tt.password,
+				KnownHostsFile: filepath.Join(t.TempDir(), "known_hosts"),
+				SSHConfigFile:  NoSSHConfig,
+			}
+			c, err := Dial(t.Context(), cfg)
+			if !tt.ok {
+				var ae *AuthError
+				if !errors.As(err, &ae) {
+					t.Fatalf("want *AuthError, got %v", err)
+				}
+				for _, want := range []string{"Administrator@" + srv.Addr, "password", "keyboard-interactive"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				if strings.Contains(err.Error(), tt.password) {
+					t.Errorf("error %q leaks the password", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			defer c.Close()
+			var out strings.Builder
+			if _, err := c.Exec(t.Context(), "whoami", nil, &out, nil); err != nil || out.String() != "whoami" {
+				t.Fatalf("Exec = %q, %v", out.String(), err)
+			}
+		})
+	}
+}
+
+func TestConfigFromSpec(t *testing.T) {
+	t.Setenv("SWDT_TEST_PW", "fromenv")
+	tests := []struct {
+		name    string
+		spec    v1alpha1.CredentialsSpec
+		wantPW  string
+		wantErr string
+	}{
+		{name: "password", spec: v1alpha1.CredentialsSpec{Hostname: "h", Password: "p"}, wantPW: "p"},
+		{name: "passwordEnv", spec: v1alpha1.CredentialsSpec{Hostname: "h", PasswordEnv: "SWDT_TEST_PW"}, wantPW: "fromenv"},
+		{name: "passwordEnv wins", spec: v1alpha1.CredentialsSpec{Hostname: "h", Password: "p", PasswordEnv: "SWDT_TEST_PW"}, wantPW: "fromenv"},
+		{name: "unset passwordEnv falls back", spec: v1alpha1.CredentialsSpec{Hostname: "h", Password: "p", PasswordEnv: "SWDT_TEST_UNSET"}, wantPW: "p"},
+		{name: "unset passwordEnv", spec: v1alpha1.CredentialsSpec{Hostname: "h", PasswordEnv: "SWDT_TEST_UNSET"}, wantErr: "SWDT_TEST_UNSET is not set"},
+		{name: "no host", spec: v1alpha1.CredentialsSpec{}, wantErr: "hostname is empty"},
+		{name: "bad policy", spec: v1alpha1.CredentialsSpec{Hostname: "h", HostKeyPolicy: "yolo"}, wantErr: `unknown host key policy "yolo"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ConfigFromSpec(tt.spec)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Password != tt.wantPW || cfg.HostKeyPolicy != "accept-new" || cfg.DialTimeout != DefaultDialTimeout {
+				t.Errorf("cfg = password %q policy %q timeout %s", cfg.Password, cfg.HostKeyPolicy, cfg.DialTimeout)
+			}
+		})
+	}
+}
+
+func TestSSHConfigAlias(t *testing.T) {
+	s := sshdtest.Start(t)
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "config")
+	content := "Host winnode\n  HostName 127.0.0.1\n  Port " + itoa(s.Port) + "\n  User " + s.User + "\n  IdentityFile " + s.KeyFile + "\n"
+	if err := os.WriteFile(sc, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Host: "winnode", SSHConfigFile: sc, KnownHostsFile: filepath.Join(dir, "known_hosts")}
+	c := dial(t, cfg)
+	if c.Addr() != s.Addr || c.User() != s.User {
+		t.Fatalf("resolved %s@%s, want %s@%s", c.User(), c.Addr(), s.User, s.Addr)
+	}
+
+	// Explicit fields win over the ssh config.
+	cfg.User = "nobody-explicit"
+	cfg.PrivateKeyFile = s.UnauthorizedKeyFile
+	_, err := Dial(t.Context(), cfg)
+	var ae *AuthError
+	if !errors.As(err, &ae) || ae.User != "nobody-explicit" || !strings.Contains(err.Error(), s.UnauthorizedKeyFile) {
+		t.Fatalf("explicit user and key did not win: %v", err)
+	}
+}
+
+func TestSplitHost(t *testing.T) {
+	tests := []struct{ in, host, port string }{
+		{"192.168.1.5", "192.168.1.5", ""},
+		{"192.168.1.5:2222", "192.168.1.5", "2222"},
+		{"node", "node", ""},
+		{"[fe80::1]:22", "fe80::1", "22"},
+		{"[fe80::1]", "fe80::1", ""},
+		{"fe80::1", "fe80::1", ""},
+	}
+	for _, tt := range tests {
+		h, p, err := splitHost(tt.in)
+		if err != nil || h != tt.host || p != tt.port {
+			t.Errorf("splitHost(%q) = %q, %q, %v", tt.in, h, p, err)
+		}
+	}
+}
+
