@@ -1,0 +1,22 @@
+# op: wins-config-write
+# Writes wins' config file only when its content differs, keeping the
+# previous file as <config>.swdt-bak. The new content is written beside the
+# file and renamed into place so a reader never sees half a file.
+$path = [string]$SwdtParams.path
+$content = [string]$SwdtParams.content
+$utf8 = New-Object System.Text.UTF8Encoding $false
+$backup = ''
+if (Test-Path -LiteralPath $path -PathType Leaf) {
+    if ([System.IO.File]::ReadAllText($path) -ceq $content) {
+        Write-SwdtResult -Data ([ordered]@{ changed = $false; backup = '' })
+        return
+    }
+    $backup = $path + '.swdt-bak'
+    Copy-Item -LiteralPath $path -Destination $backup -Force
+}
+$dir = Split-Path -Path $path -Parent
+if (-not (Test-Path -LiteralPath $dir)) { [void](New-Item -ItemType Directory -Path $dir -Force) }
+$staged = $path + '.swdt-new'
+[System.IO.File]::WriteAllText($staged, $content, $utf8)
+Move-Item -LiteralPath $staged -Destination $path -Force
+Write-SwdtResult -Data ([ordered]@{ changed = $true; backup = $backup })
