@@ -1,0 +1,41 @@
+package node
+
+import (
+	"context"
+
+	"sigs.k8s.io/swdt/pkg/pwsh"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+)
+
+// InspectWins reads the rancher-wins service, wins' config file and its
+// orphaned host processes.
+func (n *Node) InspectWins(ctx context.Context, configPath string) (ops.WinsInspectResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsInspect, ops.WinsInspectRequest{ConfigPath: configPath})
+}
+
+// WriteWinsConfig writes wins' config file when its content differs.
+func (n *Node) WriteWinsConfig(ctx context.Context, path, content string) (ops.WinsConfigWriteResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsConfigWrite, ops.WinsConfigWriteRequest{Path: path, Content: content})
+}
+
+// RegisterWins registers the rancher-wins service from binary, or removes
+// it when unregister is set.
+func (n *Node) RegisterWins(ctx context.Context, binary string, unregister bool) (ops.WinsRegisterResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsRegister, ops.WinsRegisterRequest{Binary: binary, Unregister: unregister})
+}
+
+// StopWinsOrphans stops rancher-wins-* host processes.
+func (n *Node) StopWinsOrphans(ctx context.Context) ([]ops.Process, error) {
+	resp, err := pwsh.Call(ctx, n.runner, ops.WinsOrphansStop, ops.WinsOrphansStopRequest{})
+	return resp.Stopped, err
+}
+
+// VerifyWins checks the wins bridge on the node.
+func (n *Node) VerifyWins(ctx context.Context, req ops.WinsVerifyRequest) (ops.WinsVerifyResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsVerify, req)
+}
+
+// UninstallWins removes the wins service, binary and config.
+func (n *Node) UninstallWins(ctx context.Context, binary, configPath string) (ops.WinsUninstallResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsUninstall, ops.WinsUninstallRequest{Binary: binary, ConfigPath: configPath})
+}
