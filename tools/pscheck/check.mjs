@@ -13,9 +13,16 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { Language, Parser } from 'web-tree-sitter';
 
 const require = createRequire(import.meta.url);
+
+// The grammar is a 1 MB wasm module. V8 first compiles it with its baseline
+// compiler, then recompiles it optimised in the background, and the process
+// cannot exit until that is done: ~10 s of CPU for a check that parses in
+// milliseconds. Baseline code is plenty fast for a few scripts.
+setFlagsFromString('--liftoff-only');
 
 function usage(msg) {
   if (msg) console.error(`pscheck: ${msg}`);
@@ -40,6 +47,20 @@ function collect(path, out) {
   }
 }
 
+// innermost narrows an ERROR node to the first ERROR or MISSING node nested
+// in it. Error recovery often wraps a whole enclosing block (a try { } from
+// the prelude) in one ERROR node; the nested one points at the real mistake.
+function innermost(node) {
+  for (const child of node.children) {
+    if (child.isError || child.isMissing) return innermost(child);
+    if (child.hasError) {
+      const inner = innermost(child);
+      if (inner !== child) return inner;
+    }
+  }
+  return node;
+}
+
 // problems returns every ERROR and MISSING node under root, in source order.
 function problems(root) {
   const found = [];
@@ -49,7 +70,7 @@ function problems(root) {
   for (;;) {
     const node = cursor.currentNode;
     if (descend && (node.isError || node.isMissing)) {
-      found.push(node);
+      found.push(innermost(node));
       descend = false; // one report per broken region
     } else if (descend && node.hasError && cursor.gotoFirstChild()) {
       continue;
