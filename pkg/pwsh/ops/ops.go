@@ -6,6 +6,12 @@
 // (pkg/simnode), so the two sides cannot drift apart. An op reads its
 // request from $SwdtParams (parsed JSON) and reports with Write-SwdtResult or
 // Stop-SwdtOp; it must never be built from user data.
+//
+// Ops run under Windows PowerShell 5.1, whose ConvertTo-Json has sharp
+// edges: pass Write-SwdtResult plain [ordered] hashtables, arrays and
+// scalars (never live .NET objects), wrap lists in @() so one element stays
+// an array, turn enums and dates into strings yourself, and keep results
+// shallow (deeper levels are silently stringified).
 package ops
 
 import (
