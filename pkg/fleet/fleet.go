@@ -1,0 +1,103 @@
+// Package fleet runs one function per node concurrently and reports every
+// node's outcome in the order the nodes appear in the config file, so that
+// "several nodes in parallel" is one call for every workflow.
+//
+// It must never print: callers turn Results into output through pkg/ui.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// Result is one node's outcome.
+type Result[T any] struct {
+	// Node is the node's metadata.name.
+	Node string
+	// Value is what fn returned; meaningful when Err is nil (and may be
+	// partly filled when it is not).
+	Value T
+	// Err is fn's error, or the context's error when the node never started.
+	Err error
+}
+
+// Run calls fn for every node, at most limit at a time (limit <= 0: all at
+// once), and waits for all of them. Results are in node order. A failing
+// node does not stop the others; cancelling ctx stops nodes that have not
+// started yet, and fn is expected to honour ctx.
+func Run[T any](ctx context.Context, nodes []v1alpha1.Node, limit int,
+	fn func(ctx context.Context, node *v1alpha1.Node) (T, error)) []Result[T] {
+	if limit <= 0 || limit > len(nodes) {
+		limit = len(nodes)
+	}
+	results := make([]Result[T], len(nodes))
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range nodes {
+		n := &nodes[i]
+		results[i].Node = n.Name
+		if !acquire(ctx, sem) {
+			results[i].Err = fmt.Errorf("not started: %w", ctx.Err())
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i].Value, results[i].Err = fn(ctx, n)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// acquire takes a slot, or reports false once ctx is done (checked first:
+// select picks at random when a slot is free as well).
+func acquire(ctx context.Context, sem chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Err summarises results: nil when every node succeeded; the joined errors,
+// each naming its node, otherwise. When some nodes succeeded and others
+// failed the error carries exitcode.Partial.
+func Err[T any](results []Result[T]) error {
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, &NodeError{Node: r.Node, Err: r.Err})
+		}
+	}
+	switch {
+	case len(errs) == 0:
+		return nil
+	case len(errs) < len(results):
+		return exitcode.WithCode(exitcode.Partial, errors.Join(errs...))
+	default:
+		return errors.Join(errs...)
+	}
+}
+
+// NodeError is the failure of one node.
+type NodeError struct {
+	// Node is the node's metadata.name.
+	Node string
+	// Err is what went wrong.
+	Err error
+}
+
+// Error prefixes the failure with the node's name.
+func (e *NodeError) Error() string { return fmt.Sprintf("node %s: %v", e.Node, e.Err) }
+
+// Unwrap returns the node's error.
+func (e *NodeError) Unwrap() error { return e.Err }

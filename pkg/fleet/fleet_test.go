@@ -1,0 +1,140 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+func nodes(names ...string) []v1alpha1.Node {
+	out := make([]v1alpha1.Node, len(names))
+	for i, n := range names {
+		out[i].Name = n
+	}
+	return out
+}
+
+func TestRunKeepsOrderAndRunsConcurrently(t *testing.T) {
+	ns := nodes("a", "b", "c", "d")
+	var running, peak atomic.Int32
+	res := Run(context.Background(), ns, 0, func(_ context.Context, n *v1alpha1.Node) (string, error) {
+		raise(&peak, running.Add(1))
+		// Later nodes finish first, so order must not come from completion.
+		time.Sleep(time.Duration(4-len(n.Name)-int(n.Name[0]-'a')) * 10 * time.Millisecond)
+		running.Add(-1)
+		return strings.ToUpper(n.Name), nil
+	})
+	for i, r := range res {
+		if r.Node != ns[i].Name || r.Value != strings.ToUpper(ns[i].Name) || r.Err != nil {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	if peak.Load() < 2 {
+		t.Errorf("peak concurrency %d: nodes did not run in parallel", peak.Load())
+	}
+	if err := Err(res); err != nil {
+		t.Errorf("Err = %v", err)
+	}
+}
+
+func TestRunLimit(t *testing.T) {
+	var running, peak atomic.Int32
+	Run(context.Background(), nodes("a", "b", "c", "d", "e"), 2, func(context.Context, *v1alpha1.Node) (int, error) {
+		raise(&peak, running.Add(1))
+		time.Sleep(10 * time.Millisecond)
+		running.Add(-1)
+		return 0, nil
+	})
+	if p := peak.Load(); p > 2 {
+		t.Errorf("peak concurrency %d, limit 2", p)
+	}
+}
+
+func TestErr(t *testing.T) {
+	boom := errors.New("boom")
+	fn := func(fail ...string) func(context.Context, *v1alpha1.Node) (int, error) {
+		return func(_ context.Context, n *v1alpha1.Node) (int, error) {
+			for _, f := range fail {
+				if n.Name == f {
+					return 0, fmt.Errorf("stage kubelet: %w", boom)
+				}
+			}
+			return 1, nil
+		}
+	}
+	tests := []struct {
+		name string
+		fail []string
+		code int
+		msg  string
+	}{
+		{"all ok", nil, exitcode.OK, ""},
+		{"partial", []string{"b"}, exitcode.Partial, "node b: stage kubelet: boom"},
+		{"all failed", []string{"a", "b"}, exitcode.Failure, "node a: stage kubelet: boom\nnode b: stage kubelet: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Err(Run(context.Background(), nodes("a", "b"), 0, fn(tt.fail...)))
+			if exitcode.Code(err) != tt.code {
+				t.Errorf("code = %d, want %d (%v)", exitcode.Code(err), tt.code, err)
+			}
+			if err != nil && (err.Error() != tt.msg || !errors.Is(err, boom)) {
+				t.Errorf("err = %q, want %q wrapping boom", err, tt.msg)
+			}
+			var ne *NodeError
+			if err != nil && !errors.As(err, &ne) {
+				t.Errorf("err %v has no *NodeError", err)
+			}
+		})
+	}
+}
+
+func TestRunCancelledBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var calls atomic.Int32
+	go func() {
+		<-started
+		cancel()
+		close(release)
+	}()
+	res := Run(ctx, nodes("a", "b", "c"), 1, func(ctx context.Context, n *v1alpha1.Node) (int, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return 0, ctx.Err()
+	})
+	if calls.Load() != 1 {
+		t.Errorf("fn ran %d times after cancel, want 1", calls.Load())
+	}
+	for _, r := range res[1:] {
+		if !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "not started") {
+			t.Errorf("node %s: err = %v, want not started: context canceled", r.Node, r.Err)
+		}
+	}
+}
+
+func TestRunNoNodes(t *testing.T) {
+	if res := Run(context.Background(), nil, 0, func(context.Context, *v1alpha1.Node) (int, error) { return 0, nil }); len(res) != 0 {
+		t.Errorf("results = %v", res)
+	}
+}
+
+// raise sets peak to cur when cur is higher.
+func raise(peak *atomic.Int32, cur int32) {
+	for {
+		p := peak.Load()
+		if cur <= p || peak.CompareAndSwap(p, cur) {
+			return
+		}
+	}
+}
