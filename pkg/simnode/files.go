@@ -529,3 +529,40 @@ func AdminOnlyACL(acl *ACL) bool {
 	}
 	return true
 }
+
+// MarkerVersion followed by a version ("SIMNODE-VERSION=1.29.1") in a
+// file gives it that file version; files without it have none (as a Go
+// binary built without a version resource).
+const MarkerVersion = "SIMNODE-VERSION="
+
+// FileVersion returns p's file version ((Get-Item p).VersionInfo.FileVersion),
+// "" when it has none.
+func (n *Node) FileVersion(p string) (string, error) {
+	f, _, err := n.m.openRead(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 256*1024+64)
+	keep := 0
+	for {
+		r, err := io.ReadFull(f, buf[keep:])
+		window := buf[:keep+r]
+		if i := strings.Index(string(window), MarkerVersion); i >= 0 && (len(window)-i > 48 || err != nil) {
+			v := window[i+len(MarkerVersion):]
+			end := 0
+			for end < len(v) && end < 32 && (v[end] == '.' || v[end] == '-' || v[end] == '+' || v[end] >= '0' && v[end] <= '9' || v[end] >= 'a' && v[end] <= 'z' || v[end] >= 'A' && v[end] <= 'Z') {
+				end++
+			}
+			return string(v[:end]), nil
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		keep = min(64, len(window))
+		copy(buf, window[len(window)-keep:])
+	}
+}

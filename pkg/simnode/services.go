@@ -390,3 +390,34 @@ func (n *Node) PipeExists(name string) bool {
 	}
 	return false
 }
+
+// ListeningPorts lists the TCP ports listening now: sshd's 22, RDP's 3389
+// while RDP is enabled, and those of each Running service
+// (State.ServicePorts).
+func (n *Node) ListeningPorts() []int {
+	out := []int{22, 135, 445}
+	n.m.view(func(s *State, _ time.Time) {
+		if k := s.Registry[strings.ToLower(KeyTerminalServer)]; k != nil {
+			if v := k.Values["fdenytsconnections"]; v != nil && v.Number == 0 {
+				out = append(out, 3389)
+			}
+		}
+		for _, k := range sortedKeys(s.Services) {
+			if s.Services[k].Status == StatusRunning {
+				out = append(out, s.ServicePorts[k]...)
+			}
+		}
+	})
+	sort.Ints(out)
+	return out
+}
+
+// PortListening reports whether TCP port is listening.
+func (n *Node) PortListening(port int) bool {
+	for _, p := range n.ListeningPorts() {
+		if p == port {
+			return true
+		}
+	}
+	return false
+}

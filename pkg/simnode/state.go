@@ -47,6 +47,9 @@ type State struct {
 	// ServicePipes says which named pipes a running service owns, by
 	// lower-case service name (containerd -> containerd-containerd).
 	ServicePipes map[string][]string `json:"servicePipes"`
+	// ServicePorts says which TCP ports a running service listens on, by
+	// lower-case service name (kubelet -> 10250, 10248).
+	ServicePorts map[string][]int `json:"servicePorts"`
 	// Registry maps a lower-case key path (HKLM:\...) to its values.
 	Registry map[string]*RegistryKey `json:"registry"`
 	// Firewall rules by lower-case rule name.
@@ -210,6 +213,10 @@ func newSeedState(hostname string, now time.Time) *State {
 			"containerd":   {"containerd-containerd"},
 			"rancher-wins": {"rancher_wins", "rancher_wins_proxy"},
 		},
+		ServicePorts: map[string][]int{
+			"kubelet":    {10250, 10248},
+			"kube-proxy": {10256, 10249},
+		},
 		Registry: map[string]*RegistryKey{},
 		Firewall: map[string]*FirewallRule{},
 		ACLs:     map[string]*ACL{},
@@ -222,7 +229,7 @@ func newSeedState(hostname string, now time.Time) *State {
 				"jq": {Version: "1.7.1"}, "nssm": {Version: "2.24.101"}, "golang": {Version: "1.21.6"},
 				"make": {Version: "4.4.1"}, "sysinternals": {Version: "2024.1.10"}, "kubernetes-cli": {Version: "1.29.1"},
 				"notepadplusplus": {Version: "8.6.2"}, "procexp": {Version: "17.5"}, "windbg": {Version: "10.0.10586"},
-				"dotnetfx": {Version: "4.8.0.20220524", ExitCode: 3010},
+				"dotnetfx":    {Version: "4.8.0.20220524", ExitCode: 3010},
 				"vcredist140": {Version: "14.38.33135", ExitCode: 1641},
 			},
 		},
@@ -277,11 +284,11 @@ func newSeedState(hostname string, now time.Time) *State {
 // seedFiles are the files of a fresh VM, written below fs/ on first start.
 func seedFiles() map[string]string {
 	files := map[string]string{
-		`C:\Windows\System32\cmd.exe`:            "simnode placeholder cmd.exe\r\n",
-		`C:\Windows\System32\whoami.exe`:         "simnode placeholder whoami.exe\r\n",
-		`C:\Windows\System32\hostname.exe`:       "simnode placeholder hostname.exe\r\n",
-		`C:\ProgramData\ssh\sshd_config`:         "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
-		`C:\var\lib\kubelet\config.yaml`:         "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
+		`C:\Windows\System32\cmd.exe`:             "simnode placeholder cmd.exe\r\n",
+		`C:\Windows\System32\whoami.exe`:          "simnode placeholder whoami.exe\r\n",
+		`C:\Windows\System32\hostname.exe`:        "simnode placeholder hostname.exe\r\n",
+		`C:\ProgramData\ssh\sshd_config`:          "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
+		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",
 	}
 	for _, svc := range seedServices {
@@ -346,6 +353,9 @@ func loadState(path string) (*State, error) {
 	}
 	if s.ACLs == nil {
 		s.ACLs = map[string]*ACL{}
+	}
+	if s.ServicePorts == nil {
+		s.ServicePorts = map[string][]int{}
 	}
 	if s.ServicePipes == nil {
 		s.ServicePipes = map[string][]string{}

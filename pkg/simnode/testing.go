@@ -203,6 +203,10 @@ func (e *SSHExecer) Exec(ctx context.Context, cmd string, stdin io.Reader, stdou
 	select {
 	case <-ctx.Done():
 		sess.Close()
+		select { // stdout and stderr are no longer written to
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
 		return -1, ctx.Err()
 	case err := <-done:
 		var ee *ssh.ExitError
