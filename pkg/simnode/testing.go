@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -250,15 +249,4 @@ func writeClientKey(dir string) (ssh.Signer, string, string, error) {
 	}
 	signer, err := ssh.NewSignerFromKey(priv)
 	return signer, keyFile, pubFile, err
-}
-
-// loopback reports whether addr is a loopback address (used by cmd/simnode
-// to warn when listening elsewhere).
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
+	var out syncBuffer
+	err := run(context.Background(), []string{"--help"}, &out, &out, nil)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"SIMULATED", "not Windows", simnode.MarkerCrashOnStart, simnode.MarkerHangOnStop, simnode.MarkerWinsNoPipe,
+		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help does not mention %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := [][]string{
+		{},                           // no state dir
+		{"--state-dir", t.TempDir()}, // nobody could log in
+		{"--state-dir", t.TempDir(), "--password", "x", "--op-latency", "bad"},
+	}
+	for _, args := range tests {
+		var out syncBuffer
+		err := run(context.Background(), args, &out, &out, nil)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestRunPrintsNodeYAMLAndStopsOnCancel(t *testing.T) {
+	dir := t.TempDir()
+	pub := filepath.Join(dir, "id.pub")
+	if err := os.WriteFile(pub, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGQ9LRuXq1zhKgt3Tb0OV2VZ9uKxDrnJqVv0kTdoF9Zn test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	ready := make(chan *simnode.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", pub, "--fail-op", "node-facts"},
+			&stdout, &stderr, func(s *simnode.Server) { ready <- s })
+	}()
+	var srv *simnode.Server
+	select {
+	case srv = <-ready:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	out := stdout.String()
+	for _, want := range []string{"SIMULATED", srv.Addr(), srv.HostKeyFingerprint(), "apiVersion: windows.k8s.io/v1alpha1", "kind: Node",
+		"hostname: " + srv.Addr(), "username: Administrator", "hostKeyPolicy: accept-new", "knownHostsFile: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if f := srv.Faults(); len(f.FailOps) != 1 {
+		t.Errorf("fault flags not applied: %+v", f)
+	}
+	if _, err := os.Stat(filepath.Join(state, "known_hosts")); err != nil {
+		t.Error(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop on cancel")
+	}
+}
