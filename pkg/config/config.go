@@ -101,7 +101,7 @@ func (e *Error) Unwrap() error { return e.cause }
 // Load reads the config file at path and returns its nodes. Every error it
 // returns is an *Error annotated with exitcode.Usage.
 func Load(path string) (*Result, error) {
-	data, err := readFile(path)
+	data, perm, err := readFile(path)
 	if err != nil {
 		return nil, exitcode.WithCode(exitcode.Usage, err)
 	}
@@ -109,12 +109,11 @@ func Load(path string) (*Result, error) {
 	if err != nil {
 		return nil, exitcode.WithCode(exitcode.Usage, fileError(path, err, "cannot resolve the path: %v", err))
 	}
-	res, problems := parse(path, filepath.Dir(abs), data)
+	res, problems := parse(path, filepath.Dir(abs), data, perm)
 	if len(problems) > 0 {
 		return nil, exitcode.WithCode(exitcode.Usage, &Error{Path: path, Problems: problems})
 	}
 	res.Path = abs
-	res.Warnings = append(permissionWarnings(path, res.Nodes), res.Warnings...)
 	return res, nil
 }
 
@@ -122,34 +121,34 @@ func fileError(path string, cause error, format string, args ...any) *Error {
 	return &Error{Path: path, cause: cause, Problems: []Problem{{File: path, Message: fmt.Sprintf(format, args...)}}}
 }
 
-// readFile reads a config file and tells apart the ways it can be unusable
-// before decoding starts.
-func readFile(path string) ([]byte, error) {
+// readFile reads a config file and its permission bits, and tells apart the
+// ways it can be unusable before decoding starts.
+func readFile(path string) ([]byte, fs.FileMode, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fileError(path, err,
+		return nil, 0, fileError(path, err,
 			"config file not found: pass -c FILE, set SWDT_CONFIG, or create one with 'swdt config init --output-file %s'", path)
 	case err != nil:
-		return nil, fileError(path, err, "cannot read the config file: %v", err)
+		return nil, 0, fileError(path, err, "cannot read the config file: %v", err)
 	case fi.IsDir():
-		return nil, fileError(path, nil, "is a directory, not a config file: pass the path of a node YAML file")
+		return nil, 0, fileError(path, nil, "is a directory, not a config file: pass the path of a node YAML file")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fileError(path, err, "cannot read the config file: %v", err)
+		return nil, 0, fileError(path, err, "cannot read the config file: %v", err)
 	}
 	if strings.TrimSpace(string(data)) == "" {
-		return nil, fileError(path, nil, "config file is empty: expected a Node or NodeList document (see 'swdt config init')")
+		return nil, 0, fileError(path, nil, "config file is empty: expected a Node or NodeList document (see 'swdt config init')")
 	}
 	if i := strings.IndexByte(string(data), 0); i >= 0 || !utf8.Valid(data) {
 		if i < 0 {
 			i = invalidUTF8Offset(data)
 		}
-		return nil, fileError(path, nil,
+		return nil, 0, fileError(path, nil,
 			"not a text file (binary data at byte %d): expected a YAML Node or NodeList document", i)
 	}
-	return data, nil
+	return data, fi.Mode().Perm(), nil
 }
 
 func invalidUTF8Offset(data []byte) int {
@@ -163,27 +162,15 @@ func invalidUTF8Offset(data []byte) int {
 	return len(data)
 }
 
-// permissionWarnings warns when a file that holds a password can be read by
+// passwordWarning warns when a file that holds a password can be read by
 // group or others. Windows has no such mode bits, so it is skipped there.
-func permissionWarnings(path string, nodes []v1alpha1.Node) []Problem {
-	if runtime.GOOS == "windows" {
-		return nil
+func passwordWarning(path string, perm fs.FileMode, n *v1alpha1.Node, src nodeSource) (Problem, bool) {
+	if runtime.GOOS == "windows" || perm&0o077 == 0 || n.Spec.Credentials.Password == "" {
+		return Problem{}, false
 	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o077 == 0 {
-		return nil
-	}
-	var warnings []Problem
-	for _, n := range nodes {
-		if n.Spec.Credentials.Password != "" {
-			warnings = append(warnings, Problem{
-				File: path, Node: n.Name, Field: "spec.credentials.password",
-				Message: fmt.Sprintf("the file holds a password and is readable by group or others (mode %#o): run 'chmod 600 %s' or use passwordEnv",
-					fi.Mode().Perm(), path),
-			})
-		}
-	}
-	return warnings
+	return src.problem(path, n.Name, "spec.credentials.password",
+		fmt.Sprintf("the file holds a password and is readable by group or others (mode %#o): run 'chmod 600 %s' or use passwordEnv",
+			perm, path)), true
 }
 
 // validate checks every node and that their names are unique. docs holds

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,7 +45,8 @@ func (s nodeSource) problem(file, node, fieldPath, msg string) Problem {
 
 // parse decodes, defaults, resolves and validates every document of data.
 // dir is the directory relative paths resolve against.
-func parse(file, dir string, data []byte) (*Result, []Problem) {
+// perm is the file's permission bits, for the password warning.
+func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem) {
 	var (
 		nodes    []v1alpha1.Node
 		sources  []nodeSource
@@ -88,6 +90,9 @@ func parse(file, dir string, data []byte) (*Result, []Problem) {
 		return nil, problems
 	}
 	for i, n := range nodes {
+		if w, ok := passwordWarning(file, perm, &nodes[i], sources[i]); ok {
+			res.Warnings = append(res.Warnings, w)
+		}
 		if n.Spec.Credentials.HostKeyPolicy == v1alpha1.HostKeyPolicyInsecure {
 			res.Warnings = append(res.Warnings, sources[i].problem(file, n.Name, "spec.credentials.hostKeyPolicy",
 				"insecure accepts any host key, so a man in the middle goes unnoticed: prefer accept-new"))

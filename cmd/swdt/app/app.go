@@ -1,0 +1,191 @@
+// Package app is the swdt command tree. Run is the whole CLI as a function
+// of its streams and arguments, so tests drive it in-process.
+//
+// To add a command: write newXCommand(e *env) *cobra.Command in its own
+// file, keep its flags in a small struct, do the work in a RunE that calls
+// e.loadConfig() and hands the nodes to a workflow in pkg/, print through
+// e.ui, and register it in newRootCommand. Return errors; never print them:
+// Run reports every error exactly once and maps it to an exit code.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// Streams are the standard streams of one run.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// DefaultConfig is the config file used when neither -c nor SWDT_CONFIG
+// names one.
+const DefaultConfig = "node.yaml"
+
+// env is what every command shares: the streams, the global flags and the
+// UI built from them before any command runs.
+type env struct {
+	streams    Streams
+	configPath string
+	verbosity  int
+	output     string
+	noColor    bool
+	ui         *ui.UI
+}
+
+// Run runs swdt with args (without the program name) and returns the
+// process exit code.
+func Run(ctx context.Context, streams Streams, args []string) int {
+	e := &env{streams: streams}
+	root := newRootCommand(e)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
+	}
+	if e.ui == nil {
+		// Flags failed to parse before the UI was built.
+		e.ui = ui.New(streams.Out, streams.ErrOut, ui.Options{Color: e.colorMode()})
+	}
+	report(e.ui, err)
+	return exitcode.Code(err)
+}
+
+func newRootCommand(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "swdt",
+		Short: "Drive Windows Server nodes over SSH for Kubernetes development",
+		Long: `swdt (SIG Windows developer tool) drives Windows Server nodes over SSH
+from one node YAML file: bootstrap them, hot-swap custom Kubernetes binaries
+into their services, and deploy rancher/wins.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          groupArgs,
+		RunE:          showHelp,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return e.setup(cmd)
+		},
+	}
+	root.SetIn(e.streams.In)
+	root.SetOut(e.streams.Out)
+	root.SetErr(e.streams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return exitcode.WithCode(exitcode.Usage, err)
+	})
+
+	defaultConfig := DefaultConfig
+	if v := os.Getenv("SWDT_CONFIG"); v != "" {
+		defaultConfig = v
+	}
+	flags := root.PersistentFlags()
+	flags.StringVarP(&e.configPath, "config", "c", defaultConfig, "node file (env SWDT_CONFIG)")
+	flags.CountVarP(&e.verbosity, "verbose", "v", "more detail on stderr: -v info, -vv debug")
+	flags.StringVarP(&e.output, "output", "o", string(ui.FormatText), "output format: text or json")
+	flags.BoolVar(&e.noColor, "no-color", false, "never colour output (also: NO_COLOR=1)")
+	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml")
+	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		formats := make([]string, len(ui.Formats))
+		for i, f := range ui.Formats {
+			formats[i] = string(f)
+		}
+		return formats, cobra.ShellCompDirectiveNoFileComp
+	})
+
+	root.AddCommand(
+		newVersionCommand(e),
+		newConfigCommand(e),
+	)
+	return root
+}
+
+// setup checks the global flags and builds the UI.
+func (e *env) setup(cmd *cobra.Command) error {
+	format, err := ui.ParseFormat(e.output)
+	if err != nil {
+		if cmd.Name() == "init" {
+			err = fmt.Errorf("%w (to write a file, use --output-file)", err)
+		}
+		return exitcode.WithCode(exitcode.Usage, err)
+	}
+	e.ui = ui.New(e.streams.Out, e.streams.ErrOut, ui.Options{
+		Format:    format,
+		Color:     e.colorMode(),
+		Verbosity: e.verbosity,
+	})
+	e.ui.Logger().Debug("swdt starting", "command", cmd.CommandPath(), "config", e.configPath)
+	return nil
+}
+
+func (e *env) colorMode() ui.ColorMode {
+	if e.noColor {
+		return ui.ColorNever
+	}
+	return ui.ColorAuto
+}
+
+// loadConfig loads the -c file and shows its warnings. Its errors carry
+// exitcode.Usage.
+func (e *env) loadConfig() (*config.Result, error) {
+	res, err := config.Load(e.configPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		e.ui.Warn("%s", w)
+	}
+	return res, nil
+}
+
+// report shows err once: every problem of a config file on its own line,
+// anything else as one error.
+func report(u *ui.UI, err error) {
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		for _, p := range cerr.Problems {
+			u.Error("%s", p)
+		}
+		if n := len(cerr.Problems); n > 1 {
+			u.Error("%s: %d problems", cerr.Path, n)
+		}
+		return
+	}
+	u.Error("%v", err)
+}
+
+// groupArgs rejects an unknown subcommand of a command that only groups
+// others, as a usage error.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", strings.Join(s, `" or "`))
+	}
+	return exitcode.WithCode(exitcode.Usage, fmt.Errorf("%s (see '%s --help')", msg, cmd.CommandPath()))
+}
+
+// noArgs is cobra.NoArgs as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	return exitcode.WithCode(exitcode.Usage, cobra.NoArgs(cmd, args))
+}
+
+// showHelp is the RunE of commands that only group others.
+func showHelp(cmd *cobra.Command, _ []string) error {
+	return cmd.Help()
+}

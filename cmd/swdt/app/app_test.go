@@ -1,0 +1,245 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// run drives the whole CLI in-process.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+const (
+	samples = "../../../samples"
+	invalid = "../../../pkg/config/testdata/invalid"
+)
+
+func TestValidateSamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(samples, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			code, out, errOut := run(t, "config", "validate", "-c", f)
+			if code != exitcode.OK {
+				t.Fatalf("exit %d\n%s", code, errOut)
+			}
+			if !strings.HasPrefix(out, "NODE") || !strings.Contains(errOut, "is valid") {
+				t.Errorf("stdout %q stderr %q", out, errOut)
+			}
+		})
+	}
+}
+
+func TestValidateSummary(t *testing.T) {
+	code, out, _ := run(t, "config", "validate", "-c", filepath.Join(samples, "node.yaml"), "--no-color")
+	want := "NODE       HOST                PROVISIONERS\nwinworker  192.168.122.220:22  2 (containerd, kubelet)\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d, stdout %q, want %q", code, out, want)
+	}
+}
+
+func TestValidateInvalid(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"unknown-field.yaml", []string{
+			`unknown-field.yaml:11: spec.kubernetes.provisioners[0].destinaton: unknown field "destinaton"`,
+			`unknown-field.yaml:6: spec.credentials.Username: unknown field "Username"`,
+		}},
+		{"relative-destination.yaml", []string{
+			`relative-destination.yaml:15: node "winworker": spec.kubernetes.provisioners[1].destination: Invalid value`,
+		}},
+		{"three-mistakes.yaml", []string{
+			"three-mistakes.yaml:8: ", "three-mistakes.yaml:10: ", "three-mistakes.yaml:16: ", "3 problems",
+		}},
+		{"empty.yaml", []string{"config file is empty"}},
+		{"no-such-file.yaml", []string{"config file not found"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			code, out, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, tt.file))
+			if code != exitcode.Usage {
+				t.Errorf("exit %d, want %d", code, exitcode.Usage)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing", out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+	// Three mistakes are three error lines plus the count.
+	_, _, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, "three-mistakes.yaml"))
+	if n := strings.Count(errOut, "✖ error:"); n != 4 {
+		t.Errorf("%d error lines, want 3 problems + 1 summary:\n%s", n, errOut)
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"))
+	var r validateReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	if code != 0 || !r.Valid || len(r.Nodes) != 2 || r.Nodes[1].Host != "[fd00::22]" || r.Nodes[1].Port != 2222 {
+		t.Errorf("exit %d, report %+v", code, r)
+	}
+
+	code, out, _ = run(t, "config", "validate", "-o", "json", "-c", filepath.Join(invalid, "three-mistakes.yaml"))
+	r = validateReport{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	if code != exitcode.Usage || r.Valid || len(r.Problems) != 3 || r.Problems[2].Field != "spec.kubernetes.provisioners[0].sha256" {
+		t.Errorf("exit %d, report %+v", code, r)
+	}
+}
+
+func TestValidateWarnings(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(samples, "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "    privateKey: ~/.ssh/id_rsa\n", "    password: hunter2\n", 1))
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "config", "validate", "-c", path)
+	if code != 0 || !strings.Contains(errOut, "! warning: "+path+":10: node \"sample\": spec.credentials.password") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(errOut, "hunter2") {
+		t.Error("the password leaked into the output")
+	}
+}
+
+func TestConfigPathFromEnv(t *testing.T) {
+	t.Setenv("SWDT_CONFIG", filepath.Join(samples, "minimal.yaml"))
+	if code, _, errOut := run(t, "config", "validate"); code != 0 || !strings.Contains(errOut, "minimal.yaml is valid") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("SWDT_CONFIG", "")
+	t.Chdir(t.TempDir())
+	if code, _, errOut := run(t, "config", "validate"); code != exitcode.Usage || !strings.Contains(errOut, "node.yaml: config file not found") {
+		t.Errorf("default ./node.yaml: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestConfigInit(t *testing.T) {
+	code, out, _ := run(t, "config", "init")
+	if code != 0 || out != string(config.Sample) {
+		t.Errorf("exit %d, stdout is not the sample", code)
+	}
+
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	code, out, errOut := run(t, "config", "init", "--output-file", path)
+	if code != 0 || out != "" || !strings.Contains(errOut, "wrote "+path) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || string(data) != string(config.Sample) {
+		t.Fatalf("written file differs: %v", err)
+	}
+	if code, _, _ := run(t, "config", "validate", "-c", path); code != 0 {
+		t.Errorf("the written sample does not validate")
+	}
+
+	if err := os.WriteFile(path, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "config", "init", "--output-file", path)
+	if code != exitcode.Usage || !strings.Contains(errOut, "already exists") {
+		t.Errorf("overwrite: exit %d, stderr %q", code, errOut)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "mine" {
+		t.Error("config init overwrote an existing file")
+	}
+
+	code, _, errOut = run(t, "config", "init", "-o", "node.yaml")
+	if code != exitcode.Usage || !strings.Contains(errOut, "use --output-file") {
+		t.Errorf("-o FILE: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "swdt dev\ncommit: unknown\ngo: go") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	code, out, _ = run(t, "-o", "json", "version")
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Version != "dev" || v.Platform == "" {
+		t.Errorf("exit %d, %+v, %v", code, v, err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"bogus"}, `unknown command "bogus" for "swdt"`},
+		{[]string{"config", "valdate"}, `did you mean "validate"?`},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"version", "extra"}, `unknown command "extra" for "swdt version"`},
+		{[]string{"-o", "yaml", "version"}, `unknown output format "yaml"`},
+		{[]string{"config", "validate", "-c"}, "flag needs an argument"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, errOut := run(t, tt.args...)
+			if code != exitcode.Usage {
+				t.Errorf("exit %d, want %d", code, exitcode.Usage)
+			}
+			if !strings.Contains(errOut, tt.msg) || strings.Count(errOut, "error:") != 1 {
+				t.Errorf("stderr = %q, want one error containing %q", errOut, tt.msg)
+			}
+		})
+	}
+}
+
+func TestHelpAndCompletion(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"config"}, {"config", "validate", "--help"}} {
+		code, out, _ := run(t, args...)
+		if code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out)
+		}
+	}
+	code, out, _ := run(t, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
+	}
+	code, out, _ = run(t, "__complete", "-o", "")
+	if code != 0 || !strings.Contains(out, "text\njson\n") {
+		t.Errorf("completing -o: exit %d, %q", code, out)
+	}
+}
+
+func TestVerboseLogs(t *testing.T) {
+	_, _, errOut := run(t, "-vv", "version")
+	if !strings.Contains(errOut, "level=DEBUG") || !strings.Contains(errOut, "swdt starting") {
+		t.Errorf("-vv stderr = %q", errOut)
+	}
+	if _, _, errOut := run(t, "version"); errOut != "" {
+		t.Errorf("quiet run wrote to stderr: %q", errOut)
+	}
+}

@@ -1,0 +1,20 @@
+// Command swdt drives Windows Server nodes over SSH from a node YAML file:
+// bootstrap them, hot-swap Kubernetes binaries into their services and
+// deploy rancher/wins. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sigs.k8s.io/swdt/cmd/swdt/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app.Run(ctx, app.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
