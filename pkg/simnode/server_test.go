@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"sigs.k8s.io/swdt/pkg/pwsh"
 	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 )
@@ -174,5 +176,23 @@ func TestUnknownOpIsAnException(t *testing.T) {
 	}
 	if status != 1 || env.OK || env.Error.Kind != "exception" {
 		t.Errorf("status %d, envelope %+v", status, env)
+	}
+}
+
+func TestPasswordAuth(t *testing.T) {
+	ts := StartTest(t, WithPassword("s3cret"), WithOptions(func(o *Options) { o.AuthorizedKeys = nil }))
+	dial := func(pw string) error {
+		c, err := ssh.Dial("tcp", ts.Addr(), &ssh.ClientConfig{User: "administrator", Auth: []ssh.AuthMethod{ssh.Password(pw)},
+			HostKeyCallback: ssh.FixedHostKey(ts.HostKey()), Timeout: 5 * time.Second})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial("s3cret"); err != nil {
+		t.Errorf("right password (user name case-insensitive): %v", err)
+	}
+	if err := dial("wrong"); err == nil {
+		t.Error("wrong password accepted")
 	}
 }
