@@ -24,6 +24,10 @@ type Item struct {
 	Force bool
 	// HealthChecks run after the service starts.
 	HealthChecks []ops.HealthCheckSpec
+	// Unregistered allows the service not to exist yet: the binary is put
+	// in place and no service is stopped or started for it (pkg/wins
+	// registers the service afterwards).
+	Unregistered bool
 }
 
 // Staged is where Item's upload lands before the swap.
@@ -68,6 +72,10 @@ type Plan struct {
 	services map[string]ops.ServiceInfo
 }
 
+func (p *Plan) registered(service string) bool {
+	return p.services[strings.ToLower(service)].Exists
+}
+
 // Reorder recomputes StopOrder and StartOrder for a subset of the updates,
 // for when some items dropped out (for example a failed upload).
 func (p *Plan) Reorder(services []string) error {
@@ -109,6 +117,12 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 	for i, it := range items {
 		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
 		switch {
+		case !step.Service.Exists && it.Unregistered && !step.Current.Exists:
+			step.Action, step.Reason = ActionUpdate, "not on the node yet; service not registered"
+		case !step.Service.Exists && it.Unregistered && !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
+			step.Action, step.Reason = ActionUpdate, "content differs; service not registered"
+		case !step.Service.Exists && it.Unregistered:
+			step.Action, step.Reason = ActionUnchanged, "same SHA-256; service not registered"
 		case !step.Service.Exists:
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is not registered on the node; register it first, e.g. New-Service -Name %s -BinaryPathName '%s' -StartupType Automatic", it.Service, it.Service, it.Destination)
@@ -124,7 +138,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		default:
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256"
 		}
-		if step.Action == ActionUpdate {
+		if step.Action == ActionUpdate && step.Service.Exists {
 			if changed[strings.ToLower(step.Service.Name)] {
 				return nil, fmt.Errorf("two provisioners update service %q in one run", it.Service)
 			}

@@ -161,3 +161,28 @@ func TestMakePlanErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestMakePlanUnregistered(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	wins := Item{Name: "wins", Service: "rancher-wins", Destination: `C:\etc\rancher\wins\wins.exe`, Source: &source.File{SHA256: sha}, Unregistered: true}
+	tests := []struct {
+		name       string
+		file       ops.FileInfo
+		wantAction Action
+	}{
+		{name: "fresh node", file: ops.FileInfo{}, wantAction: ActionUpdate},
+		{name: "binary differs", file: ops.FileInfo{Exists: true, SHA256: strings.Repeat("b", 64)}, wantAction: ActionUpdate},
+		{name: "binary in place", file: ops.FileInfo{Exists: true, SHA256: sha}, wantAction: ActionUnchanged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := MakePlan([]Item{wins}, ops.ProvisionInspectResponse{Files: []ops.FileInfo{tt.file}, Services: []ops.ServiceInfo{{Name: "rancher-wins"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Steps[0].Action != tt.wantAction || len(plan.StopOrder) != 0 || len(plan.StartOrder) != 0 {
+				t.Fatalf("action %s stop %v start %v", plan.Steps[0].Action, plan.StopOrder, plan.StartOrder)
+			}
+		})
+	}
+}

@@ -61,6 +61,10 @@ type Options struct {
 	HealthTimeout time.Duration
 	// Parallel bounds concurrent uploads (0 means 4).
 	Parallel int
+	// BeforeSwap, when set, runs after staging and before any service
+	// stops (pkg/wins stops orphaned host processes there). An error
+	// fails the staged items and leaves every service running.
+	BeforeSwap func(ctx context.Context) error
 	// Abort, when done, gives up on a swap that is already running. A
 	// cancelled run context does not: once services are stopped, the swap
 	// runs to its end so that they are running again when Run returns.
@@ -189,9 +193,19 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		finish(results, started)
 		return report, nil
 	}
-	services := make([]string, len(staged))
-	for i, it := range staged {
-		services[i] = it.Service
+	if opts.BeforeSwap != nil {
+		if err := opts.BeforeSwap(ctx); err != nil {
+			cleanupStaged(n, staged)
+			markFailed(results, index, staged, "before the swap: "+err.Error()+"; no service was touched")
+			finish(results, started)
+			return report, nil
+		}
+	}
+	var services []string
+	for _, it := range staged {
+		if plan.registered(it.Service) {
+			services = append(services, it.Service)
+		}
 	}
 	if err := plan.Reorder(services); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

@@ -170,6 +170,13 @@ func TestRun(t *testing.T) {
 			wantErrIn: map[string]string{"containerd": "connection lost"},
 		},
 		{
+			name:        "a failing before-swap hook touches no service",
+			opts:        Options{BeforeSwap: func(context.Context) error { return errors.New("orphan would not exit") }},
+			want:        []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
+			wantRemoved: []string{`C:\k\containerd.exe.swdt-new`, `C:\k\kubelet.exe.swdt-new`, `C:\k\kube-proxy.exe.swdt-new`},
+			wantErrIn:   map[string]string{"kubelet": "orphan would not exit; no service was touched"},
+		},
+		{
 			name:         "a failed swap op is repaired",
 			setup:        func(f *fakeNode) { f.swapErr = errors.New("connection reset") },
 			want:         []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
