@@ -18,10 +18,10 @@ func (n *Node) WriteWinsConfig(ctx context.Context, path, content string) (ops.W
 	return pwsh.Call(ctx, n.runner, ops.WinsConfigWrite, ops.WinsConfigWriteRequest{Path: path, Content: content})
 }
 
-// RegisterWins registers the rancher-wins service from binary, or removes
-// it when unregister is set.
-func (n *Node) RegisterWins(ctx context.Context, binary string, unregister bool) (ops.WinsRegisterResponse, error) {
-	return pwsh.Call(ctx, n.runner, ops.WinsRegister, ops.WinsRegisterRequest{Binary: binary, Unregister: unregister})
+// RegisterWins registers the rancher-wins service from req.Binary (with
+// req.ConfigPath as its config), or removes it when req.Unregister is set.
+func (n *Node) RegisterWins(ctx context.Context, req ops.WinsRegisterRequest) (ops.WinsRegisterResponse, error) {
+	return pwsh.Call(ctx, n.runner, ops.WinsRegister, req)
 }
 
 // StopWinsOrphans stops rancher-wins-* host processes.

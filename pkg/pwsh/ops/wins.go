@@ -75,7 +75,11 @@ type WinsConfigWriteResponse struct {
 
 // WinsRegisterRequest names the binary and the direction.
 type WinsRegisterRequest struct {
-	Binary     string `json:"binary"`
+	Binary string `json:"binary"`
+	// ConfigPath, when set, is registered as the service's --config, so
+	// that a wins placed outside C:\etc\rancher\wins reads the config
+	// swdt wrote beside it (wins keeps the flags it was registered with).
+	ConfigPath string `json:"configPath,omitempty"`
 	Unregister bool   `json:"unregister"`
 }
 
