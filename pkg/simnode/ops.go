@@ -38,6 +38,11 @@ func handle[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, n 
 func opTable() []opEntry {
 	return []opEntry{
 		handle(ops.NodeFacts, opNodeFacts),
+		handle(ops.SetupFacts, opSetupFacts),
+		handle(ops.RDPSet, opRDPSet),
+		handle(ops.ChocoInstall, opChocoInstall),
+		handle(ops.ChocoPackages, opChocoPackages),
+		handle(ops.AuthorizedKeysAdd, opAuthorizedKeysAdd),
 	}
 }
 

@@ -28,7 +28,9 @@ if (-not (Test-Path -LiteralPath $path -PathType Leaf)) {
     [System.IO.File]::WriteAllText($path, '', $utf8)
 }
 $icacls = Join-Path $env:SystemRoot 'System32\icacls.exe'
-$out = & $icacls $path /inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F' 2>&1 | Out-String
+# 5.1 turns a native command's redirected stderr into a terminating error
+# under 'Stop': icacls runs in child scopes with the preference relaxed.
+$out = (& { $ErrorActionPreference = 'Continue'; & $icacls $path /inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F' 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
 if ($LASTEXITCODE -ne 0) {
     Stop-SwdtOp -Kind 'acl-failed' -Message ("icacls could not restrict " + $path + ": " + $out.Trim())
 }
@@ -36,9 +38,10 @@ $allowed = @('S-1-5-32-544', 'S-1-5-18')
 # Explicit grants to anyone else (added by hand) survive /inheritance:r.
 $acl = Get-Acl -LiteralPath $path
 foreach ($sid in @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value } | Sort-Object -Unique)) {
-    if ($allowed -notcontains $sid) { [void](& $icacls $path /remove ('*' + $sid) 2>&1) }
+    if ($allowed -notcontains $sid) { [void](& { $ErrorActionPreference = 'Continue'; & $icacls $path /remove ('*' + $sid) 2>&1 }) }
 }
 $acl = Get-Acl -LiteralPath $path
 $sids = @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })
 $aclOk = $acl.AreAccessRulesProtected -and (@($sids | Where-Object { $allowed -notcontains $_ }).Count -eq 0)
-Write-SwdtResult -Data ([ordered]@{ exists = $true; keys = $present; aclOk = [bool]$aclOk; added = $added })
+$keys = @($present | Where-Object { -not $_.StartsWith('#') })
+Write-SwdtResult -Data ([ordered]@{ exists = $true; keys = $keys; aclOk = [bool]$aclOk; added = $added })

@@ -11,11 +11,13 @@ if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
         Stop-SwdtOp -Kind 'download-failed' -Message ("the node could not download the Chocolatey install script from https://community.chocolatey.org/install.ps1: " + $_.Exception.Message + " (does the node have internet access or a proxy?)")
     }
     Set-ExecutionPolicy -ExecutionPolicy Bypass -Scope Process -Force
-    $log = & ([scriptblock]::Create($installer)) *>&1 | Out-String
+    # The script's own non-terminating errors and native stderr must not
+    # stop it under 'Stop': success is judged by choco.exe existing.
+    $log = & { $ErrorActionPreference = 'Continue'; & ([scriptblock]::Create($installer)) *>&1 } | Out-String
     if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
         if ($log.Length -gt 1500) { $log = $log.Substring($log.Length - 1500) }
         Stop-SwdtOp -Kind 'install-failed' -Message ("the Chocolatey install script ran but " + $chocoExe + " does not exist: " + $log.Trim())
     }
 }
-$version = ([string](& $chocoExe --version 2>$null | Select-Object -First 1)).Trim()
+$version = ([string](& { $ErrorActionPreference = 'Continue'; & $chocoExe --version 2>$null } | Select-Object -First 1)).Trim()
 Write-SwdtResult -Data ([ordered]@{ installed = $true; version = $version; packages = @() })

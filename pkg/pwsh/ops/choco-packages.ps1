@@ -7,13 +7,19 @@ $chocoExe = Join-Path $env:ProgramData 'chocolatey\choco.exe'
 if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
     Stop-SwdtOp -Kind 'not-found' -Message ("Chocolatey is not installed (" + $chocoExe + " is missing)")
 }
+# 5.1 turns a native command's redirected stderr into a terminating error
+# under 'Stop': choco runs in child scopes with the preference relaxed.
+$version = ([string](& { $ErrorActionPreference = 'Continue'; & $chocoExe --version 2>$null } | Select-Object -First 1)).Trim()
+# v1's `list` searches the feed unless told --local-only; v2 rejects it.
+$listArgs = @('list', '--limit-output', '--exact')
+if ($version -match '^[01]\.') { $listArgs += '--local-only' }
 $results = foreach ($name in @($SwdtParams.packages)) {
-    $output = & $chocoExe install ([string]$name) -y --no-progress --limit-output 2>&1 | Out-String
+    $output = (& { $ErrorActionPreference = 'Continue'; & $chocoExe install ([string]$name) -y --no-progress --limit-output 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
     $code = $LASTEXITCODE
     $result = [ordered]@{ name = [string]$name; result = 'failed'; exitCode = $code; rebootRequired = ($code -eq 1641 -or $code -eq 3010); version = ''; output = '' }
     if (@(0, 1641, 3010) -contains $code) {
         $result.result = 'installed'
-        $listed = & $chocoExe list --limit-output --exact ([string]$name) 2>$null | Select-Object -First 1
+        $listed = & { $ErrorActionPreference = 'Continue'; & $chocoExe @listArgs ([string]$name) 2>$null } | Select-Object -First 1
         if ($listed -and ([string]$listed).Contains('|')) { $result.version = ([string]$listed).Split('|')[1] }
     } else {
         if ($output -match 'not found with the source|was not found|could not be found') { $result.result = 'not-found' }

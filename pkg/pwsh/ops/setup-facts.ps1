@@ -31,13 +31,13 @@ $chocoExe = Join-Path $env:ProgramData 'chocolatey\choco.exe'
 $choco = [ordered]@{ installed = $false; version = ''; packages = @() }
 if (Test-Path -LiteralPath $chocoExe -PathType Leaf) {
     $choco.installed = $true
-    $choco.version = ([string](& $chocoExe --version 2>$null | Select-Object -First 1)).Trim()
+    # 5.1 turns a native command's redirected stderr into a terminating
+    # error under 'Stop': relax the preference in a child scope.
+    $choco.version = ([string](& { $ErrorActionPreference = 'Continue'; & $chocoExe --version 2>$null } | Select-Object -First 1)).Trim()
     # v2 lists local packages by default and rejects --local-only; v1 needs it.
-    if ($choco.version -match '^[01]\.') {
-        $lines = & $chocoExe list --local-only --limit-output 2>$null
-    } else {
-        $lines = & $chocoExe list --limit-output 2>$null
-    }
+    $listArgs = @('list', '--limit-output')
+    if ($choco.version -match '^[01]\.') { $listArgs += '--local-only' }
+    $lines = & { $ErrorActionPreference = 'Continue'; & $chocoExe @listArgs 2>$null }
     $choco.packages = @(foreach ($line in @($lines)) {
         $parts = ([string]$line).Split('|')
         if ($parts.Count -eq 2) { [ordered]@{ name = $parts[0]; version = $parts[1] } }
@@ -46,7 +46,9 @@ if (Test-Path -LiteralPath $chocoExe -PathType Leaf) {
 
 $keysPath = Join-Path $env:ProgramData 'ssh\administrators_authorized_keys'
 $keys = [ordered]@{ exists = $false; keys = @(); aclOk = $false; added = 0 }
-if (Test-Path -LiteralPath $keysPath -PathType Leaf) {
+# Only administrators may read the file once its ACL is right; for anyone
+# else the facts must still arrive, so that setup can say who must run it.
+if ($node.isAdmin -and (Test-Path -LiteralPath $keysPath -PathType Leaf)) {
     $keys.exists = $true
     $keys.keys = @(Get-Content -LiteralPath $keysPath | ForEach-Object { $_.Trim() } | Where-Object { $_ -and -not $_.StartsWith('#') })
     $acl = Get-Acl -LiteralPath $keysPath
