@@ -43,6 +43,11 @@ func opTable() []opEntry {
 		handle(ops.ChocoInstall, opChocoInstall),
 		handle(ops.ChocoPackages, opChocoPackages),
 		handle(ops.AuthorizedKeysAdd, opAuthorizedKeysAdd),
+		handle(ops.ProvisionInspect, opProvisionInspect),
+		handle(ops.FileHash, opFileHash),
+		handle(ops.FilesRemove, opFilesRemove),
+		handle(ops.ServiceSwap, opServiceSwap),
+		handle(ops.SwapRecover, opSwapRecover),
 	}
 }
 

@@ -102,7 +102,13 @@ function Test-SwdtHealthCheck {
         $psi.UseShellExecute = $false
         $psi.RedirectStandardOutput = $true
         $psi.RedirectStandardError = $true
-        $process = [System.Diagnostics.Process]::Start($psi)
+        try {
+            $process = [System.Diagnostics.Process]::Start($psi)
+        } catch {
+            # A missing executable must fail the check, not end the op
+            # half-way through starting services.
+            return ("command " + $psi.FileName + " could not be started: " + $_.Exception.Message)
+        }
         $stdout = $process.StandardOutput.ReadToEndAsync()
         $stderr = $process.StandardError.ReadToEndAsync()
         if (-not $process.WaitForExit($TimeoutMs)) {
