@@ -361,7 +361,7 @@ func (r *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (str
 	for {
 		failure := ""
 		for _, c := range checks {
-			if failure = r.check(c); failure != "" {
+			if failure = r.check(ctx, c); failure != "" {
 				break
 			}
 		}
@@ -377,8 +377,9 @@ func (r *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (str
 // check is Test-SwdtHealthCheck. simnode runs nothing, so a command check
 // passes when its executable exists on the simulated drive (an absolute
 // path, or a bare name found in C:\Windows\System32 or C:\Windows as on
-// PATH) and fails as Process.Start would when it does not.
-func (r *swapRun) check(c ops.HealthCheckSpec) string {
+// PATH) and fails as Process.Start would when it does not. A wins command
+// line (wins.exe cli ...) is answered by the simulated wins instead.
+func (r *swapRun) check(ctx context.Context, c ops.HealthCheckSpec) string {
 	n := r.n
 	switch {
 	case c.NamedPipe != "":
@@ -393,6 +394,12 @@ func (r *swapRun) check(c ops.HealthCheckSpec) string {
 		return fmt.Sprintf("nothing listens on TCP port %d", c.TCPPort)
 	case len(c.Command) > 0:
 		exe := c.Command[0]
+		if code, out, ok := n.WinsCommand(ctx, c.Command); ok {
+			if code == 0 {
+				return ""
+			}
+			return fmt.Sprintf("command %s exited %d: %s", exe, code, out)
+		}
 		candidates := []string{exe}
 		if !strings.ContainsAny(exe, `\/:`) {
 			candidates = []string{`C:\Windows\System32\` + exe, `C:\Windows\` + exe}

@@ -38,6 +38,12 @@ func handle[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, n 
 func opTable() []opEntry {
 	return []opEntry{
 		handle(ops.NodeFacts, opNodeFacts),
+		handle(ops.WinsInspect, opWinsInspect),
+		handle(ops.WinsConfigWrite, opWinsConfigWrite),
+		handle(ops.WinsRegister, opWinsRegister),
+		handle(ops.WinsOrphansStop, opWinsOrphansStop),
+		handle(ops.WinsVerify, opWinsVerify),
+		handle(ops.WinsUninstall, opWinsUninstall),
 		handle(ops.SetupFacts, opSetupFacts),
 		handle(ops.RDPSet, opRDPSet),
 		handle(ops.ChocoInstall, opChocoInstall),
