@@ -1,0 +1,418 @@
+package setup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// recorder wraps a node and records the state-changing calls it sends.
+type recorder struct {
+	Node
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) record(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, name)
+}
+
+func (r *recorder) SetRDP(ctx context.Context, enable bool) (ops.RDPState, error) {
+	r.record(ops.RDPSet.Name)
+	return r.Node.SetRDP(ctx, enable)
+}
+
+func (r *recorder) InstallChoco(ctx context.Context) (ops.ChocoState, error) {
+	r.record(ops.ChocoInstall.Name)
+	return r.Node.InstallChoco(ctx)
+}
+
+func (r *recorder) InstallPackages(ctx context.Context, packages []string) ([]ops.ChocoPackageResult, error) {
+	r.record(ops.ChocoPackages.Name + " " + strings.Join(packages, ","))
+	return r.Node.InstallPackages(ctx, packages)
+}
+
+func (r *recorder) AddAuthorizedKeys(ctx context.Context, keys []string) (ops.AuthorizedKeysState, error) {
+	r.record(ops.AuthorizedKeysAdd.Name)
+	return r.Node.AddAuthorizedKeys(ctx, keys)
+}
+
+// run connects to ts as user and runs setup with desired.
+func run(t *testing.T, ts *simnode.TestServer, user string, d Desired, opts Options) (*Report, []string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	spec := v1alpha1.Node{}
+	spec.Name = "winworker"
+	spec.Spec.Credentials = ts.CredentialsFor(user)
+	n, err := node.Connect(ctx, spec, node.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	rec := &recorder{Node: n}
+	report, err := Run(ctx, spec.Name, rec, d, opts)
+	return report, rec.calls, err
+}
+
+func results(r *Report) map[string]Result {
+	m := map[string]Result{}
+	for _, s := range r.Steps {
+		m[s.Name] = s.Result
+	}
+	return m
+}
+
+func step(t *testing.T, r *Report, name string) Step {
+	t.Helper()
+	for _, s := range r.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no step %q in %+v", name, r.Steps)
+	return Step{}
+}
+
+func TestFreshNodeThenRerun(t *testing.T) {
+	ts := simnode.StartTest(t)
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	d := Desired{EnableRDP: true, Packages: []string{"vim", "grep"}, AuthorizedKeys: []string{key}}
+
+	report, calls, err := run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{StepRDP, StepChocolatey, "package vim", "package grep", StepAuthorizedKeys}
+	var names []string
+	for _, s := range report.Steps {
+		names = append(names, s.Name)
+		if s.Result != Changed {
+			t.Errorf("first run: step %s = %s (%s), want changed", s.Name, s.Result, s.Detail)
+		}
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("steps = %v, want %v", names, want)
+	}
+	wantCalls := []string{"rdp-set", "choco-install", "choco-packages vim,grep", "authorized-keys-add"}
+	if !slices.Equal(calls, wantCalls) {
+		t.Errorf("calls = %v, want %v", calls, wantCalls)
+	}
+
+	st := ts.State()
+	if v := st.Registry[strings.ToLower(simnode.KeyTerminalServer)].Values["fdenytsconnections"].Number; v != 0 {
+		t.Errorf("fDenyTSConnections = %d, want 0", v)
+	}
+	for _, name := range ops.RDPFirewallRules {
+		if r := st.Firewall[strings.ToLower(name)]; r == nil || !r.Enabled {
+			t.Errorf("firewall rule %s = %+v, want enabled", name, r)
+		}
+	}
+	if !st.Chocolatey.Installed || st.Chocolatey.Packages["vim"] == "" || st.Chocolatey.Packages["grep"] == "" {
+		t.Errorf("chocolatey = %+v", st.Chocolatey)
+	}
+	raw, err := ts.Node().ReadFile(simnode.PathAdminAuthorizedKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), key); n != 1 {
+		t.Errorf("key present %d times in %q, want once", n, raw)
+	}
+	if acl, _ := ts.Node().ACL(simnode.PathAdminAuthorizedKeys); !simnode.AdminOnlyACL(acl) {
+		t.Errorf("ACL = %+v", acl)
+	}
+
+	report, calls, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range report.Steps {
+		if s.Result != Unchanged {
+			t.Errorf("second run: step %s = %s (%s), want unchanged", s.Name, s.Result, s.Detail)
+		}
+	}
+	if len(calls) != 0 {
+		t.Errorf("second run sent state-changing ops: %v", calls)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	ts := simnode.StartTest(t)
+	before := ts.State()
+	var planned *Report
+	report, calls, err := run(t, ts, "Administrator", Desired{EnableRDP: true, Packages: []string{"vim"}},
+		Options{DryRun: true, Observer: observerFunc(func(r *Report) { planned = r })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 {
+		t.Errorf("dry run sent %v", calls)
+	}
+	if planned != report || !report.DryRun {
+		t.Error("the observer did not get the plan")
+	}
+	want := map[string]Result{StepRDP: WouldChange, StepChocolatey: WouldChange, "package vim": WouldChange}
+	if got := results(report); !mapsEqual(got, want) {
+		t.Errorf("plan = %v, want %v", got, want)
+	}
+	if after := ts.State(); after.Chocolatey.Installed != before.Chocolatey.Installed {
+		t.Error("dry run installed Chocolatey")
+	}
+}
+
+type observerFunc func(r *Report)
+
+func (f observerFunc) Planned(r *Report)     { f(r) }
+func (f observerFunc) StepDone(string, Step) {}
+
+func mapsEqual(a, b map[string]Result) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFailures(t *testing.T) {
+	tests := []struct {
+		name       string
+		faults     simnode.Faults
+		prepare    func(t *testing.T, n *simnode.Node)
+		desired    Desired
+		want       map[string]Result
+		wantDetail map[string][]string
+		wantCalls  []string
+	}{
+		{
+			name:    "chocolatey download fails",
+			faults:  simnode.Faults{ChocoDownloadFails: true},
+			desired: Desired{EnableRDP: true, Packages: []string{"vim"}},
+			want:    map[string]Result{StepRDP: Changed, StepChocolatey: Failed, "package vim": Failed},
+			wantDetail: map[string][]string{
+				StepChocolatey: {"could not download", "The remote name could not be resolved", "internet access"},
+				"package vim":  {"Chocolatey is missing"},
+			},
+			wantCalls: []string{"rdp-set", "choco-install"},
+		},
+		{
+			name:    "unknown package, others installed",
+			desired: Desired{EnableRDP: true, Packages: []string{"vim", "no-such-package", "dotnetfx"}},
+			want: map[string]Result{StepRDP: Changed, StepChocolatey: Changed, "package vim": Changed,
+				"package no-such-package": Failed, "package dotnetfx": Changed},
+			wantDetail: map[string][]string{
+				"package no-such-package": {`"no-such-package" was not found on the Chocolatey feed`, "not found with the source(s) listed"},
+				"package dotnetfx":        {"installed 4.8.0.20220524", "reboot required"},
+			},
+			wantCalls: []string{"rdp-set", "choco-install", "choco-packages vim,no-such-package,dotnetfx"},
+		},
+		{
+			name: "enableRDP false turns it off",
+			prepare: func(t *testing.T, n *simnode.Node) {
+				if err := n.SetRegistryDWord(simnode.KeyTerminalServer, "fDenyTSConnections", 0); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range ops.RDPFirewallRules {
+					if err := n.SetFirewallRuleEnabled(r, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			desired:    Desired{EnableRDP: false},
+			want:       map[string]Result{StepRDP: Changed},
+			wantDetail: map[string][]string{StepRDP: {"now off", "firewall rules disabled: RemoteDesktop-UserMode-In-TCP, RemoteDesktop-UserMode-In-UDP"}},
+			wantCalls:  []string{"rdp-set"},
+		},
+		{
+			name: "a missing firewall rule fails the rdp step",
+			prepare: func(t *testing.T, n *simnode.Node) {
+				if err := n.Update(func(s *simnode.State) error {
+					delete(s.Firewall, "remotedesktop-usermode-in-udp")
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			desired:    Desired{EnableRDP: true},
+			want:       map[string]Result{StepRDP: Failed},
+			wantDetail: map[string][]string{StepRDP: {"RemoteDesktop-UserMode-In-UDP does not exist"}},
+			wantCalls:  []string{"rdp-set"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithFaults(tc.faults))
+			if tc.prepare != nil {
+				tc.prepare(t, ts.Node())
+			}
+			report, calls, err := run(t, ts, "Administrator", tc.desired, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := results(report); !mapsEqual(got, tc.want) {
+				t.Errorf("results = %v, want %v (%+v)", got, tc.want, report.Steps)
+			}
+			for name, parts := range tc.wantDetail {
+				s := step(t, report, name)
+				for _, p := range parts {
+					if !strings.Contains(s.Detail, p) {
+						t.Errorf("step %s detail %q lacks %q", name, s.Detail, p)
+					}
+				}
+			}
+			if !slices.Equal(calls, tc.wantCalls) {
+				t.Errorf("calls = %v, want %v", calls, tc.wantCalls)
+			}
+			wantFailed := slices.Contains(mapsValues(tc.want), Failed)
+			if report.Failed() != wantFailed {
+				t.Errorf("Failed() = %v, want %v", report.Failed(), wantFailed)
+			}
+		})
+	}
+}
+
+func mapsValues(m map[string]Result) []Result {
+	var out []Result
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestRebootRequired(t *testing.T) {
+	ts := simnode.StartTest(t)
+	report, _, err := run(t, ts, "Administrator", Desired{EnableRDP: true, Packages: []string{"vcredist140", "vim"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := report.RebootRequired(); !slices.Equal(got, []string{"package vcredist140"}) {
+		t.Errorf("RebootRequired() = %v", got)
+	}
+}
+
+func TestNonAdminIsRefused(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
+	_, calls, err := run(t, ts, "developer", Desired{EnableRDP: true, Packages: []string{"vim"}}, Options{})
+	var na *NotAdminError
+	if !errors.As(err, &na) {
+		t.Fatalf("err = %v, want *NotAdminError", err)
+	}
+	for _, want := range []string{`WIN-SIMNODE01\developer is not an administrator on node winworker`, "spec.credentials.username", "Administrators"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	if len(calls) != 0 {
+		t.Errorf("sent %v for a non-administrator", calls)
+	}
+}
+
+func TestKeyUnderAnotherCommentIsNotAddedTwice(t *testing.T) {
+	ts := simnode.StartTest(t)
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(pub))
+	onNode := fields[0] + " " + fields[1] + " old-comment"
+	n := ts.Node()
+	if err := n.WriteFile(simnode.PathAdminAuthorizedKeys, []byte(onNode+"\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	report, calls, err := run(t, ts, "Administrator", Desired{EnableRDP: false, AuthorizedKeys: []string{strings.TrimSpace(string(pub))}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the ACL needs fixing; nothing is appended.
+	s := step(t, report, StepAuthorizedKeys)
+	if s.Result != Changed || !strings.Contains(s.Detail, "added 0 keys; restricted") {
+		t.Errorf("step = %+v", s)
+	}
+	if !slices.Equal(calls, []string{"authorized-keys-add"}) {
+		t.Errorf("calls = %v", calls)
+	}
+	raw, _ := n.ReadFile(simnode.PathAdminAuthorizedKeys)
+	if string(raw) != onNode+"\r\n" {
+		t.Errorf("file = %q", raw)
+	}
+}
+
+func TestDesiredFrom(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const keyA = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a@laptop"
+	good := write("a.pub", "# my key\n"+keyA+"\n\n")
+	dup := write("dup.pub", keyA+"\n")
+	bad := write("bad.pub", keyA+"\nnot a key\n")
+	priv := write("id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nxxx\n-----END OPENSSH PRIVATE KEY-----\n")
+	empty := write("empty.pub", "# nothing\n")
+	off := false
+
+	tests := []struct {
+		name     string
+		spec     v1alpha1.SetupSpec
+		want     Desired
+		wantErrs []string
+	}{
+		{name: "defaults", want: Desired{EnableRDP: true}},
+		{name: "rdp off and packages", spec: v1alpha1.SetupSpec{EnableRDP: &off, ChocoPackages: []string{"vim"}},
+			want: Desired{Packages: []string{"vim"}}},
+		{name: "keys deduplicated", spec: v1alpha1.SetupSpec{AuthorizedKeys: []string{good, dup}},
+			want: Desired{EnableRDP: true, AuthorizedKeys: []string{keyA}}},
+		{name: "bad line", spec: v1alpha1.SetupSpec{AuthorizedKeys: []string{good, bad}},
+			wantErrs: []string{"spec.setup.authorizedKeys[1]", bad + " line 2 is not an OpenSSH public key"}},
+		{name: "private key", spec: v1alpha1.SetupSpec{AuthorizedKeys: []string{priv}},
+			wantErrs: []string{"is a private key", ".pub"}},
+		{name: "no key", spec: v1alpha1.SetupSpec{AuthorizedKeys: []string{empty}}, wantErrs: []string{"holds no public key"}},
+		{name: "missing file", spec: v1alpha1.SetupSpec{AuthorizedKeys: []string{filepath.Join(dir, "nope.pub")}},
+			wantErrs: []string{"read public key file", "nope.pub"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DesiredFrom(tc.spec)
+			if len(tc.wantErrs) > 0 {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, w := range tc.wantErrs {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.EnableRDP != tc.want.EnableRDP || !slices.Equal(got.Packages, tc.want.Packages) || !slices.Equal(got.AuthorizedKeys, tc.want.AuthorizedKeys) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
