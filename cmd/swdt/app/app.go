@@ -106,6 +106,7 @@ into their services, and deploy rancher/wins.`,
 	root.AddCommand(
 		newVersionCommand(e),
 		newConfigCommand(e),
+		newSetupCommand(e),
 	)
 	return root
 }

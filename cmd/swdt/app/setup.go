@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/setup"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// setupFlags are the flags of `swdt setup`.
+type setupFlags struct {
+	dryRun bool
+}
+
+// setupNodeJSON is one node in `swdt setup -o json` output.
+type setupNodeJSON struct {
+	Name  string       `json:"name"`
+	Steps []setup.Step `json:"steps"`
+	// Error says why nothing was done on the node.
+	Error string `json:"error,omitempty"`
+}
+
+// setupJSON is `swdt setup -o json` output.
+type setupJSON struct {
+	Nodes []setupNodeJSON `json:"nodes"`
+}
+
+func newSetupCommand(e *env) *cobra.Command {
+	var f setupFlags
+	cmd := &cobra.Command{
+		Use:   "setup",
+		Short: "Bootstrap nodes: Remote Desktop, Chocolatey and packages, SSH keys",
+		Long: `Bring every node of the -c file to its spec.setup, in parallel:
+
+  enableRDP       Remote Desktop and its firewall rules on (default) or off
+  chocoPackages   Chocolatey (installed when missing) and these packages
+  authorizedKeys  public keys appended to administrators_authorized_keys,
+                  whose ACL is restricted to Administrators and SYSTEM
+
+The facts are gathered in one round trip, the plan is shown, and only what
+differs is changed and then read back. Running it again changes nothing.
+The account must be an administrator on the node.
+
+Exit codes: 0 all steps succeeded, 3 some steps or nodes failed, 1 nothing
+could be done, 2 the file or a public key file is invalid.`,
+		Example: "  swdt setup -c node.yaml --dry-run\n  swdt setup -c node.yaml -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSetup(cmd.Context(), e, f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "show the plan and change nothing")
+	return cmd
+}
+
+func runSetup(ctx context.Context, e *env, f setupFlags) error {
+	res, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	// Key files are checked before any node is contacted.
+	desired := make(map[string]setup.Desired, len(res.Nodes))
+	var problems []error
+	for _, n := range res.Nodes {
+		d, err := setup.DesiredFrom(n.Spec.Setup)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("node %s: %w", n.Name, err))
+			continue
+		}
+		desired[n.Name] = d
+	}
+	if len(problems) > 0 {
+		return exitcode.WithCode(exitcode.Usage, errors.Join(problems...))
+	}
+
+	obs := &setupObserver{ui: e.ui}
+	results := fleet.Run(ctx, res.Nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*setup.Report, error) {
+		n, err := node.Connect(ctx, *spec, node.ConnectOptions{
+			Logger: e.ui.Logger(),
+			Warn:   func(msg string) { obs.warn(spec.Name, msg) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer n.Close()
+		return setup.Run(ctx, spec.Name, n, desired[spec.Name], setup.Options{DryRun: f.dryRun, Observer: obs})
+	})
+
+	if err := printSetup(e.ui, results); err != nil {
+		return err
+	}
+	if err := fleet.Err(results); err != nil {
+		return err
+	}
+	var failed []string
+	for _, r := range results {
+		for _, s := range r.Value.Steps {
+			if s.Result == setup.Failed {
+				failed = append(failed, r.Node+"/"+s.Name)
+			}
+		}
+		if steps := r.Value.RebootRequired(); len(steps) > 0 {
+			e.ui.Warn("node %s needs a reboot to finish: %s", r.Node, strings.Join(steps, ", "))
+		}
+	}
+	if len(failed) > 0 {
+		return exitcode.WithCode(exitcode.Partial,
+			fmt.Errorf("setup failed for %d step(s): %s (see DETAIL above)", len(failed), strings.Join(failed, ", ")))
+	}
+	switch {
+	case f.dryRun:
+		e.ui.Success("dry run: nothing was changed")
+	default:
+		e.ui.Success("setup done on %d node(s)", len(results))
+	}
+	return nil
+}
+
+// printSetup shows every node's steps as a table or as JSON. A node that
+// could not be set up gets one failed row; its error is reported by Run.
+func printSetup(u *ui.UI, results []fleet.Result[*setup.Report]) error {
+	out := setupJSON{Nodes: []setupNodeJSON{}}
+	var rows [][]string
+	for _, r := range results {
+		nj := setupNodeJSON{Name: r.Node, Steps: []setup.Step{}}
+		if r.Err != nil {
+			nj.Error = r.Err.Error()
+			rows = append(rows, []string{r.Node, "-", string(setup.Failed), "nothing done: see the error below"})
+		} else {
+			nj.Steps = append(nj.Steps, r.Value.Steps...)
+			for _, s := range r.Value.Steps {
+				rows = append(rows, []string{r.Node, s.Name, string(s.Result), s.Detail})
+			}
+		}
+		out.Nodes = append(out.Nodes, nj)
+	}
+	if u.Format() == ui.FormatJSON {
+		return u.JSON(out)
+	}
+	return u.Table([]string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
+}
+
+// setupObserver shows progress on stderr; nodes run concurrently, so it
+// serialises access to the UI.
+type setupObserver struct {
+	mu sync.Mutex
+	ui *ui.UI
+}
+
+func (o *setupObserver) Planned(r *setup.Report) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := r.Facts.Node
+	version := n.ProductName
+	if n.DisplayVersion != "" {
+		version += " " + n.DisplayVersion
+	}
+	o.ui.Step(r.Node, "%s (%s, build %s.%d) as %s", n.Hostname, version, n.CurrentBuild, n.UBR, n.Username)
+	todo := 0
+	for _, s := range r.Steps {
+		if s.Result == setup.WouldChange {
+			o.ui.Step(r.Node, "plan: %s: %s", s.Name, s.Detail)
+			todo++
+		}
+	}
+	if todo == 0 {
+		o.ui.Step(r.Node, "plan: nothing to change")
+	}
+}
+
+func (o *setupObserver) StepDone(nodeName string, s setup.Step) {
+	if s.Result == setup.Unchanged {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ui.Step(nodeName, "%s %s: %s", s.Name, s.Result, s.Detail)
+}
+
+func (o *setupObserver) warn(nodeName, msg string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ui.Warn("node %s: %s", nodeName, msg)
+}

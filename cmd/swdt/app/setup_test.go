@@ -1,0 +1,205 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// setupNodeFile writes a node.yaml for ts (logging in as user) with the
+// given setup section, and returns its path.
+func setupNodeFile(t *testing.T, ts *simnode.TestServer, user, setupYAML string) string {
+	t.Helper()
+	c := ts.CredentialsFor(user)
+	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: winworker
+spec:
+  credentials:
+    hostname: %q
+    username: %s
+    privateKey: %q
+    knownHostsFile: %q
+    hostKeyPolicy: strict
+  setup:
+%s`, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile, setupYAML)
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func decodeSetupJSON(t *testing.T, out string) setupJSON {
+	t.Helper()
+	var got setupJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	return got
+}
+
+func TestSetupCommandFreshThenRerun(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := setupNodeFile(t, ts, "Administrator", fmt.Sprintf("    chocoPackages: [vim, grep]\n    authorizedKeys: [%q]\n", ts.PublicKeyFile))
+
+	code, out, errOut := run(t, "setup", "-c", file, "-o", "json")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	got := decodeSetupJSON(t, out)
+	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" || len(got.Nodes[0].Steps) != 5 {
+		t.Fatalf("json = %+v", got)
+	}
+	for _, s := range got.Nodes[0].Steps {
+		if s.Result != "changed" {
+			t.Errorf("first run: %s = %s (%s)", s.Name, s.Result, s.Detail)
+		}
+	}
+	var raw map[string][]map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "result", "detail"} {
+		if _, ok := raw["nodes"][0]["steps"].([]any)[0].(map[string]any)[k]; !ok {
+			t.Errorf("step JSON lacks %q: %s", k, out)
+		}
+	}
+
+	// -vv logs every op sent: the re-run must send setup-facts only.
+	code, out, errOut = run(t, "setup", "-c", file, "--no-color", "-vv")
+	if code != exitcode.OK {
+		t.Fatalf("re-run: exit %d\n%s", code, errOut)
+	}
+	for _, line := range strings.Split(out, "\n")[1:] {
+		if line != "" && !strings.Contains(line, " unchanged ") {
+			t.Errorf("re-run row is not unchanged: %q", line)
+		}
+	}
+	if !strings.HasPrefix(out, "NODE       STEP") {
+		t.Errorf("table = %q", out)
+	}
+	if n := strings.Count(errOut, "msg=\"run op\""); n != 1 || !strings.Contains(errOut, "op=setup-facts") {
+		t.Errorf("re-run sent %d ops, want setup-facts only:\n%s", n, errOut)
+	}
+	if !strings.Contains(errOut, "plan: nothing to change") {
+		t.Errorf("stderr = %s", errOut)
+	}
+}
+
+func TestSetupCommandFailures(t *testing.T) {
+	closedPort := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	tests := []struct {
+		name       string
+		opts       []simnode.TestOption
+		user       string
+		setup      string
+		unreach    bool
+		wantCode   int
+		wantStderr []string
+		wantStdout []string
+	}{
+		{
+			name: "chocolatey download fails", opts: []simnode.TestOption{simnode.WithFaults(simnode.Faults{ChocoDownloadFails: true})},
+			setup: "    chocoPackages: [vim]\n", wantCode: exitcode.Partial,
+			wantStdout: []string{"chocolatey   failed", "The remote name could not be resolved", "package vim  failed", "Chocolatey is missing"},
+			wantStderr: []string{"setup failed for 2 step(s): winworker/chocolatey, winworker/package vim"},
+		},
+		{
+			name: "unknown package", setup: "    chocoPackages: [vim, no-such-package]\n", wantCode: exitcode.Partial,
+			wantStdout: []string{"package vim              changed", "package no-such-package  failed", "was not found on the Chocolatey feed"},
+			wantStderr: []string{"winworker/package no-such-package"},
+		},
+		{
+			name: "non-admin user", opts: []simnode.TestOption{simnode.WithAccount(simnode.Account{Name: "developer"})},
+			user: "developer", setup: "    chocoPackages: [vim]\n", wantCode: exitcode.Failure,
+			wantStdout: []string{"winworker  -     failed"},
+			wantStderr: []string{`WIN-SIMNODE01\developer is not an administrator on node winworker`, "spec.credentials.username"},
+		},
+		{
+			name: "unreachable node", unreach: true, setup: "    enableRDP: true\n", wantCode: exitcode.Failure,
+			wantStderr: []string{"cannot reach ssh server at 127.0.0.1:", "check that the node is running"},
+		},
+		{
+			name: "bad public key file", setup: "    authorizedKeys: [%KEY%]\n", wantCode: exitcode.Usage,
+			wantStderr: []string{"spec.setup.authorizedKeys[0]", "is a private key"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, tc.opts...)
+			user := tc.user
+			if user == "" {
+				user = "Administrator"
+			}
+			setupYAML := strings.ReplaceAll(tc.setup, "%KEY%", fmt.Sprintf("%q", ts.KeyFile))
+			file := setupNodeFile(t, ts, user, setupYAML)
+			if tc.unreach {
+				raw, _ := os.ReadFile(file)
+				if err := os.WriteFile(file, []byte(strings.Replace(string(raw), ts.Addr(), closedPort(t), 1)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := run(t, "setup", "-c", file, "--no-color")
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.wantStdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
+	ts := simnode.StartTest(t)
+	on := setupNodeFile(t, ts, "Administrator", "    enableRDP: true\n")
+	code, out, errOut := run(t, "setup", "-c", on, "--dry-run", "-o", "json")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if got := decodeSetupJSON(t, out); got.Nodes[0].Steps[0].Result != "would-change" {
+		t.Errorf("dry run = %+v", got)
+	}
+	if ts.State().Firewall["remotedesktop-usermode-in-tcp"].Enabled {
+		t.Fatal("dry run changed the node")
+	}
+	if code, _, errOut := run(t, "setup", "-c", on); code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	off := setupNodeFile(t, ts, "Administrator", "    enableRDP: false\n")
+	code, out, errOut = run(t, "setup", "-c", off, "--no-color")
+	if code != exitcode.OK || !strings.Contains(out, "rdp   changed  now off") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	st := ts.State()
+	if v := st.Registry[strings.ToLower(simnode.KeyTerminalServer)].Values["fdenytsconnections"].Number; v != 1 {
+		t.Errorf("fDenyTSConnections = %d, want 1", v)
+	}
+	if st.Firewall["remotedesktop-usermode-in-tcp"].Enabled || st.Firewall["remotedesktop-usermode-in-udp"].Enabled {
+		t.Error("RDP firewall rules still enabled")
+	}
+}
