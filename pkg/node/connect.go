@@ -21,16 +21,17 @@ type ConnectOptions struct {
 	Passphrase func(keyFile string) ([]byte, error)
 }
 
-// Connect dials the node described by spec over SSH.
+// Connect dials the node described by spec over SSH. Errors do not name
+// the node: callers (pkg/fleet) add it.
 func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
 	cfg, err := remote.ConfigFromSpec(spec.Spec.Credentials)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	cfg.Logger, cfg.Warn, cfg.Passphrase = opts.Logger, opts.Warn, opts.Passphrase
 	client, err := remote.Dial(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	return New(spec.Name, client, opts.Logger), nil
 }
