@@ -107,6 +107,7 @@ into their services, and deploy rancher/wins.`,
 		newVersionCommand(e),
 		newConfigCommand(e),
 		newSetupCommand(e),
+		newWinsCommand(e),
 	)
 	return root
 }

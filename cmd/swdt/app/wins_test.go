@@ -1,0 +1,161 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// winsNodeFile writes a node.yaml for ts with a wins section (none when
+// winsBinary is empty) and a wins.exe beside it, and returns its path.
+func winsNodeFile(t *testing.T, ts *simnode.TestServer, hostname, winsBinary string) string {
+	t.Helper()
+	dir := t.TempDir()
+	c := ts.Credentials()
+	if hostname == "" {
+		hostname = c.Hostname
+	}
+	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: winworker
+spec:
+  credentials:
+    hostname: %q
+    username: %s
+    privateKey: %q
+    knownHostsFile: %q
+    hostKeyPolicy: strict
+`, hostname, c.Username, c.PrivateKey, c.KnownHostsFile)
+	if winsBinary != "" {
+		doc += "  wins:\n    sourceURL: ./wins.exe\n    whiteList:\n      processPaths: ['C:\\etc\\rancher\\wins\\agent.exe']\n"
+		if err := os.WriteFile(filepath.Join(dir, "wins.exe"), []byte(winsBinary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "node.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func decodeWinsJSON(t *testing.T, out string) winsJSON {
+	t.Helper()
+	var got winsJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" {
+		t.Fatalf("json = %+v", got)
+	}
+	return got
+}
+
+func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
+
+	code, out, errOut := run(t, "wins", "-c", file, "--deep", "-o", "json")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	got := decodeWinsJSON(t, out).Nodes[0]
+	if got.Deploy == nil || got.Deploy.Action != "installed" {
+		t.Errorf("deploy %+v", got.Deploy)
+	}
+	var names []string
+	for _, c := range got.Checks {
+		names = append(names, c.Name)
+		if !c.OK {
+			t.Errorf("check %+v", c)
+		}
+	}
+	if strings.Join(names, ",") != "service,pipes,get-version,deep" {
+		t.Errorf("checks %v", names)
+	}
+	var raw struct {
+		Nodes []struct {
+			Deploy map[string]any   `json:"deploy"`
+			Checks []map[string]any `json:"checks"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "ok", "detail"} {
+		if _, ok := raw.Nodes[0].Checks[0][k]; !ok {
+			t.Errorf("check JSON lacks %q: %s", k, out)
+		}
+	}
+	if _, ok := raw.Nodes[0].Deploy["action"]; !ok {
+		t.Errorf("deploy JSON lacks action: %s", out)
+	}
+
+	code, out, errOut = run(t, "wins", "-c", file, "--no-color")
+	if code != exitcode.OK || !strings.Contains(strings.Join(strings.Fields(out), " "), "winworker deploy unchanged") || !strings.Contains(errOut, "wins deployed on 1 node(s)") {
+		t.Errorf("re-run: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = run(t, "wins", "verify", "-c", file, "--deep", "--no-color")
+	if code != exitcode.OK || strings.Count(out, " ok ") != 4 {
+		t.Errorf("verify: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = run(t, "wins", "uninstall", "-c", file, "-o", "json")
+	if code != exitcode.OK {
+		t.Fatalf("uninstall: exit %d\n%s", code, errOut)
+	}
+	if u := decodeWinsJSON(t, out).Nodes[0].Uninstall; u == nil || !u.ServiceRemoved {
+		t.Errorf("uninstall %+v", u)
+	}
+	sim := ts.Node()
+	if _, err := sim.Service(ops.WinsService); err == nil || sim.Exists(`C:\etc\rancher\wins\wins.exe`) {
+		t.Error("uninstall left the service or the binary")
+	}
+
+	// Verify now fails: exit 3, the reason on stderr.
+	code, _, errOut = run(t, "wins", "verify", "-c", file)
+	if code != exitcode.Partial || !strings.Contains(errOut, "not registered") {
+		t.Errorf("verify after uninstall: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestWinsCommandExitCodes(t *testing.T) {
+	ts := simnode.StartTest(t)
+	tests := []struct {
+		name     string
+		hostname string
+		binary   string
+		args     []string
+		code     int
+		stderr   []string
+	}{
+		{name: "wins without the bridge", binary: "MZ wins v0.16.0 " + simnode.MarkerWinsNoPipe, code: exitcode.Partial,
+			stderr: []string{"check pipes", "v0.16 and later removed the named-pipe bridge", "use wins v0.15.x or earlier"}},
+		{name: "no spec.wins", code: exitcode.Usage, stderr: []string{"has no spec.wins", "samples/wins.yaml"}},
+		{name: "unreachable node", hostname: "127.0.0.1:1", binary: "MZ wins", code: exitcode.Failure, stderr: []string{"winworker"}},
+		{name: "unknown subcommand", binary: "MZ wins", args: []string{"verfy"}, code: exitcode.Usage, stderr: []string{`did you mean "verify"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := winsNodeFile(t, ts, tt.hostname, tt.binary)
+			code, _, errOut := run(t, append([]string{"wins", "-c", file, "--no-color"}, tt.args...)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s", code, tt.code, errOut)
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errOut)
+				}
+			}
+		})
+	}
+}
