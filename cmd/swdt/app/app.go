@@ -106,6 +106,7 @@ into their services, and deploy rancher/wins.`,
 	root.AddCommand(
 		newVersionCommand(e),
 		newConfigCommand(e),
+		newKubernetesCommand(e),
 		newSetupCommand(e),
 		newWinsCommand(e),
 	)
