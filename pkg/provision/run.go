@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,8 +152,10 @@ func (r *Report) Failures() int {
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
+	items = slices.Clone(items)
 	targets := make([]ops.ProvisionTarget, len(items))
 	for i, it := range items {
+		items[i].Force = it.Force || opts.Force
 		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination}
 	}
 	opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))

@@ -146,6 +146,15 @@ func TestRun(t *testing.T) {
 			want: []string{"containerd=unchanged", "kubelet=unchanged", "kube-proxy=unchanged"},
 		},
 		{
+			name: "force replaces unchanged binaries",
+			setup: func(f *fakeNode) {
+				f.files = map[string]string{`C:\k\containerd.exe`: "staged-ok", `C:\k\kubelet.exe`: "staged-ok", `C:\k\kube-proxy.exe`: "staged-ok"}
+			},
+			opts:      Options{Force: true},
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+		},
+		{
 			name: "dry run changes nothing",
 			opts: Options{DryRun: true},
 			want: []string{"containerd=update", "kubelet=update", "kube-proxy=update"},
