@@ -201,7 +201,7 @@ func StartProxy(t testing.TB, target string, cutAfter int64, cuts int) *Proxy {
 	p := &Proxy{Addr: l.Addr().String(), target: target, cutAfter: cutAfter, live: map[*proxyConn]struct{}{}}
 	p.cuts.Store(int64(cuts))
 	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
+	t.Cleanup(func() { l.Close(); p.CutAll(); wg.Wait() })
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

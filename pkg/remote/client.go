@@ -225,8 +225,10 @@ type conn struct {
 	log  *slog.Logger
 	done chan struct{}
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards reason
 	reason error
+
+	sftpMu sync.Mutex // held while the subsystem starts, which may block
 	sftp   *sftp.Client
 }
 
@@ -310,8 +312,8 @@ func (cn *conn) keepAlive(interval time.Duration) {
 
 // sftpClient opens the SFTP subsystem on first use.
 func (cn *conn) sftpClient() (*sftp.Client, error) {
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
+	cn.sftpMu.Lock()
+	defer cn.sftpMu.Unlock()
 	if cn.sftp != nil {
 		return cn.sftp, nil
 	}

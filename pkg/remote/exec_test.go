@@ -1,0 +1,119 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/internal/sshdtest"
+	"sigs.k8s.io/swdt/pkg/pwsh"
+)
+
+var _ pwsh.Execer = (*Client)(nil)
+
+func TestExec(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	tests := []struct {
+		name       string
+		cmd        string
+		stdin      string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "stdin is echoed and EOF ends cat", cmd: "cat", stdin: "line one\nline two\n", wantStdout: "line one\nline two\n"},
+		{name: "no stdin", cmd: "cat", wantStdout: ""},
+		{name: "exit status", cmd: "exit 3", wantCode: 3},
+		{name: "stdout and stderr stay apart", cmd: "echo out; echo err >&2; exit 1", wantCode: 1, wantStdout: "out\n", wantStderr: "err\n"},
+		{name: "large stdin", cmd: "wc -c", stdin: strings.Repeat("x", 1<<20), wantStdout: "1048576\n"},
+		{name: "no pty", cmd: "test -t 0 || test -t 1 || echo nopty", wantStdout: "nopty\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code, err := c.Exec(t.Context(), tt.cmd, strings.NewReader(tt.stdin), &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("Exec: %v", err)
+			}
+			if code != tt.wantCode || stdout.String() != tt.wantStdout || stderr.String() != tt.wantStderr {
+				t.Errorf("Exec = %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tt.wantCode, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestExecCancelReturnsPromptly(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := c.Exec(ctx, "sleep 30", nil, nil, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Exec returned %s after cancel", d)
+	}
+	// The client is still usable.
+	var out strings.Builder
+	if _, err := c.Exec(t.Context(), "echo again", nil, &out, nil); err != nil || out.String() != "again\n" {
+		t.Fatalf("Exec after cancel = %q, %v", out.String(), err)
+	}
+}
+
+// TestExecAfterDrop: a dropped connection fails the running command
+// (never retried) and the next Exec gets a fresh connection.
+func TestExecAfterDrop(t *testing.T) {
+	s := sshdtest.Start(t)
+	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
+	cfg := sshdConfig(t, s)
+	cfg.Host = p.Addr
+	c := dial(t, cfg)
+
+	time.AfterFunc(300*time.Millisecond, p.CutAll)
+	_, err := c.Exec(t.Context(), "sleep 10; echo done", nil, nil, nil)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("want ErrConnectionLost, got %v", err)
+	}
+	var out strings.Builder
+	if _, err := c.Exec(t.Context(), "echo fresh", nil, &out, nil); err != nil || out.String() != "fresh\n" {
+		t.Fatalf("Exec after drop = %q, %v", out.String(), err)
+	}
+	if n := p.Connections(); n != 2 {
+		t.Errorf("proxy saw %d connections, want 2", n)
+	}
+
+	// A drop while idle is noticed before the next session opens.
+	p.CutAll()
+	out.Reset()
+	if _, err := c.Exec(t.Context(), "echo idle", nil, &out, nil); err != nil || out.String() != "idle\n" {
+		t.Fatalf("Exec after idle drop = %q, %v", out.String(), err)
+	}
+}
+
+// TestKeepAliveDetectsFrozenLink: a link that silently stops carrying
+// packets is declared dead by keepalives and the next call reconnects.
+func TestKeepAliveDetectsFrozenLink(t *testing.T) {
+	s := sshdtest.Start(t)
+	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
+	cfg := sshdConfig(t, s)
+	cfg.Host = p.Addr
+	cfg.KeepAliveInterval = 100 * time.Millisecond
+	c := dial(t, cfg)
+	if err := c.Reconnect(t.Context()); err != nil { // exercise Reconnect too
+		t.Fatal(err)
+	}
+	p.FreezeAll()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Stat(ctx, s.Dir); err != nil {
+		t.Fatalf("Stat across a frozen link: %v", err)
+	}
+	if n := p.Connections(); n != 3 {
+		t.Errorf("proxy saw %d connections, want 3", n)
+	}
+}
