@@ -13,7 +13,7 @@ GOTESTFLAGS ?=
 # deepcopy-gen is pinned to the apimachinery version in go.mod.
 K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 
-.PHONY: all help build test test-go cross lint generate clean
+.PHONY: all help build test test-go cross lint generate clean bench
 
 all: build
 
@@ -42,6 +42,9 @@ generate: ## regenerate deep-copy functions of the Node API
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(K8S_VERSION) \
 		--go-header-file /dev/null --output-file zz_generated.deepcopy.go \
 		./apis/config/v1alpha1
+
+bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes (docs/benchmarks.md)
+	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode
 
 clean: ## remove build output
 	rm -rf $(BIN)
