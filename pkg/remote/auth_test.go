@@ -284,4 +284,3 @@ func TestSplitHost(t *testing.T) {
 		}
 	}
 }
-

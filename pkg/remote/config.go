@@ -118,14 +118,14 @@ func checkPolicy(p string) error {
 
 // target is a Config with every gap filled.
 type target struct {
-	addr          string // host:port dialled and checked in known_hosts
-	user          string
-	keyFiles      []string
-	keyExplicit   bool // keyFiles came from the Config or ssh config, not defaults
-	knownHosts    string
-	policy        string
-	dialTimeout   time.Duration
-	keepAlive     time.Duration
+	addr        string // host:port dialled and checked in known_hosts
+	user        string
+	keyFiles    []string
+	keyExplicit bool // keyFiles came from the Config or ssh config, not defaults
+	knownHosts  string
+	policy      string
+	dialTimeout time.Duration
+	keepAlive   time.Duration
 }
 
 // resolve fills gaps from the ssh config file and defaults.

@@ -19,9 +19,9 @@ func SFTPPath(windowsPath string) string {
 	case p == "":
 		return ""
 	case isDrive(p):
-		return driveRoot(p[0]) + path.Clean("/"+p[2:])[1:]
+		return driveRoot(p[0]) + path.Clean("/" + p[2:])[1:]
 	case p[0] == '/' && isDrive(p[1:]):
-		return driveRoot(p[1]) + path.Clean("/"+p[3:])[1:]
+		return driveRoot(p[1]) + path.Clean("/" + p[3:])[1:]
 	case strings.HasPrefix(p, "//"):
 		// UNC path (\\server\share): keep the double slash Clean would eat.
 		return "/" + path.Clean(p[1:])
