@@ -141,10 +141,12 @@ type swapRun struct {
 	// so that a failure reports only the lines it caused (Get-WinEvent
 	// -StartTime).
 	events map[string]int
+	// runningAt is when each service last reached Running.
+	runningAt map[string]time.Duration
 }
 
 func opServiceSwap(ctx context.Context, n *Node, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
-	r := &swapRun{n: n, req: req, started: time.Now(), events: map[string]int{}}
+	r := &swapRun{n: n, req: req, started: time.Now(), events: map[string]int{}, runningAt: map[string]time.Duration{}}
 	for _, svc := range n.Services() {
 		r.events[strings.ToLower(svc.Name)] = len(svc.EventLog)
 	}
@@ -188,41 +190,102 @@ func opServiceSwap(ctx context.Context, n *Node, req ops.ServiceSwapRequest) (op
 		r.rename(it, results[i])
 	}
 
+	item := func(name string) (ops.SwapItem, *ops.SwapItemResult, bool) {
+		i, ok := byService[strings.ToLower(name)]
+		if !ok {
+			return ops.SwapItem{}, nil, false
+		}
+		return req.Items[i], results[i], true
+	}
+	failures, err := r.startAll(ctx, req.StartOrder)
+	if err != nil {
+		return resp, err
+	}
 	for _, name := range req.StartOrder {
-		failure, err := r.start(ctx, name)
+		it, res, ok := item(name)
+		if _, failed := failures[name]; failed || !ok || res.Result != ops.SwapResultSwapped {
+			continue
+		}
+		failure, err := r.health(ctx, it.HealthChecks)
 		if err != nil {
 			return resp, err
 		}
-		i, isItem := byService[strings.ToLower(name)]
-		var res *ops.SwapItemResult
-		var it ops.SwapItem
-		if isItem {
-			res, it = results[i], req.Items[i]
-		}
-		if failure == "" && isItem && res.Result == ops.SwapResultSwapped {
-			if failure, err = r.health(ctx, it.HealthChecks); err != nil {
-				return resp, err
-			}
-			if failure != "" {
-				failure = "health check failed: " + failure
-			}
-		}
-		switch {
-		case failure != "" && isItem && res.Result == ops.SwapResultSwapped && n.Exists(it.Backup):
-			if failure, err = r.rollback(ctx, it, res, failure); err != nil {
-				return resp, err
-			}
-		case failure != "" && isItem:
-			res.Error = joinNonEmpty(res.Error, failure)
-			if res.Result == ops.SwapResultSwapped {
-				res.Result = ops.SwapResultFailed
-			}
-		}
 		if failure != "" {
-			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: failure})
+			failures[name] = "health check failed: " + failure
 		}
-		if at, ok := stoppedAt[strings.ToLower(name)]; isItem && ok {
-			res.DowntimeMs = (time.Since(r.started) - at).Milliseconds()
+	}
+
+	var rollback []string
+	for _, name := range req.StartOrder {
+		it, res, ok := item(name)
+		if _, failed := failures[name]; failed && ok && res.Result == ops.SwapResultSwapped && n.Exists(it.Backup) {
+			rollback = append(rollback, name)
+		}
+	}
+	if len(rollback) > 0 {
+		for _, name := range rollback {
+			_, res, _ := item(name)
+			svc, err := n.Service(name)
+			if err != nil {
+				return resp, err
+			}
+			res.ExitCode, res.Events, res.Error = svc.LastExitCode, r.newEvents(svc), failures[name]
+		}
+		timeout := time.Duration(req.StopTimeoutMs) * time.Millisecond
+		for i := len(req.StartOrder) - 1; i >= 0; i-- {
+			name := req.StartOrder[i]
+			svc, err := n.Service(name)
+			if err != nil {
+				return resp, err
+			}
+			if _, err := r.stop(ctx, name, svc.PID, timeout); err != nil {
+				return resp, err
+			}
+		}
+		for _, name := range rollback {
+			it, res, _ := item(name)
+			failed := it.Destination + ".swdt-failed"
+			if n.Exists(failed) {
+				if err := n.Remove(failed); err != nil {
+					return resp, err
+				}
+			}
+			if err := n.Rename(it.Destination, failed, false); err != nil {
+				return resp, err
+			}
+			if err := n.Rename(it.Backup, it.Destination, false); err != nil {
+				return resp, err
+			}
+			res.Result = ops.SwapResultRolledBack
+			res.Error += "; the new binary was kept as " + failed
+		}
+		if failures, err = r.startAll(ctx, req.StartOrder); err != nil {
+			return resp, err
+		}
+		for _, name := range rollback {
+			if again, failed := failures[name]; failed {
+				_, res, _ := item(name)
+				res.Result = ops.SwapResultFailed
+				res.Error += "; the old binary was restored but did not start either: " + again
+			}
+		}
+	}
+
+	for _, name := range req.StartOrder {
+		_, res, ok := item(name)
+		if failure, failed := failures[name]; failed {
+			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: failure})
+			switch {
+			case ok && res.Result == ops.SwapResultSwapped:
+				res.Result, res.Error = ops.SwapResultFailed, failure
+			case ok && res.Result == ops.SwapResultFailed && !slices.Contains(rollback, name):
+				res.Error = joinNonEmpty(res.Error, failure)
+			}
+		}
+		at, stopped := stoppedAt[strings.ToLower(name)]
+		up, running := r.runningAt[name]
+		if ok && stopped && running {
+			res.DowntimeMs = (up - at).Milliseconds()
 		}
 	}
 	for _, res := range results {
@@ -317,13 +380,11 @@ func parentDir(p string) string {
 	return p
 }
 
-// start is Start-SwdtService: "" when name reached Running and stayed
-// Running for the settle period, else why not. Only a lost session (ctx)
-// is an error.
-func (r *swapRun) start(ctx context.Context, name string) (string, error) {
+// startOne is Start-SwdtService: "" when name reached Running, else why
+// not. Only a lost session (ctx) is an error.
+func (r *swapRun) startOne(ctx context.Context, name string) (string, error) {
 	n := r.n
 	timeout := time.Duration(r.req.StartTimeoutMs) * time.Millisecond
-	settle := time.Duration(r.req.SettleMs) * time.Millisecond
 	svc, err := n.Service(name)
 	if err == nil && svc.Status != StatusRunning {
 		err = n.StartService(name)
@@ -341,17 +402,42 @@ func (r *swapRun) start(ctx context.Context, name string) (string, error) {
 		}
 		return fmt.Sprintf("service did not reach Running within %d ms (status %s): %s", r.req.StartTimeoutMs, status, err), nil
 	}
-	if err := n.Sleep(ctx, settle); err != nil {
-		return "", err
-	}
-	if svc, err := n.Service(name); err != nil || svc.Status != StatusRunning {
-		status := "Stopped"
-		if err == nil {
-			status = string(svc.Status)
-		}
-		return fmt.Sprintf("service stopped again within %d ms of starting (status %s)", r.req.SettleMs, status), nil
-	}
 	return "", nil
+}
+
+// startAll is Start-SwdtServices: start names in order, settle once for
+// all of them, then check each is still Running. It returns name -> why
+// not for the ones that are not, and records when each reached Running.
+func (r *swapRun) startAll(ctx context.Context, names []string) (map[string]string, error) {
+	failures := map[string]string{}
+	for _, name := range names {
+		failure, err := r.startOne(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if failure != "" {
+			failures[name] = failure
+			delete(r.runningAt, name)
+			continue
+		}
+		r.runningAt[name] = time.Since(r.started)
+	}
+	if err := r.n.Sleep(ctx, time.Duration(r.req.SettleMs)*time.Millisecond); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if _, failed := failures[name]; failed {
+			continue
+		}
+		if svc, err := r.n.Service(name); err != nil || svc.Status != StatusRunning {
+			status := "Stopped"
+			if err == nil {
+				status = string(svc.Status)
+			}
+			failures[name] = fmt.Sprintf("service stopped again within %d ms of starting (status %s)", r.req.SettleMs, status)
+		}
+	}
+	return failures, nil
 }
 
 // health is Test-SwdtHealth: every check, retried until all pass or the
@@ -412,47 +498,6 @@ func (r *swapRun) check(ctx context.Context, c ops.HealthCheckSpec) string {
 		return "command " + exe + " could not be started: The system cannot find the file specified"
 	}
 	return "empty health check"
-}
-
-// rollback keeps the failed binary as .swdt-failed, puts the backup back
-// and starts the service again. It returns the failure left over: "" when
-// the old binary runs again.
-func (r *swapRun) rollback(ctx context.Context, it ops.SwapItem, res *ops.SwapItemResult, failure string) (string, error) {
-	n := r.n
-	svc, err := n.Service(it.Service)
-	if err != nil {
-		return failure, err
-	}
-	res.ExitCode = svc.LastExitCode
-	res.Events = r.newEvents(svc)
-	timeout := time.Duration(r.req.StopTimeoutMs) * time.Millisecond
-	if _, err := r.stop(ctx, it.Service, svc.PID, timeout); err != nil {
-		return failure, err
-	}
-	failed := it.Destination + ".swdt-failed"
-	if n.Exists(failed) {
-		if err := n.Remove(failed); err != nil {
-			return failure, err
-		}
-	}
-	if err := n.Rename(it.Destination, failed, false); err != nil {
-		return failure, err
-	}
-	if err := n.Rename(it.Backup, it.Destination, false); err != nil {
-		return failure, err
-	}
-	again, err := r.start(ctx, it.Service)
-	if err != nil {
-		return failure, err
-	}
-	if again != "" {
-		res.Result = ops.SwapResultFailed
-		res.Error = failure + "; the old binary was restored but did not start either: " + again
-		return failure, nil
-	}
-	res.Result = ops.SwapResultRolledBack
-	res.Error = failure + "; the new binary was kept as " + failed
-	return "", nil
 }
 
 // newEvents are the service's event-log lines written since the op

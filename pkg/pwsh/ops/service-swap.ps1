@@ -6,10 +6,13 @@
 #   2. per item: keep the old binary as .swdt-bak, rename the staged file
 #      into place (renaming works even while a file is mapped; overwriting
 #      does not, which is why nothing is ever copied onto a destination);
-#   3. start services in startOrder (dependencies first), wait for Running,
-#      make sure they stay Running for settleMs, run health checks;
-#   4. a swapped service that fails is rolled back: its new binary is kept
-#      as .swdt-failed, the backup is put back and the service started again.
+#   3. start services in startOrder (dependencies first), each reaching
+#      Running before the next starts; then one settle period for all of
+#      them, so downtime does not grow with every service; then make sure
+#      each is still Running and run the swapped items' health checks;
+#   4. when a swapped item failed: stop the started services (dependents
+#      first, so none holds a service being rolled back), keep its new
+#      binary as .swdt-failed, put the backup back, and start them all again.
 Add-Type -AssemblyName System.ServiceProcess
 $request = $SwdtParams
 $clock = [System.Diagnostics.Stopwatch]::StartNew()
@@ -53,8 +56,8 @@ function Stop-SwdtService {
 }
 
 function Start-SwdtService {
-    # Returns '' when the service is Running and stayed Running, else why not.
-    param([string] $Name, [int] $TimeoutMs, [int] $SettleMs)
+    # Returns '' when the service reached Running, else why not.
+    param([string] $Name, [int] $TimeoutMs)
     $sc = New-Object System.ServiceProcess.ServiceController $Name
     try {
         if ($sc.Status -ne 'Running') { $sc.Start() }
@@ -63,12 +66,28 @@ function Start-SwdtService {
         $sc.Refresh()
         return ("service did not reach Running within " + $TimeoutMs + " ms (status " + $sc.Status + "): " + $_.Exception.Message)
     }
-    if ($SettleMs -gt 0) { Start-Sleep -Milliseconds $SettleMs }
-    $sc.Refresh()
-    if ($sc.Status -ne 'Running') {
-        return ("service stopped again within " + $SettleMs + " ms of starting (status " + $sc.Status + ")")
-    }
     ''
+}
+
+function Start-SwdtServices {
+    # Starts Names in order, waits settleMs once, and checks each is still
+    # Running. Returns a hashtable name -> failure for the ones that are not,
+    # and records when each reached Running in $runningAt.
+    param([string[]] $Names)
+    $failures = @{}
+    foreach ($name in $Names) {
+        $failure = Start-SwdtService -Name $name -TimeoutMs $request.startTimeoutMs
+        if ($failure) { $failures[$name] = $failure; $runningAt.Remove($name) } else { $runningAt[$name] = $clock.ElapsedMilliseconds }
+    }
+    if ($request.settleMs -gt 0) { Start-Sleep -Milliseconds $request.settleMs }
+    foreach ($name in $Names) {
+        if ($failures.ContainsKey($name)) { continue }
+        $sc = New-Object System.ServiceProcess.ServiceController $name
+        if ($sc.Status -ne 'Running') {
+            $failures[$name] = "service stopped again within " + $request.settleMs + " ms of starting (status " + $sc.Status + ")"
+        }
+    }
+    $failures
 }
 
 function Join-SwdtArgv {
@@ -208,42 +227,61 @@ foreach ($item in @($request.items)) {
 
 $itemsByService = @{}
 foreach ($item in @($request.items)) { $itemsByService[$item.service] = $item }
+$startOrder = @($request.startOrder)
+$runningAt = @{}
 
-foreach ($name in @($request.startOrder)) {
-    $failure = Start-SwdtService -Name $name -TimeoutMs $request.startTimeoutMs -SettleMs $request.settleMs
+$failures = Start-SwdtServices -Names $startOrder
+foreach ($name in $startOrder) {
     $item = $itemsByService[$name]
-    if (-not $failure -and $null -ne $item -and $results[$name].result -eq 'swapped') {
-        $failure = Test-SwdtHealth -Checks $item.healthChecks -TimeoutMs $request.healthTimeoutMs
-        if ($failure) { $failure = 'health check failed: ' + $failure }
-    }
-    if ($failure -and $null -ne $item -and $results[$name].result -eq 'swapped' -and (Test-Path -LiteralPath $item.backup)) {
-        $result = $results[$name]
+    if ($failures.ContainsKey($name) -or $null -eq $item -or $results[$name].result -ne 'swapped') { continue }
+    $failure = Test-SwdtHealth -Checks $item.healthChecks -TimeoutMs $request.healthTimeoutMs
+    if ($failure) { $failures[$name] = 'health check failed: ' + $failure }
+}
+
+$rollback = @($startOrder | Where-Object {
+    $failures.ContainsKey($_) -and $null -ne $itemsByService[$_] -and $results[$_].result -eq 'swapped' -and (Test-Path -LiteralPath $itemsByService[$_].backup)
+})
+if ($rollback.Count -gt 0) {
+    foreach ($name in $rollback) {
         $why = Get-SwdtServiceFailure -Name $name -Since $opStarted
-        $result.exitCode = $why.exitCode
-        $result.events = $why.events
-        [void](Stop-SwdtService -Name $name -ProcessId (Get-SwdtServicePid -Name $name) -TimeoutMs $request.stopTimeoutMs)
+        $results[$name].exitCode = $why.exitCode
+        $results[$name].events = $why.events
+        $results[$name].error = $failures[$name]
+    }
+    for ($i = $startOrder.Count - 1; $i -ge 0; $i--) {
+        [void](Stop-SwdtService -Name $startOrder[$i] -ProcessId (Get-SwdtServicePid -Name $startOrder[$i]) -TimeoutMs $request.stopTimeoutMs)
+    }
+    foreach ($name in $rollback) {
+        $item = $itemsByService[$name]
         $failed = $item.destination + '.swdt-failed'
         if (Test-Path -LiteralPath $failed) { Remove-Item -LiteralPath $failed -Force }
         Move-Item -LiteralPath $item.destination -Destination $failed
         Move-Item -LiteralPath $item.backup -Destination $item.destination
-        $again = Start-SwdtService -Name $name -TimeoutMs $request.startTimeoutMs -SettleMs $request.settleMs
-        if ($again) {
-            $result.result = 'failed'
-            $result.error = $failure + '; the old binary was restored but did not start either: ' + $again
-        } else {
-            $result.result = 'rolled-back'
-            $result.error = $failure + '; the new binary was kept as ' + $failed
-            $failure = ''
+        $results[$name].result = 'rolled-back'
+        $results[$name].error = $results[$name].error + '; the new binary was kept as ' + $failed
+    }
+    $failures = Start-SwdtServices -Names $startOrder
+    foreach ($name in $rollback) {
+        if ($failures.ContainsKey($name)) {
+            $results[$name].result = 'failed'
+            $results[$name].error = $results[$name].error + '; the old binary was restored but did not start either: ' + $failures[$name]
         }
-    } elseif ($failure -and $null -ne $item) {
-        $results[$name].error = (@($results[$name].error, $failure) | Where-Object { $_ }) -join '; '
-        if ($results[$name].result -eq 'swapped') { $results[$name].result = 'failed' }
     }
-    if ($failure) {
-        [void]$notStarted.Add([ordered]@{ service = $name; error = $failure })
+}
+
+foreach ($name in $startOrder) {
+    $item = $itemsByService[$name]
+    if ($failures.ContainsKey($name)) {
+        [void]$notStarted.Add([ordered]@{ service = $name; error = $failures[$name] })
+        if ($null -ne $item -and $results[$name].result -eq 'swapped') {
+            $results[$name].result = 'failed'
+            $results[$name].error = $failures[$name]
+        } elseif ($null -ne $item -and $results[$name].result -eq 'failed' -and $rollback -notcontains $name) {
+            $results[$name].error = (@($results[$name].error, $failures[$name]) | Where-Object { $_ }) -join '; '
+        }
     }
-    if ($null -ne $item -and $stoppedAt.ContainsKey($name)) {
-        $results[$name].downtimeMs = $clock.ElapsedMilliseconds - $stoppedAt[$name]
+    if ($null -ne $item -and $stoppedAt.ContainsKey($name) -and $runningAt.ContainsKey($name)) {
+        $results[$name].downtimeMs = $runningAt[$name] - $stoppedAt[$name]
     }
 }
 
