@@ -13,7 +13,7 @@ GOTESTFLAGS ?=
 # deepcopy-gen is pinned to the apimachinery version in go.mod.
 K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 
-.PHONY: all help build test test-go cross lint generate clean bench
+.PHONY: all help build test test-go cross lint generate clean bench demo images
 
 all: build
 
@@ -45,6 +45,9 @@ generate: ## regenerate deep-copy functions of the Node API
 
 bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes (docs/benchmarks.md)
 	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode
+
+demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback
+	$(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO)
 
 clean: ## remove build output
 	rm -rf $(BIN)
