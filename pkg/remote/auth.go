@@ -74,16 +74,22 @@ func (cr *credentials) close() {
 	}
 }
 
+// offered describes one auth method for AuthError.
+type offered struct {
+	name string // protocol name: publickey, password, keyboard-interactive
+	desc string
+}
+
 // methods returns the auth methods in order: public keys (agent first,
 // then key files), password, keyboard-interactive. The SSH library tries
 // each method name once, so all keys share one publickey method.
-func (cr *credentials) methods() ([]ssh.AuthMethod, []string) {
+func (cr *credentials) methods() ([]ssh.AuthMethod, []offered) {
 	var m []ssh.AuthMethod
-	var tried []string
+	var tried []offered
 	signers := append(append([]ssh.Signer{}, cr.agentSigners...), cr.keySigners...)
 	if len(signers) > 0 {
 		m = append(m, ssh.PublicKeys(signers...))
-		tried = append(tried, "publickey ("+cr.publicKeyDesc+")")
+		tried = append(tried, offered{"publickey", "publickey (" + cr.publicKeyDesc + ")"})
 	}
 	if cr.password != "" {
 		pw := cr.password
@@ -94,7 +100,7 @@ func (cr *credentials) methods() ([]ssh.AuthMethod, []string) {
 			}
 			return answers, nil
 		}))
-		tried = append(tried, "password", "keyboard-interactive")
+		tried = append(tried, offered{"password", "password"}, offered{"keyboard-interactive", "keyboard-interactive"})
 	}
 	return m, tried
 }

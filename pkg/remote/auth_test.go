@@ -104,6 +104,18 @@ func TestAuthAgainstSSHD(t *testing.T) {
 				}
 			}
 		}},
+		{name: "wrong key, password not accepted by sshd", setup: func(t *testing.T, cfg *Config) {
+			cfg.PrivateKeyFile = s.UnauthorizedKeyFile
+			cfg.Password = "hunter2"
+		}, wantErr: func(t *testing.T, err error) {
+			var ae *AuthError
+			if !errors.As(err, &ae) || len(ae.Tried) != 1 || len(ae.NotTried) != 2 {
+				t.Fatalf("want publickey tried, password methods not tried; got %#v", err)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error leaks the password: %v", err)
+			}
+		}},
 		{name: "wrong passphrase", setup: func(t *testing.T, cfg *Config) {
 			cfg.PrivateKeyFile = s.PassphraseKeyFile
 			t.Setenv(PassphraseEnv, "nope")

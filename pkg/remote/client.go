@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -139,11 +140,12 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	methods, tried := c.creds.methods()
+	methods, offer := c.creds.methods()
 	var (
 		authMu      sync.Mutex
 		authStarted bool
 		allowed     []string
+		triedNames  []string
 	)
 	sc := &ssh.ClientConfig{
 		User:              t.user,
@@ -153,7 +155,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		Timeout:           t.dialTimeout,
 		AuthCallback: func(ac *ssh.ClientAuthContext) (ssh.AuthMethod, error) {
 			authMu.Lock()
-			authStarted, allowed = true, ac.AllowedMethods
+			authStarted, allowed, triedNames = true, ac.AllowedMethods, ac.TriedMethods
 			authMu.Unlock()
 			return nil, nil
 		},
@@ -183,7 +185,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		nc.Close()
 		authMu.Lock()
-		started, allow := authStarted, allowed
+		started, allow, triedN := authStarted, allowed, triedNames
 		authMu.Unlock()
 		switch {
 		case hk.err != nil:
@@ -191,7 +193,15 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
 		case started && !isNetErr(err) && dctx.Err() == nil:
-			return nil, &AuthError{User: t.user, Addr: t.addr, Tried: tried, Allowed: allow, Err: err}
+			ae := &AuthError{User: t.user, Addr: t.addr, Allowed: allow, Err: err}
+			for _, o := range offer {
+				if slices.Contains(triedN, o.name) {
+					ae.Tried = append(ae.Tried, o.desc)
+				} else {
+					ae.NotTried = append(ae.NotTried, o.desc)
+				}
+			}
+			return nil, ae
 		}
 		return nil, &DialError{Addr: t.addr, Timeout: t.dialTimeout, Stage: "handshake", Err: err}
 	}

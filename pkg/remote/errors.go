@@ -54,6 +54,8 @@ type AuthError struct {
 	// Tried describes what was offered, in order: for example
 	// "publickey (ssh-agent: 1 key; /home/me/.ssh/id_ed25519)", "password".
 	Tried []string
+	// NotTried were available but not accepted by the server.
+	NotTried []string
 	// Allowed are the methods the server said it accepts, when known.
 	Allowed []string
 	// Err is the SSH library's final error.
@@ -61,11 +63,16 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
-	tried := "none (no ssh-agent keys, private key or password available)"
+	tried := "none"
 	if len(e.Tried) > 0 {
 		tried = strings.Join(e.Tried, ", ")
+	} else if len(e.NotTried) == 0 {
+		tried = "none (no ssh-agent keys, private key or password available)"
 	}
 	msg := fmt.Sprintf("ssh authentication failed for %s@%s; tried: %s", e.User, e.Addr, tried)
+	if len(e.NotTried) > 0 {
+		msg += fmt.Sprintf("; not tried (the server does not accept them): %s", strings.Join(e.NotTried, ", "))
+	}
 	if len(e.Allowed) > 0 {
 		msg += fmt.Sprintf("; server accepts: %s", strings.Join(e.Allowed, ", "))
 	}
