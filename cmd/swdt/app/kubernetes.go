@@ -27,17 +27,14 @@ import (
 
 // kubernetesFlags are the flags of swdt kubernetes.
 type kubernetesFlags struct {
-	only          []string
-	force         bool
-	dryRun        bool
-	watch         bool
-	debounce      time.Duration
-	stopTimeout   time.Duration
-	startTimeout  time.Duration
-	settle        time.Duration
-	healthTimeout time.Duration
-	parallel      int
-	cacheDir      string
+	only     []string
+	force    bool
+	dryRun   bool
+	watch    bool
+	debounce time.Duration
+	swap     swapFlags
+	parallel int
+	cacheDir string
 }
 
 func newKubernetesCommand(e *env) *cobra.Command {
@@ -86,10 +83,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
-	fl.DurationVar(&f.stopTimeout, "stop-timeout", provision.DefaultStopTimeout, "how long a service may take to stop before its process is killed")
-	fl.DurationVar(&f.startTimeout, "start-timeout", provision.DefaultStartTimeout, "how long a service may take to reach Running")
-	fl.DurationVar(&f.settle, "settle", provision.DefaultSettle, "how long a started service must stay Running")
-	fl.DurationVar(&f.healthTimeout, "health-timeout", provision.DefaultHealthTimeout, "how long health checks are retried")
+	f.swap.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
 	_ = cmd.MarkFlagDirname("cache-dir")
@@ -288,17 +282,10 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	}
 	obs := &kubeObserver{node: name, progress: k.progress, transfers: map[string]*ui.Transfer{}}
 	defer obs.end()
-	return provision.Run(ctx, kn.conn, items, provision.Options{
-		Force:         k.f.force,
-		DryRun:        k.f.dryRun,
-		StopTimeout:   k.f.stopTimeout,
-		StartTimeout:  k.f.startTimeout,
-		Settle:        k.f.settle,
-		HealthTimeout: k.f.healthTimeout,
-		Parallel:      k.f.parallel,
-		Abort:         k.abort,
-		Observer:      obs,
-	})
+	opts := k.f.swap.options()
+	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
+	opts.Abort, opts.Observer = k.abort, obs
+	return provision.Run(ctx, kn.conn, items, opts)
 }
 
 func healthChecks(in []v1alpha1.HealthCheck) []ops.HealthCheckSpec {

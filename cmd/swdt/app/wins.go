@@ -22,6 +22,7 @@ import (
 type winsFlags struct {
 	deep   bool
 	dryRun bool
+	swap   swapFlags
 }
 
 // winsNodeJSON is one node in `swdt wins -o json` output.
@@ -72,6 +73,7 @@ wins v0.16 and later removed the named-pipe bridge: use v0.15.x or earlier.
 	}
 	cmd.Flags().BoolVar(&f.deep, "deep", false, "also run a whitelisted process through the pipe")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "show the plan and change nothing")
+	f.swap.add(cmd.Flags())
 	cmd.AddCommand(newWinsVerifyCommand(e), newWinsUninstallCommand(e))
 	return cmd
 }
@@ -125,8 +127,9 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 		done = "planned"
 	}
 	return runWinsOn(ctx, e, false, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
-		return wins.Deploy(ctx, n, spec.Spec.Wins, wins.Options{Deep: f.deep, DryRun: f.dryRun,
-			Swap: provision.Options{Observer: obs.forNode(spec.Name)}})
+		swap := f.swap.options()
+		swap.Observer = obs.forNode(spec.Name)
+		return wins.Deploy(ctx, n, spec.Spec.Wins, wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap})
 	}, done)
 }
 

@@ -63,7 +63,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 
-	code, out, errOut := run(t, "wins", "-c", file, "--deep", "-o", "json")
+	code, out, errOut := run(t, "wins", "-c", file, "--deep", "-o", "json", "--settle", "100ms")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
@@ -99,7 +99,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 		t.Errorf("deploy JSON lacks action: %s", out)
 	}
 
-	code, out, errOut = run(t, "wins", "-c", file, "--no-color")
+	code, out, errOut = run(t, "wins", "-c", file, "--no-color", "--settle", "100ms")
 	if code != exitcode.OK || !strings.Contains(strings.Join(strings.Fields(out), " "), "winworker deploy unchanged") || !strings.Contains(errOut, "wins deployed on 1 node(s)") {
 		t.Errorf("re-run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -147,7 +147,7 @@ func TestWinsCommandExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := winsNodeFile(t, ts, tt.hostname, tt.binary)
-			code, _, errOut := run(t, append([]string{"wins", "-c", file, "--no-color"}, tt.args...)...)
+			code, _, errOut := run(t, append([]string{"wins", "-c", file, "--no-color", "--settle", "100ms"}, tt.args...)...)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d\n%s", code, tt.code, errOut)
 			}
