@@ -72,6 +72,9 @@ type Options struct {
 	Abort context.Context
 	// Observer receives progress; nil discards it.
 	Observer Observer
+	// Hashes remembers destinations' digests between runs; nil means
+	// every destination is hashed on the node every run.
+	Hashes HashCache
 }
 
 // Defaults for Options' durations.
@@ -103,6 +106,9 @@ func (o *Options) defaults() {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
+	}
+	if o.Hashes == nil {
+		o.Hashes = nopHashes{}
 	}
 }
 
@@ -156,12 +162,17 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	targets := make([]ops.ProvisionTarget, len(items))
 	for i, it := range items {
 		items[i].Force = it.Force || opts.Force
-		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination}
+		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination)}
 	}
 	opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
 	inspect, err := n.InspectProvision(ctx, targets)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	for i, f := range inspect.Files {
+		if i < len(items) && !f.Cached {
+			opts.Hashes.Remember(items[i].Destination, f)
+		}
 	}
 	plan, err := MakePlan(items, inspect)
 	if err != nil {
@@ -184,7 +195,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		return report, nil
 	}
 
-	staged := stage(ctx, n, updates, results, index, opts)
+	staged, stagedInfo := stage(ctx, n, updates, results, index, opts)
 	if len(staged) == 0 {
 		finish(results, started)
 		return report, nil
@@ -214,24 +225,33 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	swap(ctx, n, plan, staged, results, index, opts)
+	for _, it := range staged {
+		// A rename keeps size and time: the destination is now what was
+		// verified as staged.
+		if results[index[strings.ToLower(it.Service)]].Action == ActionUpdated {
+			opts.Hashes.Remember(it.Destination, stagedInfo[strings.ToLower(it.Service)])
+		}
+	}
 	finish(results, started)
 	return report, nil
 }
 
 // stage uploads every update to its .swdt-new name in parallel and
-// verifies the digest on the node. It returns the items ready to swap.
-func stage(ctx context.Context, n Node, updates []Step, results []Result, index map[string]int, opts Options) []Item {
+// verifies the digest on the node. It returns the items ready to swap and,
+// by service, what the node reported of each staged file.
+func stage(ctx context.Context, n Node, updates []Step, results []Result, index map[string]int, opts Options) ([]Item, map[string]ops.FileInfo) {
 	opts.Observer.Step("staging " + plural(len(updates), "binary") + " while services keep running")
 	var (
 		mu    sync.Mutex
 		ready []Item
+		infos = map[string]ops.FileInfo{}
 	)
 	var g errgroup.Group
 	g.SetLimit(opts.Parallel)
 	for _, step := range updates {
 		it := step.Item
 		g.Go(func() error {
-			sent, err := stageOne(ctx, n, it, opts)
+			info, sent, err := stageOne(ctx, n, it, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			res := &results[index[strings.ToLower(it.Service)]]
@@ -241,6 +261,7 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 				return nil
 			}
 			ready = append(ready, it)
+			infos[strings.ToLower(it.Service)] = info
 			return nil
 		})
 	}
@@ -254,19 +275,19 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 			}
 		}
 	}
-	return ordered
+	return ordered, infos
 }
 
-func stageOne(ctx context.Context, n Node, it Item, opts Options) (int64, error) {
+func stageOne(ctx context.Context, n Node, it Item, opts Options) (ops.FileInfo, int64, error) {
 	var sent int64
 	progress := opts.Observer.Upload(it)
 	defer func() { progress(sent) }()
 	if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
-		return 0, fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+		return ops.FileInfo{}, 0, fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
 	}
 	f, err := it.Source.Open()
 	if err != nil {
-		return 0, err
+		return ops.FileInfo{}, 0, err
 	}
 	defer f.Close()
 	err = n.Upload(ctx, f, it.Source.Size, it.Staged(), func(s int64) {
@@ -274,11 +295,11 @@ func stageOne(ctx context.Context, n Node, it Item, opts Options) (int64, error)
 		progress(s)
 	})
 	if err != nil {
-		return sent, fmt.Errorf("stage %s: %w", it.Staged(), err)
+		return ops.FileInfo{}, sent, fmt.Errorf("stage %s: %w", it.Staged(), err)
 	}
 	files, err := n.HashFiles(ctx, []string{it.Staged()})
 	if err != nil {
-		return sent, fmt.Errorf("verify %s: %w", it.Staged(), err)
+		return ops.FileInfo{}, sent, fmt.Errorf("verify %s: %w", it.Staged(), err)
 	}
 	if len(files) != 1 || !strings.EqualFold(files[0].SHA256, it.Source.SHA256) {
 		got := "nothing"
@@ -286,9 +307,9 @@ func stageOne(ctx context.Context, n Node, it Item, opts Options) (int64, error)
 			got = files[0].SHA256
 		}
 		removeQuietly(n, it.Staged())
-		return sent, fmt.Errorf("staged %s has SHA-256 %s, want %s; the upload was corrupted, run again", it.Staged(), got, it.Source.SHA256)
+		return ops.FileInfo{}, sent, fmt.Errorf("staged %s has SHA-256 %s, want %s; the upload was corrupted, run again", it.Staged(), got, it.Source.SHA256)
 	}
-	return sent, nil
+	return files[0], sent, nil
 }
 
 // swap runs the swap op. It keeps going when ctx is cancelled (services
@@ -438,6 +459,11 @@ func listOrNone(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+type nopHashes struct{}
+
+func (nopHashes) Known(string) *ops.FileInfo    { return nil }
+func (nopHashes) Remember(string, ops.FileInfo) {}
 
 type nopObserver struct{}
 

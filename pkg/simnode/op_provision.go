@@ -26,7 +26,7 @@ func opProvisionInspect(_ context.Context, n *Node, req ops.ProvisionInspectRequ
 	resp := ops.ProvisionInspectResponse{Files: []ops.FileInfo{}, Services: []ops.ServiceInfo{}}
 	var queue []string
 	for _, t := range req.Targets {
-		info, err := fileFacts(n, t.Destination, true)
+		info, err := fileFacts(n, t.Destination, true, t.Known)
 		if err != nil {
 			return resp, err
 		}
@@ -65,16 +65,21 @@ func opProvisionInspect(_ context.Context, n *Node, req ops.ProvisionInspectRequ
 // fileFacts is Get-SwdtFileFacts (withVersion) or file-hash's facts: a
 // missing path, or a directory (Test-Path -PathType Leaf), is reported as
 // not existing.
-func fileFacts(n *Node, p string, withVersion bool) (ops.FileInfo, error) {
+func fileFacts(n *Node, p string, withVersion bool, known *ops.FileInfo) (ops.FileInfo, error) {
 	facts := ops.FileInfo{Path: p}
 	if !isFile(n, p) {
 		return facts, nil
 	}
-	sum, size, err := n.Hash(p)
+	st, err := n.Stat(p)
 	if err != nil {
 		return facts, err
 	}
-	facts.Exists, facts.Size, facts.SHA256 = true, size, sum
+	facts.Exists, facts.Size, facts.ModTicks = true, st.Size, DotNetTicks(st.ModTime)
+	if known != nil && known.SHA256 != "" && known.Size == facts.Size && known.ModTicks == facts.ModTicks {
+		facts.SHA256, facts.Cached = known.SHA256, true
+	} else if facts.SHA256, _, err = n.Hash(p); err != nil {
+		return facts, err
+	}
 	if withVersion {
 		if facts.Version, err = n.FileVersion(p); err != nil {
 			return facts, err
@@ -83,7 +88,13 @@ func fileFacts(n *Node, p string, withVersion bool) (ops.FileInfo, error) {
 	return facts, nil
 }
 
-// isFile is Test-Path -LiteralPath p -PathType Leaf.
+// DotNetTicks is t as .NET's DateTime.Ticks in UTC: 100 ns units since
+// 0001-01-01, the form LastWriteTimeUtc.Ticks has on a real node.
+func DotNetTicks(t time.Time) int64 {
+	const unixEpochTicks = 621355968000000000
+	return unixEpochTicks + t.UTC().UnixNano()/100
+}
+
 func isFile(n *Node, p string) bool {
 	fi, err := n.Stat(p)
 	return err == nil && !fi.IsDir
@@ -109,7 +120,7 @@ func nonNil(s []string) []string {
 func opFileHash(_ context.Context, n *Node, req ops.FileHashRequest) (ops.FileHashResponse, error) {
 	resp := ops.FileHashResponse{Files: []ops.FileInfo{}}
 	for _, p := range req.Paths {
-		info, err := fileFacts(n, p, false)
+		info, err := fileFacts(n, p, false, nil)
 		if err != nil {
 			return resp, err
 		}

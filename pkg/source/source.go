@@ -93,9 +93,13 @@ func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress
 	return f, nil
 }
 
-func (r *Resolver) cacheDir() (string, error) {
-	if r.CacheDir != "" {
-		return r.CacheDir, nil
+func (r *Resolver) cacheDir() (string, error) { return CacheDir(r.CacheDir) }
+
+// CacheDir is swdt's cache directory: override when set, else
+// <user cache dir>/swdt.
+func CacheDir(override string) (string, error) {
+	if override != "" {
+		return override, nil
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {

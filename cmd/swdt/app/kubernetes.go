@@ -285,6 +285,14 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
 	opts.Abort, opts.Observer = k.abort, obs
+	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
+		opts.Hashes = hashes
+		defer func() {
+			if err := hashes.Save(); err != nil {
+				k.progress.Warn("node %s: %v (the next run hashes every binary on the node again)", name, err)
+			}
+		}()
+	}
 	return provision.Run(ctx, kn.conn, items, opts)
 }
 

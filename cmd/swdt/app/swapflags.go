@@ -1,11 +1,16 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/source"
 )
 
 // swapFlags are the service timing flags of every command that swaps a
@@ -32,4 +37,18 @@ func (s swapFlags) options() provision.Options {
 		Settle:        s.settle,
 		HealthTimeout: s.healthTimeout,
 	}
+}
+
+// openHashes opens the record of what swdt last saw of the node's
+// destinations (size, time, digest), kept under the cache directory so a
+// run with nothing changed need not read every binary on the node. It is
+// nil when there is no cache directory: every destination is then hashed.
+func openHashes(cacheDir string, spec *v1alpha1.Node) *provision.FileHashCache {
+	dir, err := source.CacheDir(cacheDir)
+	if err != nil {
+		return nil
+	}
+	c := spec.Spec.Credentials
+	key := sha256.Sum256([]byte(c.Hostname + "\x00" + c.Username))
+	return provision.OpenFileHashCache(filepath.Join(dir, "nodes", hex.EncodeToString(key[:12])+".json"))
 }

@@ -129,6 +129,10 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	return runWinsOn(ctx, e, false, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
 		swap := f.swap.options()
 		swap.Observer = obs.forNode(spec.Name)
+		if hashes := openHashes("", spec); hashes != nil {
+			swap.Hashes = hashes
+			defer func() { _ = hashes.Save() }() // without it the next run re-hashes wins.exe
+		}
 		return wins.Deploy(ctx, n, spec.Spec.Wins, wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap})
 	}, done)
 }

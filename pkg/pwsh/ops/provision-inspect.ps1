@@ -1,17 +1,25 @@
 # op: provision-inspect
-# Reads, for each target, the destination file (size, SHA-256, version) and
+# Reads, for each target, the destination file (size, time, SHA-256, version) and
 # the state of the target service and of every service that depends on it,
 # transitively, so that the plan can order stops and starts.
 Add-Type -AssemblyName System.ServiceProcess
 
 function Get-SwdtFileFacts {
-    param([string] $Path)
-    $facts = [ordered]@{ path = $Path; exists = $false; size = 0; sha256 = ''; version = '' }
+    # Size, last-write time, version and SHA-256 of Path. The digest of
+    # Known is reused when size and time still match it.
+    param([string] $Path, $Known)
+    $facts = [ordered]@{ path = $Path; exists = $false; size = 0; sha256 = ''; version = ''; modTicks = 0; cached = $false }
     if (Test-Path -LiteralPath $Path -PathType Leaf) {
         $item = Get-Item -LiteralPath $Path
         $facts.exists = $true
         $facts.size = [int64]$item.Length
-        $facts.sha256 = (Get-FileHash -LiteralPath $Path -Algorithm SHA256).Hash.ToLowerInvariant()
+        $facts.modTicks = [int64]$item.LastWriteTimeUtc.Ticks
+        if ($null -ne $Known -and $Known.sha256 -and [int64]$Known.size -eq $facts.size -and [int64]$Known.modTicks -eq $facts.modTicks) {
+            $facts.sha256 = [string]$Known.sha256
+            $facts.cached = $true
+        } else {
+            $facts.sha256 = (Get-FileHash -LiteralPath $Path -Algorithm SHA256).Hash.ToLowerInvariant()
+        }
         if ($item.VersionInfo -and $item.VersionInfo.FileVersion) {
             $facts.version = [string]$item.VersionInfo.FileVersion
         }
@@ -34,7 +42,7 @@ $services = New-Object System.Collections.ArrayList
 $seen = @{}
 $queue = New-Object System.Collections.Queue
 foreach ($target in @($SwdtParams.targets)) {
-    [void]$files.Add((Get-SwdtFileFacts -Path $target.destination))
+    [void]$files.Add((Get-SwdtFileFacts -Path $target.destination -Known $target.known))
     $queue.Enqueue([string]$target.service)
 }
 while ($queue.Count -gt 0) {

@@ -25,6 +25,11 @@ type ProvisionTarget struct {
 	Service string `json:"service"`
 	// Destination is the absolute Windows path of the binary.
 	Destination string `json:"destination"`
+	// Known is what swdt recorded of the destination last time. When the
+	// file's size and last-write time still match, the op reports Known's
+	// digest instead of reading the whole file again (rsync's quick check;
+	// renames keep the time, so a swapped binary keeps its record).
+	Known *FileInfo `json:"known,omitempty"`
 }
 
 // ProvisionInspectRequest lists the targets to inspect.
@@ -44,6 +49,11 @@ type FileInfo struct {
 	SHA256 string `json:"sha256"`
 	// Version is the executable's file version, if it has one.
 	Version string `json:"version,omitempty"`
+	// ModTicks is the last-write time in UTC, as .NET ticks (100 ns since
+	// 0001-01-01).
+	ModTicks int64 `json:"modTicks"`
+	// Cached is true when SHA256 came from the request's Known record.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // ServiceInfo describes one Windows service.
