@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/fatih/color"
@@ -68,9 +69,10 @@ type Options struct {
 	Verbosity int
 }
 
-// UI writes swdt's output. It is safe to use from one goroutine at a time
-// per stream; Logger is safe for concurrent use.
+// UI writes swdt's output. It is safe for concurrent use: nodes run in
+// parallel and each line is written whole.
 type UI struct {
+	mu       sync.Mutex // serialises writes to out and err
 	out, err io.Writer
 	format   Format
 	colorOut bool
@@ -98,7 +100,7 @@ func New(stdout, stderr io.Writer, opts Options) *UI {
 	case opts.Verbosity == 1:
 		level = slog.LevelInfo
 	}
-	u.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+	u.logger = slog.New(slog.NewTextHandler(&lockedWriter{mu: &u.mu, w: stderr}, &slog.HandlerOptions{
 		Level: level,
 		// Status lines carry no timestamps; logs match them.
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -109,6 +111,19 @@ func New(stdout, stderr io.Writer, opts Options) *UI {
 		},
 	}))
 	return u
+}
+
+// lockedWriter lets the logger share the UI's lock, so log lines and status
+// lines never interleave on stderr.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func useColor(mode ColorMode, w io.Writer) bool {
@@ -162,6 +177,8 @@ func (u *UI) status(attr color.Attribute, symbol, msg string) {
 	}
 	// Continuation lines of a multi-line message line up under the text.
 	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n  ")
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	fmt.Fprintf(u.err, "%s %s\n", symbol, msg)
 }
 
@@ -173,6 +190,8 @@ func paint(attr color.Attribute, s string) string {
 
 // Printf writes a line of data to stdout.
 func (u *UI) Printf(format string, args ...any) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	fmt.Fprintf(u.out, format, args...)
 }
 
@@ -194,6 +213,8 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 		head, rest, _ := strings.Cut(text, "\n")
 		text = paint(color.Bold, strings.TrimRight(head, " ")) + "\n" + rest
 	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if _, err := io.WriteString(u.out, text); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
@@ -202,9 +223,13 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 
 // JSON writes v to stdout as indented JSON.
 func (u *UI) JSON(v any) error {
-	enc := json.NewEncoder(u.out)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, err := u.out.Write(append(data, '\n')); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

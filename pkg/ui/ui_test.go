@@ -3,7 +3,9 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -135,5 +137,28 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := ParseFormat("yaml"); err == nil || !strings.Contains(err.Error(), "text or json") {
 		t.Errorf("ParseFormat(yaml) error = %v", err)
+	}
+}
+
+func TestConcurrentStatusLines(t *testing.T) {
+	u, _, errb := newTest(Options{Verbosity: 2})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				u.Step(fmt.Sprintf("n%d", i), "working")
+				u.Logger().Debug("logged")
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if len(lines) != 800 {
+		t.Fatalf("%d lines, want 800", len(lines))
+	}
+	for _, l := range lines {
+		if l != "level=DEBUG msg=logged" && (!strings.HasPrefix(l, "▶ node n") || !strings.HasSuffix(l, ": working")) {
+			t.Errorf("torn line %q", l)
+		}
 	}
 }
