@@ -66,7 +66,8 @@ Markers (byte strings anywhere in a service's binary, read when it starts):
                           process is killed
   SIMNODE-WINS-NO-PIPE    the service runs without creating its named pipes
                           (like rancher/wins v0.16 and later)
-  SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it
+  SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it (in the
+                          first MiB of the file)
 
 Faults (also in DIR/faults.json, re-read on every connection, op and upload;
 edit it while simnode runs):

@@ -530,19 +530,25 @@ func AdminOnlyACL(acl *ACL) bool {
 	return true
 }
 
-// MarkerVersion followed by a version ("SIMNODE-VERSION=1.29.1") in a
-// file gives it that file version; files without it have none (as a Go
-// binary built without a version resource).
+// MarkerVersion followed by a version ("SIMNODE-VERSION=1.29.1") in the
+// first VersionScanLimit bytes of a file gives it that file version; files
+// without it have none (as a Go binary built without a version resource).
 const MarkerVersion = "SIMNODE-VERSION="
+
+// VersionScanLimit bounds the search for MarkerVersion. Windows reads a
+// version from the PE resources without reading the whole file, so the
+// cost of asking must not grow with the binary's size here either.
+const VersionScanLimit = 1 << 20
 
 // FileVersion returns p's file version ((Get-Item p).VersionInfo.FileVersion),
 // "" when it has none.
 func (n *Node) FileVersion(p string) (string, error) {
-	f, _, err := n.m.openRead(p)
+	file, _, err := n.m.openRead(p)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer file.Close()
+	f := io.LimitReader(file, VersionScanLimit)
 	buf := make([]byte, 256*1024+64)
 	keep := 0
 	for {
