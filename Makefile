@@ -49,5 +49,14 @@ bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnode
 demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback
 	$(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO)
 
+images: build ## record images/demo.txt from a real make demo run; render it and images/architecture.dot (installs graphviz when missing)
+	@command -v dot >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends graphviz; }
+	{ echo '$$ make demo'; NO_COLOR=1 $(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO) 2>&1; } > images/demo.txt
+	awk -f images/terminal.awk images/demo.txt | dot -Tsvg -o images/demo.svg
+	awk -f images/terminal.awk images/demo.txt | dot -Tpng -o images/demo.png
+	dot -Tsvg images/architecture.dot -o images/architecture.svg
+	dot -Tpng -Gdpi=96 images/architecture.dot -o images/architecture.png
+
 clean: ## remove build output
 	rm -rf $(BIN)

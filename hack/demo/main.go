@@ -87,6 +87,8 @@ type step struct {
 	check func(stdout string) error
 }
 
+// run tells the whole story; the deferred clean-ups stop simnode and
+// remove the demo directory whatever happens.
 func run(ctx context.Context, o options) error {
 	start := time.Now()
 	swdt, err := filepath.Abs(o.Swdt)
@@ -116,7 +118,7 @@ func run(ctx context.Context, o options) error {
 		"Nothing leaves this machine: simnode listens on loopback and keeps its state in %s.\n", dir)
 
 	t := time.Now()
-	header(o.Out, 0, "prepare", "a throwaway SSH key and Windows binaries built here with GOOS=windows")
+	header(o.Out, "prepare", "a throwaway SSH key and Windows binaries built here with GOOS=windows")
 	if err := writeKey(dir); err != nil {
 		return err
 	}
@@ -168,7 +170,7 @@ func run(ctx context.Context, o options) error {
 func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int, s step) error {
 	sub := strings.Fields(strings.TrimPrefix(s.title, "swdt "))
 	args := append(append(sub, "-c", "node.yaml"), s.args...)
-	header(out, n, fmt.Sprintf("%d/%d %s", n, total, s.title), s.why)
+	header(out, fmt.Sprintf("%d/%d %s", n, total, s.title), s.why)
 	fmt.Fprintf(out, "$ swdt %s\n", strings.Join(args, " "))
 	t := time.Now()
 	var stdout bytes.Buffer
@@ -217,21 +219,22 @@ func allUnchanged(stdout string) error {
 	return nil
 }
 
-func header(out io.Writer, n int, title, why string) {
-	if n > 0 || title != "prepare" {
-		fmt.Fprintln(out)
-	}
-	fmt.Fprintf(out, "━━━ %s ━━━\n  %s\n", title, why)
+// header starts a step of the story.
+func header(out io.Writer, title, why string) {
+	fmt.Fprintf(out, "\n━━━ %s ━━━\n  %s\n", title, why)
 }
 
+// done ends a step of the story with its duration.
 func done(out io.Writer, t time.Time) {
 	fmt.Fprintf(out, "✔ done in %s\n", since(t))
 }
 
+// since is the time since t, rounded for reading.
 func since(t time.Time) time.Duration {
 	return time.Since(t).Round(10 * time.Millisecond)
 }
 
+// indent puts prefix before every line of s.
 func indent(s, prefix string) string {
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n") {
