@@ -67,7 +67,7 @@ func TestMinimalIsTheExperimentsShape(t *testing.T) {
 	extensions := []string{
 		"spec.credentials.passwordEnv", "spec.credentials.knownHostsFile", "spec.credentials.hostKeyPolicy",
 		"spec.setup.authorizedKeys", "spec.kubernetes.provisioners[].sha256",
-		"spec.kubernetes.provisioners[].healthChecks", "spec.wins",
+		"spec.kubernetes.provisioners[].healthCheck", "spec.wins",
 	}
 	have := fieldsIn(t, "minimal.yaml")
 	for _, e := range extensions {

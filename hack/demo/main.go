@@ -373,7 +373,7 @@ spec:
     provisioners:
 `, addr)
 	for _, s := range services[:3] {
-		fmt.Fprintf(&b, "    - name: %s\n      version: %s\n      sourceURL: ./bin/%s.exe\n      destination: '%s'\n      healthChecks:\n      - %s\n",
+		fmt.Fprintf(&b, "    - name: %s\n      version: %s\n      sourceURL: ./bin/%s.exe\n      destination: '%s'\n      healthCheck:\n      - %s\n",
 			s.name, s.version, s.name, s.dest, s.healthCheck)
 	}
 	w := services[3]

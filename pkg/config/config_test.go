@@ -61,6 +61,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"nodelist-bad-item.yaml", []want{{8, "items[1].kind", `kind "Pod" is not supported in a NodeList`}}},
 		{"nodelist-invalid-item.yaml", []want{{13, "items[1].spec.credentials.hostname", "port must be a number from 1 to 65535"}}},
 		{"tilde-user.yaml", []want{{6, "spec.credentials.privateKey", "only ~ (your own home directory) is supported"}}},
+		{"health-check-typo.yaml", []want{
+			{14, "spec.kubernetes.provisioners[0].healthCheck[0].namedPipes", `unknown field "namedPipes": did you mean "namedPipe"?`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -147,6 +150,20 @@ func TestLoadExperimentShape(t *testing.T) {
 		p[0].SourceURL != filepath.Join(dir, "bin", "containerd.exe") ||
 		p[1].Destination != `C:\k\kubelet.exe` || p[1].SourceURL != filepath.Join(dir, "bin", "kubelet.exe") {
 		t.Errorf("provisioners = %+v", p)
+	}
+}
+
+// The example of DESIGN.md §2 loads as written, with healthCheck as one
+// check rather than a list.
+func TestLoadDesignExample(t *testing.T) {
+	t.Setenv("SWDT_PASSWORD", "from-env")
+	res := mustLoad(t, filepath.Join("testdata", "valid", "design.yaml"))
+	p := res.Nodes[0].Spec.Kubernetes.Provisioners
+	if len(p) != 2 || len(p[0].HealthChecks) != 1 || p[0].HealthChecks[0].NamedPipe != "containerd-containerd" || len(p[1].HealthChecks) != 0 {
+		t.Fatalf("provisioners = %+v", p)
+	}
+	if w := res.Nodes[0].Spec.Wins; w == nil || w.WhiteList.ProxyPorts[0] != 9796 {
+		t.Fatalf("wins = %+v", w)
 	}
 }
 
@@ -288,7 +305,7 @@ func TestSuggest(t *testing.T) {
 		"destinaton":  "destination",
 		"Hostname":    "hostname",
 		"chocoPackge": "chocoPackages",
-		"healthCheck": "healthChecks",
+		"healthChecks": "healthCheck",
 		"zzzzzz":      "",
 	} {
 		if got := suggest(in); got != want {

@@ -134,6 +134,7 @@ func decodeDocument(file string, root *yaml.Node) ([]v1alpha1.Node, []nodeSource
 		return fail(kind.Line, "kind %q is not supported: use %s or %s", kind.Value, v1alpha1.KindNode, v1alpha1.KindNodeList)
 	}
 
+	wrapSingleHealthChecks(root)
 	value, problems := toJSONValue(file, root)
 	if len(problems) > 0 {
 		return nil, nil, problems
@@ -371,5 +372,23 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("the value %q", n.Value)
 	default:
 		return "an unsupported YAML node"
+	}
+}
+
+// wrapSingleHealthChecks lets a provisioner's healthCheck be one check (as
+// DESIGN.md and the SIG Windows schema write it) or a list: a mapping is
+// wrapped into a one-item sequence in the YAML tree itself, so strict
+// decoding and line numbers work on it unchanged.
+func wrapSingleHealthChecks(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, value := n.Content[i], n.Content[i+1]
+			if key.Value == "healthCheck" && value.Kind == yaml.MappingNode {
+				n.Content[i+1] = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: value.Line, Column: value.Column, Content: []*yaml.Node{value}}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		wrapSingleHealthChecks(c)
 	}
 }

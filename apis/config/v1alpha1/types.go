@@ -159,10 +159,11 @@ type ProvisionerSpec struct {
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
 
-	// HealthChecks must all pass after the service starts, or the swap is
-	// rolled back (extension).
+	// HealthChecks (healthCheck in YAML: one check, or a list of them) must
+	// all pass after the service starts, or the swap is rolled back
+	// (extension).
 	// +optional
-	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
+	HealthChecks []HealthCheck `json:"healthCheck,omitempty"`
 }
 
 // HealthCheck is one check run on the node after a service starts. Exactly

@@ -200,7 +200,7 @@ func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
 	errs = append(errs, validateWindowsPath(pr.Destination, p.Child("destination"))...)
 	errs = append(errs, validateSHA256(pr.SHA256, p.Child("sha256"))...)
 	for i := range pr.HealthChecks {
-		errs = append(errs, validateHealthCheck(&pr.HealthChecks[i], p.Child("healthChecks").Index(i))...)
+		errs = append(errs, validateHealthCheck(&pr.HealthChecks[i], p.Child("healthCheck").Index(i))...)
 	}
 	return errs
 }

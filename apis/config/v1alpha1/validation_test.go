@@ -203,21 +203,21 @@ func TestValidateNode(t *testing.T) {
 		{name: "sha256 not hex", mutate: func(n *Node) { prov(n, 0).SHA256 = strings.Repeat("g", 64) },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].sha256"}},
 		{name: "health check none set", mutate: func(n *Node) { prov(n, 0).HealthChecks = []HealthCheck{{}} },
-			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthChecks[0]"}},
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0]"}},
 		{name: "health check two set", mutate: func(n *Node) {
 			prov(n, 0).HealthChecks = []HealthCheck{{NamedPipe: "p", TCPPort: 80}}
-		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthChecks[0]"}},
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0]"}},
 		{name: "health check pipe prefix", mutate: func(n *Node) {
 			prov(n, 0).HealthChecks = []HealthCheck{{NamedPipe: `\\.\pipe\containerd-containerd`}}
-		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthChecks[0].namedPipe"}},
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0].namedPipe"}},
 		{name: "health check port negative", mutate: func(n *Node) { prov(n, 1).HealthChecks[0].TCPPort = -1 },
-			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthChecks[0].tcpPort"}},
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthCheck[0].tcpPort"}},
 		{name: "health check port too big", mutate: func(n *Node) { prov(n, 1).HealthChecks[0].TCPPort = 70000 },
-			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthChecks[0].tcpPort"}},
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthCheck[0].tcpPort"}},
 		{name: "health check empty command", mutate: func(n *Node) { prov(n, 1).HealthChecks[1].Command = []string{} },
-			want: []string{"FieldValueRequired spec.kubernetes.provisioners[1].healthChecks[1].command[0]"}},
+			want: []string{"FieldValueRequired spec.kubernetes.provisioners[1].healthCheck[1].command[0]"}},
 		{name: "health check command NUL", mutate: func(n *Node) { prov(n, 1).HealthChecks[1].Command = []string{"a", "b\x00"} },
-			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthChecks[1].command[1]"}},
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthCheck[1].command[1]"}},
 		{name: "wins source missing", mutate: func(n *Node) { n.Spec.Wins.SourceURL = "" },
 			want: []string{"FieldValueRequired spec.wins.sourceURL"}},
 		{name: "wins destination relative", mutate: func(n *Node) { n.Spec.Wins.Destination = "wins.exe" },

@@ -95,7 +95,7 @@ spec:
     - name: containerd
       sourceURL: %s
       destination: '%s'%s
-      healthChecks:
+      healthCheck:
       - namedPipe: containerd-containerd
     - name: kubelet
       sourceURL: %s
@@ -103,7 +103,7 @@ spec:
     - name: kube-proxy
       sourceURL: %s
       destination: '%s'%s
-      healthChecks:
+      healthCheck:
       - tcpPort: 10256
 `, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile,
 		src("containerd"), containerdExe, sha("containerd"),
