@@ -102,18 +102,27 @@ func (b *bench) all() error {
 	mb10 := b.file("ten.exe", 10<<20)
 	mb200 := b.file("twohundred.exe", 200<<20)
 
-	fmt.Fprintln(os.Stderr, "bench: starting simnode")
+	// The transfer is measured against a simnode whose services stop and
+	// start at once, so that the ratio is swdt's own cost (connect,
+	// inspect, local and on-node SHA-256, upload, renames), not the
+	// simulator's service delays; downtime is measured below with them.
+	fmt.Fprintln(os.Stderr, "bench: starting simnodes")
+	fast, err := b.startSimnode("fast", "--start-delay", "0", "--stop-delay", "0")
+	if err != nil {
+		return err
+	}
+	defer fast.stop()
 	sim, err := b.startSimnode("node0")
 	if err != nil {
 		return err
 	}
 	defer sim.stop()
-	cfg := b.config("single", []*simnode{sim}, big)
+	cfg := b.config("single", []*simnode{fast}, big)
 
 	// The baseline: OpenSSH's sftp putting the same bytes on the same
 	// server (connection set-up included, as swdt's is).
 	fmt.Fprintln(os.Stderr, "bench: OpenSSH sftp -b baseline")
-	sftpTime, err := b.sftpPut(sim, big, "/C:/bench-baseline.bin")
+	sftpTime, err := b.sftpPut(fast, big, "/C:/bench-baseline.bin")
 	if err != nil {
 		return err
 	}
@@ -124,10 +133,8 @@ func (b *bench) all() error {
 	if err != nil {
 		return err
 	}
-	b.add(fmt.Sprintf("swdt stage+swap %d MB (wall)", b.o.bigMB), secs(first.wall), "")
-	b.add("  of which service downtime", ms(first.downtime), "")
+	b.add(fmt.Sprintf("swdt stage+swap %d MB (wall, instant services)", b.o.bigMB), secs(first.wall), "")
 	b.add("ratio swdt stage+swap / sftp", ratio(first.wall, sftpTime), "<= 1.10")
-	b.add("ratio swdt stage (wall - downtime) / sftp", ratio(first.wall-first.downtime, sftpTime), "")
 
 	fmt.Fprintln(os.Stderr, "bench: swdt kubernetes, nothing changed")
 	again, err := b.swdt(cfg)
@@ -151,10 +158,11 @@ func (b *bench) all() error {
 		b.add("downtime per swap, "+c.name, ms(r.downtime), "< 2 s (simnode stop 200 ms + start 200 ms)")
 		if c.path == mb200 {
 			b.add("peak RSS of swdt sending 200 MB", fmt.Sprintf("%.1f MB", float64(r.maxRSSKB)/1024), "< 64 MB")
-			b.add("swdt stage+swap 200 MB (wall)", secs(r.wall), "")
+			b.add("swdt stage+swap 200 MB (wall, 200 ms services)", secs(r.wall), "")
 		}
 	}
 	sim.stop()
+	fast.stop()
 
 	if b.o.nodes > 1 {
 		if err := b.parallel(); err != nil {
@@ -237,9 +245,10 @@ type simnode struct {
 	knownHosts string
 }
 
-func (b *bench) startSimnode(name string) (*simnode, error) {
+func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	state := filepath.Join(b.dir, name)
-	cmd := exec.Command(b.o.simnode, "--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", b.key+".pub")
+	args := append([]string{"--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", b.key + ".pub"}, flags...)
+	cmd := exec.Command(b.o.simnode, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
