@@ -302,11 +302,11 @@ func mustLoad(t *testing.T, path string) *Result {
 
 func TestSuggest(t *testing.T) {
 	for in, want := range map[string]string{
-		"destinaton":  "destination",
-		"Hostname":    "hostname",
-		"chocoPackge": "chocoPackages",
+		"destinaton":   "destination",
+		"Hostname":     "hostname",
+		"chocoPackge":  "chocoPackages",
 		"healthChecks": "healthCheck",
-		"zzzzzz":      "",
+		"zzzzzz":       "",
 	} {
 		if got := suggest(in); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)

@@ -11,36 +11,56 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Watch watches local source files (provisioner name -> path) and calls fn
-// with the names whose file changed, once the file has been quiet for
-// debounce and its size and modification time no longer move (a linker may
-// write in bursts). fn runs on Watch's goroutine; changes seen while it runs
-// are batched for the next call. Watch returns when ctx is done.
+// Watcher watches local source files for --watch.
+type Watcher struct {
+	w        *fsnotify.Watcher
+	byPath   map[string][]string
+	debounce time.Duration
+}
+
+// NewWatcher starts watching local source files (provisioner name -> path)
+// at once, so that a change made before Run (for example during the first
+// run of --watch) is not lost. Close it when done.
 //
 // Directories are watched, not files, because builds often replace a file
 // by renaming a new one over it, which ends a watch on the file itself.
-func Watch(ctx context.Context, sources map[string]string, debounce time.Duration, fn func(ctx context.Context, names []string)) error {
+func NewWatcher(sources map[string]string, debounce time.Duration) (*Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("watch sources: %w", err)
+		return nil, fmt.Errorf("watch sources: %w", err)
 	}
-	defer w.Close()
 	byPath := map[string][]string{}
 	dirs := map[string]bool{}
 	for name, p := range sources {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return fmt.Errorf("watch %s: %w", p, err)
+			w.Close()
+			return nil, fmt.Errorf("watch %s: %w", p, err)
 		}
 		byPath[abs] = append(byPath[abs], name)
 		dirs[filepath.Dir(abs)] = true
 	}
 	for dir := range dirs {
 		if err := w.Add(dir); err != nil {
-			return fmt.Errorf("watch %s: %w", dir, err)
+			w.Close()
+			return nil, fmt.Errorf("watch %s: %w", dir, err)
 		}
 	}
+	return &Watcher{w: w, byPath: byPath, debounce: debounce}, nil
+}
 
+// Sources counts the watched source files.
+func (wt *Watcher) Sources() int { return len(wt.byPath) }
+
+// Close stops watching.
+func (wt *Watcher) Close() error { return wt.w.Close() }
+
+// Run calls fn with the names whose file changed, once the file has been
+// quiet for the debounce period and its size and modification time no
+// longer move (a linker may write in bursts). fn runs on Run's goroutine;
+// changes seen while it runs are batched for the next call. Run returns
+// when ctx is done.
+func (wt *Watcher) Run(ctx context.Context, fn func(ctx context.Context, names []string)) error {
 	type pending struct {
 		last time.Time
 		stat fileStamp
@@ -52,38 +72,38 @@ func Watch(ctx context.Context, sources map[string]string, debounce time.Duratio
 		select {
 		case <-ctx.Done():
 			return nil
-		case err, ok := <-w.Errors:
+		case err, ok := <-wt.w.Errors:
 			if !ok {
 				return nil
 			}
 			return fmt.Errorf("watch sources: %w", err)
-		case ev, ok := <-w.Events:
+		case ev, ok := <-wt.w.Events:
 			if !ok {
 				return nil
 			}
-			if _, watched := byPath[ev.Name]; !watched || ev.Op == fsnotify.Chmod {
+			if _, watched := wt.byPath[ev.Name]; !watched || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			waiting[ev.Name] = &pending{last: time.Now(), stat: stamp(ev.Name)}
-			timer.Reset(debounce)
+			timer.Reset(wt.debounce)
 		case <-timer.C:
 			var ready []string
 			for p, pend := range waiting {
 				now := stamp(p)
 				switch {
-				case time.Since(pend.last) < debounce:
+				case time.Since(pend.last) < wt.debounce:
 				case !now.exists:
 					// Deleted, or mid-replace: wait for the next event.
 					delete(waiting, p)
 				case now != pend.stat:
 					pend.stat, pend.last = now, time.Now()
 				default:
-					ready = append(ready, byPath[p]...)
+					ready = append(ready, wt.byPath[p]...)
 					delete(waiting, p)
 				}
 			}
 			if len(waiting) > 0 {
-				timer.Reset(debounce)
+				timer.Reset(wt.debounce)
 			}
 			if len(ready) > 0 {
 				sort.Strings(ready)

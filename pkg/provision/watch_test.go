@@ -20,19 +20,14 @@ func TestWatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	calls := make(chan []string, 10)
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		close(ready)
-		done <- Watch(ctx, map[string]string{"kubelet": kubelet, "kube-proxy": proxy}, 100*time.Millisecond, func(_ context.Context, names []string) {
-			calls <- names
-		})
-	}()
-	<-ready
-	time.Sleep(200 * time.Millisecond) // let the watch start
+	w, err := NewWatcher(map[string]string{"kubelet": kubelet, "kube-proxy": proxy}, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 
-	// A build that writes in bursts, then replaces by rename: one call.
+	// A build that writes in bursts, then replaces by rename, before Run
+	// starts (as during --watch's first run): one call once Run starts.
 	for i := 0; i < 3; i++ {
 		if err := os.WriteFile(kubelet, []byte("v2-part"), 0o644); err != nil {
 			t.Fatal(err)
@@ -46,6 +41,11 @@ func TestWatch(t *testing.T) {
 	if err := os.Rename(tmp, kubelet); err != nil {
 		t.Fatal(err)
 	}
+	calls := make(chan []string, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Run(ctx, func(_ context.Context, names []string) { calls <- names })
+	}()
 	select {
 	case got := <-calls:
 		if !reflect.DeepEqual(got, []string{"kubelet"}) {

@@ -143,11 +143,20 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	if err != nil {
 		return fmt.Errorf("%w; nothing was changed on any node", err)
 	}
+	if !f.watch {
+		return k.run(ctx, allWork(nodes), sources)
+	}
+	// Watch before the first run, so that a rebuild during it is not missed.
+	watcher, err := k.watcher(sources)
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
 	runErr := k.run(ctx, allWork(nodes), sources)
-	if !f.watch || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return runErr
 	}
-	return k.watch(ctx, sources, runErr)
+	return k.watch(ctx, watcher, runErr)
 }
 
 // selectProvisioners applies --only. Every name in only must be a
@@ -427,7 +436,9 @@ func duration(d time.Duration) string {
 
 // watch re-swaps provisioners whose local source changes until ctx ends,
 // and returns the latest run's outcome (last is the first run's).
-func (k *kubeRun) watch(ctx context.Context, sources map[sourceKey]*source.File, last error) error {
+// watcher starts watching the local sources of every selected provisioner,
+// named node/provisioner.
+func (k *kubeRun) watcher(sources map[sourceKey]*source.File) (*provision.Watcher, error) {
 	paths := map[string]string{}
 	for _, kn := range k.nodes {
 		for _, p := range kn.provs {
@@ -437,10 +448,15 @@ func (k *kubeRun) watch(ctx context.Context, sources map[sourceKey]*source.File,
 		}
 	}
 	if len(paths) == 0 {
-		return errors.Join(last, exitcode.WithCode(exitcode.Usage, errors.New("--watch: no provisioner has a local source to watch")))
+		return nil, exitcode.WithCode(exitcode.Usage, errors.New("--watch: no provisioner has a local source to watch; nothing was changed on any node"))
 	}
-	k.progress.Note("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", len(paths))
-	err := provision.Watch(ctx, paths, k.f.debounce, func(ctx context.Context, names []string) {
+	return provision.NewWatcher(paths, k.f.debounce)
+}
+
+// watch re-runs the provisioners whose source changed until ctx is done.
+func (k *kubeRun) watch(ctx context.Context, watcher *provision.Watcher, last error) error {
+	k.progress.Note("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources())
+	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
 		want := map[string]bool{}
 		for _, n := range names {
 			want[n] = true
