@@ -15,11 +15,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
 
@@ -43,6 +46,9 @@ type env struct {
 	output     string
 	noColor    bool
 	ui         *ui.UI
+
+	promptOnce sync.Once
+	passphrase func(keyFile string) ([]byte, error)
 }
 
 // Run runs swdt with args (without the program name) and returns the
@@ -140,6 +146,13 @@ func (e *env) colorMode() ui.ColorMode {
 
 // loadConfig loads the -c file and shows its warnings. Its errors carry
 // exitcode.Usage.
+// connect dials a node with the run's logger, warnings routed to warn and,
+// on a terminal, a prompt for an encrypted key's passphrase.
+func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
+	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
+	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase})
+}
+
 func (e *env) loadConfig() (*config.Result, error) {
 	res, err := config.Load(e.configPath)
 	if err != nil {

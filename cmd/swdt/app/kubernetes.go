@@ -269,10 +269,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	name := kn.spec.Name
 	if kn.conn == nil {
 		k.progress.Step(name, "connecting to %s", kn.spec.Spec.Credentials.Hostname)
-		conn, err := node.Connect(ctx, *kn.spec, node.ConnectOptions{
-			Logger: k.e.ui.Logger(),
-			Warn:   func(msg string) { k.progress.Warn("node %s: %s", name, msg) },
-		})
+		conn, err := k.e.connect(ctx, kn.spec, func(msg string) { k.progress.Warn("node %s: %s", name, msg) })
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/setup"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
@@ -85,10 +84,7 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 
 	obs := &setupObserver{ui: e.ui}
 	results := fleet.Run(ctx, res.Nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*setup.Report, error) {
-		n, err := node.Connect(ctx, *spec, node.ConnectOptions{
-			Logger: e.ui.Logger(),
-			Warn:   func(msg string) { obs.warn(spec.Name, msg) },
-		})
+		n, err := e.connect(ctx, spec, func(msg string) { obs.warn(spec.Name, msg) })
 		if err != nil {
 			return nil, err
 		}

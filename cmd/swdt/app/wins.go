@@ -162,10 +162,7 @@ func runWinsOn(ctx context.Context, e *env, anyNode bool,
 	}
 	obs := &winsObserver{ui: e.ui}
 	results := fleet.Run(ctx, nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*wins.Report, error) {
-		n, err := node.Connect(ctx, *spec, node.ConnectOptions{
-			Logger: e.ui.Logger(),
-			Warn:   func(msg string) { obs.warn(spec.Name, msg) },
-		})
+		n, err := e.connect(ctx, spec, func(msg string) { obs.warn(spec.Name, msg) })
 		if err != nil {
 			return nil, err
 		}
