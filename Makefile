@@ -13,7 +13,7 @@ GOTESTFLAGS ?=
 # deepcopy-gen is pinned to the apimachinery version in go.mod.
 K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 
-.PHONY: all help build test test-go cross lint generate clean bench demo images
+.PHONY: all help build test test-deps test-go cross lint generate clean bench demo images
 
 all: build
 
@@ -23,7 +23,26 @@ help: ## list targets
 build: ## build every command in cmd/ into bin/
 	$(GOBUILD) -o $(BIN)/ ./cmd/...
 
-test: test-go ## run the whole test suite
+test: test-deps test-go ## run the whole test suite (installs its tools when missing)
+
+# What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
+# tests) and Node.js with pscheck's pinned npm packages (PowerShell grammar
+# check). Installed with apt and npm when missing and this user may; tests
+# whose tools are missing skip, except under CI=true, where they fail.
+test-deps: ## install sshd, ssh/sftp, Node.js and pscheck's npm packages when missing
+	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	pkgs=; \
+	[ -x /usr/sbin/sshd ] || pkgs="$$pkgs openssh-server"; \
+	command -v sftp >/dev/null || pkgs="$$pkgs openssh-client"; \
+	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
+	if [ -n "$$pkgs" ]; then \
+		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
+			echo "installing:$$pkgs"; \
+			$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$pkgs; \
+		else echo "missing:$$pkgs (the tests that need them will skip)"; fi; \
+	fi
+	@if command -v npm >/dev/null && [ ! -d tools/pscheck/node_modules/web-tree-sitter ]; then \
+		cd tools/pscheck && npm ci --ignore-scripts --no-audit --no-fund; fi
 
 test-go: ## go vet and go test ./...
 	$(GO) vet ./...
