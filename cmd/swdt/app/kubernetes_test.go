@@ -79,18 +79,7 @@ func (fx *kubeFixture) writeConfig() {
 		}
 		return ""
 	}
-	yaml := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
-kind: Node
-metadata:
-  name: sim
-spec:
-  credentials:
-    hostname: %q
-    username: %s
-    privateKey: %q
-    knownHostsFile: %q
-    hostKeyPolicy: strict
-  kubernetes:
+	yaml := nodeHeader("sim", c) + fmt.Sprintf(`  kubernetes:
     provisioners:
     - name: containerd
       sourceURL: %s
@@ -105,8 +94,7 @@ spec:
       destination: '%s'%s
       healthCheck:
       - tcpPort: 10256
-`, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile,
-		src("containerd"), containerdExe, sha("containerd"),
+`, src("containerd"), containerdExe, sha("containerd"),
 		src("kubelet"), kubeletExe, sha("kubelet"),
 		src("kube-proxy"), kubeProxyExe, sha("kube-proxy"))
 	fx.config = filepath.Join(fx.dir, "node.yaml")

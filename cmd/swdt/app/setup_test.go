@@ -18,19 +18,7 @@ import (
 func setupNodeFile(t *testing.T, ts *simnode.TestServer, user, setupYAML string) string {
 	t.Helper()
 	c := ts.CredentialsFor(user)
-	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
-kind: Node
-metadata:
-  name: winworker
-spec:
-  credentials:
-    hostname: %q
-    username: %s
-    privateKey: %q
-    knownHostsFile: %q
-    hostKeyPolicy: strict
-  setup:
-%s`, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile, setupYAML)
+	doc := nodeHeader("winworker", c) + "  setup:\n" + setupYAML
 	path := filepath.Join(t.TempDir(), "node.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,21 +18,10 @@ func winsNodeFile(t *testing.T, ts *simnode.TestServer, hostname, winsBinary str
 	t.Helper()
 	dir := t.TempDir()
 	c := ts.Credentials()
-	if hostname == "" {
-		hostname = c.Hostname
+	if hostname != "" {
+		c.Hostname = hostname
 	}
-	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
-kind: Node
-metadata:
-  name: winworker
-spec:
-  credentials:
-    hostname: %q
-    username: %s
-    privateKey: %q
-    knownHostsFile: %q
-    hostKeyPolicy: strict
-`, hostname, c.Username, c.PrivateKey, c.KnownHostsFile)
+	doc := nodeHeader("winworker", c)
 	if winsBinary != "" {
 		doc += "  wins:\n    sourceURL: ./wins.exe\n    whiteList:\n      processPaths: ['C:\\etc\\rancher\\wins\\agent.exe']\n"
 		if err := os.WriteFile(filepath.Join(dir, "wins.exe"), []byte(winsBinary), 0o644); err != nil {
