@@ -114,6 +114,7 @@ into their services, and deploy rancher/wins.`,
 		newConfigCommand(e),
 		newKubernetesCommand(e),
 		newSetupCommand(e),
+		newStatusCommand(e),
 		newWinsCommand(e),
 	)
 	return root

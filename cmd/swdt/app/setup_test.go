@@ -3,12 +3,12 @@ package app
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
@@ -84,15 +84,6 @@ func TestSetupCommandFreshThenRerun(t *testing.T) {
 }
 
 func TestSetupCommandFailures(t *testing.T) {
-	closedPort := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
 	tests := []struct {
 		name       string
 		opts       []simnode.TestOption
@@ -140,7 +131,7 @@ func TestSetupCommandFailures(t *testing.T) {
 			file := setupNodeFile(t, ts, user, setupYAML)
 			if tc.unreach {
 				raw, _ := os.ReadFile(file)
-				if err := os.WriteFile(file, []byte(strings.Replace(string(raw), ts.Addr(), closedPort(t), 1)), 0o600); err != nil {
+				if err := os.WriteFile(file, []byte(strings.Replace(string(raw), ts.Addr(), sshdtest.ClosedPort(t), 1)), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/status"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// statusNodeJSON is one node in `swdt status -o json` output.
+type statusNodeJSON struct {
+	Name string `json:"name"`
+	*status.Report
+	// Error says why the node could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// statusJSON is `swdt status -o json` output.
+type statusJSON struct {
+	Nodes []statusNodeJSON `json:"nodes"`
+}
+
+func newStatusCommand(e *env) *cobra.Command {
+	var cacheDir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what each node runs, next to what you built",
+		Long: `Read every node of the -c file, in parallel, and change nothing: its OS,
+build and account, and for each provisioner (and wins, when spec.wins is
+set) the service's status, start type and PID, and the binary in place:
+size, version and SHA-256, compared with the local build (or the spec's
+sha256 for a download):
+
+  in sync    the node runs exactly your build
+  differs    swdt kubernetes (or swdt wins) would replace it
+  missing    there is no binary at the destination yet
+
+Exit codes: 0 every node was read, 1 no node could be read, 2 usage or
+config error, 3 some nodes could not be read.`,
+		Example: "  swdt status -c node.yaml\n  swdt status -c node.yaml -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), e, cacheDir)
+		},
+	}
+	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "swdt's cache (default: <user cache dir>/swdt)")
+	_ = cmd.MarkFlagDirname("cache-dir")
+	return cmd
+}
+
+func runStatus(ctx context.Context, e *env, cacheDir string) error {
+	res, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	resolver := &source.Resolver{CacheDir: cacheDir}
+	results := fleet.Run(ctx, res.Nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*status.Report, error) {
+		targets := statusTargets(ctx, resolver, spec)
+		n, err := e.connect(ctx, spec, func(msg string) { e.ui.Warn("node %s: %s", spec.Name, msg) })
+		if err != nil {
+			return nil, err
+		}
+		defer n.Close()
+		hashes := openHashes(cacheDir, spec)
+		if hashes == nil {
+			return status.Gather(ctx, n, targets, nil)
+		}
+		defer func() { _ = hashes.Save() }() // without it the next run reads the binaries again
+		return status.Gather(ctx, n, targets, hashes)
+	})
+	if err := printStatus(e.ui, results); err != nil {
+		return err
+	}
+	return fleet.Err(results)
+}
+
+// statusTargets lists the node's provisioners and wins with the digest each
+// binary should have: the local build's, or the spec's sha256.
+func statusTargets(ctx context.Context, resolver *source.Resolver, spec *v1alpha1.Node) []status.Target {
+	want := func(ref, sha string) (string, string) {
+		if !v1alpha1.IsLocalPathSource(ref) && !strings.HasPrefix(ref, "file://") {
+			if sha != "" {
+				return strings.ToLower(sha), ""
+			}
+			return "", "not compared (download without sha256)"
+		}
+		f, err := resolver.Resolve(ctx, ref, "", nil)
+		if err != nil {
+			return "", "no local build"
+		}
+		return f.SHA256, ""
+	}
+	var targets []status.Target
+	for _, p := range spec.Spec.Kubernetes.Provisioners {
+		t := status.Target{Name: p.Name, Service: p.Name, Destination: p.Destination}
+		t.WantSHA256, t.NoWant = want(p.SourceURL, p.SHA256)
+		targets = append(targets, t)
+	}
+	if w := spec.Spec.Wins; w != nil {
+		t := status.Target{Name: "wins", Service: ops.WinsService, Destination: w.Destination}
+		t.WantSHA256, t.NoWant = want(w.SourceURL, w.SHA256)
+		targets = append(targets, t)
+	}
+	return targets
+}
+
+// printStatus shows each node's facts and a table of its binaries, or JSON.
+func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
+	if u.Format() == ui.FormatJSON {
+		doc := statusJSON{Nodes: []statusNodeJSON{}}
+		for _, r := range results {
+			nj := statusNodeJSON{Name: r.Node, Report: r.Value}
+			if r.Err != nil {
+				nj.Error = r.Err.Error()
+			}
+			doc.Nodes = append(doc.Nodes, nj)
+		}
+		return u.JSON(doc)
+	}
+	var rows [][]string
+	for _, r := range results {
+		if r.Err != nil {
+			rows = append(rows, []string{r.Node, "-", "-", "-", "-", "-", "unreachable: see the error below"})
+			continue
+		}
+		f := r.Value.Node
+		admin := "administrator"
+		if !f.IsAdmin {
+			admin = "not an administrator"
+		}
+		u.Step(r.Node, "%s (%s %s, build %s.%d) as %s, %s", f.Hostname, f.ProductName, f.DisplayVersion, f.CurrentBuild, f.UBR, f.Username, admin)
+		for _, b := range r.Value.Binaries {
+			pid := "-"
+			if b.PID > 0 {
+				pid = strconv.Itoa(b.PID)
+			}
+			rows = append(rows, []string{r.Node, b.Name, statusText(b), pid, orDash(b.Version), shortSHA(b), b.Source})
+		}
+	}
+	return u.Table([]string{"NODE", "NAME", "SERVICE", "PID", "VERSION", "SHA256", "VS SOURCE"}, rows)
+}
+
+func statusText(b status.Binary) string {
+	if b.StartType == "" {
+		return b.Status
+	}
+	return fmt.Sprintf("%s (%s)", b.Status, b.StartType)
+}
+
+func shortSHA(b status.Binary) string {
+	if !b.Present {
+		return "no file"
+	}
+	return b.SHA256[:min(12, len(b.SHA256))]
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

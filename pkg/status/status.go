@@ -1,0 +1,134 @@
+// Package status reports, without changing anything, what a node runs: its
+// OS and account, and for each provisioner the service's state and the
+// binary in place, compared with the local build when there is one.
+//
+// It never prints and never sees SSH: it asks a Node and returns a Report.
+package status
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+)
+
+// Node is what status needs from a node; *node.Node implements it.
+type Node interface {
+	Facts(ctx context.Context) (ops.NodeFactsResponse, error)
+	InspectProvision(ctx context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error)
+}
+
+// Target is one binary to report on.
+type Target struct {
+	// Name is the provisioner's name (or "wins").
+	Name string
+	// Service is the Windows service the binary feeds.
+	Service string
+	// Destination is the binary's Windows path.
+	Destination string
+	// WantSHA256 is the digest of the local build or of the spec's sha256;
+	// empty when there is nothing to compare with.
+	WantSHA256 string
+	// NoWant says why WantSHA256 is empty (e.g. "no local build").
+	NoWant string
+}
+
+// Comparison of the binary on the node with the wanted one.
+const (
+	InSync  = "in sync"
+	Differs = "differs"
+	Missing = "missing"
+)
+
+// Binary is what the node runs for one target.
+type Binary struct {
+	Name        string `json:"name"`
+	Service     string `json:"service"`
+	Destination string `json:"destination"`
+	// Status is the service's status, or "not registered".
+	Status    string `json:"status"`
+	StartType string `json:"startType,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	// Present is false when no file is at Destination.
+	Present bool   `json:"present"`
+	Size    int64  `json:"size"`
+	Version string `json:"version,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	// Source compares the binary with the wanted one: in sync, differs,
+	// missing, or why there is nothing to compare with.
+	Source string `json:"source"`
+}
+
+// Report is one node's status.
+type Report struct {
+	Node     ops.NodeFactsResponse `json:"node"`
+	Binaries []Binary              `json:"binaries"`
+}
+
+// OutOfSync counts binaries that are missing or differ from the wanted one.
+func (r *Report) OutOfSync() int {
+	n := 0
+	for _, b := range r.Binaries {
+		if b.Source == Differs || b.Source == Missing {
+			n++
+		}
+	}
+	return n
+}
+
+// Gather asks the node in two read-only ops. hashes, when not nil, spares
+// re-reading binaries whose size and time are unchanged since swdt last
+// saw them (and learns the ones it had to read).
+func Gather(ctx context.Context, n Node, targets []Target, hashes provision.HashCache) (*Report, error) {
+	facts, err := n.Facts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node facts: %w", err)
+	}
+	report := &Report{Node: facts, Binaries: []Binary{}}
+	if len(targets) == 0 {
+		return report, nil
+	}
+	req := make([]ops.ProvisionTarget, len(targets))
+	for i, t := range targets {
+		req[i] = ops.ProvisionTarget{Service: t.Service, Destination: t.Destination}
+		if hashes != nil {
+			req[i].Known = hashes.Known(t.Destination)
+		}
+	}
+	inspect, err := n.InspectProvision(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	if len(inspect.Files) != len(targets) {
+		return nil, fmt.Errorf("inspect returned %d files for %d binaries", len(inspect.Files), len(targets))
+	}
+	services := map[string]ops.ServiceInfo{}
+	for _, s := range inspect.Services {
+		services[strings.ToLower(s.Name)] = s
+	}
+	for i, t := range targets {
+		f := inspect.Files[i]
+		if hashes != nil && !f.Cached {
+			hashes.Remember(t.Destination, f)
+		}
+		b := Binary{Name: t.Name, Service: t.Service, Destination: t.Destination, Status: "not registered",
+			Present: f.Exists, Size: f.Size, Version: f.Version, SHA256: f.SHA256}
+		if s := services[strings.ToLower(t.Service)]; s.Exists {
+			b.Status, b.StartType, b.PID = s.Status, s.StartType, s.PID
+		}
+		switch {
+		case t.WantSHA256 == "":
+			b.Source = t.NoWant
+		case !f.Exists:
+			b.Source = Missing
+		case strings.EqualFold(f.SHA256, t.WantSHA256):
+			b.Source = InSync
+		default:
+			b.Source = Differs
+		}
+		report.Binaries = append(report.Binaries, b)
+	}
+	return report, nil
+}

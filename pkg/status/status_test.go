@@ -1,0 +1,99 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+)
+
+type fakeNode struct {
+	files    map[string]ops.FileInfo
+	services []ops.ServiceInfo
+	known    []*ops.FileInfo
+	err      error
+}
+
+func (f *fakeNode) Facts(context.Context) (ops.NodeFactsResponse, error) {
+	return ops.NodeFactsResponse{Hostname: "WIN-1", CurrentBuild: "20348", IsAdmin: true}, f.err
+}
+
+func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	var resp ops.ProvisionInspectResponse
+	for _, t := range targets {
+		f.known = append(f.known, t.Known)
+		resp.Files = append(resp.Files, f.files[t.Destination])
+	}
+	resp.Services = f.services
+	return resp, nil
+}
+
+type mapHashes map[string]ops.FileInfo
+
+func (m mapHashes) Known(d string) *ops.FileInfo {
+	if f, ok := m[d]; ok {
+		return &f
+	}
+	return nil
+}
+func (m mapHashes) Remember(d string, f ops.FileInfo) { m[d] = f }
+
+func TestGather(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	node := &fakeNode{
+		files: map[string]ops.FileInfo{
+			`C:\k\kubelet.exe`:    {Exists: true, Size: 10, SHA256: a},
+			`C:\k\kube-proxy.exe`: {Exists: true, Size: 11, SHA256: a},
+			`C:\k\wins.exe`:       {},
+		},
+		services: []ops.ServiceInfo{
+			{Name: "kubelet", Exists: true, Status: "Running", StartType: "Automatic", PID: 42},
+			{Name: "kube-proxy", Exists: true, Status: "Stopped", StartType: "Manual"},
+			{Name: "containerd", Exists: true, Status: "Running"},
+		},
+	}
+	targets := []Target{
+		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, WantSHA256: a},
+		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, WantSHA256: b},
+		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, NoWant: "no local build"},
+		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, WantSHA256: a},
+	}
+	hashes := mapHashes{`C:\k\kubelet.exe`: {Exists: true, Size: 10, SHA256: a}}
+	r, err := Gather(context.Background(), node, targets, hashes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Binary{
+		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, Status: "Running", StartType: "Automatic", PID: 42, Present: true, Size: 10, SHA256: a, Source: InSync},
+		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Status: "Stopped", StartType: "Manual", Present: true, Size: 11, SHA256: a, Source: Differs},
+		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, Status: "Running", Source: "no local build"},
+		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, Status: "not registered", Source: Missing},
+	}
+	for i := range want {
+		if r.Binaries[i] != want[i] {
+			t.Errorf("binary %d = %+v\nwant %+v", i, r.Binaries[i], want[i])
+		}
+	}
+	if r.OutOfSync() != 2 || r.Node.Hostname != "WIN-1" {
+		t.Errorf("out of sync %d, node %+v", r.OutOfSync(), r.Node)
+	}
+	if node.known[0] == nil || node.known[1] != nil {
+		t.Errorf("known records sent: %v", node.known)
+	}
+	if _, ok := hashes[`C:\k\kube-proxy.exe`]; !ok {
+		t.Error("a hashed binary was not remembered")
+	}
+}
+
+func TestGatherErrors(t *testing.T) {
+	_, err := Gather(context.Background(), &fakeNode{err: errors.New("connection reset")}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "node facts: connection reset") {
+		t.Fatalf("err = %v", err)
+	}
+	r, err := Gather(context.Background(), &fakeNode{}, nil, nil)
+	if err != nil || len(r.Binaries) != 0 {
+		t.Fatalf("no targets: %+v, %v", r, err)
+	}
+}
