@@ -14,10 +14,11 @@ import (
 	"sigs.k8s.io/swdt/pkg/pwsh"
 )
 
-// exec runs one command line and returns its exit status.
-func (cs *connState) exec(ch ssh.Channel, command string) int {
+// exec runs one command line and returns its exit status. ctx ends when
+// the session does.
+func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) int {
 	if command == pwsh.CommandLine() {
-		return cs.runOp(ch)
+		return cs.runOp(ctx, ch)
 	}
 	first := strings.Fields(command)
 	word := ""
@@ -41,8 +42,11 @@ func (cs *connState) exec(ch ssh.Channel, command string) int {
 // script from stdin (an op whose stdin is never closed never finishes),
 // find the op and its parameters, run the Go implementation, print the
 // envelope, and on failure also an error record on stderr as CLIXML.
-func (cs *connState) runOp(ch ssh.Channel) int {
-	ctx := cs.ctx
+//
+// Like sshd, which ends every process of a session when the session ends,
+// a handler's ctx is cancelled when the client closes the session or the
+// connection drops.
+func (cs *connState) runOp(ctx context.Context, ch ssh.Channel) int {
 	script, err := io.ReadAll(ch)
 	if err != nil {
 		return 1

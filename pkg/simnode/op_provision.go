@@ -433,6 +433,9 @@ func (r *swapRun) startAll(ctx context.Context, names []string) (map[string]stri
 		}
 		r.runningAt[name] = time.Since(r.started)
 	}
+	if len(names) == 0 {
+		return failures, nil
+	}
 	if err := r.n.Sleep(ctx, time.Duration(r.req.SettleMs)*time.Millisecond); err != nil {
 		return nil, err
 	}

@@ -382,3 +382,27 @@ func TestOpProvisionInspectKnown(t *testing.T) {
 		})
 	}
 }
+
+// A swap that starts no service (wins.exe placed before its service is
+// registered) has nothing to settle: it must not wait settleMs.
+func TestOpServiceSwapNothingToStartDoesNotSettle(t *testing.T) {
+	ts := StartTest(t)
+	n := ts.Node()
+	if err := n.MkdirAll(`C:\etc\rancher\wins`); err != nil {
+		t.Fatal(err)
+	}
+	it := stageItem(t, n, "rancher-wins", `C:\etc\rancher\wins\wins.exe`, []byte("MZ wins"))
+	req := ops.ServiceSwapRequest{Items: []ops.SwapItem{it}, StopTimeoutMs: 300, StartTimeoutMs: 300, SettleMs: int(time.Hour.Milliseconds()), HealthTimeoutMs: 300}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := pwsh.Call(ctx, &pwsh.Runner{Exec: ts.Execer()}, ops.ServiceSwap, req)
+	if err != nil {
+		t.Fatalf("the swap waited for a settle period with nothing started: %v", err)
+	}
+	if len(resp.Items) != 1 || resp.Items[0].Result != ops.SwapResultSwapped {
+		t.Fatalf("items = %+v", resp.Items)
+	}
+	if b, _ := n.ReadFile(it.Destination); string(b) != "MZ wins" {
+		t.Fatalf("destination holds %q", b)
+	}
+}

@@ -387,6 +387,8 @@ func (s *Server) serveConn(c net.Conn) {
 			cs.serveSession(ch, creqs)
 		}()
 	}
+	// The connection is gone: end what its sessions still run.
+	cancel()
 	wg.Wait()
 }
 
@@ -420,7 +422,20 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				continue
 			}
 			_ = req.Reply(true, nil)
-			status := cs.exec(ch, p.Command)
+			// The request channel closes when the client closes the
+			// session: that ends the command, as sshd ends a session's
+			// processes.
+			ctx, cancel := context.WithCancel(cs.ctx)
+			go func() {
+				for r := range reqs {
+					if r.WantReply {
+						_ = r.Reply(false, nil)
+					}
+				}
+				cancel()
+			}()
+			status := cs.exec(ctx, ch, p.Command)
+			cancel()
 			cs.exit(ch, status)
 			return
 		case "subsystem":

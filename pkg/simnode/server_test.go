@@ -196,3 +196,29 @@ func TestPasswordAuth(t *testing.T) {
 		t.Error("wrong password accepted")
 	}
 }
+
+// Like sshd, which ends a session's processes when the session ends, an op
+// whose client went away is stopped: a later op answers, and the server
+// shuts down without waiting for the abandoned one.
+func TestOpEndsWithItsSession(t *testing.T) {
+	ts := StartTest(t, WithFaults(Faults{OpLatencyMS: map[string]int{"node-facts": int(time.Hour.Milliseconds())}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := pwsh.Call(ctx, &pwsh.Runner{Exec: ts.Execer()}, ops.NodeFacts, ops.NodeFactsRequest{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the deadline", err)
+	}
+	if err := ts.UpdateFaults(func(f *Faults) { f.OpLatencyMS = nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pwsh.Call(context.Background(), &pwsh.Runner{Exec: ts.Execer()}, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+		t.Fatalf("a later op: %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ts.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server waited for an op whose session had ended")
+	}
+}

@@ -79,7 +79,7 @@ function Start-SwdtServices {
         $failure = Start-SwdtService -Name $name -TimeoutMs $request.startTimeoutMs
         if ($failure) { $failures[$name] = $failure; $runningAt.Remove($name) } else { $runningAt[$name] = $clock.ElapsedMilliseconds }
     }
-    if ($request.settleMs -gt 0) { Start-Sleep -Milliseconds $request.settleMs }
+    if ($request.settleMs -gt 0 -and @($Names).Count -gt 0) { Start-Sleep -Milliseconds $request.settleMs }
     foreach ($name in $Names) {
         if ($failures.ContainsKey($name)) { continue }
         $sc = New-Object System.ServiceProcess.ServiceController $name
