@@ -19,6 +19,8 @@ type ConnectOptions struct {
 	// Passphrase prompts for an encrypted key's passphrase; nil means no
 	// prompt (SWDT_KEY_PASSPHRASE is still honoured).
 	Passphrase func(keyFile string) ([]byte, error)
+	// Timeouts bound the node's ops; the zero value takes the defaults.
+	Timeouts Timeouts
 }
 
 // Connect dials the node described by spec over SSH. Errors do not name
@@ -33,5 +35,7 @@ func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Nod
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	return New(spec.Name, client, opts.Logger), nil
+	n := New(spec.Name, client, opts.Logger)
+	n.Timeouts = opts.Timeouts
+	return n, nil
 }

@@ -31,9 +31,12 @@ type Conn interface {
 // Node is one connected Windows node.
 type Node struct {
 	// Name is metadata.name of the node, used in messages.
-	Name   string
-	conn   Conn
-	runner *pwsh.Runner
+	Name string
+	// Timeouts bound each op when the caller's context has no deadline;
+	// the zero value takes the defaults.
+	Timeouts Timeouts
+	conn     Conn
+	runner   *pwsh.Runner
 }
 
 // New wraps a connection. logger receives op names and parameters at debug
@@ -52,7 +55,7 @@ func (n *Node) Close() error { return n.conn.Close() }
 // Facts reports the node's OS, hostname and whether swdt runs as an
 // administrator.
 func (n *Node) Facts(ctx context.Context) (ops.NodeFactsResponse, error) {
-	return pwsh.Call(ctx, n.runner, ops.NodeFacts, ops.NodeFactsRequest{})
+	return call(ctx, n, ops.NodeFacts, ops.NodeFactsRequest{}, n.Timeouts.query())
 }
 
 // Upload streams a file to remotePath through a staged name, creating the

@@ -3,35 +3,34 @@ package node
 import (
 	"context"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
 	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 )
 
 // InspectProvision reads destinations and the services that run them (and
 // their dependents) in one op.
 func (n *Node) InspectProvision(ctx context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
-	return pwsh.Call(ctx, n.runner, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: targets})
+	return call(ctx, n, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: targets}, n.Timeouts.hash())
 }
 
 // HashFiles hashes files on the node.
 func (n *Node) HashFiles(ctx context.Context, paths []string) ([]ops.FileInfo, error) {
-	resp, err := pwsh.Call(ctx, n.runner, ops.FileHash, ops.FileHashRequest{Paths: paths})
+	resp, err := call(ctx, n, ops.FileHash, ops.FileHashRequest{Paths: paths}, n.Timeouts.hash())
 	return resp.Files, err
 }
 
 // RemoveFiles deletes files on the node; missing ones are skipped.
 func (n *Node) RemoveFiles(ctx context.Context, paths []string) ([]string, error) {
-	resp, err := pwsh.Call(ctx, n.runner, ops.FilesRemove, ops.FilesRemoveRequest{Paths: paths})
+	resp, err := call(ctx, n, ops.FilesRemove, ops.FilesRemoveRequest{Paths: paths}, n.Timeouts.query())
 	return resp.Removed, err
 }
 
 // SwapServices runs one swap transaction on the node.
 func (n *Node) SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
-	return pwsh.Call(ctx, n.runner, ops.ServiceSwap, req)
+	return call(ctx, n, ops.ServiceSwap, req, SwapBudget(req))
 }
 
 // RecoverSwap repairs an interrupted swap: backups back where destinations
 // are missing, staged files removed, services started.
 func (n *Node) RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
-	return pwsh.Call(ctx, n.runner, ops.SwapRecover, req)
+	return call(ctx, n, ops.SwapRecover, req, n.Timeouts.service())
 }

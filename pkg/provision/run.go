@@ -329,12 +329,9 @@ func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Resu
 			HealthChecks: it.HealthChecks,
 		})
 	}
-	services := len(plan.StopOrder) + len(plan.StartOrder)
-	budget := time.Duration(services)*(2*opts.StopTimeout+2*opts.StartTimeout+opts.Settle+opts.HealthTimeout) + time.Minute
-	swapCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	// The node bounds the op by the request's timings (node.SwapBudget).
+	swapCtx, cancel := UntilAbort(ctx, opts.Abort)
 	defer cancel()
-	stopAbort := context.AfterFunc(opts.Abort, cancel)
-	defer stopAbort()
 
 	opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(plan.StopOrder), listOrNone(plan.StartOrder)))
 	resp, err := n.SwapServices(swapCtx, req)
@@ -384,10 +381,10 @@ func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Resu
 // services that should run are started.
 func recoverSwap(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, results []Result, index map[string]int, opts Options, cause error) {
 	opts.Observer.Step("swap failed; restoring services")
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(len(req.StartOrder)+1)*(opts.StartTimeout+opts.StopTimeout))
+	rctx, cancel := UntilAbort(ctx, opts.Abort)
 	defer cancel()
-	stopAbort := context.AfterFunc(opts.Abort, cancel)
-	defer stopAbort()
+	rctx, cancelTimeout := context.WithTimeout(rctx, time.Duration(len(req.StartOrder)+1)*(opts.StartTimeout+opts.StopTimeout))
+	defer cancelTimeout()
 	start := req.StartOrder
 	resp, err := n.RecoverSwap(rctx, ops.SwapRecoverRequest{Items: req.Items, Start: start})
 	msg := "swap failed: " + cause.Error()
@@ -404,6 +401,22 @@ func recoverSwap(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged
 		msg += "; the node was repaired (old binaries restored where missing, services started)"
 	}
 	markFailed(results, index, staged, msg)
+}
+
+// UntilAbort returns a context that outlives ctx's cancellation (a first
+// Ctrl-C: services that were stopped must come back) and ends only when
+// abort does (a second Ctrl-C) or cancel is called. ctx's values are kept
+// and its deadline dropped.
+func UntilAbort(ctx, abort context.Context) (context.Context, context.CancelFunc) {
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if abort == nil {
+		return uctx, cancel
+	}
+	stop := context.AfterFunc(abort, cancel)
+	return uctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 func cleanupStaged(n Node, staged []Item) {

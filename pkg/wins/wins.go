@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/provision"
@@ -281,10 +280,10 @@ func restart(ctx context.Context, n Node, running bool, swap provision.Options, 
 		req.StopOrder, verb = []string{ops.WinsService}, "restarting"
 	}
 	observe.Step(verb + " " + ops.WinsService)
-	// Once stopped, the service must come back even if ctx is cancelled;
-	// the op's own timeouts bound it, and so does this budget.
-	budget := time.Duration(2*req.StopTimeoutMs+2*req.StartTimeoutMs+req.SettleMs)*time.Millisecond + time.Minute
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	// Once stopped, the service must come back even if ctx is cancelled
+	// (a first Ctrl-C); a second one (swap.Abort) gives up. The op's own
+	// timeouts bound it, and the node bounds the op (node.SwapBudget).
+	sctx, cancel := provision.UntilAbort(ctx, swap.Abort)
 	defer cancel()
 	resp, err := n.SwapServices(sctx, req)
 	if err != nil {
