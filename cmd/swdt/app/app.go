@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -49,12 +51,26 @@ type env struct {
 
 	promptOnce sync.Once
 	passphrase func(keyFile string) ([]byte, error)
+
+	// notify relays interrupts to c until stop is called (signal.Notify;
+	// tests send their own).
+	notify func(c chan<- os.Signal) (stop func())
 }
 
 // Run runs swdt with args (without the program name) and returns the
-// process exit code.
+// process exit code. The first interrupt is expected to cancel ctx (main
+// uses signal.NotifyContext); commands that swap binaries also watch for a
+// second one (see env.interrupts).
 func Run(ctx context.Context, streams Streams, args []string) int {
-	e := &env{streams: streams}
+	return runEnv(ctx, &env{streams: streams, notify: notifySignals}, args)
+}
+
+func notifySignals(c chan<- os.Signal) func() {
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	return func() { signal.Stop(c) }
+}
+
+func runEnv(ctx context.Context, e *env, args []string) int {
 	root := newRootCommand(e)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -63,7 +79,7 @@ func Run(ctx context.Context, streams Streams, args []string) int {
 	}
 	if e.ui == nil {
 		// Flags failed to parse before the UI was built.
-		e.ui = ui.New(streams.Out, streams.ErrOut, ui.Options{Color: e.colorMode()})
+		e.ui = ui.New(e.streams.Out, e.streams.ErrOut, ui.Options{Color: e.colorMode()})
 	}
 	report(e.ui, err)
 	return exitcode.Code(err)
@@ -145,8 +161,6 @@ func (e *env) colorMode() ui.ColorMode {
 	return ui.ColorAuto
 }
 
-// loadConfig loads the -c file and shows its warnings. Its errors carry
-// exitcode.Usage.
 // connect dials a node with the run's logger, warnings routed to warn and,
 // on a terminal, a prompt for an encrypted key's passphrase.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
@@ -154,6 +168,8 @@ func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg st
 	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase})
 }
 
+// loadConfig loads the -c file and shows its warnings. Its errors carry
+// exitcode.Usage.
 func (e *env) loadConfig() (*config.Result, error) {
 	res, err := config.Load(e.configPath)
 	if err != nil {
@@ -163,6 +179,43 @@ func (e *env) loadConfig() (*config.Result, error) {
 		e.ui.Warn("%s", w)
 	}
 	return res, nil
+}
+
+// interrupts is the two-stage Ctrl-C of every command that swaps a
+// binary into a running service (DESIGN.md §9). The first interrupt
+// cancels the run's context (main), which stops staging but lets a swap in
+// progress finish so that its services run again; the second ends the
+// returned context, to be passed as provision.Options.Abort, which gives
+// up on the swap at once. warn tells the user which stage they are in.
+// stop releases the signals.
+func (e *env) interrupts(warn func(format string, args ...any)) (abort context.Context, stop func()) {
+	abort, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	stopNotify := e.notify(sigs)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for count := 1; ; count++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if count == 1 {
+				warn("interrupted: letting a swap in progress finish so that its services run again; Ctrl-C again to give up now")
+				continue
+			}
+			warn("interrupted again: giving up; check the services on the node (Get-Service)")
+			cancel()
+			return
+		}
+	})
+	return abort, func() {
+		stopNotify()
+		close(done)
+		wg.Wait()
+		cancel()
+	}
 }
 
 // report shows err once: every problem of a config file on its own line,

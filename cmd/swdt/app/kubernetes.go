@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,7 +129,7 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 		return exitcode.WithCode(exitcode.Usage, err)
 	}
 	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: &source.Resolver{CacheDir: f.cacheDir}, nodes: nodes}
-	abort, stop := k.interrupts(ctx)
+	abort, stop := e.interrupts(k.progress.Warn)
 	defer stop()
 	k.abort = abort
 	defer k.close()
@@ -492,41 +489,6 @@ func (k *kubeRun) watch(ctx context.Context, watcher *provision.Watcher, last er
 func isLocal(ref string) bool {
 	u, err := url.Parse(ref)
 	return err != nil || len(u.Scheme) <= 1 || u.Scheme == "file"
-}
-
-// interrupts returns a context that ends at the second interrupt: the
-// first one cancels ctx (see main), which stops staging but lets a swap in
-// progress finish; the second one gives up on it (provision.Options.Abort).
-func (k *kubeRun) interrupts(ctx context.Context) (context.Context, func()) {
-	abort, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		count := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-				count++
-				if count == 1 {
-					k.progress.Warn("interrupted: finishing the swap in progress so that services run again; Ctrl-C again to give up now")
-					continue
-				}
-				k.progress.Warn("interrupted again: giving up; check the services on the node")
-				cancel()
-				return
-			}
-		}
-	})
-	return abort, func() {
-		signal.Stop(sigs)
-		close(done)
-		wg.Wait()
-		cancel()
-	}
 }
 
 func (k *kubeRun) close() {

@@ -64,6 +64,9 @@ func newWinsCommand(e *env) *cobra.Command {
 
 wins v0.16 and later removed the named-pipe bridge: use v0.15.x or earlier.
 
+The first Ctrl-C lets a swap or restart in progress finish, so rancher-wins
+is running again when swdt exits; a second Ctrl-C gives up at once.
+
 ` + winsExitCodes,
 		Example: "  swdt wins -c node.yaml\n  swdt wins -c node.yaml --deep -o json\n  swdt wins verify -c node.yaml\n  swdt wins uninstall -c node.yaml",
 		Args:    groupArgs,
@@ -126,9 +129,11 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	if f.dryRun {
 		done = "planned"
 	}
+	abort, stop := e.interrupts(e.ui.Warn)
+	defer stop()
 	return runWinsOn(ctx, e, false, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
 		swap := f.swap.options()
-		swap.Observer = obs.forNode(spec.Name)
+		swap.Observer, swap.Abort = obs.forNode(spec.Name), abort
 		if hashes := openHashes("", spec); hashes != nil {
 			swap.Hashes = hashes
 			defer func() { _ = hashes.Save() }() // without it the next run re-hashes wins.exe
