@@ -15,6 +15,9 @@ const (
 	CheckPipes      = "pipes"
 	CheckGetVersion = "get-version"
 	CheckDeep       = "deep"
+	// CheckVerify stands for every check when the verification itself
+	// could not run (the op failed or timed out).
+	CheckVerify = "verify"
 )
 
 // NoBridgeAdvice explains a wins that runs without its pipes.

@@ -249,7 +249,9 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 	observe.Step("verifying the bridge")
 	checks, err := verify(ctx, n, p, opts.Deep)
 	if err != nil {
-		return report, err
+		// The deploy is done and must be reported; the verification's
+		// failure is a failed check, not "nothing could be done".
+		checks = []Check{{Name: CheckVerify, Detail: err.Error() + "; run swdt wins verify to check again"}}
 	}
 	report.Checks = checks
 	return report, nil

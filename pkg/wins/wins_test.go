@@ -155,6 +155,26 @@ func TestDeployFreshNodeThenNothingChanges(t *testing.T) {
 	}
 }
 
+// A verification that cannot run after a deploy fails a check; the deploy
+// is still reported (it happened), not replaced by "nothing was done".
+func TestDeployReportedWhenVerifyFails(t *testing.T) {
+	f := newFixture(t)
+	if err := f.ts.UpdateFaults(func(fl *simnode.Faults) { fl.FailOps = []string{ops.WinsVerify.Name} }); err != nil {
+		t.Fatal(err)
+	}
+	r := f.deploy(t)
+	if r.Deploy == nil || r.Deploy.Action != wins.ActionInstalled {
+		t.Errorf("deploy %+v, want installed", r.Deploy)
+	}
+	if len(r.Checks) != 1 || r.Checks[0].Name != wins.CheckVerify || r.Checks[0].OK ||
+		!strings.Contains(r.Checks[0].Detail, ops.WinsVerify.Name) || !strings.Contains(r.Checks[0].Detail, "swdt wins verify") {
+		t.Errorf("checks %+v, want one failed verify check naming the op and what to run", r.Checks)
+	}
+	if !r.Failed() {
+		t.Error("report not failed")
+	}
+}
+
 func TestWhitelistChange(t *testing.T) {
 	tests := []struct {
 		name    string
