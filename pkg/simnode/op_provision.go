@@ -315,19 +315,28 @@ func (r *swapRun) stop(ctx context.Context, name string, pid int, timeout time.D
 		return false, err
 	}
 	killed := false
+	// A StartPending service cannot take a stop control: it gets the stop
+	// timeout to finish starting first.
+	deadline := time.Now().Add(timeout)
+	for svc.Status == StatusStartPending && time.Now().Before(deadline) {
+		if err := n.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return false, err
+		}
+		if svc, err = n.Service(name); err != nil {
+			return false, err
+		}
+	}
 	if svc.Status != StatusStopped {
 		if svc.Status != StatusStopPending {
-			if err := n.StopService(name); err != nil {
-				return false, err
-			}
+			// try { $sc.Stop() } catch {}: a service that still refuses
+			// the control is killed past the timeout below.
+			_ = n.StopService(name)
 		}
 		if _, err := n.WaitService(ctx, name, StatusStopped, timeout); err != nil {
 			if !isTimeout(err) {
 				return false, err
 			}
-			if pid > 0 {
-				// Stop-Process -ErrorAction SilentlyContinue.
-				_ = n.KillProcess(pid)
+			if pid > 0 && n.KillProcess(pid) == nil {
 				killed = true
 			}
 			if _, err := n.WaitService(ctx, name, StatusStopped, timeout); err != nil {

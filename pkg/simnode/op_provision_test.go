@@ -406,3 +406,43 @@ func TestOpServiceSwapNothingToStartDoesNotSettle(t *testing.T) {
 		t.Fatalf("destination holds %q", b)
 	}
 }
+
+// A service still starting when the swap begins cannot take a stop
+// control (error 1061 on Windows): the op lets it finish starting within
+// the stop timeout and then stops it, instead of failing with every
+// service it already stopped left down.
+func TestOpServiceSwapStopsStartPendingService(t *testing.T) {
+	ts := StartTest(t, WithDelays(Delays{ServiceStart: 400 * time.Millisecond, ServiceStop: 50 * time.Millisecond, CrashAfter: time.Second}))
+	n := ts.Node()
+	const kubelet = `C:\k\kubelet.exe`
+	if err := n.StopService("kube-proxy"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, n, "kube-proxy", StatusStopped)
+	if err := n.StopService("kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, n, "kubelet", StatusStopped)
+	if err := n.StartService("kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	if svc, _ := n.Service("kubelet"); svc.Status != StatusStartPending {
+		t.Fatalf("kubelet is %s, want StartPending", svc.Status)
+	}
+	it := stageItem(t, n, "kubelet", kubelet, []byte("MZ while starting"))
+	req := swapRequest(it)
+	req.StopOrder = []string{"kube-proxy", "kubelet"}
+	req.StartOrder = []string{"kubelet", "kube-proxy"}
+	req.StopTimeoutMs = 2000
+	resp, err := call(t, ts, ops.ServiceSwap, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Items) != 1 || resp.Items[0].Result != ops.SwapResultSwapped || len(resp.Killed) != 0 {
+		t.Fatalf("resp = %+v", resp)
+	}
+	if b, _ := n.ReadFile(kubelet); string(b) != "MZ while starting" {
+		t.Errorf("destination holds %q", b)
+	}
+}
+

@@ -15,6 +15,11 @@
 #      binary as .swdt-failed, put the backup back, and start them all again.
 Add-Type -AssemblyName System.ServiceProcess
 $request = $SwdtParams
+# Go sends a nil list as null, and @($null) is one $null element, not an
+# empty array: every list from the request is read without nulls.
+$requestItems = @($request.items | Where-Object { $null -ne $_ })
+$stopOrder = @($request.stopOrder | Where-Object { $null -ne $_ })
+$startOrder = @($request.startOrder | Where-Object { $null -ne $_ })
 $clock = [System.Diagnostics.Stopwatch]::StartNew()
 $opStarted = Get-Date
 
@@ -30,26 +35,46 @@ function Stop-SwdtService {
     param([string] $Name, [int] $ProcessId, [int] $TimeoutMs)
     $sc = New-Object System.ServiceProcess.ServiceController $Name
     $killed = $false
+    # Hold the process open from before the stop: while a handle is open
+    # Windows cannot give its PID to another process, so the wait and the
+    # kill below cannot hit an unrelated one that reused the PID once the
+    # service exited (best effort: opening the handle may be refused).
+    $process = $null
+    if ($ProcessId -gt 0) {
+        $process = Get-Process -Id $ProcessId -ErrorAction SilentlyContinue
+        if ($null -ne $process) {
+            try { $null = $process.Handle } catch { $null = $_ }
+        }
+    }
+    # A starting service cannot take a stop control (error 1061): give it
+    # the stop timeout to finish starting first.
+    $deadline = [DateTime]::UtcNow.AddMilliseconds($TimeoutMs)
+    while ($sc.Status -eq 'StartPending' -and [DateTime]::UtcNow -lt $deadline) {
+        Start-Sleep -Milliseconds 100
+        $sc.Refresh()
+    }
     if ($sc.Status -ne 'Stopped') {
-        if ($sc.Status -ne 'StopPending') { $sc.Stop() }
+        if ($sc.Status -ne 'StopPending') {
+            # A service that still refuses the control (or stopped just
+            # now) is handled by the wait below: past the timeout it is
+            # killed.
+            try { $sc.Stop() } catch { $null = $_ }
+        }
         try {
             $sc.WaitForStatus('Stopped', [TimeSpan]::FromMilliseconds($TimeoutMs))
         } catch [System.ServiceProcess.TimeoutException] {
-            if ($ProcessId -gt 0) {
-                Stop-Process -Id $ProcessId -Force -ErrorAction SilentlyContinue
-                $killed = $true
+            if ($null -ne $process) {
+                try { $process.Kill(); $killed = $true } catch { $null = $_ }
             }
             $sc.WaitForStatus('Stopped', [TimeSpan]::FromMilliseconds($TimeoutMs))
         }
     }
-    if ($ProcessId -gt 0) {
-        $process = Get-Process -Id $ProcessId -ErrorAction SilentlyContinue
-        if ($null -ne $process -and -not $process.WaitForExit($TimeoutMs)) {
-            $process.Kill()
-            $killed = $true
-            if (-not $process.WaitForExit($TimeoutMs)) {
-                Stop-SwdtOp -Kind 'timeout' -Message ("process " + $ProcessId + " of service " + $Name + " did not exit after being killed")
-            }
+    if ($null -ne $process -and -not $process.WaitForExit($TimeoutMs)) {
+        # Kill throws when the process exited in the meantime.
+        try { $process.Kill() } catch { $null = $_ }
+        $killed = $true
+        if (-not $process.WaitForExit($TimeoutMs)) {
+            Stop-SwdtOp -Kind 'timeout' -Message ("process " + $ProcessId + " of service " + $Name + " did not exit after being killed")
         }
     }
     $killed
@@ -60,11 +85,14 @@ function Start-SwdtService {
     param([string] $Name, [int] $TimeoutMs)
     $sc = New-Object System.ServiceProcess.ServiceController $Name
     try {
-        if ($sc.Status -ne 'Running') { $sc.Start() }
+        # Start() on a StartPending service throws (error 1056): wait instead.
+        if ($sc.Status -ne 'Running' -and $sc.Status -ne 'StartPending') { $sc.Start() }
         $sc.WaitForStatus('Running', [TimeSpan]::FromMilliseconds($TimeoutMs))
     } catch {
-        $sc.Refresh()
-        return ("service did not reach Running within " + $TimeoutMs + " ms (status " + $sc.Status + "): " + $_.Exception.Message)
+        $why = $_.Exception.Message
+        $status = 'Stopped'
+        try { $sc.Refresh(); $status = [string]$sc.Status } catch { $null = $_ }
+        return ("service did not reach Running within " + $TimeoutMs + " ms (status " + $status + "): " + $why)
     }
     ''
 }
@@ -104,7 +132,13 @@ function Test-SwdtHealthCheck {
     # Returns '' when the check passes, else why not.
     param($Check, [int] $TimeoutMs)
     if ($Check.namedPipe) {
-        $names = @([System.IO.Directory]::GetFiles('\\.\pipe\') | ForEach-Object { [System.IO.Path]::GetFileName($_) })
+        # .NET Framework throws on a pipe whose name is not a valid path;
+        # that must fail this round of checks, not end the op half-way.
+        try {
+            $names = @([System.IO.Directory]::GetFiles('\\.\pipe\') | ForEach-Object { [System.IO.Path]::GetFileName($_) })
+        } catch {
+            return ("could not list named pipes: " + $_.Exception.Message)
+        }
         if ($names -contains $Check.namedPipe) { return '' }
         return ("named pipe \\.\pipe\" + $Check.namedPipe + " does not exist")
     }
@@ -131,11 +165,16 @@ function Test-SwdtHealthCheck {
         $stdout = $process.StandardOutput.ReadToEndAsync()
         $stderr = $process.StandardError.ReadToEndAsync()
         if (-not $process.WaitForExit($TimeoutMs)) {
-            $process.Kill()
+            try { $process.Kill() } catch { $null = $_ }
             return ("command " + $psi.FileName + " did not exit within " + $TimeoutMs + " ms")
         }
         if ($process.ExitCode -eq 0) { return '' }
-        $output = ($stdout.Result + $stderr.Result).Trim()
+        # A child the command left running may hold its output pipes open:
+        # never wait for the output without a bound.
+        $output = ''
+        if ($stdout.Wait(2000)) { $output += $stdout.Result }
+        if ($stderr.Wait(2000)) { $output += $stderr.Result }
+        $output = $output.Trim()
         if ($output.Length -gt 400) { $output = $output.Substring($output.Length - 400) }
         return ("command " + $psi.FileName + " exited " + $process.ExitCode + ": " + $output)
     }
@@ -166,16 +205,17 @@ function Get-SwdtServiceFailure {
     $displayName = $Name
     $svc = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $Name }
     if ($null -ne $svc) {
-        $exitCode = [int]$svc.ExitCode
-        if ($svc.ServiceSpecificExitCode) { $exitCode = [int]$svc.ServiceSpecificExitCode }
+        # Both are UInt32: an NTSTATUS such as 0xC0000005 does not fit [int].
+        $exitCode = [int64]$svc.ExitCode
+        if ($svc.ServiceSpecificExitCode) { $exitCode = [int64]$svc.ServiceSpecificExitCode }
         $displayName = [string]$svc.DisplayName
     }
     $events = @()
     try {
         $events = @(Get-WinEvent -FilterHashtable @{ LogName = 'System'; ProviderName = 'Service Control Manager'; StartTime = $Since } -MaxEvents 50 |
-            Where-Object { $_.Message.Contains($displayName) -or $_.Message.Contains($Name) } |
+            Where-Object { ([string]$_.Message).Contains($displayName) -or ([string]$_.Message).Contains($Name) } |
             Select-Object -First 5 |
-            ForEach-Object { $_.TimeCreated.ToString('s') + ' ' + $_.Message })
+            ForEach-Object { $_.TimeCreated.ToString('s') + ' ' + [string]$_.Message })
     } catch {
         $events = @()
     }
@@ -189,7 +229,7 @@ $notStarted = New-Object System.Collections.ArrayList
 
 # Before anything stops: a staged file must be there, and an old backup is
 # cleared so that the renames below cannot fail on it.
-foreach ($item in @($request.items)) {
+foreach ($item in $requestItems) {
     if (-not (Test-Path -LiteralPath $item.staged -PathType Leaf)) {
         Stop-SwdtOp -Kind 'not-found' -Message ("staged file " + $item.staged + " is missing; nothing was stopped")
     }
@@ -200,14 +240,14 @@ foreach ($item in @($request.items)) {
 $pids = @{}
 foreach ($svc in (Get-CimInstance -ClassName Win32_Service)) { $pids[$svc.Name] = [int]$svc.ProcessId }
 
-foreach ($name in @($request.stopOrder)) {
+foreach ($name in $stopOrder) {
     $stoppedAt[$name] = $clock.ElapsedMilliseconds
     if (Stop-SwdtService -Name $name -ProcessId ([int]$pids[$name]) -TimeoutMs $request.stopTimeoutMs) {
         [void]$killed.Add($name)
     }
 }
 
-foreach ($item in @($request.items)) {
+foreach ($item in $requestItems) {
     $result = $results[$item.service]
     $hadOld = Test-Path -LiteralPath $item.destination -PathType Leaf
     $parent = Split-Path -Path $item.destination -Parent
@@ -226,8 +266,7 @@ foreach ($item in @($request.items)) {
 }
 
 $itemsByService = @{}
-foreach ($item in @($request.items)) { $itemsByService[$item.service] = $item }
-$startOrder = @($request.startOrder)
+foreach ($item in $requestItems) { $itemsByService[$item.service] = $item }
 $runningAt = @{}
 
 $failures = Start-SwdtServices -Names $startOrder
