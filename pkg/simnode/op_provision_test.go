@@ -446,3 +446,16 @@ func TestOpServiceSwapStopsStartPendingService(t *testing.T) {
 	}
 }
 
+// A service to start that does not exist is reported with the others that
+// did not start; it must not end the repair (the op reads its status
+// inside the try that reports failures).
+func TestOpSwapRecoverMissingService(t *testing.T) {
+	ts := StartTest(t)
+	resp, err := call(t, ts, ops.SwapRecover, ops.SwapRecoverRequest{Start: []string{"nosuch", "kubelet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.NotStarted) != 1 || resp.NotStarted[0].Service != "nosuch" || len(resp.Started) != 0 {
+		t.Errorf("resp = %+v", resp)
+	}
+}

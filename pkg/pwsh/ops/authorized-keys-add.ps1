@@ -12,7 +12,7 @@ if (Test-Path -LiteralPath $path -PathType Leaf) {
 }
 $added = 0
 $utf8 = New-Object System.Text.UTF8Encoding $false
-foreach ($key in @($SwdtParams.keys)) {
+foreach ($key in @($SwdtParams.keys | Where-Object { $null -ne $_ })) {
     $line = ([string]$key).Trim()
     if (-not $line -or $present -contains $line) { continue }
     $prefix = ''

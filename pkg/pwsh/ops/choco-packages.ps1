@@ -13,7 +13,7 @@ $version = ([string](& { $ErrorActionPreference = 'Continue'; & $chocoExe --vers
 # v1's `list` searches the feed unless told --local-only; v2 rejects it.
 $listArgs = @('list', '--limit-output', '--exact')
 if ($version -match '^[01]\.') { $listArgs += '--local-only' }
-$results = foreach ($name in @($SwdtParams.packages)) {
+$results = foreach ($name in @($SwdtParams.packages | Where-Object { $null -ne $_ })) {
     $output = (& { $ErrorActionPreference = 'Continue'; & $chocoExe install ([string]$name) -y --no-progress --limit-output 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
     $code = $LASTEXITCODE
     $result = [ordered]@{ name = [string]$name; result = 'failed'; exitCode = $code; rebootRequired = ($code -eq 1641 -or $code -eq 3010); version = ''; output = '' }

@@ -41,7 +41,7 @@ $files = New-Object System.Collections.ArrayList
 $services = New-Object System.Collections.ArrayList
 $seen = @{}
 $queue = New-Object System.Collections.Queue
-foreach ($target in @($SwdtParams.targets)) {
+foreach ($target in @($SwdtParams.targets | Where-Object { $null -ne $_ })) {
     [void]$files.Add((Get-SwdtFileFacts -Path $target.destination -Known $target.known))
     $queue.Enqueue([string]$target.service)
 }

@@ -6,7 +6,7 @@ $enable = [bool]$SwdtParams.enable
 $deny = 1
 if ($enable) { $deny = 0 }
 Set-ItemProperty -Path 'HKLM:\System\CurrentControlSet\Control\Terminal Server' -Name 'fDenyTSConnections' -Value $deny -Type DWord
-foreach ($name in @($SwdtParams.firewallRules)) {
+foreach ($name in @($SwdtParams.firewallRules | Where-Object { $null -ne $_ })) {
     $rule = Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue
     if ($null -eq $rule) {
         Stop-SwdtOp -Kind 'not-found' -Message ("firewall rule " + $name + " does not exist on this node")
@@ -16,7 +16,7 @@ foreach ($name in @($SwdtParams.firewallRules)) {
 
 $ts = Get-ItemProperty -Path 'HKLM:\System\CurrentControlSet\Control\Terminal Server'
 $rdpTcp = Get-ItemProperty -Path 'HKLM:\System\CurrentControlSet\Control\Terminal Server\WinStations\RDP-Tcp'
-$rules = foreach ($name in @($SwdtParams.firewallRules)) {
+$rules = foreach ($name in @($SwdtParams.firewallRules | Where-Object { $null -ne $_ })) {
     $rule = Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue
     [ordered]@{ name = [string]$name; exists = ($null -ne $rule); enabled = ($null -ne $rule -and [string]$rule.Enabled -eq 'True') }
 }

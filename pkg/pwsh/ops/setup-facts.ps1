@@ -20,7 +20,7 @@ $node = [ordered]@{
 
 $ts = Get-ItemProperty -Path 'HKLM:\System\CurrentControlSet\Control\Terminal Server'
 $rdpTcp = Get-ItemProperty -Path 'HKLM:\System\CurrentControlSet\Control\Terminal Server\WinStations\RDP-Tcp'
-$rules = foreach ($name in @($SwdtParams.firewallRules)) {
+$rules = foreach ($name in @($SwdtParams.firewallRules | Where-Object { $null -ne $_ })) {
     $rule = Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue
     [ordered]@{ name = [string]$name; exists = ($null -ne $rule); enabled = ($null -ne $rule -and [string]$rule.Enabled -eq 'True') }
 }

@@ -7,7 +7,7 @@ $restored = New-Object System.Collections.ArrayList
 $started = New-Object System.Collections.ArrayList
 $notStarted = New-Object System.Collections.ArrayList
 
-foreach ($item in @($SwdtParams.items)) {
+foreach ($item in @($SwdtParams.items | Where-Object { $null -ne $_ })) {
     if (-not (Test-Path -LiteralPath $item.destination -PathType Leaf) -and (Test-Path -LiteralPath $item.backup -PathType Leaf)) {
         Move-Item -LiteralPath $item.backup -Destination $item.destination
         [void]$restored.Add([string]$item.destination)
@@ -17,15 +17,17 @@ foreach ($item in @($SwdtParams.items)) {
     }
 }
 
-foreach ($name in @($SwdtParams.start)) {
-    $sc = New-Object System.ServiceProcess.ServiceController $name
-    if ($sc.Status -eq 'Running') { continue }
+foreach ($name in @($SwdtParams.start | Where-Object { $null -ne $_ })) {
+    # Status throws for a service that does not exist: inside the try, so
+    # that it is reported like any other service that did not start.
     try {
+        $sc = New-Object System.ServiceProcess.ServiceController $name
+        if ($sc.Status -eq 'Running') { continue }
         if ($sc.Status -ne 'StartPending') { $sc.Start() }
         $sc.WaitForStatus('Running', [TimeSpan]::FromSeconds(60))
-        [void]$started.Add($name)
+        [void]$started.Add([string]$name)
     } catch {
-        [void]$notStarted.Add([ordered]@{ service = $name; error = $_.Exception.Message })
+        [void]$notStarted.Add([ordered]@{ service = [string]$name; error = $_.Exception.Message })
     }
 }
 
