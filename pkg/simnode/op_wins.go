@@ -415,9 +415,26 @@ func (n *Node) winsDeep(ctx context.Context, req ops.WinsVerifyRequest) *ops.Win
 	} else {
 		deep.OK = true
 	}
-	_, _ = n.stopWinsOrphans()
+	// Only the smoke's own process is stopped: other rancher-wins-*
+	// processes are workloads wins runs for containers.
+	var renamed string
 	if w, err := parseWinPath(req.SmokePath); err == nil {
-		for _, f := range []string{string(w.dir().join(ops.WinsProcessPrefix + w.base())), req.SmokePath} {
+		renamed = string(w.dir().join(ops.WinsProcessPrefix + w.base()))
+	}
+	mine := func() []ops.Process {
+		var out []ops.Process
+		for _, p := range n.winsOrphans() {
+			if w, err := parseWinPath(renamed); err == nil && strings.EqualFold(p.Name, w.base()) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, p := range mine() {
+		_ = n.KillProcess(p.PID) // Stop-Process -ErrorAction SilentlyContinue
+	}
+	if renamed != "" {
+		for _, f := range []string{renamed, req.SmokePath} {
 			if n.Exists(f) {
 				if err := n.Remove(f); err != nil {
 					deep.Leftovers = append(deep.Leftovers, f)
@@ -425,7 +442,7 @@ func (n *Node) winsDeep(ctx context.Context, req ops.WinsVerifyRequest) *ops.Win
 			}
 		}
 	}
-	for _, p := range n.winsOrphans() {
+	for _, p := range mine() {
 		deep.Leftovers = append(deep.Leftovers, "process "+strconv.Itoa(p.PID)+" "+p.Name)
 	}
 	return deep

@@ -277,3 +277,33 @@ func TestWinsCommandHealthCheck(t *testing.T) {
 		})
 	}
 }
+
+// The deep check cleans up after its own smoke process only: other
+// rancher-wins-* processes are workloads wins runs for containers and
+// must survive a verification.
+func TestWinsVerifyDeepLeavesOtherWinsProcesses(t *testing.T) {
+	ts := StartTest(t)
+	n := ts.Node()
+	installWins(t, ts, "MZ wins v0.15.1", true)
+	const workload = `C:\etc\rancher\wins\rancher-wins-kube-proxy.exe`
+	if err := n.WriteFile(workload, []byte("MZ kube-proxy")); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := n.StartProcess(workload, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := call(t, ts, ops.WinsVerify, ops.WinsVerifyRequest{Binary: testWins, Deep: true, SmokePath: testWinsSmoke})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := resp.Deep; d == nil || !d.OK || len(d.Leftovers) != 0 {
+		t.Fatalf("deep %+v", d)
+	}
+	if o := n.winsOrphans(); len(o) != 1 || o[0].PID != pid {
+		t.Errorf("rancher-wins-* processes after verify: %+v, want only the workload %d", o, pid)
+	}
+	if n.Exists(`C:\etc\rancher\wins\rancher-wins-swdt-smoke.exe`) || n.Exists(testWinsSmoke) {
+		t.Error("smoke files left behind")
+	}
+}

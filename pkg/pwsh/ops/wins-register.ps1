@@ -14,7 +14,10 @@ if ($SwdtParams.unregister) {
 } elseif ($SwdtParams.configPath) {
     $arguments += @('--config', [string]$SwdtParams.configPath)
 }
-$output = & $binary @arguments 2>&1 | Out-String
+# wins logs to stderr (logrus), and 5.1 turns a native command's redirected
+# stderr into a terminating error under 'Stop': wins runs in a child scope
+# with the preference relaxed, its lines taken as plain text.
+$output = (& { $ErrorActionPreference = 'Continue'; & $binary @arguments 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
 $code = $LASTEXITCODE
 $registered = $null -ne ([System.ServiceProcess.ServiceController]::GetServices() | Where-Object { $_.ServiceName -eq 'rancher-wins' })
 if ($code -ne 0) {

@@ -16,6 +16,8 @@ if ($null -ne $sc) {
     $service.startType = $startTypes[[string]$cim.StartMode]
     $service.pid = [int]$cim.ProcessId
     $service.binaryPath = [string]$cim.PathName
+    $service.dependsOn = @($sc.ServicesDependedOn | ForEach-Object { $_.ServiceName })
+    $service.dependents = @($sc.DependentServices | ForEach-Object { $_.ServiceName })
 }
 
 $pipeNames = @([System.IO.Directory]::GetFiles('\\.\pipe\') | ForEach-Object { [System.IO.Path]::GetFileName($_) })
@@ -31,15 +33,26 @@ $getVersionError = ''
 if (-not (Test-Path -LiteralPath $binary -PathType Leaf)) {
     $getVersionError = $binary + ' does not exist'
 } else {
-    $output = & $binary cli hst get-version 2>&1 | Out-String
-    if ($LASTEXITCODE -ne 0) {
-        $getVersionError = 'wins.exe cli hst get-version exited ' + $LASTEXITCODE + ': ' + $output.Trim()
+    # wins logs and reports errors on stderr, and 5.1 turns a native
+    # command's redirected stderr into a terminating error under 'Stop':
+    # wins runs in a child scope with the preference relaxed. Only stdout
+    # is parsed, so that a log line cannot spoil the JSON.
+    $lines = @(& { $ErrorActionPreference = 'Continue'; & $binary cli hst get-version 2>&1 })
+    $code = $LASTEXITCODE
+    $output = (@($lines | ForEach-Object { [string]$_ }) -join "`r`n").Trim()
+    $json = (@($lines | Where-Object { $_ -isnot [System.Management.Automation.ErrorRecord] } | ForEach-Object { [string]$_ }) -join "`n").Trim()
+    if ($code -ne 0) {
+        $getVersionError = 'wins.exe cli hst get-version exited ' + $code + ': ' + $output
     } else {
-        try {
-            $parsed = $output | ConvertFrom-Json
+        # Empty or whitespace output parses to $null without an error.
+        $parsed = $null
+        if ($json.StartsWith('{')) {
+            try { $parsed = ConvertFrom-Json -InputObject $json } catch { $null = $_ }
+        }
+        if ($null -eq $parsed) {
+            $getVersionError = 'wins.exe cli hst get-version printed no JSON: ' + $output
+        } else {
             foreach ($k in $keys) { $getVersion[$k] = $parsed.$k }
-        } catch {
-            $getVersionError = 'wins.exe cli hst get-version printed no JSON: ' + $output.Trim()
         }
     }
 }
@@ -50,10 +63,11 @@ if ($SwdtParams.deep) {
     $deep = [ordered]@{ ok = $false; output = ''; expected = [Environment]::MachineName; error = ''; leftovers = @() }
     try {
         Copy-Item -LiteralPath (Join-Path $env:SystemRoot 'System32\HOSTNAME.EXE') -Destination $smoke -Force
-        $output = & $binary cli prc run --path $smoke 2>&1 | Out-String
+        $output = (& { $ErrorActionPreference = 'Continue'; & $binary cli prc run --path $smoke 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
+        $code = $LASTEXITCODE
         $deep.output = $output.Trim()
-        if ($LASTEXITCODE -ne 0) {
-            $deep.error = 'wins.exe cli prc run exited ' + $LASTEXITCODE
+        if ($code -ne 0) {
+            $deep.error = 'wins.exe cli prc run exited ' + $code
         } elseif (-not $output.Contains($deep.expected)) {
             $deep.error = 'the process ran but did not print the hostname'
         } else {
@@ -62,18 +76,28 @@ if ($SwdtParams.deep) {
     } catch {
         $deep.error = $_.Exception.Message
     }
-    # Clean up: the host process wins started, its renamed copy, the smoke copy.
-    Get-CimInstance -ClassName Win32_Process -Filter "Name LIKE 'rancher-wins-%'" | ForEach-Object {
-        Stop-Process -Id $_.ProcessId -Force -ErrorAction SilentlyContinue
-    }
+    # Clean up: the host process wins started, its renamed copy, the smoke
+    # copy. Only the smoke's own process: other rancher-wins-* processes
+    # are workloads wins runs for containers (kube-proxy, CNI agents).
+    # Names are matched here, never spliced into the WQL filter.
     $smokeDir = Split-Path -Path $smoke -Parent
-    $renamed = Join-Path $smokeDir ('rancher-wins-' + (Split-Path -Path $smoke -Leaf))
+    $smokeLeaf = Split-Path -Path $smoke -Leaf
+    $renamedLeaf = 'rancher-wins-' + $smokeLeaf
+    $renamed = Join-Path $smokeDir $renamedLeaf
+    $mine = @(Get-CimInstance -ClassName Win32_Process -Filter "Name LIKE 'rancher-wins-%'" | Where-Object { $_.Name -eq $renamedLeaf })
+    foreach ($p in $mine) {
+        $handle = Get-Process -Id $p.ProcessId -ErrorAction SilentlyContinue
+        Stop-Process -Id $p.ProcessId -Force -ErrorAction SilentlyContinue
+        # Stop-Process does not wait: the image stays locked until the
+        # process is gone, and removing it sooner would fail.
+        if ($null -ne $handle) { [void]$handle.WaitForExit(10000) }
+    }
     foreach ($f in @($renamed, $smoke)) {
         if (Test-Path -LiteralPath $f) {
             try { Remove-Item -LiteralPath $f -Force } catch { $deep.leftovers += $f }
         }
     }
-    $running = @(Get-CimInstance -ClassName Win32_Process -Filter "Name LIKE 'rancher-wins-%'")
+    $running = @(Get-CimInstance -ClassName Win32_Process -Filter "Name LIKE 'rancher-wins-%'" | Where-Object { $_.Name -eq $renamedLeaf })
     foreach ($p in $running) { $deep.leftovers += ('process ' + $p.ProcessId + ' ' + $p.Name) }
 }
 
