@@ -307,3 +307,29 @@ func TestWinsVerifyDeepLeavesOtherWinsProcesses(t *testing.T) {
 		t.Error("smoke files left behind")
 	}
 }
+
+// A config file that differs only by a UTF-8 BOM is not the config swdt
+// renders: inspect reports the BOM and config-write rewrites the file (the
+// ops compare bytes, not ReadAllText's BOM-stripped text).
+func TestWinsConfigBOMIsAChange(t *testing.T) {
+	ts := StartTest(t)
+	n := ts.Node()
+	const content = "white_list:\n  processPaths: []\n"
+	if err := n.MkdirAll(`C:\etc\rancher\wins`); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(testWinsConfig, []byte("\uFEFF"+content)); err != nil {
+		t.Fatal(err)
+	}
+	inspect, err := call(t, ts, ops.WinsInspect, ops.WinsInspectRequest{ConfigPath: testWinsConfig})
+	if err != nil || !inspect.ConfigExists || inspect.ConfigContent == content {
+		t.Fatalf("inspect %+v, %v", inspect, err)
+	}
+	w, err := call(t, ts, ops.WinsConfigWrite, ops.WinsConfigWriteRequest{Path: testWinsConfig, Content: content})
+	if err != nil || !w.Changed {
+		t.Fatalf("write %+v, %v", w, err)
+	}
+	if b, _ := n.ReadFile(testWinsConfig); string(b) != content {
+		t.Errorf("config holds %q", b)
+	}
+}

@@ -5,18 +5,24 @@
 $path = [string]$SwdtParams.path
 $content = [string]$SwdtParams.content
 $utf8 = New-Object System.Text.UTF8Encoding $false
-$backup = ''
-if (Test-Path -LiteralPath $path -PathType Leaf) {
-    if ([System.IO.File]::ReadAllText($path) -ceq $content) {
-        Write-SwdtResult -Data ([ordered]@{ changed = $false; backup = '' })
-        return
+$exists = Test-Path -LiteralPath $path -PathType Leaf
+# No early return: the body runs inside the epilogue's try, and leaving it
+# with return skips the epilogue's exit 0 (the exit code then depends on
+# whatever ran last).
+# Compared as bytes decoded without BOM detection (ReadAllText would drop
+# a BOM and call a file with one unchanged).
+if ($exists -and $utf8.GetString([System.IO.File]::ReadAllBytes($path)) -ceq $content) {
+    Write-SwdtResult -Data ([ordered]@{ changed = $false; backup = '' })
+} else {
+    $backup = ''
+    if ($exists) {
+        $backup = $path + '.swdt-bak'
+        Copy-Item -LiteralPath $path -Destination $backup -Force
     }
-    $backup = $path + '.swdt-bak'
-    Copy-Item -LiteralPath $path -Destination $backup -Force
+    $dir = Split-Path -Path $path -Parent
+    if (-not (Test-Path -LiteralPath $dir)) { [void](New-Item -ItemType Directory -Path $dir -Force) }
+    $staged = $path + '.swdt-new'
+    [System.IO.File]::WriteAllText($staged, $content, $utf8)
+    Move-Item -LiteralPath $staged -Destination $path -Force
+    Write-SwdtResult -Data ([ordered]@{ changed = $true; backup = $backup })
 }
-$dir = Split-Path -Path $path -Parent
-if (-not (Test-Path -LiteralPath $dir)) { [void](New-Item -ItemType Directory -Path $dir -Force) }
-$staged = $path + '.swdt-new'
-[System.IO.File]::WriteAllText($staged, $content, $utf8)
-Move-Item -LiteralPath $staged -Destination $path -Force
-Write-SwdtResult -Data ([ordered]@{ changed = $true; backup = $backup })

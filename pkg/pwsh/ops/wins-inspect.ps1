@@ -13,11 +13,15 @@ if ($null -ne $sc) {
     $service.startType = $startTypes[[string]$cim.StartMode]
     $service.pid = [int]$cim.ProcessId
     $service.binaryPath = [string]$cim.PathName
+    $service.dependsOn = @($sc.ServicesDependedOn | ForEach-Object { $_.ServiceName })
+    $service.dependents = @($sc.DependentServices | ForEach-Object { $_.ServiceName })
 }
 $config = [string]$SwdtParams.configPath
 $exists = Test-Path -LiteralPath $config -PathType Leaf
 $content = ''
-if ($exists) { $content = [System.IO.File]::ReadAllText($config) }
+# The exact text, BOM included (ReadAllText drops it), so that swdt sees a
+# file with a BOM as different from the config it renders.
+if ($exists) { $content = (New-Object System.Text.UTF8Encoding $false).GetString([System.IO.File]::ReadAllBytes($config)) }
 $orphans = @(Get-CimInstance -ClassName Win32_Process -Filter "Name LIKE 'rancher-wins-%'" | ForEach-Object {
     [ordered]@{ pid = [int]$_.ProcessId; name = [string]$_.Name; path = [string]$_.ExecutablePath; commandLine = [string]$_.CommandLine }
 })
