@@ -68,23 +68,35 @@ func acquire(ctx context.Context, sem chan struct{}) bool {
 	}
 }
 
-// Err summarises results: nil when every node succeeded; the joined errors,
-// each naming its node, otherwise. When some nodes succeeded and others
-// failed the error carries exitcode.Partial.
-func Err[T any](results []Result[T]) error {
+// Err is the outcome of a run over nodes as one error, the same for every
+// command (DESIGN.md §9): nil when everything worked; every node's error,
+// each naming its node, when no node could be reached (exit 1); otherwise
+// the nodes that failed and what failed on the others, with
+// exitcode.Partial. failures (nil: none) lists what failed on one node
+// whose fn returned no error, for example a provisioner rolled back.
+func Err[T any](results []Result[T], failures func(T) []error) error {
 	var errs []error
+	reached := 0
 	for _, r := range results {
 		if r.Err != nil {
 			errs = append(errs, &NodeError{Node: r.Node, Err: r.Err})
+			continue
+		}
+		reached++
+		if failures == nil {
+			continue
+		}
+		for _, err := range failures(r.Value) {
+			errs = append(errs, &NodeError{Node: r.Node, Err: err})
 		}
 	}
 	switch {
 	case len(errs) == 0:
 		return nil
-	case len(errs) < len(results):
-		return exitcode.WithCode(exitcode.Partial, errors.Join(errs...))
-	default:
+	case reached == 0:
 		return errors.Join(errs...)
+	default:
+		return exitcode.WithCode(exitcode.Partial, errors.Join(errs...))
 	}
 }
 

@@ -39,7 +39,7 @@ func TestRunKeepsOrderAndRunsConcurrently(t *testing.T) {
 	if peak.Load() < 2 {
 		t.Errorf("peak concurrency %d: nodes did not run in parallel", peak.Load())
 	}
-	if err := Err(res); err != nil {
+	if err := Err(res, nil); err != nil {
 		t.Errorf("Err = %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestErr(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Err(Run(context.Background(), nodes("a", "b"), 0, fn(tt.fail...)))
+			err := Err(Run(context.Background(), nodes("a", "b"), 0, fn(tt.fail...)), nil)
 			if exitcode.Code(err) != tt.code {
 				t.Errorf("code = %d, want %d (%v)", exitcode.Code(err), tt.code, err)
 			}
@@ -93,6 +93,33 @@ func TestErr(t *testing.T) {
 				t.Errorf("err %v has no *NodeError", err)
 			}
 		})
+	}
+}
+
+// Failures on reached nodes make a run partial, listed with the nodes
+// that could not be reached; failures alone on every node too (the nodes
+// were reached).
+func TestErrWithFailures(t *testing.T) {
+	res := []Result[int]{{Node: "a", Err: errors.New("unreachable")}, {Node: "b", Value: 2}, {Node: "c", Value: 0}}
+	failures := func(v int) []error {
+		var errs []error
+		for i := range v {
+			errs = append(errs, fmt.Errorf("step %d failed", i))
+		}
+		return errs
+	}
+	err := Err(res, failures)
+	if exitcode.Code(err) != exitcode.Partial {
+		t.Errorf("code = %d, want partial", exitcode.Code(err))
+	}
+	if want := "node a: unreachable\nnode b: step 0 failed\nnode b: step 1 failed"; err == nil || err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+	if err := Err(res[1:], failures); exitcode.Code(err) != exitcode.Partial {
+		t.Errorf("failures on reached nodes only: code %d, want partial", exitcode.Code(err))
+	}
+	if err := Err(res[2:], failures); err != nil {
+		t.Errorf("nothing failed: %v", err)
 	}
 }
 

@@ -258,7 +258,7 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 	if err := k.print(results); err != nil {
 		return err
 	}
-	return outcome(results)
+	return fleet.Err(results, failedProvisioners)
 }
 
 func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File) (*provision.Report, error) {
@@ -307,36 +307,20 @@ func healthChecks(in []v1alpha1.HealthCheck) []ops.HealthCheckSpec {
 	return out
 }
 
-// outcome maps a run to its exit status: nil when everything worked;
-// exit 1 when no node could be reached or inspected; exit 3 when some
-// provisioners or nodes failed.
-func outcome(results []fleet.Result[nodeOutcome]) error {
+// failedProvisioners lists the provisioners of one node's run that
+// failed or were rolled back.
+func failedProvisioners(o nodeOutcome) []error {
 	var errs []error
-	reached := 0
-	for _, r := range results {
-		if r.Err != nil {
-			errs = append(errs, &fleet.NodeError{Node: r.Node, Err: r.Err})
-			continue
-		}
-		reached++
-		for _, res := range r.Value.report.Results {
-			if res.Failed() {
-				msg := fmt.Sprintf("provisioner %s %s: %s", res.Name, res.Action, res.Error)
-				if res.Detail != "" {
-					msg += " (" + res.Detail + ")"
-				}
-				errs = append(errs, &fleet.NodeError{Node: r.Node, Err: errors.New(msg)})
+	for _, res := range o.report.Results {
+		if res.Failed() {
+			msg := fmt.Sprintf("provisioner %s %s: %s", res.Name, res.Action, res.Error)
+			if res.Detail != "" {
+				msg += " (" + res.Detail + ")"
 			}
+			errs = append(errs, errors.New(msg))
 		}
 	}
-	switch {
-	case len(errs) == 0:
-		return nil
-	case reached == 0:
-		return errors.Join(errs...)
-	default:
-		return exitcode.WithCode(exitcode.Partial, errors.Join(errs...))
-	}
+	return errs
 }
 
 // kubeJSON is the -o json document of swdt kubernetes.

@@ -95,23 +95,16 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 	if err := printSetup(e.ui, results); err != nil {
 		return err
 	}
-	if err := fleet.Err(results); err != nil {
-		return err
-	}
-	var failed []string
 	for _, r := range results {
-		for _, s := range r.Value.Steps {
-			if s.Result == setup.Failed {
-				failed = append(failed, r.Node+"/"+s.Name)
-			}
+		if r.Err != nil {
+			continue
 		}
 		if steps := r.Value.RebootRequired(); len(steps) > 0 {
 			e.ui.Warn("node %s needs a reboot to finish: %s", r.Node, strings.Join(steps, ", "))
 		}
 	}
-	if len(failed) > 0 {
-		return exitcode.WithCode(exitcode.Partial,
-			fmt.Errorf("setup failed for %d step(s): %s (see DETAIL above)", len(failed), strings.Join(failed, ", ")))
+	if err := fleet.Err(results, failedSteps); err != nil {
+		return err
 	}
 	switch {
 	case f.dryRun:
@@ -120,6 +113,20 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 		e.ui.Success("setup done on %d node(s)", len(results))
 	}
 	return nil
+}
+
+// failedSteps names the failed steps of one node's setup, as one error.
+func failedSteps(r *setup.Report) []error {
+	var failed []string
+	for _, s := range r.Steps {
+		if s.Result == setup.Failed {
+			failed = append(failed, s.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return []error{fmt.Errorf("setup failed for %d step(s): %s (see DETAIL above)", len(failed), strings.Join(failed, ", "))}
 }
 
 // printSetup shows every node's steps as a table or as JSON. A node that

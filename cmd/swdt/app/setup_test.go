@@ -98,12 +98,12 @@ func TestSetupCommandFailures(t *testing.T) {
 			name: "chocolatey download fails", opts: []simnode.TestOption{simnode.WithFaults(simnode.Faults{ChocoDownloadFails: true})},
 			setup: "    chocoPackages: [vim]\n", wantCode: exitcode.Partial,
 			wantStdout: []string{"chocolatey   failed", "The remote name could not be resolved", "package vim  failed", "Chocolatey is missing"},
-			wantStderr: []string{"setup failed for 2 step(s): winworker/chocolatey, winworker/package vim"},
+			wantStderr: []string{"node winworker: setup failed for 2 step(s): chocolatey, package vim"},
 		},
 		{
 			name: "unknown package", setup: "    chocoPackages: [vim, no-such-package]\n", wantCode: exitcode.Partial,
 			wantStdout: []string{"package vim              changed", "package no-such-package  failed", "was not found on the Chocolatey feed"},
-			wantStderr: []string{"winworker/package no-such-package"},
+			wantStderr: []string{"node winworker: setup failed for 1 step(s): package no-such-package"},
 		},
 		{
 			name: "non-admin user", opts: []simnode.TestOption{simnode.WithAccount(simnode.Account{Name: "developer"})},
@@ -180,5 +180,31 @@ func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
 	}
 	if st.Firewall["remotedesktop-usermode-in-tcp"].Enabled || st.Firewall["remotedesktop-usermode-in-udp"].Enabled {
 		t.Error("RDP firewall rules still enabled")
+	}
+}
+
+// A node that needs a reboot is named even when another node of the file
+// could not be reached (the run is partial, not silent about the reboot).
+func TestSetupRebootWarningWithAnUnreachableNode(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := setupNodeFile(t, ts, "Administrator", "    chocoPackages: [dotnetfx]\n")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ts.Credentials()
+	gone.Hostname = sshdtest.ClosedPort(t)
+	doc := string(raw) + "---\n" + nodeHeader("offline", gone)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "setup", "-c", file, "--no-color")
+	if code != exitcode.Partial {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.Partial, errOut)
+	}
+	for _, want := range []string{"node winworker needs a reboot to finish: package dotnetfx", "node offline: "} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
 	}
 }

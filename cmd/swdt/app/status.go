@@ -80,7 +80,7 @@ func runStatus(ctx context.Context, e *env, cacheDir string) error {
 	if err := printStatus(e.ui, results); err != nil {
 		return err
 	}
-	return fleet.Err(results)
+	return fleet.Err(results, nil)
 }
 
 // statusTargets lists the node's provisioners and wins with the digest each

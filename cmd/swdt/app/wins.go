@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -177,25 +176,25 @@ func runWinsOn(ctx context.Context, e *env, anyNode bool,
 	if err := printWins(e.ui, results); err != nil {
 		return err
 	}
-	if err := fleet.Err(results); err != nil {
+	if err := fleet.Err(results, failedWins); err != nil {
 		return err
-	}
-	var failed []string
-	for _, r := range results {
-		if r.Value.Deploy != nil && r.Value.Deploy.Error != "" {
-			failed = append(failed, fmt.Sprintf("node %s: deploy %s: %s", r.Node, r.Value.Deploy.Action, r.Value.Deploy.Error))
-		}
-		for _, c := range r.Value.Checks {
-			if !c.OK {
-				failed = append(failed, fmt.Sprintf("node %s: check %s: %s", r.Node, c.Name, c.Detail))
-			}
-		}
-	}
-	if len(failed) > 0 {
-		return exitcode.WithCode(exitcode.Partial, errors.New(strings.Join(failed, "\n")))
 	}
 	e.ui.Success("wins %s on %d node(s)", done, len(results))
 	return nil
+}
+
+// failedWins lists a failed deploy and the failed checks of one node.
+func failedWins(r *wins.Report) []error {
+	var errs []error
+	if r.Deploy != nil && r.Deploy.Error != "" {
+		errs = append(errs, fmt.Errorf("deploy %s: %s", r.Deploy.Action, r.Deploy.Error))
+	}
+	for _, c := range r.Checks {
+		if !c.OK {
+			errs = append(errs, fmt.Errorf("check %s: %s", c.Name, c.Detail))
+		}
+	}
+	return errs
 }
 
 // printWins shows every node's deploy and checks as a table or as JSON. A

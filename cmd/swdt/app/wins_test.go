@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -145,5 +146,31 @@ func TestWinsCommandExitCodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With one node unreachable and a check failing on the other, the error
+// names both, not only the unreachable node (exit 3).
+func TestWinsCommandReportsEveryFailure(t *testing.T) {
+	ts := simnode.StartTest(t)
+	good := winsNodeFile(t, ts, "", "MZ wins v0.16.0 "+simnode.MarkerWinsNoPipe)
+	raw, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ts.Credentials()
+	gone.Hostname = sshdtest.ClosedPort(t)
+	doc := string(raw) + "---\n" + nodeHeader("offline", gone) + "  wins:\n    sourceURL: ./wins.exe\n"
+	if err := os.WriteFile(good, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "wins", "-c", good, "--no-color", "--settle", "100ms")
+	if code != exitcode.Partial {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.Partial, errOut)
+	}
+	for _, want := range []string{"node offline: ", "node winworker: check pipes", "v0.16 and later removed the named-pipe bridge"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
 	}
 }
