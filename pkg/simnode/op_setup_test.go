@@ -226,6 +226,10 @@ func TestAuthorizedKeysAdd(t *testing.T) {
 			wantFile: keyA + "\r\n" + keyB + "\r\n"},
 		{name: "nothing missing", existing: keyA + "\n", keys: []string{"  " + keyA + "  "}, wantKeys: []string{keyA},
 			wantFile: keyA + "\n"},
+		// Keys are base64: one differing only in case is another key
+		// (the op compares with -ccontains, not -contains).
+		{name: "case matters", existing: keyA + "\r\n", keys: []string{strings.ToUpper(keyA)}, wantAdded: 1,
+			wantKeys: []string{keyA, strings.ToUpper(keyA)}, wantFile: keyA + "\r\n" + strings.ToUpper(keyA) + "\r\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

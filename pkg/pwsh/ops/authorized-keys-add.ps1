@@ -14,7 +14,8 @@ $added = 0
 $utf8 = New-Object System.Text.UTF8Encoding $false
 foreach ($key in @($SwdtParams.keys | Where-Object { $null -ne $_ })) {
     $line = ([string]$key).Trim()
-    if (-not $line -or $present -contains $line) { continue }
+    # -ccontains: keys are base64, and -contains ignores case.
+    if (-not $line -or $present -ccontains $line) { continue }
     $prefix = ''
     if ((Test-Path -LiteralPath $path -PathType Leaf) -and (Get-Item -LiteralPath $path).Length -gt 0) {
         $bytes = [System.IO.File]::ReadAllBytes($path)
@@ -37,11 +38,14 @@ if ($LASTEXITCODE -ne 0) {
 $allowed = @('S-1-5-32-544', 'S-1-5-18')
 # Explicit grants to anyone else (added by hand) survive /inheritance:r.
 $acl = Get-Acl -LiteralPath $path
-foreach ($sid in @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value } | Sort-Object -Unique)) {
+# Rules are read as SIDs directly: translating account names back to SIDs
+# throws for some built-in names (APPLICATION PACKAGE AUTHORITY\...).
+$sidType = [System.Security.Principal.SecurityIdentifier]
+foreach ($sid in @($acl.GetAccessRules($true, $true, $sidType) | ForEach-Object { $_.IdentityReference.Value } | Sort-Object -Unique)) {
     if ($allowed -notcontains $sid) { [void](& { $ErrorActionPreference = 'Continue'; & $icacls $path /remove ('*' + $sid) 2>&1 }) }
 }
 $acl = Get-Acl -LiteralPath $path
-$sids = @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })
+$sids = @($acl.GetAccessRules($true, $true, $sidType) | ForEach-Object { $_.IdentityReference.Value })
 $aclOk = $acl.AreAccessRulesProtected -and (@($sids | Where-Object { $allowed -notcontains $_ }).Count -eq 0)
 $keys = @($present | Where-Object { -not $_.StartsWith('#') })
 Write-SwdtResult -Data ([ordered]@{ exists = $true; keys = $keys; aclOk = [bool]$aclOk; added = $added })

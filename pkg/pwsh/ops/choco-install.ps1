@@ -10,10 +10,18 @@ if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
     } catch {
         Stop-SwdtOp -Kind 'download-failed' -Message ("the node could not download the Chocolatey install script from https://community.chocolatey.org/install.ps1: " + $_.Exception.Message + " (does the node have internet access or a proxy?)")
     }
-    Set-ExecutionPolicy -ExecutionPolicy Bypass -Scope Process -Force
+    # The process already runs with -ExecutionPolicy Bypass; a Group Policy
+    # execution policy makes this throw, which must not end the op.
+    try { Set-ExecutionPolicy -ExecutionPolicy Bypass -Scope Process -Force } catch { $null = $_ }
     # The script's own non-terminating errors and native stderr must not
-    # stop it under 'Stop': success is judged by choco.exe existing.
-    $log = & { $ErrorActionPreference = 'Continue'; & ([scriptblock]::Create($installer)) *>&1 } | Out-String
+    # stop it under 'Stop': success is judged by choco.exe existing. A
+    # throw from it is caught and reported the same way.
+    $log = ''
+    try {
+        $log = & { $ErrorActionPreference = 'Continue'; & ([scriptblock]::Create($installer)) *>&1 } | Out-String
+    } catch {
+        $log = $log + $_.Exception.Message
+    }
     if (-not (Test-Path -LiteralPath $chocoExe -PathType Leaf)) {
         if ($log.Length -gt 1500) { $log = $log.Substring($log.Length - 1500) }
         Stop-SwdtOp -Kind 'install-failed' -Message ("the Chocolatey install script ran but " + $chocoExe + " does not exist: " + $log.Trim())

@@ -53,7 +53,9 @@ if ($node.isAdmin -and (Test-Path -LiteralPath $keysPath -PathType Leaf)) {
     $keys.keys = @(Get-Content -LiteralPath $keysPath | ForEach-Object { $_.Trim() } | Where-Object { $_ -and -not $_.StartsWith('#') })
     $acl = Get-Acl -LiteralPath $keysPath
     $allowed = @('S-1-5-32-544', 'S-1-5-18')
-    $sids = @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })
+    # Read as SIDs directly: translating names back throws for some
+    # built-in accounts (APPLICATION PACKAGE AUTHORITY\...).
+    $sids = @($acl.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier]) | ForEach-Object { $_.IdentityReference.Value })
     $keys.aclOk = $acl.AreAccessRulesProtected -and (@($sids | Where-Object { $allowed -notcontains $_ }).Count -eq 0)
 }
 
