@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -270,10 +269,9 @@ func uninstallDetail(r *wins.Removal) string {
 	return strings.Join(parts, "; ")
 }
 
-// winsObserver shows progress on stderr; nodes run concurrently, so it
-// serialises access to the UI.
+// winsObserver shows progress on stderr (ui.UI is safe for the nodes'
+// concurrent use).
 type winsObserver struct {
-	mu sync.Mutex
 	ui *ui.UI
 }
 
@@ -281,17 +279,9 @@ func (o *winsObserver) forNode(name string) provision.Observer {
 	return &winsNodeObserver{o: o, node: name}
 }
 
-func (o *winsObserver) step(nodeName, msg string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ui.Step(nodeName, "%s", msg)
-}
+func (o *winsObserver) step(nodeName, msg string) { o.ui.Step(nodeName, "%s", msg) }
 
-func (o *winsObserver) warn(nodeName, msg string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ui.Warn("node %s: %s", nodeName, msg)
-}
+func (o *winsObserver) warn(nodeName, msg string) { o.ui.Warn("node %s: %s", nodeName, msg) }
 
 // winsNodeObserver is one node's provision.Observer.
 type winsNodeObserver struct {
