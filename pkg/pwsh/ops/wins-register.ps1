@@ -19,7 +19,13 @@ if ($SwdtParams.unregister) {
 # with the preference relaxed, its lines taken as plain text.
 $output = (& { $ErrorActionPreference = 'Continue'; & $binary @arguments 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
 $code = $LASTEXITCODE
+# A service deleted while it runs stays listed until it stops; the SCM
+# marks it with DeleteFlag=1 in its key. It is not registered any more.
 $registered = $null -ne ([System.ServiceProcess.ServiceController]::GetServices() | Where-Object { $_.ServiceName -eq 'rancher-wins' })
+if ($registered) {
+    $key = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\rancher-wins' -ErrorAction SilentlyContinue
+    if ($null -ne $key -and [int]$key.DeleteFlag -eq 1) { $registered = $false }
+}
 if ($code -ne 0) {
     Stop-SwdtOp -Kind 'register-failed' -Message ('wins.exe ' + ($arguments -join ' ') + ' exited ' + $code + ': ' + $output.Trim())
 }
