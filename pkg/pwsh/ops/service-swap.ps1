@@ -253,14 +253,14 @@ foreach ($item in $requestItems) {
     $parent = Split-Path -Path $item.destination -Parent
     if (-not (Test-Path -LiteralPath $parent)) { [void](New-Item -ItemType Directory -Path $parent -Force) }
     try {
-        if ($hadOld) { Move-Item -LiteralPath $item.destination -Destination $item.backup }
-        Move-Item -LiteralPath $item.staged -Destination $item.destination
+        if ($hadOld) { [System.IO.File]::Move([string]$item.destination, [string]$item.backup) }
+        [System.IO.File]::Move([string]$item.staged, [string]$item.destination)
         $result.result = 'swapped'
     } catch {
         $result.result = 'failed'
         $result.error = 'could not rename the staged binary into place: ' + $_.Exception.Message
         if ($hadOld -and -not (Test-Path -LiteralPath $item.destination) -and (Test-Path -LiteralPath $item.backup)) {
-            Move-Item -LiteralPath $item.backup -Destination $item.destination
+            [System.IO.File]::Move([string]$item.backup, [string]$item.destination)
         }
     }
 }
@@ -294,8 +294,8 @@ if ($rollback.Count -gt 0) {
         $item = $itemsByService[$name]
         $failed = $item.destination + '.swdt-failed'
         if (Test-Path -LiteralPath $failed) { Remove-Item -LiteralPath $failed -Force }
-        Move-Item -LiteralPath $item.destination -Destination $failed
-        Move-Item -LiteralPath $item.backup -Destination $item.destination
+        [System.IO.File]::Move([string]$item.destination, [string]$failed)
+        [System.IO.File]::Move([string]$item.backup, [string]$item.destination)
         $results[$name].result = 'rolled-back'
         $results[$name].error = $results[$name].error + '; the new binary was kept as ' + $failed
     }

@@ -9,7 +9,7 @@ $notStarted = New-Object System.Collections.ArrayList
 
 foreach ($item in @($SwdtParams.items | Where-Object { $null -ne $_ })) {
     if (-not (Test-Path -LiteralPath $item.destination -PathType Leaf) -and (Test-Path -LiteralPath $item.backup -PathType Leaf)) {
-        Move-Item -LiteralPath $item.backup -Destination $item.destination
+        [System.IO.File]::Move([string]$item.backup, [string]$item.destination)
         [void]$restored.Add([string]$item.destination)
     }
     if (Test-Path -LiteralPath $item.staged -PathType Leaf) {

@@ -17,12 +17,13 @@ if ($exists -and $utf8.GetString([System.IO.File]::ReadAllBytes($path)) -ceq $co
     $backup = ''
     if ($exists) {
         $backup = $path + '.swdt-bak'
-        Copy-Item -LiteralPath $path -Destination $backup -Force
+        [System.IO.File]::Copy([string]$path, [string]$backup, $true)
     }
     $dir = Split-Path -Path $path -Parent
     if (-not (Test-Path -LiteralPath $dir)) { [void](New-Item -ItemType Directory -Path $dir -Force) }
     $staged = $path + '.swdt-new'
     [System.IO.File]::WriteAllText($staged, $content, $utf8)
-    Move-Item -LiteralPath $staged -Destination $path -Force
+    # Replace swaps the file in one step; Move refuses an existing target.
+    if ([System.IO.File]::Exists($path)) { [System.IO.File]::Replace($staged, $path, [NullString]::Value) } else { [System.IO.File]::Move($staged, $path) }
     Write-SwdtResult -Data ([ordered]@{ changed = $true; backup = $backup })
 }

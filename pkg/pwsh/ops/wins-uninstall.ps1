@@ -74,7 +74,7 @@ if ($null -ne $sc) {
 $backup = ''
 if (Test-Path -LiteralPath $config -PathType Leaf) {
     $backup = $config + '.swdt-bak'
-    Copy-Item -LiteralPath $config -Destination $backup -Force
+    [System.IO.File]::Copy([string]$config, [string]$backup, $true)
     Remove-Item -LiteralPath $config -Force
     [void]$removed.Add($config)
 }

@@ -62,7 +62,7 @@ if ($SwdtParams.deep) {
     $smoke = [string]$SwdtParams.smokePath
     $deep = [ordered]@{ ok = $false; output = ''; expected = [Environment]::MachineName; error = ''; leftovers = @() }
     try {
-        Copy-Item -LiteralPath (Join-Path $env:SystemRoot 'System32\HOSTNAME.EXE') -Destination $smoke -Force
+        [System.IO.File]::Copy([string](Join-Path $env:SystemRoot 'System32\HOSTNAME.EXE'), [string]$smoke, $true)
         $output = (& { $ErrorActionPreference = 'Continue'; & $binary cli prc run --path $smoke 2>&1 } | ForEach-Object { [string]$_ }) -join "`r`n"
         $code = $LASTEXITCODE
         $deep.output = $output.Trim()
