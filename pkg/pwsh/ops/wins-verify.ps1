@@ -20,7 +20,13 @@ if ($null -ne $sc) {
     $service.dependents = @($sc.DependentServices | ForEach-Object { $_.ServiceName })
 }
 
-$pipeNames = @([System.IO.Directory]::GetFiles('\\.\pipe\') | ForEach-Object { [System.IO.Path]::GetFileName($_) })
+# GetFiles throws when some pipe's name is not a valid path; Get-ChildItem
+# then lists the others.
+try {
+    $pipeNames = @([System.IO.Directory]::GetFiles('\\.\pipe\') | ForEach-Object { [System.IO.Path]::GetFileName($_) })
+} catch {
+    $pipeNames = @(Get-ChildItem -LiteralPath '\\.\pipe\' -ErrorAction SilentlyContinue | ForEach-Object { $_.Name })
+}
 $pipes = [ordered]@{ rancher_wins = ($pipeNames -contains 'rancher_wins'); rancher_wins_proxy = ($pipeNames -contains 'rancher_wins_proxy') }
 
 $keys = @('CurrentMajorVersionNumber', 'CurrentMinorVersionNumber', 'CurrentBuildNumber', 'UBR', 'ReleaseId', 'BuildLabEx', 'CurrentBuild')
