@@ -446,8 +446,14 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 			_ = req.Reply(true, nil)
 			go ssh.DiscardRequests(reqs)
-			cs.serveSFTP(ch)
+			sch := &serialChannel{Channel: ch}
+			cs.serveSFTP(sch)
+			// pkg/sftp may still be sending a reply when Serve returns
+			// (the connection was cut); x/crypto's CloseWrite must not
+			// run alongside a Write.
+			sch.mu.Lock()
 			cs.exit(ch, 0)
+			sch.mu.Unlock()
 			return
 		case "shell":
 			_ = req.Reply(true, nil)
@@ -460,6 +466,19 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 		}
 	}
+}
+
+// serialChannel serialises writes to a channel, so that closing it can
+// wait for a write in progress.
+type serialChannel struct {
+	ssh.Channel
+	mu sync.Mutex
+}
+
+func (c *serialChannel) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Channel.Write(p)
 }
 
 func (cs *connState) exit(ch ssh.Channel, status int) {

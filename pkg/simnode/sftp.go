@@ -120,11 +120,12 @@ func (w *cuttingWriter) WriteAt(p []byte, off int64) (int, error) {
 		cs.cutAt = 0
 	}
 	cs.sftpWritten += int64(len(p))
+	written := cs.sftpWritten
 	cs.mu.Unlock()
 	n, err := w.File.WriteAt(p, off)
 	if cut {
 		_ = cs.srv.m.updateFaults(func(f *Faults) { f.CutAfterBytes = 0 })
-		cs.srv.log.Info("fault: cutting connection", "after", cs.sftpWritten)
+		cs.srv.log.Info("fault: cutting connection", "after", written)
 		cs.conn.Close()
 		return n, errors.New("simnode: connection cut by fault injection")
 	}
