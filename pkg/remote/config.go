@@ -27,6 +27,9 @@ const NoSSHConfig = "none"
 const (
 	DefaultDialTimeout       = 15 * time.Second
 	DefaultKeepAliveInterval = 15 * time.Second
+	// DefaultStallTimeout is how long an upload may make no progress
+	// before its connection is given up and the upload tried again.
+	DefaultStallTimeout = 60 * time.Second
 	// keepAliveCountMax keepalives may go unanswered before the connection
 	// is declared dead (as OpenSSH's ServerAliveCountMax).
 	keepAliveCountMax = 3
@@ -63,6 +66,11 @@ type Config struct {
 	// KeepAliveInterval is the keepalive@openssh.com period (default 15s;
 	// negative disables). Three unanswered keepalives close the connection.
 	KeepAliveInterval time.Duration
+	// StallTimeout is how long an upload may send nothing before its
+	// connection is abandoned and the upload retried once on a new one
+	// (default DefaultStallTimeout). Keepalives catch a dead link; this
+	// catches a live one that no longer moves data.
+	StallTimeout time.Duration
 	// Passphrase is asked for an encrypted key's passphrase when
 	// SWDT_KEY_PASSPHRASE is unset, for example a terminal prompt. Nil
 	// means no prompt.

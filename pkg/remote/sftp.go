@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -23,7 +24,7 @@ var sftpRetry = retryPolicy{
 
 // idempotent runs an SFTP call that is safe to repeat, reconnecting once
 // when the connection drops under it.
-func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.Context, sc *sftp.Client, attempt int) error) error {
+func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error) error {
 	return retry(ctx, op, sftpRetry, func(ctx context.Context, attempt int) error {
 		cn, err := c.conn(ctx)
 		if err != nil {
@@ -36,7 +37,7 @@ func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.
 			if err != nil {
 				return err
 			}
-			return fn(ctx, sc, attempt)
+			return fn(ctx, sc, attempt, cn)
 		})
 		if cn.lost(err) {
 			c.log.Debug("ssh connection lost, reconnecting", "op", op, "attempt", attempt, "err", err)
@@ -56,7 +57,7 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 	dst := SFTPPath(remotePath)
 	part := dst + PartSuffix
 	op := fmt.Sprintf("upload %s to %s", remotePath, c.t.addr)
-	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		if attempt > 1 && progress != nil {
 			progress(0)
 		}
@@ -65,7 +66,16 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 			return fmt.Errorf("%s: create %s: %w", op, part, err)
 		}
 		r := &uploadReader{ctx: ctx, sr: io.NewSectionReader(src, 0, size), progress: progress}
+		stalled := watchStall(c.stallTimeout(), r, func() {
+			// Dropping the socket fails the pending writes at once; a
+			// graceful close would wait on the link that stopped.
+			cn.kill(fmt.Errorf("upload made no progress for %s", c.stallTimeout()))
+		})
 		n, err := f.ReadFrom(r)
+		if stalled() {
+			// The connection is then treated as lost: a new one, a new try.
+			err = fmt.Errorf("no progress for %s: %w", c.stallTimeout(), sftp.ErrSSHFxConnectionLost)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -90,7 +100,7 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 type uploadReader struct {
 	ctx      context.Context
 	sr       *io.SectionReader
-	sent     int64
+	sent     atomic.Int64
 	progress func(int64)
 }
 
@@ -100,12 +110,51 @@ func (r *uploadReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.sr.Read(p)
 	if n > 0 {
-		r.sent += int64(n)
+		sent := r.sent.Add(int64(n))
 		if r.progress != nil {
-			r.progress(r.sent)
+			r.progress(sent)
 		}
 	}
 	return n, err
+}
+
+func (c *Client) stallTimeout() time.Duration {
+	if c.cfg.StallTimeout > 0 {
+		return c.cfg.StallTimeout
+	}
+	return DefaultStallTimeout
+}
+
+// watchStall calls abandon once when r has read nothing new for timeout;
+// pipelined writes read ahead only as the server acknowledges, so a
+// transfer that stopped moving stops reading. The returned function stops
+// the watch and reports whether it fired.
+func watchStall(timeout time.Duration, r *uploadReader, abandon func()) (stopAndReport func() bool) {
+	var fired atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(timeout / 4)
+		defer tick.Stop()
+		last, since := r.sent.Load(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if now := r.sent.Load(); now != last {
+					last, since = now, time.Now()
+				} else if time.Since(since) >= timeout {
+					fired.Store(true)
+					abandon()
+					return
+				}
+			}
+		}
+	}()
+	return func() bool {
+		close(done)
+		return fired.Load()
+	}
 }
 
 func (r *uploadReader) Size() int64 { return r.sr.Size() }
@@ -141,7 +190,7 @@ func (c *Client) Download(ctx context.Context, remotePath string, w io.Writer) e
 	p := SFTPPath(remotePath)
 	op := fmt.Sprintf("download %s from %s", remotePath, c.t.addr)
 	cw := &countingWriter{w: w}
-	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		f, err := sc.Open(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -179,7 +228,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func (c *Client) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	op := fmt.Sprintf("stat %s on %s", remotePath, c.t.addr)
-	err := c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	err := c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		var err error
 		fi, err = sc.Stat(SFTPPath(remotePath))
 		if err != nil {
@@ -194,7 +243,7 @@ func (c *Client) Stat(ctx context.Context, remotePath string) (fs.FileInfo, erro
 // directory is fine.
 func (c *Client) MkdirAll(ctx context.Context, remotePath string) error {
 	op := fmt.Sprintf("create directory %s on %s", remotePath, c.t.addr)
-	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		p := SFTPPath(remotePath)
 		if err := sc.MkdirAll(p); err != nil {
 			// Lost a race with another creator: fine if it is a directory now.
@@ -212,7 +261,7 @@ func (c *Client) MkdirAll(ctx context.Context, remotePath string) error {
 // replace one: rename it away first.
 func (c *Client) Rename(ctx context.Context, oldPath, newPath string) error {
 	op := fmt.Sprintf("rename %s to %s on %s", oldPath, newPath, c.t.addr)
-	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		o, n := SFTPPath(oldPath), SFTPPath(newPath)
 		err := replace(sc, o, n)
 		if err != nil && attempt > 1 {
@@ -235,7 +284,7 @@ func (c *Client) Rename(ctx context.Context, oldPath, newPath string) error {
 // dropped).
 func (c *Client) Remove(ctx context.Context, remotePath string) error {
 	op := fmt.Sprintf("remove %s on %s", remotePath, c.t.addr)
-	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int) error {
+	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		err := sc.Remove(SFTPPath(remotePath))
 		if err != nil && attempt > 1 && errors.Is(err, fs.ErrNotExist) {
 			return nil

@@ -302,3 +302,33 @@ func TestDownloadResumesAfterDrop(t *testing.T) {
 		t.Logf("proxy saw %d connections (the cut may have come after the download)", p.Connections())
 	}
 }
+
+// TestStalledUploadIsRetried: a link that stays up but stops moving data
+// (keepalives off here, so only the stall watch can notice) is abandoned
+// after StallTimeout and the upload completes on a new connection.
+func TestStalledUploadIsRetried(t *testing.T) {
+	s := sshdtest.Start(t)
+	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
+	cfg := sshdConfig(t, s)
+	cfg.Host = p.Addr
+	cfg.KeepAliveInterval = -1
+	cfg.StallTimeout = 400 * time.Millisecond
+	c := dial(t, cfg)
+	src := pattern{size: 16 << 20}
+	dst := filepath.Join(s.Dir, "stalled.exe")
+	var froze sync.Once
+	err := c.Upload(t.Context(), src, src.size, dst, func(sent int64) {
+		if sent > 2<<20 {
+			froze.Do(p.FreezeAll)
+		}
+	})
+	if err != nil {
+		t.Fatalf("Upload: %v", err)
+	}
+	if p.Connections() != 2 {
+		t.Errorf("connections = %d, want the frozen one and a new one", p.Connections())
+	}
+	if fileSum(t, dst) != src.sum(t) {
+		t.Fatal("uploaded file differs")
+	}
+}
