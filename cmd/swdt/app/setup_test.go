@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,20 +18,7 @@ func setupNodeFile(t *testing.T, ts *simnode.TestServer, user, setupYAML string)
 	t.Helper()
 	c := ts.CredentialsFor(user)
 	doc := nodeHeader("winworker", c) + "  setup:\n" + setupYAML
-	path := filepath.Join(t.TempDir(), "node.yaml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func decodeSetupJSON(t *testing.T, out string) setupJSON {
-	t.Helper()
-	var got setupJSON
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
-	}
-	return got
+	return writeNodeFile(t, t.TempDir(), doc)
 }
 
 func TestSetupCommandFreshThenRerun(t *testing.T) {
@@ -43,7 +29,7 @@ func TestSetupCommandFreshThenRerun(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	got := decodeSetupJSON(t, out)
+	got := decodeJSON[setupJSON](t, out)
 	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" || len(got.Nodes[0].Steps) != 5 {
 		t.Fatalf("json = %+v", got)
 	}
@@ -160,7 +146,7 @@ func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	if got := decodeSetupJSON(t, out); got.Nodes[0].Steps[0].Result != "would-change" {
+	if got := decodeJSON[setupJSON](t, out); got.Nodes[0].Steps[0].Result != "would-change" {
 		t.Errorf("dry run = %+v", got)
 	}
 	if ts.State().Firewall["remotedesktop-usermode-in-tcp"].Enabled {

@@ -35,11 +35,7 @@ func statusFile(t *testing.T, ts *simnode.TestServer, hostname, content string) 
       sourceURL: ./not-built.exe
       destination: 'C:\Program Files\containerd\containerd.exe'
 `
-	path := filepath.Join(dir, "node.yaml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeNodeFile(t, dir, doc)
 }
 
 func statusSources(t *testing.T, out string) map[string]string {

@@ -29,19 +29,12 @@ func winsNodeFile(t *testing.T, ts *simnode.TestServer, hostname, winsBinary str
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(dir, "node.yaml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeNodeFile(t, dir, doc)
 }
 
 func decodeWinsJSON(t *testing.T, out string) winsJSON {
 	t.Helper()
-	var got winsJSON
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
-	}
+	got := decodeJSON[winsJSON](t, out)
 	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" {
 		t.Fatalf("json = %+v", got)
 	}
