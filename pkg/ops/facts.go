@@ -1,7 +1,7 @@
 package ops
 
 // NodeFacts reports who and what the node is.
-var NodeFacts = Op[NodeFactsRequest, NodeFactsResponse]{Name: "node-facts"}
+var NodeFacts = register[NodeFactsRequest, NodeFactsResponse]("node-facts")
 
 // NodeFactsRequest takes no parameters.
 type NodeFactsRequest struct{}
@@ -22,6 +22,28 @@ type NodeFactsResponse struct {
 	Username string `json:"username"`
 	// IsAdmin is true when the session holds Administrator rights.
 	IsAdmin bool `json:"isAdmin"`
-	// PSVersion is the PowerShell version running the op.
+	// PSVersion is Windows PowerShell's installed version, e.g.
+	// "5.1.20348.1" (the registry's PowerShellEngine key), which runs
+	// Chocolatey's install script; empty when it is not installed. The
+	// op itself runs in swdt-agent, not in PowerShell.
 	PSVersion string `json:"psVersion"`
+}
+
+// AgentInfo reports the agent's own identity: the first op swdt runs after
+// uploading it, to prove the upload is intact and runs.
+var AgentInfo = register[AgentInfoRequest, AgentInfoResponse]("agent-info")
+
+// AgentInfoRequest takes no parameters.
+type AgentInfoRequest struct{}
+
+// AgentInfoResponse describes the running agent.
+type AgentInfoResponse struct {
+	// Path is the agent executable's full path.
+	Path string `json:"path"`
+	// SHA256 is the lower-case hex digest of that executable.
+	SHA256 string `json:"sha256"`
+	// Version is swdt's version the agent was built with.
+	Version string `json:"version"`
+	// GOARCH is the agent's architecture (amd64, arm64).
+	GOARCH string `json:"goarch"`
 }

@@ -5,18 +5,18 @@ var (
 	// ProvisionInspect reads, in one round trip, what the plan needs: each
 	// destination's size, hash and version, and the state of each service
 	// and of every service that depends on it.
-	ProvisionInspect = Op[ProvisionInspectRequest, ProvisionInspectResponse]{Name: "provision-inspect"}
+	ProvisionInspect = register[ProvisionInspectRequest, ProvisionInspectResponse]("provision-inspect")
 	// FileHash hashes files on the node (to verify staged uploads).
-	FileHash = Op[FileHashRequest, FileHashResponse]{Name: "file-hash"}
+	FileHash = register[FileHashRequest, FileHashResponse]("file-hash")
 	// FilesRemove deletes leftover files (staged uploads after a failure).
-	FilesRemove = Op[FilesRemoveRequest, FilesRemoveResponse]{Name: "files-remove"}
+	FilesRemove = register[FilesRemoveRequest, FilesRemoveResponse]("files-remove")
 	// ServiceSwap stops services, renames staged binaries into place, starts
 	// services, runs health checks and rolls a failed binary back, all on
 	// the node in one op so that downtime does not depend on round trips.
-	ServiceSwap = Op[ServiceSwapRequest, ServiceSwapResponse]{Name: "service-swap"}
+	ServiceSwap = register[ServiceSwapRequest, ServiceSwapResponse]("service-swap")
 	// SwapRecover puts backups back where a destination is missing and
 	// starts services: the repair after a swap was interrupted.
-	SwapRecover = Op[SwapRecoverRequest, SwapRecoverResponse]{Name: "swap-recover"}
+	SwapRecover = register[SwapRecoverRequest, SwapRecoverResponse]("swap-recover")
 )
 
 // ProvisionTarget names one service and the binary that feeds it.
@@ -165,7 +165,8 @@ type SwapItemResult struct {
 	// Events are the service's last event-log lines after a failure.
 	Events []string `json:"events,omitempty"`
 	// DowntimeMs is from the start of this service's stop to its Running
-	// again (after rollback if any).
+	// again (after rollback if any); 0 when the swap did not stop it (it
+	// was not running) or it is not Running at the end.
 	DowntimeMs int64 `json:"downtimeMs"`
 }
 
@@ -177,6 +178,30 @@ type ServiceSwapResponse struct {
 	// NotStarted lists services that were to be started but are not
 	// Running at the end, with the reason.
 	NotStarted []ServiceProblem `json:"notStarted"`
+	// AlsoStopped lists running services that depend on a service the
+	// swap stopped but were not in StopOrder: Windows refuses to stop a
+	// service while a dependent runs, so the swap stopped them first and
+	// started them again afterwards.
+	AlsoStopped []string `json:"alsoStopped"`
+	// Downtime has one entry per service the swap stopped (those of
+	// StopOrder that were not already Stopped, and AlsoStopped), in the
+	// order they were stopped.
+	Downtime []ServiceDowntime `json:"downtime"`
+	// RecoveryNotRestored lists services whose failure actions the swap
+	// switched off (to kill a process, or while a new binary was on
+	// trial) and could not put back.
+	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
+}
+
+// ServiceDowntime is how long one service the swap stopped was down.
+type ServiceDowntime struct {
+	Service string `json:"service"`
+	// DowntimeMs is from the start of the service's stop to its Running
+	// again; for a service that is not Running at the end of the op (see
+	// NotStarted), up to the end of the op.
+	DowntimeMs int64 `json:"downtimeMs"`
+	// Running is true when the service was Running at the end of the op.
+	Running bool `json:"running"`
 }
 
 // ServiceProblem names a service and what is wrong with it.

@@ -6,21 +6,21 @@ package ops
 var (
 	// WinsInspect reads the wins service, config file and orphaned
 	// rancher-wins-* host processes.
-	WinsInspect = Op[WinsInspectRequest, WinsInspectResponse]{Name: "wins-inspect"}
+	WinsInspect = register[WinsInspectRequest, WinsInspectResponse]("wins-inspect")
 	// WinsConfigWrite writes wins' config file when its content differs,
 	// keeping the previous file as a backup.
-	WinsConfigWrite = Op[WinsConfigWriteRequest, WinsConfigWriteResponse]{Name: "wins-config-write"}
+	WinsConfigWrite = register[WinsConfigWriteRequest, WinsConfigWriteResponse]("wins-config-write")
 	// WinsRegister registers (or unregisters) the rancher-wins service with
 	// wins.exe srv app run --register (--unregister).
-	WinsRegister = Op[WinsRegisterRequest, WinsRegisterResponse]{Name: "wins-register"}
+	WinsRegister = register[WinsRegisterRequest, WinsRegisterResponse]("wins-register")
 	// WinsOrphansStop stops rancher-wins-* processes that wins started on
 	// the host, which lock their binaries.
-	WinsOrphansStop = Op[WinsOrphansStopRequest, WinsOrphansStopResponse]{Name: "wins-orphans-stop"}
+	WinsOrphansStop = register[WinsOrphansStopRequest, WinsOrphansStopResponse]("wins-orphans-stop")
 	// WinsVerify checks the bridge end to end.
-	WinsVerify = Op[WinsVerifyRequest, WinsVerifyResponse]{Name: "wins-verify"}
+	WinsVerify = register[WinsVerifyRequest, WinsVerifyResponse]("wins-verify")
 	// WinsUninstall stops and unregisters the service and removes the
 	// binary and config (the config is kept as a backup).
-	WinsUninstall = Op[WinsUninstallRequest, WinsUninstallResponse]{Name: "wins-uninstall"}
+	WinsUninstall = register[WinsUninstallRequest, WinsUninstallResponse]("wins-uninstall")
 )
 
 // Wins facts (DESIGN.md §5).

@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/provision"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 

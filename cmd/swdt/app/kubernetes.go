@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/provision"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
