@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectReq
 		if err != nil {
 			return resp, fmt.Errorf("read service %s: %w", name, err)
 		}
-		dependents, err := w.Dependents(svc.Name)
+		dependents, err := directDependents(w, svc.Name)
 		if err != nil {
 			return resp, fmt.Errorf("list the services that depend on %s: %w", svc.Name, err)
 		}
@@ -68,6 +69,34 @@ func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectReq
 		})
 	}
 	return resp, nil
+}
+
+// directDependents lists the services whose own dependencies name svc:
+// winos reports indirect dependents too, the inspect response only direct
+// ones (the plan follows the chain itself).
+func directDependents(w winos.OS, svc string) ([]string, error) {
+	all, err := w.Dependents(svc)
+	if err != nil {
+		return nil, err
+	}
+	var direct []string
+	for _, d := range all {
+		info, err := w.Service(d)
+		if errors.Is(err, winos.ErrServiceDoesNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read service %s: %w", d, err)
+		}
+		for _, dep := range info.Dependencies {
+			if strings.EqualFold(dep, svc) {
+				direct = append(direct, info.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(direct)
+	return direct, nil
 }
 
 // provisionFileFacts describes the file at p; a missing path or a

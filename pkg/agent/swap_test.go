@@ -245,7 +245,7 @@ func TestServiceSwapStopsDependentsNotInStopOrder(t *testing.T) {
 	if resp.Items[0].Result != ops.SwapResultSwapped || len(resp.NotStarted) != 0 {
 		t.Fatalf("resp = %+v", resp)
 	}
-	if !slices.Equal(resp.AlsoStopped, []string{"kubelet", "kube-proxy"}) {
+	if !slices.Equal(resp.AlsoStopped, []string{"kube-proxy", "kubelet"}) { // in the order they were stopped
 		t.Errorf("alsoStopped = %v", resp.AlsoStopped)
 	}
 	var names []string

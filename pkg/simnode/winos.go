@@ -71,11 +71,27 @@ func (o simOS) Service(name string) (winos.Service, error) {
 	}, nil
 }
 
+// Dependents returns every direct and indirect dependent, each one's own
+// dependents before it, as EnumDependentServices orders them.
 func (o simOS) Dependents(name string) ([]string, error) {
 	if _, err := o.n.Service(name); err != nil {
 		return nil, winErr("open service", name, err)
 	}
-	return o.n.Dependents(name), nil
+	var out []string
+	seen := map[string]bool{strings.ToLower(name): true}
+	var visit func(string)
+	visit = func(s string) {
+		for _, d := range o.n.Dependents(s) {
+			if seen[strings.ToLower(d)] {
+				continue
+			}
+			seen[strings.ToLower(d)] = true
+			visit(d)
+			out = append(out, d)
+		}
+	}
+	visit(name)
+	return out, nil
 }
 
 func (o simOS) StartService(name string) error {

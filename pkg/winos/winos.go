@@ -34,7 +34,9 @@ type OS interface {
 	// Service reads one service; a missing service is
 	// ErrServiceDoesNotExist.
 	Service(name string) (Service, error)
-	// Dependents lists the services that depend directly on name.
+	// Dependents lists the services that depend on name, directly or
+	// through other services, in the order they must be stopped (what
+	// EnumDependentServices returns).
 	Dependents(name string) ([]string, error)
 	// StartService asks the service control manager to start name and
 	// returns without waiting (StartService).
