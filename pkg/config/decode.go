@@ -67,6 +67,10 @@ func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem)
 		if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
 			continue // an empty document, for example after a trailing ---
 		}
+		if p := checkExpansion(file, &doc); p != nil {
+			problems = append(problems, *p)
+			continue
+		}
 		ns, srcs, probs := decodeDocument(file, doc.Content[0])
 		nodes = append(nodes, ns...)
 		sources = append(sources, srcs...)
