@@ -349,3 +349,49 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md §9: a secret never appears in a problem, whatever its YAML
+// type; the problem still says what is wrong and where.
+func TestSecretNeverInProblems(t *testing.T) {
+	tests := []struct {
+		name, yaml, leak, msg string
+	}{
+		{"number", "8675309", "8675309", "must be a string (quote it), not a number"},
+		{"negative number", "-8675309", "8675309", "must be a string (quote it), not a number"},
+		{"float", "8675309.5", "8675309", "must be a string (quote it), not a number"},
+		{"octal", "0o755", "755", "must be a string (quote it), not a number"},
+		{"string", "yes-no-true", "", ""}, // valid: nothing to report
+		{"bool", "true", "true", "must be a string (quote it), not a boolean"},
+		{"null tag", "!!null", "", ""},      // empty: valid
+		{"timestamp", "2001-12-14", "", ""}, // kept as written: valid
+		{"invalid tagged int", "!!int x8675309", "8675309", "is not a valid !!int"},
+		{"anchored number", "&pw 8675309", "8675309", "must be a string (quote it), not a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := "apiVersion: windows.k8s.io/v1alpha1\nkind: Node\nspec:\n  credentials:\n    hostname: 10.0.0.5\n    password: " + tt.yaml + "\n"
+			path := filepath.Join(t.TempDir(), "node.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if tt.msg == "" {
+				if err != nil {
+					t.Fatalf("Load = %v, want no error", err)
+				}
+				return
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) || len(cerr.Problems) != 1 {
+				t.Fatalf("Load = %v, want one problem", err)
+			}
+			p := cerr.Problems[0]
+			if p.Line != 6 || !strings.Contains(p.Message, tt.msg) {
+				t.Errorf("problem = %+v, want line 6 and a message containing %q", p, tt.msg)
+			}
+			if strings.Contains(err.Error(), tt.leak) {
+				t.Errorf("the password's value %q is in the error: %v", tt.leak, err)
+			}
+		})
+	}
+}
