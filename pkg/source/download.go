@@ -5,13 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 // downloadMeta is kept beside a cached download to revalidate it.
@@ -37,7 +41,8 @@ func (r *Resolver) client() *http.Client {
 
 // download fetches ref into the cache, or reuses the cached copy when its
 // digest already matches wantSHA256 or the server answers 304 Not Modified.
-func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
+// name is ref as errors show it.
+func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, progress Progress) (*File, error) {
 	dir, err := r.cacheDir()
 	if err != nil {
 		return nil, err
@@ -57,7 +62,7 @@ func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progres
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref, nil)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	if haveCached {
 		if cached.ETag != "" {
@@ -69,19 +74,24 @@ func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progres
 	}
 	resp, err := r.client().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w (check the URL and this machine's network or proxy settings)", ref, err)
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			// The client hides a password, not a user or a token.
+			uerr.URL = redact.URLs(uerr.URL)
+		}
+		return nil, fmt.Errorf("download %s: %w (check the URL and this machine's network or proxy settings)", name, err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotModified && haveCached:
 		return &File{Ref: ref, Path: dataPath, Size: cached.Size, SHA256: cached.SHA256}, nil
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("download %s: server answered %s", ref, resp.Status)
+		return nil, fmt.Errorf("download %s: server answered %s", name, resp.Status)
 	}
 
 	tmp, err := os.CreateTemp(dir, "partial-*")
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, err)
+		return nil, fmt.Errorf("download %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename below
 	h := sha256.New()
@@ -89,21 +99,21 @@ func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progres
 	n, copyErr := io.Copy(io.MultiWriter(tmp, h, counter), resp.Body)
 	closeErr := tmp.Close()
 	if copyErr != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, copyErr)
+		return nil, fmt.Errorf("download %s: %w", name, copyErr)
 	}
 	if closeErr != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, closeErr)
+		return nil, fmt.Errorf("download %s: %w", name, closeErr)
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return nil, fmt.Errorf("download %s: got %d of %d bytes", ref, n, resp.ContentLength)
+		return nil, fmt.Errorf("download %s: got %d of %d bytes", name, n, resp.ContentLength)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if wantSHA256 != "" && sum != wantSHA256 {
 		// Not cached: a wrong file must not be picked up by a later run.
-		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", ref, ErrDigestMismatch, wantSHA256, sum)
+		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", name, ErrDigestMismatch, wantSHA256, sum)
 	}
 	if err := os.Rename(tmp.Name(), dataPath); err != nil {
-		return nil, fmt.Errorf("download %s: store in cache: %w", ref, err)
+		return nil, fmt.Errorf("download %s: store in cache: %w", name, err)
 	}
 	meta := downloadMeta{URL: ref, ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"), Size: n, SHA256: sum}
 	if raw, err := json.Marshal(meta); err == nil {

@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 // File is a resolved source: a local regular file and its digest.
@@ -42,7 +44,7 @@ type File struct {
 func (f *File) Open() (*os.File, error) {
 	fh, err := os.Open(f.Path)
 	if err != nil {
-		return nil, fmt.Errorf("open source %s: %w", f.Ref, err)
+		return nil, fmt.Errorf("open source %s: %w", redact.URLs(f.Ref), err)
 	}
 	return fh, nil
 }
@@ -65,30 +67,32 @@ type Resolver struct {
 var ErrDigestMismatch = errors.New("sha256 mismatch")
 
 // Resolve turns ref into a local file. wantSHA256, when not empty, must match
-// the content. progress may be nil.
+// the content. progress may be nil. Errors show ref with the credentials
+// of a URL redacted.
 func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
 	wantSHA256 = strings.ToLower(strings.TrimSpace(wantSHA256))
+	name := redact.URLs(ref)
 	u, err := url.Parse(ref)
 	isURL := err == nil && len(u.Scheme) > 1 // "C:" parses as a scheme
 	var f *File
 	switch {
 	case isURL && (u.Scheme == "http" || u.Scheme == "https"):
-		f, err = r.download(ctx, ref, wantSHA256, progress)
+		f, err = r.download(ctx, ref, name, wantSHA256, progress)
 	case isURL && u.Scheme == "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", ref)
+			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", name)
 		}
-		f, err = r.local(ref, u.Path)
+		f, err = r.local(ref, name, u.Path)
 	case isURL:
-		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", ref, u.Scheme)
+		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", name, u.Scheme)
 	default:
-		f, err = r.local(ref, ref)
+		f, err = r.local(ref, name, ref)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if wantSHA256 != "" && f.SHA256 != wantSHA256 {
-		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", ref, ErrDigestMismatch, wantSHA256, f.SHA256)
+		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", name, ErrDigestMismatch, wantSHA256, f.SHA256)
 	}
 	return f, nil
 }
@@ -110,20 +114,20 @@ func CacheDir(override string) (string, error) {
 
 // local stats and hashes a local file. Hashes are remembered by path, size
 // and modification time so that an unchanged multi-hundred-megabyte build
-// output is not read again on every run.
-func (r *Resolver) local(ref, path string) (*File, error) {
+// output is not read again on every run. name is ref as errors show it.
+func (r *Resolver) local(ref, name, path string) (*File, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", ref)
+		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", name)
 	case err != nil:
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("source %s is not a regular file", ref)
+		return nil, fmt.Errorf("source %s is not a regular file", name)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC()}
 	if sum, ok := r.lookupHash(rec); ok {
@@ -131,10 +135,10 @@ func (r *Resolver) local(ref, path string) (*File, error) {
 	}
 	sum, size, err := hashFile(abs)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	if size != info.Size() {
-		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", ref)
+		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", name)
 	}
 	rec.SHA256 = sum
 	r.storeHash(rec)

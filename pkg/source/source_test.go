@@ -182,3 +182,45 @@ func TestResolveHTTPFailures(t *testing.T) {
 		})
 	}
 }
+
+// DESIGN.md §9: a source URL's user and password never appear in an
+// error, whatever goes wrong.
+func TestResolveNeverShowsURLCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/private":
+			w.Header().Set("WWW-Authenticate", `Basic realm="builds"`)
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+		case "/elsewhere":
+			http.Redirect(w, r, "http://alice:s3cr3t@127.0.0.1:1/kubelet.exe", http.StatusFound)
+		default:
+			_, _ = w.Write([]byte("MZ kubelet"))
+		}
+	}))
+	defer srv.Close()
+	withCreds := strings.Replace(srv.URL, "http://", "http://alice:s3cr3t@", 1)
+	tests := []struct{ name, url, sha, wantErr string }{
+		{"unauthorized", withCreds + "/private", "", "401"},
+		{"wrong digest", withCreds + "/kubelet.exe", strings.Repeat("a", 64), "sha256 mismatch"},
+		{"unreachable", "http://alice:s3cr3t@127.0.0.1:1/kubelet.exe", "", "check the URL"},
+		{"redirect to unreachable", withCreds + "/elsewhere", "", "check the URL"},
+		{"token only", "http://s3cr3t@127.0.0.1:1/kubelet.exe", "", "check the URL"},
+		{"unsupported scheme", "ftp://alice:s3cr3t@example.invalid/kubelet.exe", "", "unsupported scheme"},
+		{"remote file URL", "file://alice:s3cr3t@server/share/kubelet.exe", "", "file:///path"},
+		{"unescaped slash in password", "https://alice:s3/cr3t@example.invalid/kubelet.exe", "", "does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Resolver{CacheDir: t.TempDir()}
+			_, err := r.Resolve(context.Background(), tt.url, tt.sha, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			for _, secret := range []string{"alice", "s3cr3t", "cr3t"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the error shows %q: %v", secret, err)
+				}
+			}
+		})
+	}
+}
