@@ -60,6 +60,9 @@ type Resolver struct {
 	CacheDir string
 	// Client fetches http(s) sources; nil means a client with sane timeouts.
 	Client *http.Client
+	// Rehash reads and hashes every local source, even one the hash cache
+	// says is unchanged, and puts the cache right (swdt kubernetes --force).
+	Rehash bool
 }
 
 // ErrDigestMismatch is returned when a source's SHA-256 is not the one the
@@ -112,9 +115,10 @@ func CacheDir(override string) (string, error) {
 	return filepath.Join(base, "swdt"), nil
 }
 
-// local stats and hashes a local file. Hashes are remembered by path, size
-// and modification time so that an unchanged multi-hundred-megabyte build
-// output is not read again on every run. name is ref as errors show it.
+// local stats and hashes a local file. Hashes are remembered by path, size,
+// modification time and fileID so that an unchanged multi-hundred-megabyte
+// build output is not read again on every run, while a rebuild that kept
+// size and time still is. name is ref as errors show it.
 func (r *Resolver) local(ref, name, path string) (*File, error) {
 	info, err := os.Stat(path)
 	switch {
@@ -129,9 +133,12 @@ func (r *Resolver) local(ref, name, path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
-	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC()}
-	if sum, ok := r.lookupHash(rec); ok {
-		return &File{Ref: ref, Path: abs, Size: info.Size(), SHA256: sum}, nil
+	id, cacheable := statFileID(abs, info)
+	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC(), ID: id}
+	if cacheable && !r.Rehash {
+		if sum, ok := r.lookupHash(rec); ok {
+			return &File{Ref: ref, Path: abs, Size: info.Size(), SHA256: sum}, nil
+		}
 	}
 	sum, size, err := hashFile(abs)
 	if err != nil {
@@ -140,8 +147,12 @@ func (r *Resolver) local(ref, name, path string) (*File, error) {
 	if size != info.Size() {
 		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", name)
 	}
-	rec.SHA256 = sum
-	r.storeHash(rec)
+	if cacheable {
+		// A write while hashing changed the fileID after rec was taken:
+		// the next run does not trust this record.
+		rec.SHA256 = sum
+		r.storeHash(rec)
+	}
 	return &File{Ref: ref, Path: abs, Size: size, SHA256: sum}, nil
 }
 
@@ -149,6 +160,7 @@ type hashRecord struct {
 	Path    string    `json:"path"`
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
+	ID      fileID    `json:"id"`
 	SHA256  string    `json:"sha256"`
 }
 
@@ -174,7 +186,7 @@ func (r *Resolver) lookupHash(want hashRecord) (string, bool) {
 	if json.Unmarshal(raw, &got) != nil {
 		return "", false
 	}
-	if got.Path != want.Path || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) || len(got.SHA256) != 64 {
+	if got.Path != want.Path || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) || got.ID != want.ID || len(got.SHA256) != 64 {
 		return "", false
 	}
 	return got.SHA256, true

@@ -76,7 +76,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.only, "only", nil, "provisioners to run, by name (comma-separated; default all)")
-	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes")
+	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, and hash every local source again")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
@@ -128,7 +128,7 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	if err != nil {
 		return exitcode.WithCode(exitcode.Usage, err)
 	}
-	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: &source.Resolver{CacheDir: f.cacheDir}, nodes: nodes}
+	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: &source.Resolver{CacheDir: f.cacheDir, Rehash: f.force}, nodes: nodes}
 	abort, stop := e.interrupts(k.progress.Warn)
 	defer stop()
 	k.abort = abort

@@ -494,3 +494,32 @@ func waitFor(t *testing.T, ok func() bool) bool {
 	}
 	return true
 }
+
+// --force reads every local source again: a hash record that no stat can
+// tell is stale must not make every forced run fail its upload check.
+func TestKubernetesForceRehashesSources(t *testing.T) {
+	fx := newKubeFixture(t)
+	if code, _, errOut := fx.run(context.Background(), "--only", "kubelet"); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	old := sha256.Sum256([]byte("MZ kubelet v2\n"))
+	records, _ := filepath.Glob(filepath.Join(fx.cache, "hashes", "*.json"))
+	if len(records) == 0 {
+		t.Fatal("no hash records under the cache")
+	}
+	// Every record now names a digest the source does not have.
+	for _, r := range records {
+		raw, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := strings.Replace(string(raw), hex.EncodeToString(old[:]), strings.Repeat("0", 64), 1)
+		if err := os.WriteFile(r, []byte(stale), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, doc, errOut := fx.runJSON("--only", "kubelet", "--force")
+	if code != exitcode.OK || len(doc.Nodes) != 1 || len(doc.Nodes[0].Provisioners) != 1 || doc.Nodes[0].Provisioners[0].Action != "updated" {
+		t.Fatalf("forced run: exit %d, %+v\n%s", code, doc, errOut)
+	}
+}
