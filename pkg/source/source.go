@@ -63,6 +63,16 @@ type Resolver struct {
 	// Rehash reads and hashes every local source, even one the hash cache
 	// says is unchanged, and puts the cache right (swdt kubernetes --force).
 	Rehash bool
+	// MaxDownloadSize is the largest download accepted, in bytes; 0 means
+	// DefaultMaxDownloadSize.
+	MaxDownloadSize int64
+	// StallTimeout is how long a download may receive nothing (headers
+	// included) before it is abandoned; 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
+
+	// freeSpace reports the bytes available in a directory; nil means
+	// diskFree. Tests replace it.
+	freeSpace func(dir string) (uint64, bool)
 }
 
 // ErrDigestMismatch is returned when a source's SHA-256 is not the one the
