@@ -158,8 +158,8 @@ func (r *Resolver) local(ref, name, path string) (*File, error) {
 		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", name)
 	}
 	if cacheable {
-		// A write while hashing changed the fileID after rec was taken:
-		// the next run does not trust this record.
+		// rec has the fileID from before the hash: a write during it
+		// changes the change time, so the next run will not trust rec.
 		rec.SHA256 = sum
 		r.storeHash(rec)
 	}
