@@ -67,13 +67,17 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		// It failed to start meanwhile.
 		return nil
 	case winos.StatusStopPending:
-		s.markStopped(name)
+		if err := s.markStopped(name); err != nil {
+			return err
+		}
 	default:
 		if err := s.stopDependents(ctx, name); err != nil {
 			return err
 		}
 		// Its downtime starts now, after its dependents'.
-		s.markStopped(name)
+		if err := s.markStopped(name); err != nil {
+			return err
+		}
 		if err := s.sendStop(ctx, name); err != nil {
 			return err
 		}
@@ -273,6 +277,14 @@ func (s *swapRun) recoveryOff(name string) error {
 	// ChangeServiceConfig2 an absent action array means "leave the
 	// actions as they are".
 	off := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryNone}}, ResetPeriod: rec.ResetPeriod}
+	// The journal keeps them first: a swap killed from here on leaves
+	// them for the repair to put back.
+	if s.journal != nil {
+		s.journal.Recovery = append(s.journal.Recovery, journalRecovery(name, rec))
+		if err := s.save(); err != nil {
+			return err
+		}
+	}
 	if err := s.w.SetRecovery(name, off); err != nil {
 		return err
 	}
@@ -292,14 +304,23 @@ func (s *swapRun) restoreRecovery() []ops.ServiceProblem {
 	return problems
 }
 
-// markStopped records that the swap stops name now.
-func (s *swapRun) markStopped(name string) {
+// markStopped records that the swap stops name now, in the journal
+// first: a swap killed after the stop control leaves the service to the
+// repair to start again.
+func (s *swapRun) markStopped(name string) error {
 	key := strings.ToLower(name)
 	if _, ok := s.stoppedAt[key]; ok {
-		return
+		return nil
+	}
+	if s.journal != nil && !swapContains(s.journal.Stopped, name) {
+		s.journal.Stopped = append(s.journal.Stopped, name)
+		if err := s.save(); err != nil {
+			return err
+		}
 	}
 	s.stoppedAt[key] = time.Since(s.started)
 	s.stopped = append(s.stopped, name)
+	return nil
 }
 
 // swapPoll calls done every swapPollInterval until it reports true

@@ -100,7 +100,11 @@ func (n *Node) ensureAgent(ctx context.Context) (path string, fresh bool, err er
 		return "", false, fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err)
 	}
 	if err := n.conn.Upload(ctx, bytes.NewReader(a.Binary), int64(len(a.Binary)), path, nil); err != nil {
-		return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
+		// Another swdt may have delivered it meanwhile (its op running
+		// keeps the file from being replaced): verified below like ours.
+		if fi, serr := n.conn.Stat(ctx, path); serr != nil || fi.Size() != int64(len(a.Binary)) {
+			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
+		}
 	}
 	raw, err := n.exec(ctx, path, ops.AgentInfo.Name, ops.AgentInfoRequest{})
 	if err != nil {
