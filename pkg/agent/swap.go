@@ -527,7 +527,7 @@ func (s *swapRun) startAll(ctx context.Context, names []string) (map[string]stri
 	if len(names) == 0 {
 		return failures, nil
 	}
-	if err := swapSleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
+	if err := sleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
 		return nil, err
 	}
 	for _, name := range names {
@@ -563,7 +563,7 @@ func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration
 			return fmt.Sprintf("service could not be started (status %s): %v", status, err), nil
 		}
 	}
-	running, err := swapPoll(ctx, limit, func() (bool, error) {
+	running, err := poll(ctx, limit, swapPollInterval, func() (bool, error) {
 		svc, err = w.Service(name)
 		return err == nil && (svc.Status == winos.StatusRunning || svc.Status == winos.StatusStopped), err
 	})
@@ -675,7 +675,7 @@ func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (str
 		if failure == "" || !time.Now().Before(deadline) {
 			return failure, nil
 		}
-		if err := swapSleep(ctx, swapHealthPoll); err != nil {
+		if err := sleep(ctx, swapHealthPoll); err != nil {
 			return "", err
 		}
 	}
