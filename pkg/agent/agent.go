@@ -33,60 +33,117 @@ type Self struct {
 	GOARCH string
 }
 
+// invocation is one run of the agent as a handler sees it.
+type invocation struct {
+	Self
+	// Stdout and Stderr are the agent's own, for a streaming op to pass
+	// a program's output through as it is written.
+	Stdout, Stderr io.Writer
+}
+
 // handler runs one op from its raw JSON request.
-type handler func(ctx context.Context, w winos.OS, self Self, raw json.RawMessage) (any, error)
+type handler func(ctx context.Context, w winos.OS, inv invocation, raw json.RawMessage) (any, error)
 
 // handle binds a typed handler function to its op.
 func handle[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, w winos.OS, req Req) (Resp, error)) entry {
-	return entry{name: op.Name, run: func(ctx context.Context, w winos.OS, _ Self, raw json.RawMessage) (any, error) {
-		var req Req
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &req); err != nil {
-				return nil, Fail("bad-request", "op %s: decode request: %v", op.Name, err)
-			}
+	return entry{name: op.Name, run: func(ctx context.Context, w winos.OS, _ invocation, raw json.RawMessage) (any, error) {
+		req, err := decodeRequest[Req](op.Name, raw)
+		if err != nil {
+			return nil, err
 		}
 		return fn(ctx, w, req)
 	}}
 }
 
+// handleStreaming binds a handler whose op streams output (ops.Streams):
+// it writes to the agent's stdout and stderr as it goes, and its result
+// envelope follows last, on stderr.
+func handleStreaming[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, w winos.OS, stdout, stderr io.Writer, req Req) (Resp, error)) entry {
+	return entry{name: op.Name, streams: true, run: func(ctx context.Context, w winos.OS, inv invocation, raw json.RawMessage) (any, error) {
+		req, err := decodeRequest[Req](op.Name, raw)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, w, inv.Stdout, inv.Stderr, req)
+	}}
+}
+
+func decodeRequest[Req any](name string, raw json.RawMessage) (Req, error) {
+	var req Req
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return req, Fail("bad-request", "op %s: decode request: %v", name, err)
+		}
+	}
+	return req, nil
+}
+
 type entry struct {
-	name string
-	run  handler
+	name    string
+	run     handler
+	streams bool
 }
 
 // handlers maps every op of the catalogue to its handler.
-var handlers = func() map[string]handler {
-	m := map[string]handler{}
-	for _, group := range [][]entry{infoOps, provisionOps, lockOps, setupOps, winsOps} {
+var handlers = func() map[string]entry {
+	m := map[string]entry{}
+	for _, group := range [][]entry{infoOps, provisionOps, lockOps, setupOps, winsOps, dayTwoOps} {
 		for _, e := range group {
-			if m[e.name] != nil {
+			if m[e.name].run != nil {
 				panic("agent: two handlers for op " + e.name)
 			}
-			m[e.name] = e.run
+			if e.streams != ops.Streams(e.name) {
+				panic("agent: op " + e.name + " streams in the catalogue but not in its handler, or the other way round")
+			}
+			m[e.name] = e
 		}
 	}
 	return m
 }()
 
 // Has reports whether the agent has a handler for op name.
-func Has(name string) bool { return handlers[name] != nil }
+func Has(name string) bool { return handlers[name].run != nil }
 
 // Run runs one invocation: args are the command-line arguments after the
 // program name (`op NAME`). It reads the whole request from stdin, writes
-// the result envelope to stdout and returns the exit status.
-func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Reader, stdout io.Writer) int {
-	env := run(ctx, w, self, args, stdin)
+// the result envelope to stdout (to stderr, last, for an op that streams)
+// and returns the exit status.
+func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	dest := stdout
+	if len(args) == 2 && handlers[args[1]].streams {
+		ends := &lineEnd{w: stderr, ended: true}
+		dest, stderr = ends, ends
+	}
+	env := run(ctx, w, invocation{Self: self, Stdout: stdout, Stderr: stderr}, args, stdin)
 	line, err := ops.FormatEnvelope(env)
 	if err != nil {
 		line, _ = ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: "exception", Message: err.Error()}})
 	}
-	if _, err := stdout.Write(line); err != nil || !env.OK {
+	if e, ok := dest.(*lineEnd); ok && !e.ended {
+		// The result line must start a line of its own.
+		line = append([]byte("\r\n"), line...)
+	}
+	if _, err := dest.Write(line); err != nil || !env.OK {
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Reader) ops.Envelope {
+// lineEnd passes writes through and remembers whether the last one ended
+// a line.
+type lineEnd struct {
+	w     io.Writer
+	ended bool
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.ended = p[len(p)-1] == '\n'
+	}
+	return l.w.Write(p)
+}
+
+func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin io.Reader) ops.Envelope {
 	failed := func(err error) ops.Envelope {
 		kind, msg := failureOf(err)
 		return ops.Envelope{Error: &ops.EnvelopeError{Kind: kind, Message: msg}}
@@ -94,7 +151,7 @@ func run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 	if len(args) != 2 || args[0] != "op" {
 		return failed(Fail("usage", "usage: swdt-agent op NAME (request as JSON on stdin); this program is run by swdt, see `swdt --help`"))
 	}
-	h := handlers[args[1]]
+	h := handlers[args[1]].run
 	if h == nil {
 		return failed(Fail("unknown-op", "this swdt-agent has no op %q: swdt and the agent on the node disagree; run swdt again to update the agent", args[1]))
 	}
@@ -102,7 +159,7 @@ func run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 	if err != nil {
 		return failed(Fail("bad-request", "read request from stdin: %v", err))
 	}
-	data, err := safely(ctx, h, w, self, raw)
+	data, err := safely(ctx, h, w, inv, raw)
 	if err != nil {
 		return failed(err)
 	}
@@ -115,13 +172,13 @@ func run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 
 // safely turns a handler panic into an "exception" failure: the agent
 // must always print an envelope.
-func safely(ctx context.Context, h handler, w winos.OS, self Self, raw json.RawMessage) (data any, err error) {
+func safely(ctx context.Context, h handler, w winos.OS, inv invocation, raw json.RawMessage) (data any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = Fail("exception", "swdt-agent: internal error: %v", r)
 		}
 	}()
-	return h(ctx, w, self, raw)
+	return h(ctx, w, inv, raw)
 }
 
 // Failure is a handler's typed failure: it becomes the envelope's error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{}, tc.args, strings.NewReader(tc.stdin), &out)
+			code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{}, tc.args, strings.NewReader(tc.stdin), &out, io.Discard)
 			env, err := ops.ParseEnvelope(out.Bytes())
 			if err != nil {
 				t.Fatalf("no envelope: %v (%q)", err, out.String())
@@ -65,7 +66,7 @@ func TestAgentInfoHashesItself(t *testing.T) {
 	want, _, _ := ts.Node().Hash(path)
 	var out bytes.Buffer
 	code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{Path: path, Version: "v1", GOARCH: "arm64"},
-		[]string{"op", ops.AgentInfo.Name}, strings.NewReader("{}"), &out)
+		[]string{"op", ops.AgentInfo.Name}, strings.NewReader("{}"), &out, io.Discard)
 	env, err := ops.ParseEnvelope(out.Bytes())
 	if err != nil || code != 0 || !env.OK {
 		t.Fatalf("exit %d, envelope %+v, err %v", code, env, err)

@@ -16,7 +16,7 @@ var infoOps = []entry{{name: ops.AgentInfo.Name, run: agentInfo}}
 
 // agentInfo hashes the agent's own executable: swdt compares the digest
 // with the one it uploaded before it trusts the agent.
-func agentInfo(_ context.Context, w winos.OS, self Self, _ json.RawMessage) (any, error) {
+func agentInfo(_ context.Context, w winos.OS, self invocation, _ json.RawMessage) (any, error) {
 	digest, err := hashFile(w, self.Path)
 	if err != nil {
 		return nil, fmt.Errorf("hash the agent itself: %w", err)

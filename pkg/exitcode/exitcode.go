@@ -5,7 +5,10 @@
 // never print or exit by itself.
 package exitcode
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Exit codes of the swdt process.
 const (
@@ -35,6 +38,27 @@ func WithCode(code int, err error) error {
 		return nil
 	}
 	return &codedError{code: code, err: err}
+}
+
+// quiet is an exit code with nothing left to report.
+type quiet struct{ code int }
+
+func (q quiet) Error() string { return fmt.Sprintf("exit status %d", q.code) }
+
+// Quiet returns an error that only sets the exit code: the command has
+// said everything already (swdt exec passes on its program's exit status).
+// Quiet(OK) is nil.
+func Quiet(code int) error {
+	if code == OK {
+		return nil
+	}
+	return WithCode(code, quiet{code})
+}
+
+// IsQuiet reports whether err only sets the exit code.
+func IsQuiet(err error) bool {
+	var q quiet
+	return errors.As(err, &q)
 }
 
 // Code returns the exit code for err: OK for nil, the code of the outermost

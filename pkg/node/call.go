@@ -47,16 +47,22 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 		// by the cancellation; the output is then not to be trusted.
 		return nil, fmt.Errorf("op %s: %w", name, err)
 	}
-	env, perr := ops.ParseEnvelope(stdout.Bytes())
+	return result(name, status, stdout.Bytes(), stdout.String(), stderr.String())
+}
+
+// result decodes an op's result line from where it was printed and
+// returns its data, or an *OpError with the rest of the output as detail.
+func result(name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
+	env, perr := ops.ParseEnvelope(printed)
 	if perr != nil {
-		detail := strings.TrimSpace(stderr.String())
+		detail := strings.TrimSpace(stderr)
 		if detail == "" {
-			detail = tail(stdout.String(), 2000)
+			detail = tail(stdout, 2000)
 		}
 		return nil, &OpError{Op: name, Kind: "protocol", Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
 	}
 	if !env.OK {
-		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: strings.TrimSpace(stderr.String())}
+		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: strings.TrimSpace(stderr)}
 	}
 	return env.Data, nil
 }

@@ -34,6 +34,21 @@ func register[Req, Resp any](name string) Op[Req, Resp] {
 
 var names = map[string]struct{}{}
 
+// registerStreaming is register for an op whose output streams: the
+// agent's stdout and stderr carry a program's output as it is written,
+// and the result line comes last on stderr instead of stdout.
+func registerStreaming[Req, Resp any](name string) Op[Req, Resp] {
+	op := register[Req, Resp](name)
+	streaming[name] = true
+	return op
+}
+
+var streaming = map[string]bool{}
+
+// Streams reports whether op name streams output (its result line is
+// the last line on stderr).
+func Streams(name string) bool { return streaming[name] }
+
 // Names lists every op of the catalogue, sorted.
 func Names() []string {
 	out := make([]string, 0, len(names))

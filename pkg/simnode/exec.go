@@ -77,9 +77,16 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		log.Info("op failed", "kind", "injected")
 		return 1
 	}
-	var out bytes.Buffer
 	w := &agentOS{OS: n.OS(), ctx: ctx, m: m, op: name, cut: func() { cs.conn.Close() }}
-	status := agent.Run(ctx, w, agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}, []string{"op", name}, bytes.NewReader(stdin), &out)
+	self := agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}
+	if ops.Streams(name) {
+		// A program's output reaches the client as it is written.
+		status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(stdin), ch, ch.Stderr())
+		log.Info("op", "status", status, "duration", time.Since(start))
+		return status
+	}
+	var out bytes.Buffer
+	status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(stdin), &out, ch.Stderr())
 	if _, err := ch.Write(out.Bytes()); err != nil {
 		return 1
 	}

@@ -35,6 +35,45 @@ var programs = map[string]program{
 	},
 	"choco.exe": runChoco,
 	"sc.exe":    runSC,
+	"cmd.exe":   runCmd,
+	// timeout.exe /t N waits N seconds, as Windows' does.
+	"timeout.exe": func(ctx context.Context, n *Node, _ string, args []string, _ []byte) (winos.Result, error) {
+		secs := 0
+		if len(args) >= 2 && strings.EqualFold(args[0], "/t") {
+			secs, _ = strconv.Atoi(args[1])
+		}
+		if err := n.Sleep(ctx, time.Duration(secs)*time.Second); err != nil {
+			return winos.Result{}, err
+		}
+		return winos.Result{}, nil
+	},
+}
+
+// runCmd plays the few `cmd.exe /c` commands a user runs through swdt
+// exec: echo (each argument as given, separated by spaces), type FILE
+// and exit /b N. As cmd.exe, it reports a missing file on stderr.
+func runCmd(_ context.Context, n *Node, _ string, args []string, _ []byte) (winos.Result, error) {
+	if len(args) < 2 || !strings.EqualFold(args[0], "/c") {
+		return winos.Result{ExitCode: 1, Stderr: []byte("simnode's cmd.exe runs only /c echo, /c type FILE and /c exit /b N\r\n")}, nil
+	}
+	verb, rest := strings.ToLower(args[1]), args[2:]
+	switch {
+	case verb == "echo":
+		return winos.Result{Stdout: []byte(strings.Join(rest, " ") + "\r\n")}, nil
+	case verb == "type" && len(rest) == 1:
+		data, err := n.ReadFile(rest[0])
+		if err != nil {
+			return winos.Result{ExitCode: 1, Stderr: []byte("The system cannot find the file specified.\r\n")}, nil
+		}
+		return winos.Result{Stdout: data}, nil
+	case verb == "exit" && len(rest) == 2 && strings.EqualFold(rest[0], "/b"):
+		code, err := strconv.Atoi(rest[1])
+		if err != nil {
+			return winos.Result{}, nil
+		}
+		return winos.Result{ExitCode: code}, nil
+	}
+	return winos.Result{ExitCode: 1, Stderr: []byte("'" + args[1] + "' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n")}, nil
 }
 
 // runSC plays `sc.exe delete NAME`, the one sc.exe command the agent
@@ -58,12 +97,51 @@ func runSC(_ context.Context, n *Node, _ string, args []string, _ []byte) (winos
 
 // runProgram is winos.OS.Run on the simulated node.
 func (n *Node) runProgram(ctx context.Context, cmd winos.Command) (winos.Result, error) {
+	res, err := n.play(ctx, cmd)
+	if err != nil {
+		return res, err
+	}
+	// The simulated program prints everything at once, when it ends.
+	if cmd.Stdout != nil {
+		if _, err := cmd.Stdout.Write(res.Stdout); err != nil {
+			return res, err
+		}
+		res.Stdout = nil
+	}
+	if cmd.Stderr != nil {
+		if _, err := cmd.Stderr.Write(res.Stderr); err != nil {
+			return res, err
+		}
+		res.Stderr = nil
+	}
+	return res, nil
+}
+
+// searchPath is the simulated node's PATH, where a command the user typed
+// is looked up (winos.Command.SearchPath).
+var searchPath = []string{system32, `C:\Windows\`, `C:\ProgramData\chocolatey\bin\`, `C:\k\`}
+
+// play finds the program cmd names and plays it.
+func (n *Node) play(ctx context.Context, cmd winos.Command) (winos.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return winos.Result{}, err
 	}
 	exe := cmd.Path
 	if !strings.ContainsAny(exe, `\/:`) {
-		exe = system32 + exe
+		dirs := []string{system32}
+		if cmd.SearchPath {
+			dirs = searchPath
+		}
+		exe = dirs[0] + cmd.Path
+	lookup:
+		for _, d := range dirs {
+			for _, name := range []string{cmd.Path, cmd.Path + ".exe"} {
+				if fi, err := n.Stat(d + name); err == nil && !fi.IsDir {
+					exe = d + name
+					break lookup
+				}
+			}
+		}
 	}
 	if fi, err := n.Stat(exe); err != nil || fi.IsDir {
 		return winos.Result{}, &winos.Error{Op: "start process", Target: exe, Code: winos.ErrFileNotFound,

@@ -154,6 +154,25 @@ func (u *UI) Format() Format { return u.format }
 // Out is stdout, for data printed as is (for example a sample file).
 func (u *UI) Out() io.Writer { return u.out }
 
+// Passthrough returns stdout and stderr for a remote program's output,
+// copied byte for byte as it arrives (swdt exec). Writes to stderr share
+// the UI's lock, so they never split a status line.
+func (u *UI) Passthrough() (stdout, stderr io.Writer) {
+	return u.out, &rawWriter{mu: &u.mu, w: u.err}
+}
+
+// rawWriter is lockedWriter without the redaction: a program's own bytes.
+type rawWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (r *rawWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.w.Write(p)
+}
+
 // Logger returns the -v logger, which writes to stderr.
 func (u *UI) Logger() *slog.Logger { return u.logger }
 
@@ -225,6 +244,21 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 	defer u.mu.Unlock()
 	if _, err := io.WriteString(u.out, text); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// JSONLine writes v to stdout as JSON on one line: one document of a
+// stream (JSON Lines).
+func (u *UI) JSONLine(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, err := io.WriteString(u.out, redact.URLs(string(data))+"\n"); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
 }

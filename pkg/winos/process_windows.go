@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -92,12 +93,23 @@ func (windowsOS) Run(ctx context.Context, c Command) (Result, error) {
 		return Result{}, winErr("run", c.Path, err)
 	}
 	path := resolveProgram(c.Path, sys)
+	if c.SearchPath && !strings.ContainsAny(c.Path, `\/:`) {
+		if found, err := exec.LookPath(c.Path); err == nil {
+			path = found
+		}
+	}
 	cmd := exec.CommandContext(ctx, path, c.Args...)
 	if c.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
 	stdout, stderr := &limitedBuffer{max: maxOutput}, &limitedBuffer{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
+	if c.Stderr != nil {
+		cmd.Stderr = c.Stderr
+	}
 	cmd.WaitDelay = pipeDrainDelay
 	err = cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}

@@ -199,6 +199,13 @@ type Command struct {
 	Args []string
 	// Stdin is written to the program's stdin, then closed.
 	Stdin []byte
+	// SearchPath looks a bare Path up in the agent's PATH (sshd's), as a
+	// shell would, instead of only in C:\Windows\System32: for a command
+	// the user typed (swdt exec), never for one swdt chose.
+	SearchPath bool
+	// Stdout and Stderr, when set, receive the program's output as it is
+	// written, instead of Result keeping it.
+	Stdout, Stderr io.Writer
 }
 
 // Result is what a finished program left.

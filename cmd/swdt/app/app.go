@@ -101,7 +101,9 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		// Flags failed to parse before the UI was built.
 		e.ui = ui.New(e.streams.Out, e.streams.ErrOut, ui.Options{Color: e.colorMode()})
 	}
-	report(e.ui, err)
+	if !exitcode.IsQuiet(err) {
+		report(e.ui, err)
+	}
 	return exitcode.Code(err)
 }
 
@@ -152,6 +154,8 @@ into their services, and deploy rancher/wins.`,
 		newSetupCommand(e),
 		newStatusCommand(e),
 		newWinsCommand(e),
+		newExecCommand(e),
+		newLogsCommand(e),
 	)
 	return root
 }

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+func TestExec(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	if err := ts.Node().WriteFile(`C:\k\notes.txt`, []byte("line one\r\nline two\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := `a b; "quoted" & del C:\k\kubelet.exe | $(whoami) %PATH%`
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    string
+		wantErrOut string
+	}{
+		{"output and exit 0", []string{"winworker", "--", "cmd.exe", "/c", "type", `C:\k\notes.txt`}, 0, "line one\r\nline two\r\n", ""},
+		{"arguments are data", []string{"winworker", "cmd.exe", "/c", "echo", hostile}, 0, hostile + "\r\n", ""},
+		{"flags after the node are the program's", []string{"winworker", "cmd.exe", "/c", "echo", "-o", "json", "--timeout"}, 0, "-o json --timeout\r\n", ""},
+		{"stderr and exit status passed on", []string{"winworker", "--", "cmd.exe", "/c", "type", `C:\k\missing.txt`}, 1, "", "The system cannot find the file specified.\r\n"},
+		{"any exit status", []string{"winworker", "--", "cmd.exe", "/c", "exit", "/b", "42"}, 42, "", ""},
+		{"PATH lookup without .exe", []string{"winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"a program that does not exist", []string{"winworker", "--", "crictl", "ps"}, exitcode.Failure, "", "crictl: no such program on the node"},
+		{"too long", []string{"--timeout", "1s", "winworker", "--", "timeout.exe", "/t", "30"}, exitcode.Failure, "", "ran longer than --timeout 1s and was stopped"},
+		{"unknown node", []string{"nosuch", "--", "hostname"}, exitcode.Usage, "", `has no node "nosuch"; its nodes: winworker`},
+		{"no program", []string{"winworker", "--"}, exitcode.Usage, "", "no program after --"},
+		{"no node", []string{}, exitcode.Usage, "", "swdt exec needs a node and a program"},
+		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := ts.State()
+			code, out, errOut := run(t, append([]string{"exec", "-c", file}, tt.args...)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %q\nstderr: %s", code, tt.wantCode, out, errOut)
+			}
+			if out != tt.wantOut {
+				t.Errorf("stdout = %q, want %q", out, tt.wantOut)
+			}
+			if tt.wantErrOut == "" && errOut != "" || !strings.Contains(errOut, tt.wantErrOut) {
+				t.Errorf("stderr = %q, want %q", errOut, tt.wantErrOut)
+			}
+			if strings.Contains(errOut, "#swdt-result") {
+				t.Errorf("the result line reached the user: %q", errOut)
+			}
+			if after := ts.State(); len(after.Services) != len(before.Services) {
+				t.Errorf("exec changed the services: %d -> %d", len(before.Services), len(after.Services))
+			}
+		})
+	}
+}
+
+func TestLogs(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	n := ts.Node()
+	if err := n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
+		cfg.Args = append(cfg.Args, "--v=2", `--log-file=C:\var\log\kubelet\kubelet.log`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	for i := 1; i <= 80; i++ {
+		log.WriteString("I1123 kubelet line " + strconv.Itoa(i) + "\r\n")
+	}
+	if err := n.MkdirAll(`C:\var\log\kubelet`); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(`C:\var\log\kubelet\kubelet.log`, []byte(log.String()+"I1123 half a li")); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := n.Service("kube-proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.KillProcess(proxy.PID); err != nil { // an unexpected exit: the SCM logs it
+		t.Fatal(err)
+	}
+
+	t.Run("text", func(t *testing.T) {
+		code, out, errOut := run(t, "logs", "-c", file, "winworker", "kubelet", "-n", "3")
+		if code != exitcode.OK {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		want := "I1123 kubelet line 78\nI1123 kubelet line 79\nI1123 kubelet line 80\n"
+		if out != want {
+			t.Errorf("stdout = %q, want %q", out, want)
+		}
+		if !strings.Contains(errOut, `kubelet (Running): C:\var\log\kubelet\kubelet.log`) {
+			t.Errorf("stderr lacks the log file: %s", errOut)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, out, errOut := run(t, "logs", "-c", file, "-o", "json", "winworker", "kube-proxy", "kubelet", "-n", "1")
+		if code != exitcode.OK {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		var doc logsJSON
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("bad JSON (%v): %s", err, out)
+		}
+		if doc.Kind != "ServiceLogs" || doc.APIVersion == "" || len(doc.Services) != 2 {
+			t.Fatalf("document = %+v", doc)
+		}
+		proxy, kubelet := doc.Services[0], doc.Services[1]
+		if proxy.Status != "Stopped" || proxy.LogFile != "" || len(proxy.Events) != 1 || !strings.Contains(proxy.Events[0], "terminated unexpectedly") {
+			t.Errorf("kube-proxy = %+v, want Stopped, no log file, its crash event", proxy)
+		}
+		if len(kubelet.Lines) != 1 || kubelet.Lines[0] != "I1123 kubelet line 80" || kubelet.Offset != int64(log.Len()) {
+			t.Errorf("kubelet = lines %q offset %d, want line 80 and offset %d (before the half line)", kubelet.Lines, kubelet.Offset, log.Len())
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		for _, args := range [][]string{{"nosuch"}, {"winworker", "kubelet", "--interval", "1ms"}} {
+			if code, _, errOut := run(t, append([]string{"logs", "-c", file}, args...)...); code != exitcode.Usage {
+				t.Errorf("%v: exit %d, want %d\n%s", args, code, exitcode.Usage, errOut)
+			}
+		}
+		code, _, errOut := run(t, "logs", "-c", file, "winworker", "no-such-service")
+		if code != exitcode.Failure || !strings.Contains(errOut, "no-such-service") {
+			t.Errorf("exit %d, stderr %s", code, errOut)
+		}
+	})
+}
+
+// --follow prints each new whole line once: a line still being written
+// waits for its end, and a rotated (shorter) file is read from its start.
+func TestLogsFollow(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	n := ts.Node()
+	const logPath = `C:\k\kubelet.log`
+	if err := n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
+		cfg.Args = append(cfg.Args, "--log-file", logPath)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(logPath, []byte("old 1\r\nold 2\r\nhalf")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", "1", "--follow", "--interval", "100ms"})
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.HasSuffix(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stdout %q never ended with %q\nstderr: %s", out.String(), want, errOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("old 2\n")
+	if err := n.WriteFile(logPath, []byte("old 1\r\nold 2\r\nhalf a line\r\nnew 3\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("new 3\n")
+	if err := n.WriteFile(logPath, []byte("rotated 1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("rotated 1\n")
+	cancel()
+	if code := <-done; code != exitcode.OK {
+		t.Fatalf("Ctrl-C ended --follow with exit %d\n%s", code, errOut.String())
+	}
+	if want := "old 2\nhalf a line\nnew 3\nrotated 1\n"; out.String() != want {
+		t.Errorf("stdout = %q, want %q", out.String(), want)
+	}
+}

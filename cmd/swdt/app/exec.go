@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+func newExecCommand(e *env) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "exec NODE [--] PROGRAM [ARG...]",
+		Short: "Run a program on a node and show its output",
+		Long: `Run one program on a node of the -c file, with its arguments passed as
+data: never through a shell, so nothing in them is expanded or quoted
+away. PROGRAM is a full path, or a name found in the PATH of the node's
+sshd (C:\Windows\System32, C:\Windows, ...). Its stdout and stderr arrive
+as it writes them, byte for byte, and swdt exits with its exit status.
+
+Everything after NODE belongs to the program, flags included; put swdt's
+own flags before NODE. Shell built-ins (dir, type, Get-Service) are not
+programs: run them through cmd.exe /c or powershell.exe -Command.
+
+Exit codes: the program's exit status; 1 when it could not be started, ran
+longer than --timeout, exited with a status above 255 (0xC0000005...) or
+the node could not be reached; 2 usage or config error.`,
+		Example: `  swdt exec node1 -- crictl ps -a
+  swdt exec node1 -- sc.exe queryex kubelet
+  swdt exec node1 -- powershell.exe -NoProfile -Command "Get-Service kube*"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a node and a program: %s", cmd.Use))
+			}
+			return nil
+		},
+		ValidArgsFunction: e.completeNode,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), e, args[0], args[1:], timeout)
+		},
+	}
+	// Everything after NODE is the program's.
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "stop the program after this long")
+	return cmd
+}
+
+func runExec(ctx context.Context, e *env, name string, command []string, timeout time.Duration) error {
+	if command[0] == "--" {
+		command = command[1:]
+	}
+	if len(command) == 0 {
+		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec: no program after --"))
+	}
+	if timeout <= 0 {
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--timeout must be positive, not %s", timeout))
+	}
+	if e.ui.Format() == ui.FormatJSON {
+		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec passes the program's output through as it is; -o json does not apply"))
+	}
+	spec, err := e.pickNode(name)
+	if err != nil {
+		return err
+	}
+	n, err := e.connect(ctx, spec, func(msg string) { e.ui.Warn("node %s: %s", spec.Name, msg) })
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	// The agent stops the program at timeout; the rest is for the agent's
+	// delivery on first contact and for the answer to come back.
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	stdout, stderr := e.ui.Passthrough()
+	res, err := n.Exec(ctx, command, timeout, stdout, stderr)
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+		return fmt.Errorf("node %s: interrupted: swdt stopped waiting for %s; the node ends it when the session closes", spec.Name, command[0])
+	case err != nil:
+		return fmt.Errorf("node %s: %w", spec.Name, err)
+	case res.TimedOut:
+		return fmt.Errorf("node %s: %s ran longer than --timeout %s and was stopped", spec.Name, command[0], timeout)
+	case res.ExitCode < 0 || res.ExitCode > 255:
+		// An exit status such as 0xC0000005 does not fit in ours.
+		return fmt.Errorf("node %s: %s exited with status %d (0x%08X)", spec.Name, command[0], res.ExitCode, uint32(res.ExitCode))
+	}
+	return exitcode.Quiet(res.ExitCode)
+}

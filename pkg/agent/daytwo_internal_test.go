@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"io/fs"
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+func TestSplitCommandLine(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{`C:\k\kubelet.exe --v=2`, []string{`C:\k\kubelet.exe`, "--v=2"}},
+		{`"C:\Program Files\containerd\containerd.exe"  --log-file "C:\log dir\c.log"`, []string{`C:\Program Files\containerd\containerd.exe`, "--log-file", `C:\log dir\c.log`}},
+		{`a.exe --x="a b" ""`, []string{"a.exe", "--x=a b", ""}},
+		{`a.exe say\"hi\"`, []string{"a.exe", `say"hi"`}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := splitCommandLine(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("splitCommandLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestServiceLogFile(t *testing.T) {
+	w := registryOS{vals: map[string]string{`SYSTEM\CurrentControlSet\Services\nssmsvc\Parameters\AppStdout`: `C:\logs\out.log`}}
+	tests := []struct {
+		svc  winos.Service
+		want string
+	}{
+		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe --log-file=C:\k\kubelet.log --v=2`}, `C:\k\kubelet.log`},
+		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe -log_file C:\k\k.log`}, `C:\k\k.log`},
+		{winos.Service{Name: "containerd", CommandLine: `"C:\Program Files\containerd\containerd.exe" --log-file "C:\log dir\c.log"`}, `C:\log dir\c.log`},
+		{winos.Service{Name: "nssmsvc", CommandLine: `C:\k\nssm.exe`}, `C:\logs\out.log`},
+		{winos.Service{Name: "quiet", CommandLine: `C:\k\quiet.exe --log-file-max-size=10`}, ""},
+		{winos.Service{Name: "quiet", CommandLine: `C:\k\quiet.exe --log-file`}, ""},
+	}
+	for _, tt := range tests {
+		if got := serviceLogFile(w, tt.svc); got != tt.want {
+			t.Errorf("serviceLogFile(%q) = %q, want %q", tt.svc.CommandLine, got, tt.want)
+		}
+	}
+}
+
+// registryOS is a Windows layer with only registry string values
+// (key\name: value); anything else panics.
+type registryOS struct {
+	winos.OS
+	vals map[string]string
+}
+
+func (r registryOS) RegistryValue(key, name string) (winos.RegistryValue, error) {
+	v, ok := r.vals[key+`\`+name]
+	if !ok {
+		return winos.RegistryValue{}, fs.ErrNotExist
+	}
+	return winos.RegistryValue{Name: name, Kind: winos.RegString, String: v}, nil
+}
