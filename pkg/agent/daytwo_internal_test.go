@@ -60,3 +60,22 @@ func (r registryOS) RegistryValue(key, name string) (winos.RegistryValue, error)
 	}
 	return winos.RegistryValue{Name: name, Kind: winos.RegString, String: v}, nil
 }
+
+func TestServiceProgram(t *testing.T) {
+	w := registryOS{vals: map[string]string{`SYSTEM\CurrentControlSet\Services\wrapped\Parameters\Application`: `C:\k\kubelet.exe`}}
+	tests := []struct {
+		svc                      winos.Service
+		wantExecutable, wantWrap string
+	}{
+		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe --v=2`}, `C:\k\kubelet.exe`, ""},
+		{winos.Service{Name: "containerd", CommandLine: `"C:\Program Files\containerd\containerd.exe" --run-service`}, `C:\Program Files\containerd\containerd.exe`, ""},
+		{winos.Service{Name: "wrapped", CommandLine: `C:\k\NSSM.exe`}, `C:\k\kubelet.exe`, `C:\k\NSSM.exe`},
+		{winos.Service{Name: "unknown", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`},
+	}
+	for _, tt := range tests {
+		exe, wrap := serviceProgram(w, tt.svc)
+		if exe != tt.wantExecutable || wrap != tt.wantWrap {
+			t.Errorf("serviceProgram(%q) = %q, %q; want %q, %q", tt.svc.CommandLine, exe, wrap, tt.wantExecutable, tt.wantWrap)
+		}
+	}
+}

@@ -70,6 +70,12 @@ type ServiceInfo struct {
 	PID int `json:"pid,omitempty"`
 	// BinaryPath is the service's command line as registered.
 	BinaryPath string `json:"binaryPath,omitempty"`
+	// Executable is the program the service runs: the executable of its
+	// command line or, for a service wrapped by nssm, the program nssm
+	// starts (its Parameters\Application).
+	Executable string `json:"executable,omitempty"`
+	// Wrapper is nssm's path when the service is wrapped by nssm.
+	Wrapper string `json:"wrapper,omitempty"`
 	// DependsOn are the services this one needs.
 	DependsOn []string `json:"dependsOn"`
 	// Dependents are the services that need this one (direct only).

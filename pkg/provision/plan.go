@@ -153,6 +153,8 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		case step.Service.StartType == "Disabled":
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)
+		case runsOther(step.Service, it.Destination) != "":
+			step.Action, step.Reason = ActionFailed, runsOther(step.Service, it.Destination)
 		case unfinished[strings.ToLower(it.Destination)] && inspect.Unfinished.InProgress:
 			step.Action, step.Reason = ActionUpdate, "another run is swapping it now"
 		case unfinished[strings.ToLower(it.Destination)]:
@@ -273,4 +275,27 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// runsOther says why a service does not run destination, the file a
+// provisioner replaces: swapping it would change nothing the service
+// runs. It is "" when the service runs destination, or when what it runs
+// cannot be told (a wrapper whose program is not recorded).
+func runsOther(svc ops.ServiceInfo, destination string) string {
+	if !svc.Exists || svc.Executable == "" || SamePath(svc.Executable, destination) {
+		return ""
+	}
+	via := ""
+	if svc.Wrapper != "" {
+		via = " (through " + svc.Wrapper + ")"
+	}
+	return fmt.Sprintf("service %q runs %s%s, not the destination %s: replacing the destination would not change what it runs; "+
+		"set destination to %s, or point the service at %s first", svc.Name, svc.Executable, via, destination, svc.Executable, destination)
+}
+
+// SamePath reports whether two Windows paths name the same file as
+// written: case-insensitive, either slash.
+func SamePath(a, b string) bool {
+	norm := func(p string) string { return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(p), "/", `\`)) }
+	return norm(a) == norm(b)
 }

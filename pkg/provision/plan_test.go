@@ -206,3 +206,41 @@ func TestMakePlanUnregistered(t *testing.T) {
 		})
 	}
 }
+
+// A provisioner whose destination is not what its service runs fails
+// with both paths named; the comparison ignores case and slashes.
+func TestMakePlanServiceRunsOther(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	tests := []struct {
+		name       string
+		executable string
+		wrapper    string
+		wantAction Action
+		wantReason []string
+	}{
+		{"runs the destination", `C:\k\kubelet.exe`, "", ActionUpdate, nil},
+		{"same path spelled differently", `c:/K/Kubelet.EXE`, "", ActionUpdate, nil},
+		{"unknown program (wrapper without Application)", "", `C:\k\nssm.exe`, ActionUpdate, nil},
+		{"runs another file", `C:\k\kubelet-old.exe`, "", ActionFailed, []string{`runs C:\k\kubelet-old.exe, not the destination C:\k\kubelet.exe`, `set destination to C:\k\kubelet-old.exe`}},
+		{"nssm runs another file", `C:\bin\kubelet.exe`, `C:\k\nssm.exe`, ActionFailed, []string{`runs C:\bin\kubelet.exe (through C:\k\nssm.exe)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			services := seedServices(nil)
+			services[1].Executable, services[1].Wrapper = tt.executable, tt.wrapper
+			plan, err := MakePlan([]Item{item("kubelet", sha, false)}, ops.ProvisionInspectResponse{Files: []ops.FileInfo{{}}, Services: services})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := plan.Steps[0]
+			if step.Action != tt.wantAction {
+				t.Fatalf("action = %s (%s), want %s", step.Action, step.Reason, tt.wantAction)
+			}
+			for _, want := range tt.wantReason {
+				if !strings.Contains(step.Reason, want) {
+					t.Errorf("reason %q lacks %q", step.Reason, want)
+				}
+			}
+		})
+	}
+}

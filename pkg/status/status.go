@@ -46,6 +46,9 @@ const (
 	Unfinished = "unfinished swap"
 	// Swapping is a binary another run is swapping right now.
 	Swapping = "being swapped"
+	// RunsOther is a destination the service does not run: Binary's
+	// ServiceRuns names what it runs.
+	RunsOther = "service runs another file"
 )
 
 // Binary is what the node runs for one target.
@@ -65,6 +68,9 @@ type Binary struct {
 	// Source compares the binary with the wanted one: in sync, differs,
 	// missing, or why there is nothing to compare with.
 	Source string `json:"source"`
+	// ServiceRuns is the program the service runs, when it is known (for
+	// a service wrapped by nssm, the program nssm starts).
+	ServiceRuns string `json:"serviceRuns,omitempty"`
 }
 
 // Report is one node's status.
@@ -80,7 +86,7 @@ type Report struct {
 func (r *Report) OutOfSync() int {
 	n := 0
 	for _, b := range r.Binaries {
-		if b.Source == Differs || b.Source == Missing || b.Source == Unfinished {
+		if b.Source == Differs || b.Source == Missing || b.Source == Unfinished || b.Source == RunsOther {
 			n++
 		}
 	}
@@ -137,12 +143,15 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 		}
 		b := Binary{Name: t.Name, Service: t.Service, Destination: t.Destination, Status: "not registered",
 			Present: f.Exists, Size: f.Size, Version: f.Version, SHA256: f.SHA256}
-		if s := services[strings.ToLower(t.Service)]; s.Exists {
-			b.Status, b.StartType, b.PID = s.Status, s.StartType, s.PID
+		s := services[strings.ToLower(t.Service)]
+		if s.Exists {
+			b.Status, b.StartType, b.PID, b.ServiceRuns = s.Status, s.StartType, s.PID, s.Executable
 		}
 		switch {
 		case journaled[strings.ToLower(t.Destination)]:
 			b.Source = unfinished
+		case s.Exists && s.Executable != "" && !provision.SamePath(s.Executable, t.Destination):
+			b.Source = RunsOther
 		case t.WantSHA256 == "":
 			b.Source = t.NoWant
 		case !f.Exists:

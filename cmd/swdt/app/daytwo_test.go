@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,5 +185,41 @@ func TestLogsFollow(t *testing.T) {
 	}
 	if want := "old 2\nhalf a line\nnew 3\nrotated 1\n"; out.String() != want {
 		t.Errorf("stdout = %q, want %q", out.String(), want)
+	}
+}
+
+// A destination the service does not run fails the run with both paths
+// named and changes nothing; status says what the service runs.
+func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ts := simnode.StartTest(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.exe"), []byte("MZ new kubelet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := writeNodeFile(t, dir, nodeHeader("winworker", ts.Credentials())+`  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: ./kubelet.exe
+      destination: 'C:\k\kubelet-new.exe'
+`)
+	before := ts.State()
+	code, _, errOut := run(t, "kubernetes", "-c", file)
+	if code == exitcode.OK {
+		t.Fatalf("exit 0 for a provisioner that cannot work\n%s", errOut)
+	}
+	for _, want := range []string{`runs C:\k\kubelet.exe, not the destination C:\k\kubelet-new.exe`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	after := ts.State()
+	if ts.Node().Exists(`C:\k\kubelet-new.exe`) || after.Services["kubelet"].PID != before.Services["kubelet"].PID {
+		t.Errorf("the failed run changed the node")
+	}
+	code, out, errOut := run(t, "status", "-c", file)
+	if code != exitcode.OK || !strings.Contains(out, "service runs another file") ||
+		!strings.Contains(errOut, `service kubelet runs C:\k\kubelet.exe, not the destination C:\k\kubelet-new.exe`) {
+		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -149,6 +149,9 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 				pid = strconv.Itoa(b.PID)
 			}
 			rows = append(rows, []string{r.Node, b.Name, statusText(b), pid, orDash(b.Version), shortSHA(b), b.Source})
+			if b.Source == status.RunsOther {
+				u.Warn("node %s: service %s runs %s, not the destination %s", r.Node, b.Service, b.ServiceRuns, b.Destination)
+			}
 		}
 	}
 	return u.Table([]string{"NODE", "NAME", "SERVICE", "PID", "VERSION", "SHA256", "VS SOURCE"}, rows)
