@@ -42,13 +42,20 @@ var knownFields = sync.OnceValue(func() []string {
 // suggest returns the known field name closest to an unknown one, or "" when
 // none is close enough to be a typo.
 func suggest(unknown string) string {
+	return Closest(unknown, knownFields())
+}
+
+// Closest returns the candidate closest to name when it is close enough
+// to be a typo of it (an edit distance under 3, case ignored), else "".
+// A candidate equal to name is no suggestion.
+func Closest(name string, candidates []string) string {
 	best, bestDist := "", 3
-	for _, name := range knownFields() {
-		if d := editDistance(strings.ToLower(unknown), strings.ToLower(name)); d < bestDist {
-			best, bestDist = name, d
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(c)); d < bestDist {
+			best, bestDist = c, d
 		}
 	}
-	if best == unknown {
+	if best == name {
 		return ""
 	}
 	return best

@@ -20,6 +20,9 @@ const (
 	Usage = 2
 	// Partial means some provisioners or nodes failed and others succeeded.
 	Partial = 3
+	// Interrupted means Ctrl-C (or SIGTERM, SIGHUP) ended the run: 128
+	// plus SIGINT's number, as shells report it.
+	Interrupted = 130
 )
 
 // codedError attaches an exit code to an error without changing its message.

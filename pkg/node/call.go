@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -38,7 +39,9 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 	}
 	n.logger.Debug("run op", "op", name, "params", string(params))
 	var stdout, stderr bytes.Buffer
+	start := time.Now()
 	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), &stdout, &stderr)
+	n.logger.Info("op", "node", n.Name, "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,7 @@ const DefaultConfig = "node.yaml"
 type env struct {
 	streams    Streams
 	configPath string
+	nodes      []string
 	verbosity  int
 	output     string
 	noColor    bool
@@ -101,6 +103,11 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		// Flags failed to parse before the UI was built.
 		e.ui = ui.New(e.streams.Out, e.streams.ErrOut, ui.Options{Color: e.colorMode()})
 	}
+	if ctx.Err() != nil && !exitcode.IsQuiet(err) {
+		// What was cut short is in err; the cause is the interrupt.
+		e.ui.Error("interrupted: %v", err)
+		return exitcode.Interrupted
+	}
 	if !exitcode.IsQuiet(err) {
 		report(e.ui, err)
 	}
@@ -135,6 +142,10 @@ into their services, and deploy rancher/wins.`,
 	}
 	flags := root.PersistentFlags()
 	flags.StringVarP(&e.configPath, "config", "c", defaultConfig, "node file (env SWDT_CONFIG)")
+	flags.StringSliceVar(&e.nodes, "node", nil, "only these nodes of the -c file (repeatable or comma-separated; default: all)")
+	_ = root.RegisterFlagCompletionFunc("node", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return e.completeNode(cmd, nil, "")
+	})
 	flags.CountVarP(&e.verbosity, "verbose", "v", "more detail on stderr: -v info, -vv debug")
 	flags.StringVarP(&e.output, "output", "o", string(ui.FormatText), "output format: text or json")
 	flags.BoolVar(&e.noColor, "no-color", false, "never colour output (also: NO_COLOR=1)")
@@ -192,9 +203,29 @@ func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg st
 	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase})
 }
 
-// loadConfig loads the -c file and shows its warnings. Its errors carry
-// exitcode.Usage.
+// loadConfig loads the -c file, shows its warnings and keeps the nodes
+// --node names (all without it). Its errors carry exitcode.Usage.
 func (e *env) loadConfig() (*config.Result, error) {
+	res, err := e.loadAll()
+	if err != nil || len(e.nodes) == 0 {
+		return res, err
+	}
+	var kept []v1alpha1.Node
+	for _, name := range e.nodes {
+		i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name })
+		if i < 0 {
+			return nil, unknownNode(res, name)
+		}
+		if !slices.ContainsFunc(kept, func(n v1alpha1.Node) bool { return n.Name == name }) {
+			kept = append(kept, res.Nodes[i])
+		}
+	}
+	res.Nodes = kept
+	return res, nil
+}
+
+// loadAll loads the -c file and shows its warnings.
+func (e *env) loadAll() (*config.Result, error) {
 	res, err := config.Load(e.configPath)
 	if err != nil {
 		return nil, err

@@ -223,3 +223,55 @@ func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {
 		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// --node keeps the nodes it names, in its order; a typo is a usage error
+// with a suggestion, as is a typo in --only.
+func TestNodeAndOnlySelection(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ts := simnode.StartTest(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.exe"), []byte("MZ kubelet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: ./kubelet.exe
+      destination: 'C:\k\kubelet.exe'
+`
+	file := writeNodeFile(t, dir, nodeHeader("alpha", ts.Credentials())+body+"---\n"+nodeHeader("beta", ts.Credentials())+body)
+	tests := []struct {
+		args      []string
+		wantCode  int
+		wantNodes []string
+		wantErr   string
+	}{
+		{[]string{"status", "-o", "json"}, exitcode.OK, []string{"alpha", "beta"}, ""},
+		{[]string{"status", "-o", "json", "--node", "beta"}, exitcode.OK, []string{"beta"}, ""},
+		{[]string{"status", "-o", "json", "--node", "beta,alpha", "--node", "beta"}, exitcode.OK, []string{"beta", "alpha"}, ""},
+		{[]string{"status", "--node", "alpah"}, exitcode.Usage, nil, `has no node "alpah"; did you mean "alpha"?; its nodes: alpha, beta`},
+		{[]string{"kubernetes", "--dry-run", "--only", "kubelte"}, exitcode.Usage, nil, `kubelte (did you mean "kubelet"?); its provisioners: kubelet`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, append([]string{"-c", file}, tt.args...)...)
+			if code != tt.wantCode || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("exit %d (want %d), stderr %s (want %q)", code, tt.wantCode, errOut, tt.wantErr)
+			}
+			if tt.wantNodes == nil {
+				return
+			}
+			var doc statusJSON
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range doc.Nodes {
+				got = append(got, n.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantNodes, ",") {
+				t.Errorf("nodes = %v, want %v", got, tt.wantNodes)
+			}
+		})
+	}
+}

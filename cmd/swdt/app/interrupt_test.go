@@ -111,8 +111,8 @@ func TestSecondInterruptGivesUp(t *testing.T) {
 			sigs <- os.Interrupt
 			select {
 			case code := <-done:
-				if code == exitcode.OK {
-					t.Errorf("exit 0 after giving up:\n%s", errOut.String())
+				if code != exitcode.Interrupted {
+					t.Errorf("exit %d after giving up, want %d:\n%s", code, exitcode.Interrupted, errOut.String())
 				}
 			case <-time.After(15 * time.Second):
 				t.Fatalf("the second Ctrl-C did not give up:\n%s", errOut.String())

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -82,6 +83,14 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.only, "only", nil, "provisioners to run, by name (comma-separated; default all)")
+	_ = cmd.RegisterFlagCompletionFunc("only", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		path, _ := cmd.Flags().GetString("config")
+		res, err := config.Load(path)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return provisionerNames(res.Nodes), cobra.ShellCompDirectiveNoFileComp
+	})
 	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, and hash every local source again")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
@@ -194,7 +203,12 @@ func selectProvisioners(specs []v1alpha1.Node, only []string) ([]*kubeNode, erro
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, fmt.Errorf("--only names no provisioner of the node file: %s", strings.Join(unknown, ", "))
+		names := provisionerNames(specs)
+		msg := fmt.Sprintf("--only names no provisioner of the node file: %s", strings.Join(unknown, ", "))
+		if s := config.Closest(unknown[0], names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return nil, fmt.Errorf("%s; its provisioners: %s", msg, strings.Join(names, ", "))
 	}
 	if len(nodes) == 0 {
 		return nil, errors.New("the node file has no kubernetes provisioners (spec.kubernetes.provisioners)")
@@ -540,4 +554,18 @@ func (o *kubeObserver) end() {
 	for _, t := range o.transfers {
 		t.End()
 	}
+}
+
+// provisionerNames lists the provisioner names of every node, each once,
+// in file order.
+func provisionerNames(specs []v1alpha1.Node) []string {
+	var names []string
+	for _, n := range specs {
+		for _, p := range n.Spec.Kubernetes.Provisioners {
+			if !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	return names
 }

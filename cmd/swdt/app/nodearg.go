@@ -14,19 +14,30 @@ import (
 // pickNode loads the -c file and returns its node called name: a usage
 // error listing the file's nodes when there is none.
 func (e *env) pickNode(name string) (*v1alpha1.Node, error) {
-	res, err := e.loadConfig()
+	res, err := e.loadAll()
 	if err != nil {
 		return nil, err
 	}
-	var names []string
 	for i := range res.Nodes {
 		if res.Nodes[i].Name == name {
 			return &res.Nodes[i], nil
 		}
-		names = append(names, res.Nodes[i].Name)
 	}
-	return nil, exitcode.WithCode(exitcode.Usage,
-		fmt.Errorf("%s has no node %q; its nodes: %s", res.Path, name, strings.Join(names, ", ")))
+	return nil, unknownNode(res, name)
+}
+
+// unknownNode is the usage error for a node name the file does not have,
+// with the closest name when one is near and the names it has.
+func unknownNode(res *config.Result, name string) error {
+	var names []string
+	for _, n := range res.Nodes {
+		names = append(names, n.Name)
+	}
+	msg := fmt.Sprintf("%s has no node %q", res.Path, name)
+	if s := config.Closest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return exitcode.WithCode(exitcode.Usage, fmt.Errorf("%s; its nodes: %s", msg, strings.Join(names, ", ")))
 }
 
 // completeNode completes a command's first argument with the node names of
