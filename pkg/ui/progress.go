@@ -21,11 +21,14 @@ import (
 // plain line when a transfer starts and one when it completes. Status lines
 // written while bars run are printed above them.
 type Progress struct {
-	u     *UI
-	bars  bool
-	mu    sync.Mutex
-	p     *mpb.Progress
-	width int
+	u    *UI
+	bars bool
+	// heartbeat is how often a transfer prints where it is when there
+	// are no bars.
+	heartbeat time.Duration
+	mu        sync.Mutex
+	p         *mpb.Progress
+	width     int
 	// active counts transfers whose bar is not finished; the bar container
 	// is shut down when it drops to zero so that later status lines print
 	// normally.
@@ -35,7 +38,7 @@ type Progress struct {
 // NewProgress returns a Progress writing to the UI's stderr. Bars are used
 // only when stderr is a terminal.
 func (u *UI) NewProgress() *Progress {
-	return &Progress{u: u, bars: isTerminal(u.err)}
+	return &Progress{u: u, bars: isTerminal(u.err), heartbeat: 10 * time.Second}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -83,6 +86,10 @@ type Transfer struct {
 	once    sync.Once
 	mu      sync.Mutex
 	current int64
+	// last is when Update was last called, for the bar's moving rate.
+	last time.Time
+	// stop ends the heartbeat.
+	stop chan struct{}
 }
 
 // Transfer starts showing a transfer of total bytes (total <= 0 when
@@ -90,13 +97,15 @@ type Transfer struct {
 // itself when they reach total, or when End is called.
 func (p *Progress) Transfer(label string, total int64) *Transfer {
 	label = redact.URLs(label)
-	t := &Transfer{p: p, label: label, total: total, started: time.Now()}
+	t := &Transfer{p: p, label: label, total: total, started: time.Now(), stop: make(chan struct{})}
+	t.last = t.started
 	if !p.bars {
 		size := ""
 		if total > 0 {
 			size = ": " + Bytes(total)
 		}
 		p.line(color.FgCyan, "▶", label+size)
+		go t.beat(p.heartbeat)
 		return t
 	}
 	p.mu.Lock()
@@ -110,6 +119,8 @@ func (p *Progress) Transfer(label string, total int64) *Transfer {
 		mpb.AppendDecorators(
 			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f", decor.WCSyncSpace),
 			decor.OnComplete(decor.Percentage(decor.WCSyncSpace), " done"),
+			decor.OnComplete(decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", 30, decor.WCSyncSpace), ""),
+			decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_MMSS, 30, decor.WCSyncSpace), ""),
 		),
 	)
 	return t
@@ -119,9 +130,12 @@ func (p *Progress) Transfer(label string, total int64) *Transfer {
 func (t *Transfer) Update(done int64) {
 	t.mu.Lock()
 	t.current = done
+	now := time.Now()
+	since := now.Sub(t.last)
+	t.last = now
 	t.mu.Unlock()
 	if t.bar != nil {
-		t.bar.SetCurrent(done)
+		t.bar.EwmaSetCurrent(done, since)
 	}
 	if t.total > 0 && done >= t.total {
 		t.End()
@@ -132,6 +146,7 @@ func (t *Transfer) Update(done int64) {
 // where it stopped (the summary says why). Calling End again does nothing.
 func (t *Transfer) End() {
 	t.once.Do(func() {
+		close(t.stop)
 		t.mu.Lock()
 		done := t.current
 		t.mu.Unlock()
@@ -158,6 +173,31 @@ func (t *Transfer) End() {
 			t.p.p = nil
 		}
 	})
+}
+
+// beat prints, every interval until End, how far the transfer is and how
+// fast it moved since the last beat: a stalled link shows as 0 B/s.
+func (t *Transfer) beat(interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	prev, prevAt := int64(0), t.started
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			t.mu.Lock()
+			done := t.current
+			t.mu.Unlock()
+			of := ""
+			if t.total > 0 {
+				of = fmt.Sprintf(" of %s (%d%%)", Bytes(t.total), done*100/t.total)
+			}
+			t.p.line(color.FgCyan, "▶", fmt.Sprintf("%s: %s%s after %s, %s/s now",
+				t.label, Bytes(done), of, now.Sub(t.started).Round(time.Second), Bytes(rate(done-prev, now.Sub(prevAt)))))
+			prev, prevAt = done, now
+		}
+	}
 }
 
 func rate(n int64, d time.Duration) int64 {
