@@ -252,20 +252,17 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 // stream (JSON Lines).
 func (u *UI) JSONLine(v any) error {
 	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, err := io.WriteString(u.out, redact.URLs(string(data))+"\n"); err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	return nil
+	return u.writeJSON(data, err)
 }
 
 // JSON writes v to stdout as indented JSON.
 func (u *UI) JSON(v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
+	return u.writeJSON(data, err)
+}
+
+// writeJSON writes one encoded document and a newline.
+func (u *UI) writeJSON(data []byte, err error) error {
 	if err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
