@@ -41,7 +41,7 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), &stdout, &stderr)
-	n.logger.Info("op", "node", n.Name, "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
+	n.logger.Info("op", "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", name, err)
 	}

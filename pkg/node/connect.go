@@ -21,6 +21,8 @@ type ConnectOptions struct {
 	Passphrase func(keyFile string) ([]byte, error)
 	// Timeouts bound the node's ops; the zero value takes the defaults.
 	Timeouts Timeouts
+	// Waiting is Node.Waiting.
+	Waiting func(msg string)
 }
 
 // Connect dials the node described by spec over SSH. Errors do not name
@@ -36,6 +38,6 @@ func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Nod
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	n := New(spec.Name, client, opts.Logger)
-	n.Timeouts = opts.Timeouts
+	n.Timeouts, n.Waiting = opts.Timeouts, opts.Waiting
 	return n, nil
 }

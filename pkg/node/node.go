@@ -45,8 +45,11 @@ type Node struct {
 	// Timeouts bound each op when the caller's context has no deadline;
 	// the zero value takes the defaults.
 	Timeouts Timeouts
-	conn     Conn
-	logger   *slog.Logger
+	// Waiting, when set, is told every HeartbeatInterval that an op is
+	// still running: "waiting for service-swap (45s of 2m0s)".
+	Waiting func(msg string)
+	conn    Conn
+	logger  *slog.Logger
 
 	// agentMu guards agentPath, the agent's path on the node once it is
 	// known to be there ("" until then).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -120,6 +121,7 @@ func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
+	defer n.heartbeat(op.Name, bound)()
 	resp, err := run(ctx, n, path, op, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return resp, &TimeoutError{Node: n.Name, Op: op.Name, After: bound, Err: err}
@@ -132,4 +134,36 @@ func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op
 func noAnswer(err error) bool {
 	var oe *OpError
 	return errors.As(err, &oe) && oe.Kind == "protocol"
+}
+
+// HeartbeatInterval is how often Node.Waiting hears of an op that is
+// still running.
+var HeartbeatInterval = 10 * time.Second
+
+// heartbeat tells n.Waiting every HeartbeatInterval that op still runs,
+// until the returned stop is called.
+func (n *Node) heartbeat(op string, bound time.Duration) (stop func()) {
+	waiting, every := n.Waiting, HeartbeatInterval
+	if waiting == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				waiting(fmt.Sprintf("waiting for %s (%s of %s)", op, now.Sub(start).Round(time.Second), bound.Round(time.Second)))
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }

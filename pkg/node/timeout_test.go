@@ -92,3 +92,36 @@ func TestSwapBudget(t *testing.T) {
 		t.Errorf("SwapBudget of an empty request = %s, want 1m", got)
 	}
 }
+
+// An op that takes long is reported while it runs, with its bound.
+func TestWaitingHeartbeat(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := connect(t, ts, node.Timeouts{Query: time.Minute})
+	if _, err := n.Facts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { node.HeartbeatInterval = d }(node.HeartbeatInterval)
+	node.HeartbeatInterval = 20 * time.Millisecond
+	beats := make(chan string, 100)
+	n.Waiting = func(msg string) {
+		select {
+		case beats <- msg:
+		default:
+		}
+	}
+	if err := ts.UpdateFaults(func(f *simnode.Faults) { f.OpLatencyMS = map[string]int{ops.NodeFacts.Name: 300} }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Facts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n.Waiting = nil
+	select {
+	case msg := <-beats:
+		if !strings.HasPrefix(msg, "waiting for node-facts (") || !strings.HasSuffix(msg, " of 1m0s)") {
+			t.Errorf("heartbeat %q", msg)
+		}
+	default:
+		t.Fatal("no heartbeat during an op that took 300 ms")
+	}
+}
