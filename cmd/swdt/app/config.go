@@ -38,6 +38,7 @@ type nodeSummary struct {
 
 // validateReport is `config validate -o json` output.
 type validateReport struct {
+	docMeta
 	File     string           `json:"file"`
 	Valid    bool             `json:"valid"`
 	Nodes    []nodeSummary    `json:"nodes"`
@@ -90,7 +91,7 @@ Exits 2 when the file is invalid. Nothing is contacted.`,
 }
 
 func newValidateReport(path string, res *config.Result, err error) validateReport {
-	r := validateReport{File: path, Nodes: []nodeSummary{}, Warnings: []config.Problem{}, Problems: []config.Problem{}}
+	r := validateReport{docMeta: meta("ValidateReport"), File: path, Nodes: []nodeSummary{}, Warnings: []config.Problem{}, Problems: []config.Problem{}}
 	if res != nil {
 		r.Valid = true
 		r.File = res.Path

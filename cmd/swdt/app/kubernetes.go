@@ -346,6 +346,7 @@ func failedProvisioners(o nodeOutcome) []error {
 
 // kubeJSON is the -o json document of swdt kubernetes.
 type kubeJSON struct {
+	docMeta
 	Nodes []kubeNodeJSON `json:"nodes"`
 }
 
@@ -357,7 +358,9 @@ type kubeNodeJSON struct {
 }
 
 type kubeProvJSON struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Result is Action in the vocabulary every command shares.
+	Result     string `json:"result"`
 	Action     string `json:"action"`
 	BytesSent  int64  `json:"bytesSent"`
 	DurationMs int64  `json:"durationMs"`
@@ -368,7 +371,7 @@ type kubeProvJSON struct {
 
 func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.e.ui.Format() == ui.FormatJSON {
-		doc := kubeJSON{Nodes: []kubeNodeJSON{}}
+		doc := kubeJSON{docMeta: meta("KubernetesReport"), Nodes: []kubeNodeJSON{}}
 		for _, r := range results {
 			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}}
 			if r.Err != nil {
@@ -376,7 +379,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 			} else {
 				for _, res := range r.Value.report.Results {
 					n.Provisioners = append(n.Provisioners, kubeProvJSON{
-						Name: res.Name, Action: string(res.Action), BytesSent: res.BytesSent,
+						Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent,
 						DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
 						Error: res.Error, Detail: res.Detail,
 					})

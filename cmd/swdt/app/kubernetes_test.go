@@ -234,11 +234,18 @@ func TestKubernetesJSONShape(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d", code)
 	}
-	var raw map[string][]map[string]any
+	var raw struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Nodes      []map[string]any `json:"nodes"`
+	}
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)
 	}
-	nodes := raw["nodes"]
+	if raw.APIVersion != "windows.k8s.io/v1alpha1" || raw.Kind != "KubernetesReport" {
+		t.Errorf("apiVersion/kind = %q/%q", raw.APIVersion, raw.Kind)
+	}
+	nodes := raw.Nodes
 	if len(nodes) != 1 || nodes[0]["name"] != "sim" {
 		t.Fatalf("nodes = %v", nodes)
 	}
@@ -251,6 +258,9 @@ func TestKubernetesJSONShape(t *testing.T) {
 		if _, ok := p[key]; !ok {
 			t.Errorf("provisioner lacks %q: %v", key, p)
 		}
+	}
+	if p["result"] != "changed" {
+		t.Errorf("result = %v, want changed", p["result"])
 	}
 	if p["action"] != "updated" || p["bytesSent"].(float64) != float64(len("MZ kubelet v2\n")) || p["downtimeMs"].(float64) <= 0 {
 		t.Errorf("provisioner = %v", p)

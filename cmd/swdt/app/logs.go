@@ -17,10 +17,9 @@ import (
 // logsJSON is one `swdt logs -o json` document: one per read, so that
 // --follow prints a stream of them.
 type logsJSON struct {
-	APIVersion string                    `json:"apiVersion"`
-	Kind       string                    `json:"kind"`
-	Node       string                    `json:"node"`
-	Services   []ops.ServiceLogsResponse `json:"services"`
+	docMeta
+	Node     string                    `json:"node"`
+	Services []ops.ServiceLogsResponse `json:"services"`
 }
 
 type logsOptions struct {
@@ -96,7 +95,7 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 	}
 	since := time.Now().Add(-o.since)
 	for first := true; ; first = false {
-		doc := logsJSON{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ServiceLogs", Node: spec.Name}
+		doc := logsJSON{docMeta: meta("ServiceLogs"), Node: spec.Name}
 		for i := range reqs {
 			if first {
 				reqs[i].Since = since

@@ -31,6 +31,7 @@ type setupNodeJSON struct {
 
 // setupJSON is `swdt setup -o json` output.
 type setupJSON struct {
+	docMeta
 	Nodes []setupNodeJSON `json:"nodes"`
 }
 
@@ -132,7 +133,7 @@ func failedSteps(r *setup.Report) []error {
 // printSetup shows every node's steps as a table or as JSON. A node that
 // could not be set up gets one failed row; its error is reported by Run.
 func printSetup(u *ui.UI, results []fleet.Result[*setup.Report]) error {
-	out := setupJSON{Nodes: []setupNodeJSON{}}
+	out := setupJSON{docMeta: meta("SetupReport"), Nodes: []setupNodeJSON{}}
 	var rows [][]string
 	for _, r := range results {
 		nj := setupNodeJSON{Name: r.Node, Steps: []setup.Step{}}

@@ -38,12 +38,18 @@ func TestSetupCommandFreshThenRerun(t *testing.T) {
 			t.Errorf("first run: %s = %s (%s)", s.Name, s.Result, s.Detail)
 		}
 	}
-	var raw map[string][]map[string]any
+	var raw struct {
+		Kind  string           `json:"kind"`
+		Nodes []map[string]any `json:"nodes"`
+	}
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)
 	}
+	if raw.Kind != "SetupReport" {
+		t.Errorf("kind = %q", raw.Kind)
+	}
 	for _, k := range []string{"name", "result", "detail"} {
-		if _, ok := raw["nodes"][0]["steps"].([]any)[0].(map[string]any)[k]; !ok {
+		if _, ok := raw.Nodes[0]["steps"].([]any)[0].(map[string]any)[k]; !ok {
 			t.Errorf("step JSON lacks %q: %s", k, out)
 		}
 	}

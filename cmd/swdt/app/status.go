@@ -26,6 +26,7 @@ type statusNodeJSON struct {
 
 // statusJSON is `swdt status -o json` output.
 type statusJSON struct {
+	docMeta
 	Nodes []statusNodeJSON `json:"nodes"`
 }
 
@@ -118,7 +119,7 @@ func statusTargets(ctx context.Context, resolver *source.Resolver, spec *v1alpha
 // printStatus shows each node's facts and a table of its binaries, or JSON.
 func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 	if u.Format() == ui.FormatJSON {
-		doc := statusJSON{Nodes: []statusNodeJSON{}}
+		doc := statusJSON{docMeta: meta("StatusReport"), Nodes: []statusNodeJSON{}}
 		for _, r := range results {
 			nj := statusNodeJSON{Name: r.Node, Report: r.Value}
 			if r.Err != nil {

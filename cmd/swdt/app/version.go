@@ -17,6 +17,7 @@ var (
 
 // versionInfo is what `swdt version` reports.
 type versionInfo struct {
+	docMeta
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
 	GoVersion string `json:"goVersion"`
@@ -40,7 +41,7 @@ func newVersionCommand(e *env) *cobra.Command {
 }
 
 func currentVersion() versionInfo {
-	v := versionInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := versionInfo{docMeta: meta("Version"), Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	// `go install sigs.k8s.io/swdt/cmd/swdt@v1.2.3` sets no ldflags but
 	// records the module version.
 	if info, ok := debug.ReadBuildInfo(); ok && v.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {

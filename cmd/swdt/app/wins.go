@@ -29,13 +29,20 @@ type winsNodeJSON struct {
 	Name      string           `json:"name"`
 	Deploy    *wins.Deployment `json:"deploy,omitempty"`
 	Uninstall *wins.Removal    `json:"uninstall,omitempty"`
-	Checks    []wins.Check     `json:"checks"`
+	Checks    []checkJSON      `json:"checks"`
 	// Error says why nothing was done on the node.
 	Error string `json:"error,omitempty"`
 }
 
+// checkJSON is a wins check with its result in the shared vocabulary.
+type checkJSON struct {
+	wins.Check
+	Result string `json:"result"`
+}
+
 // winsJSON is `swdt wins -o json` output.
 type winsJSON struct {
+	docMeta
 	Nodes []winsNodeJSON `json:"nodes"`
 }
 
@@ -202,10 +209,10 @@ func failedWins(r *wins.Report) []error {
 // node that could not be reached gets one row; its error is reported by
 // Run.
 func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
-	out := winsJSON{Nodes: []winsNodeJSON{}}
+	out := winsJSON{docMeta: meta("WinsReport"), Nodes: []winsNodeJSON{}}
 	var rows [][]string
 	for _, r := range results {
-		nj := winsNodeJSON{Name: r.Node, Checks: []wins.Check{}}
+		nj := winsNodeJSON{Name: r.Node, Checks: []checkJSON{}}
 		if r.Err != nil {
 			nj.Error = r.Err.Error()
 			rows = append(rows, []string{r.Node, "-", "failed", "nothing done: see the error below"})
@@ -214,7 +221,9 @@ func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 		}
 		rep := r.Value
 		nj.Deploy, nj.Uninstall = rep.Deploy, rep.Uninstall
-		nj.Checks = append(nj.Checks, rep.Checks...)
+		for _, c := range rep.Checks {
+			nj.Checks = append(nj.Checks, checkJSON{Check: c, Result: checkResult(c.OK)})
+		}
 		if d := rep.Deploy; d != nil {
 			rows = append(rows, []string{r.Node, "deploy", string(d.Action), deployDetail(d)})
 		}

@@ -56,7 +56,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	var names []string
 	for _, c := range got.Checks {
 		names = append(names, c.Name)
-		if !c.OK {
+		if !c.OK || c.Result != "passed" {
 			t.Errorf("check %+v", c)
 		}
 	}

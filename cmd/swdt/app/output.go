@@ -1,0 +1,53 @@
+package app
+
+import (
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/provision"
+)
+
+// docMeta opens every JSON document swdt prints, so a script can tell
+// which document it reads and of which version.
+type docMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// meta is the docMeta of a document of kind.
+func meta(kind string) docMeta {
+	return docMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: kind}
+}
+
+// The one result vocabulary of every item in -o json output (a setup
+// step, a provisioner, a wins check), next to each command's own detail.
+const (
+	resultChanged     = "changed"
+	resultUnchanged   = "unchanged"
+	resultWouldChange = "would-change"
+	resultRolledBack  = "rolled-back"
+	resultFailed      = "failed"
+	resultPassed      = "passed"
+)
+
+// provisionResult maps a provisioner's action to the shared vocabulary.
+func provisionResult(a provision.Action) string {
+	switch a {
+	case provision.ActionUpdated:
+		return resultChanged
+	case provision.ActionUnchanged:
+		return resultUnchanged
+	case provision.ActionUpdate:
+		return resultWouldChange
+	case provision.ActionRolledBack:
+		return resultRolledBack
+	default:
+		return resultFailed
+	}
+}
+
+// checkResult maps a check's outcome to the shared vocabulary.
+func checkResult(ok bool) string {
+	if ok {
+		return resultPassed
+	}
+	return resultFailed
+}
