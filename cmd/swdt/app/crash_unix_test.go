@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -71,9 +72,17 @@ func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 				_ = fx.ts.SetFaults(simnode.Faults{})
 			}
 
-			code, out, errOut2 := fx.run(context.Background())
+			code, out, errOut2 := fx.run(context.Background(), "-o", "json")
 			if code != exitcode.OK {
 				t.Fatalf("exit %d after the kill\n%s\n%s", code, out, errOut2)
+			}
+			var doc kubeJSON
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 {
+				t.Fatalf("bad JSON (%v):\n%s", err, out)
+			}
+			repaired := strings.Contains(strings.Join(tt.wantSaid, " "), "repaired")
+			if got := doc.Nodes[0].Repair; repaired != (got != nil && len(got.Items) > 0) {
+				t.Errorf("the JSON report's repair is %+v; a repair was due: %v", got, repaired)
 			}
 			for _, want := range tt.wantSaid {
 				if !strings.Contains(errOut2, want) {

@@ -353,8 +353,11 @@ type kubeJSON struct {
 type kubeNodeJSON struct {
 	Name string `json:"name"`
 	// Error is set when the node could not be reached or inspected.
-	Error        string         `json:"error,omitempty"`
-	Provisioners []kubeProvJSON `json:"provisioners"`
+	Error string `json:"error,omitempty"`
+	// Repair is what the run found of an interrupted swap and repaired
+	// before anything else.
+	Repair       *provision.Repair `json:"repair,omitempty"`
+	Provisioners []kubeProvJSON    `json:"provisioners"`
 }
 
 type kubeProvJSON struct {
@@ -377,6 +380,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 			if r.Err != nil {
 				n.Error = r.Err.Error()
 			} else {
+				n.Repair = r.Value.report.Repair
 				for _, res := range r.Value.report.Results {
 					n.Provisioners = append(n.Provisioners, kubeProvJSON{
 						Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent,
