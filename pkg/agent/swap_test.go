@@ -42,7 +42,7 @@ func swapKubeletRequest(it ops.SwapItem) ops.ServiceSwapRequest {
 
 func swapWait(t *testing.T, n *simnode.Node, name string, want simnode.ServiceStatus) {
 	t.Helper()
-	if _, err := n.WaitService(context.Background(), name, want, 5*time.Second); err != nil {
+	if _, err := n.WaitService(context.Background(), name, want, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
