@@ -23,7 +23,7 @@ const systemSocketDir = "/var/run/libvirt"
 // libvirtTarget is a parsed libvirt URI: how to reach libvirtd and which
 // driver to open there.
 type libvirtTarget struct {
-	display string              // the URI without a password, for messages
+	display string               // the URI without a password, for messages
 	driver  golibvirt.ConnectURI // what libvirtd is asked to open, e.g. qemu:///system
 	// sockets are the unix sockets tried in turn, on this machine or,
 	// with sshHost set, on that host.
