@@ -72,7 +72,7 @@ func (cs *connState) runOp(ctx context.Context, ch ssh.Channel) int {
 	var data any
 	if slices.Contains(faults.FailOps, name) && m.takeFailOp(name) {
 		err = Fail("injected", "op %s failed: injected by simnode's faults", name)
-	} else if h := opHandlers[name]; h == nil {
+	} else if h := handlerOf(name); h == nil {
 		err = Fail("exception", "The term 'op %s' is not recognized: simnode has no implementation of this op", name)
 	} else {
 		data, err = runHandler(ctx, h, n, params)

@@ -68,6 +68,14 @@ var opHandlers = func() map[string]opHandler {
 	return m
 }()
 
+// handlerOf finds the handler of a node op or of a Hyper-V host op.
+func handlerOf(name string) opHandler {
+	if h := opHandlers[name]; h != nil {
+		return h
+	}
+	return hypervHandlers[name]
+}
+
 // OpNames lists the ops simnode implements, sorted.
 func OpNames() []string {
 	names := make([]string, 0, len(opHandlers))

@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/pwsh"
 	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/vm/hvops"
 )
 
 // SampleParams are op parameters that would break out of a badly quoted
@@ -30,7 +31,8 @@ var SampleParams = map[string]any{
 //
 //   - bootstrap.ps1: the program sent with -EncodedCommand;
 //   - prelude-epilogue.ps1: BuildScript around an empty op body;
-//   - op-NAME.ps1: BuildScript output for each embedded op.
+//   - op-NAME.ps1: BuildScript output for each embedded op;
+//   - op-hyperv-*.ps1: the same for each Hyper-V host op (pkg/vm/hvops).
 //
 // It returns the names of the files written.
 func Dump(dir string) ([]string, error) {
@@ -55,6 +57,17 @@ func Dump(dir string) ([]string, error) {
 		script, err := pwsh.BuildScript(name, body, SampleParams)
 		if err != nil {
 			return nil, fmt.Errorf("build op %s: %w", name, err)
+		}
+		files = append(files, file{"op-" + name + ".ps1", script})
+	}
+	for _, name := range hvops.Names() {
+		body, err := hvops.Script(name)
+		if err != nil {
+			return nil, err
+		}
+		script, err := pwsh.BuildScript(name, body, SampleParams)
+		if err != nil {
+			return nil, fmt.Errorf("build hyper-v op %s: %w", name, err)
 		}
 		files = append(files, file{"op-" + name + ".ps1", script})
 	}
