@@ -45,7 +45,7 @@ func sshHome(t *testing.T, config string) {
 func hypervNode(ts *simnode.TestServer, host, name string) *v1alpha1.Node {
 	n := &v1alpha1.Node{Spec: v1alpha1.NodeSpec{
 		Credentials: v1alpha1.CredentialsSpec{KnownHostsFile: ts.KnownHostsFile, HostKeyPolicy: v1alpha1.HostKeyPolicyStrict},
-		VM: &v1alpha1.VMSpec{Provider: v1alpha1.VMProviderHyperV, Name: name, HyperV: &v1alpha1.HyperVSpec{Host: host}}}}
+		VM:          &v1alpha1.VMSpec{Provider: v1alpha1.VMProviderHyperV, Name: name, HyperV: &v1alpha1.HyperVSpec{Host: host}}}}
 	n.Name = "win"
 	v1alpha1.SetDefaults_Node(n)
 	return n
