@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/vm"
 )
 
 // Streams are the standard streams of one run.
@@ -55,6 +56,11 @@ type env struct {
 	// notify relays interrupts to c until stop is called (signal.Notify;
 	// tests send their own).
 	notify func(c chan<- os.Signal) (stop func())
+
+	// openVMHook, when set, replaces vm.Open (tests share one libvirt
+	// connection between runs: the test driver's state lives as long as
+	// its connection).
+	openVMHook func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error)
 }
 
 // Run runs swdt with args (without the program name) and returns the
@@ -132,6 +138,7 @@ into their services, and deploy rancher/wins.`,
 		newSetupCommand(e),
 		newStatusCommand(e),
 		newWinsCommand(e),
+		newVMCommand(e),
 	)
 	return root
 }
@@ -165,7 +172,7 @@ func (e *env) colorMode() ui.ColorMode {
 // on a terminal, a prompt for an encrypted key's passphrase.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
-	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase})
+	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, OpenVM: e.openVM})
 }
 
 // loadConfig loads the -c file and shows its warnings. Its errors carry

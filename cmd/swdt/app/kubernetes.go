@@ -32,6 +32,7 @@ type kubernetesFlags struct {
 	swap     swapFlags
 	parallel int
 	cacheDir string
+	snapshot bool
 }
 
 func newKubernetesCommand(e *env) *cobra.Command {
@@ -57,11 +58,17 @@ node file, with as little downtime as possible:
 Exit codes: 0 success, 1 failure (no node could be reached), 2 usage or
 config error, 3 partial (some provisioners or nodes failed).
 
+With --snapshot, each node's VM (spec.vm) gets a snapshot after staging
+and before the first service stops, named swdt-<time>-<provisioners>, so
+that 'swdt vm revert NAME' undoes a bad build in one step; a snapshot that
+fails leaves every service running.
+
 The first Ctrl-C stops staging but lets a running swap finish, so services
 are running again when swdt exits; a second Ctrl-C gives up at once.`,
 		Example: `  swdt kubernetes -c node.yaml
   swdt kubernetes -c node.yaml --only kubelet,kube-proxy --dry-run
   swdt kubernetes -c node.yaml --watch          # re-swap on every rebuild
+  swdt kubernetes -c node.yaml --snapshot       # snapshot each VM before the swap
   swdt kubernetes -c node.yaml -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,6 +89,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
 	f.swap.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
+	fl.BoolVar(&f.snapshot, "snapshot", false, "snapshot each node's VM (spec.vm) before the swap; with --watch, before every swap")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
 	_ = cmd.MarkFlagDirname("cache-dir")
 	return cmd
@@ -127,6 +135,11 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	nodes, err := selectProvisioners(res.Nodes, f.only)
 	if err != nil {
 		return exitcode.WithCode(exitcode.Usage, err)
+	}
+	if f.snapshot {
+		if err := checkSnapshotNodes(res.Path, res.Nodes); err != nil {
+			return err
+		}
 	}
 	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: &source.Resolver{CacheDir: f.cacheDir}, nodes: nodes}
 	abort, stop := e.interrupts(k.progress.Warn)
@@ -240,6 +253,8 @@ func (k *kubeRun) resolve(ctx context.Context, work []nodeWork) (map[sourceKey]*
 // nodeOutcome is what one node's run produced.
 type nodeOutcome struct {
 	report *provision.Report
+	// snapshot names the VM snapshot --snapshot took, if any.
+	snapshot string
 }
 
 // run swaps the work's provisioners on every node in parallel and prints
@@ -251,9 +266,10 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 		specs[i] = *w.node.spec
 		byName[w.node.spec.Name] = w
 	}
-	results := fleet.Run(ctx, specs, 0, func(ctx context.Context, spec *v1alpha1.Node) (nodeOutcome, error) {
-		rep, err := k.runNode(ctx, byName[spec.Name], sources)
-		return nodeOutcome{report: rep}, err
+	results := fleet.Run(ctx, specs, 0, func(ctx context.Context, spec *v1alpha1.Node) (_ nodeOutcome, err error) {
+		out := nodeOutcome{}
+		out.report, err = k.runNode(ctx, byName[spec.Name], sources, &out.snapshot)
+		return out, err
 	})
 	if err := k.print(results); err != nil {
 		return err
@@ -261,7 +277,9 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 	return fleet.Err(results, failedProvisioners)
 }
 
-func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File) (*provision.Report, error) {
+// runNode swaps w's provisioners on one node; with --snapshot, the name of
+// the snapshot taken before the swap goes to *snapshot.
+func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File, snapshot *string) (*provision.Report, error) {
 	kn := w.node
 	name := kn.spec.Name
 	if kn.conn == nil {
@@ -288,6 +306,9 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
 	opts.Abort, opts.Observer = k.abort, obs
+	if k.f.snapshot {
+		opts.BeforeSwap = func(ctx context.Context) error { return k.snapshotVM(ctx, w, snapshot) }
+	}
 	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
 		opts.Hashes = hashes
 		defer func() {
@@ -333,6 +354,8 @@ type kubeNodeJSON struct {
 	// Error is set when the node could not be reached or inspected.
 	Error        string         `json:"error,omitempty"`
 	Provisioners []kubeProvJSON `json:"provisioners"`
+	// Snapshot names the VM snapshot taken before the swap (--snapshot).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 type kubeProvJSON struct {
@@ -349,7 +372,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.e.ui.Format() == ui.FormatJSON {
 		doc := kubeJSON{Nodes: []kubeNodeJSON{}}
 		for _, r := range results {
-			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}}
+			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Snapshot: r.Value.snapshot}
 			if r.Err != nil {
 				n.Error = r.Err.Error()
 			} else {
