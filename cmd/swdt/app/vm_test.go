@@ -1,0 +1,302 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/libvirtdtest"
+	"sigs.k8s.io/swdt/internal/sshdtest"
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/vm"
+)
+
+// vmJSON is `swdt vm ... -o json` output, every subcommand's fields.
+type vmJSON struct {
+	Nodes []struct {
+		Name, VM, Error string
+		Status          vm.Status
+		AlreadyRunning  bool
+		Forced          bool
+		AlreadyOff      bool
+		Snapshot        string
+		State           vm.State
+		Snapshots       []vm.Snapshot
+		Addresses       []vm.Address
+	} `json:"nodes"`
+}
+
+// kubeSnapshotJSON is the part of `swdt kubernetes -o json` --snapshot adds.
+type kubeSnapshotJSON struct {
+	Nodes []struct{ Snapshot string } `json:"nodes"`
+}
+
+// vmLab is a VM behind a hypervisor, and the simulated Windows guest that
+// answers SSH on the address the hypervisor reports for it (through a
+// ~/.ssh/config entry for that address).
+type vmLab struct {
+	guest *simnode.TestServer
+	dir   string
+	// knownHosts holds the host keys of every server of the lab.
+	knownHosts string
+	// hook, when set, is the env's openVMHook.
+	hook func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error)
+}
+
+// newVMLab starts the guest and writes ~/.ssh/config (in a fresh HOME)
+// with sshConfig and a Host entry named guestAlias for the guest.
+func newVMLab(t *testing.T, guestAlias, sshConfig string, knownHosts ...string) *vmLab {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	guest := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Hostname = "WIN-GUEST" }))
+	l := &vmLab{guest: guest, dir: t.TempDir()}
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sshConfig + guest.SSHConfig(guestAlias)
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	var all []byte
+	for _, f := range append(knownHosts, guest.KnownHostsFile) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	l.knownHosts = filepath.Join(l.dir, "known_hosts")
+	if err := os.WriteFile(l.knownHosts, all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, "kubelet.exe"), []byte("MZ kubelet built here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// file writes a node.yaml for a node named name without hostname whose
+// spec.vm is vmSpec (YAML, indented under vm:), and returns its path.
+func (l *vmLab) file(t *testing.T, name, vmSpec string) string {
+	t.Helper()
+	c := l.guest.Credentials()
+	c.Hostname, c.KnownHostsFile = "", l.knownHosts
+	doc := nodeHeader(name, c) + "  vm:\n" + vmSpec + `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: ./kubelet.exe
+      destination: 'C:\k\kubelet.exe'
+`
+	path := filepath.Join(l.dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// run runs swdt with the lab's openVMHook.
+func (l *vmLab) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{streams: Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}, notify: notifySignals, openVMHook: l.hook}
+	code = runEnv(context.Background(), e, args)
+	return code, out.String(), errb.String()
+}
+
+// mustRun runs swdt and fails the test unless it exits with want.
+func (l *vmLab) mustRun(t *testing.T, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, out, errOut := l.run(t, args...)
+	if code != want {
+		t.Fatalf("swdt %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out, errOut
+}
+
+// hypervLab is a lab whose VM "Win 2022" runs on a simnode playing the
+// Hyper-V host "hv", its adapter reporting 10.11.12.13.
+func hypervLab(t *testing.T, vms ...*simnode.HyperVVM) (*vmLab, *simnode.TestServer) {
+	t.Helper()
+	if len(vms) == 0 {
+		vms = []*simnode.HyperVVM{{Name: "Win 2022", State: "Running", Adapters: []simnode.HyperVAdapter{
+			{Name: "Network Adapter", MAC: "00155D0A0B0C", Addresses: []string{"fe80::5", "10.11.12.13"}}}}}
+	}
+	host := simnode.StartTest(t, simnode.WithHyperV(simnode.HyperVHost{VMs: vms}))
+	return newVMLab(t, "10.11.12.13", host.SSHConfig("hv"), host.KnownHostsFile), host
+}
+
+const hypervVMSpec = `    provider: hyperv
+    name: Win 2022
+    hyperv:
+      host: hv
+    addressTimeout: 10s
+`
+
+func TestVMHyperV(t *testing.T) {
+	l, host := hypervLab(t)
+	file := l.file(t, "win", hypervVMSpec)
+
+	out, _ := l.mustRun(t, exitcode.OK, "vm", "status", "-c", file, "-o", "json")
+	doc := decodeJSON[vmJSON](t, out)
+	if len(doc.Nodes) != 1 || doc.Nodes[0].Name != "win" || doc.Nodes[0].VM != "Win 2022" || doc.Nodes[0].Status.State != vm.StateRunning {
+		t.Fatalf("vm status: %s", out)
+	}
+	l.mustRun(t, exitcode.OK, "vm", "snapshot", "-c", file, "clean")
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "ip", "-c", file, "--no-color")
+	if !strings.Contains(out, "10.11.12.13") || strings.Contains(out, "fe80::5") {
+		t.Errorf("vm ip:\n%s", out)
+	}
+
+	// swdt status finds the guest through the address Hyper-V reports.
+	out, errOut := l.mustRun(t, exitcode.OK, "status", "-c", file, "-o", "json")
+	if got := statusSources(t, out)["hostname"]; got != "WIN-GUEST" {
+		t.Errorf("status reached %q, want the guest\n%s", got, errOut)
+	}
+
+	// A swap with --snapshot leaves a snapshot that revert goes back to.
+	out, _ = l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--snapshot", "--settle", "0", "-o", "json")
+	snap := decodeJSON[kubeSnapshotJSON](t, out).Nodes[0].Snapshot
+	if !strings.HasPrefix(snap, "swdt-") || !strings.HasSuffix(snap, "-kubelet") {
+		t.Fatalf("kubernetes --snapshot: snapshot %q\n%s", snap, out)
+	}
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "snapshots", "-c", file, "-o", "json")
+	snaps := decodeJSON[vmJSON](t, out).Nodes[0].Snapshots
+	if len(snaps) != 2 || snaps[0].Name != "clean" || snaps[1].Name != snap || !snaps[1].Current || snaps[1].Parent != "clean" {
+		t.Errorf("snapshots: %s", out)
+	}
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "stop", "-c", file, "--no-color")
+	if !strings.Contains(out, "shut down") {
+		t.Errorf("vm stop:\n%s", out)
+	}
+	l.mustRun(t, exitcode.OK, "vm", "revert", "-c", file, snap)
+	if vm := host.State().HyperV.VMs[0]; vm.State != "Running" || vm.Current != snap {
+		t.Errorf("after revert: %+v", vm)
+	}
+	l.mustRun(t, exitcode.OK, "vm", "revert", "-c", file, "clean")
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "start", "-c", file, "-o", "json")
+	if !decodeJSON[vmJSON](t, out).Nodes[0].AlreadyRunning {
+		t.Errorf("vm start after reverting to a running snapshot: %s", out)
+	}
+}
+
+func TestVMBadInput(t *testing.T) {
+	noAddress := &simnode.HyperVVM{Name: "Win 2022", State: "Running"}
+	l, host := hypervLab(t, noAddress)
+	good := l.file(t, "win", hypervVMSpec)
+	kubeletBefore := l.guest.State().Services["kubelet"]
+	closed := sshdtest.ClosedPort(t)
+	tests := []struct {
+		name   string
+		file   string
+		args   []string
+		code   int
+		stderr []string
+	}{
+		{name: "unknown provider", file: l.file(t, "vmware", "    provider: vmware\n    name: w\n"), args: []string{"vm", "status"},
+			code: exitcode.Usage, stderr: []string{`node "vmware": spec.vm.provider: Unsupported value: "vmware"`}},
+		{name: "VM that does not exist", file: l.file(t, "other", strings.Replace(hypervVMSpec, "Win 2022", "Win 2019", 1)),
+			args: []string{"vm", "status"}, code: exitcode.Usage,
+			stderr: []string{`node other: VM "Win 2019" (Hyper-V on hv): no such VM`}},
+		{name: "snapshot that does not exist", file: good, args: []string{"vm", "revert", "nope"}, code: exitcode.Usage,
+			stderr: []string{`node win: VM "Win 2022" (Hyper-V on hv): no such snapshot`, `"nope"`}},
+		{name: "bad snapshot name", file: good, args: []string{"vm", "snapshot", "a b"}, code: exitcode.Usage,
+			stderr: []string{`snapshot name "a b"`}},
+		{name: "unreachable hypervisor", file: l.file(t, "far", strings.Replace(hypervVMSpec, "host: hv", "host: Administrator@"+closed, 1)),
+			args: []string{"vm", "snapshot", "s1"}, code: exitcode.Failure,
+			stderr: []string{`node far: VM "Win 2022" (Hyper-V on Administrator@` + closed + `): hypervisor unreachable`}},
+		{name: "VM without an address after the wait", file: l.file(t, "slow", strings.Replace(hypervVMSpec, "10s", "1s", 1)),
+			args: []string{"status"}, code: exitcode.Failure,
+			stderr: []string{`node slow: connect: VM "Win 2022" (Hyper-V on hv): VM has no address after 1s`}},
+		{name: "node without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"vm", "snapshot", "s1"}, code: exitcode.Usage,
+			stderr: []string{"node winworker has no spec.vm"}},
+		{name: "kubernetes --snapshot without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"kubernetes", "--snapshot"},
+			code: exitcode.Usage, stderr: []string{"--snapshot: node winworker", "nothing was changed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := l.run(t, append(tt.args, "-c", tt.file, "--no-color")...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s", code, tt.code, errOut)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+		})
+	}
+	if vm := host.State().HyperV.VMs[0]; vm.State != "Running" || len(vm.Checkpoints) != 0 {
+		t.Errorf("bad input changed the VM: %+v", vm)
+	}
+	if svc := l.guest.State().Services["kubelet"]; svc.StartCount != kubeletBefore.StartCount || svc.PID != kubeletBefore.PID {
+		t.Errorf("bad input touched the guest: %+v", svc)
+	}
+}
+
+// sharedVM is a Provider whose Close is left to the test: the libvirt
+// test driver's state lives as long as its connection, so every run of
+// a test shares one.
+type sharedVM struct{ vm.Provider }
+
+func (sharedVM) Close() error { return nil }
+
+func TestVMLibvirt(t *testing.T) {
+	d := libvirtdtest.Start(t)
+	// The test driver reports 192.168.122.<n> for its domain; the ssh
+	// config entry sends that to the guest.
+	l := newVMLab(t, "192.168.122.*", "")
+	file := l.file(t, "kvm", fmt.Sprintf("    provider: libvirt\n    name: test\n    libvirt:\n      uri: %q\n    addressTimeout: 10s\n", d.URI("/default")))
+	res, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := vm.Open(ctx, &res.Nodes[0], vm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l.hook = func(context.Context, *v1alpha1.Node) (vm.Provider, error) { return sharedVM{p}, nil }
+
+	l.mustRun(t, exitcode.OK, "vm", "snapshot", "-c", file, "before")
+	out, _ := l.mustRun(t, exitcode.OK, "vm", "status", "-c", file, "--no-color")
+	if !strings.Contains(out, "running") || !strings.Contains(out, "before") {
+		t.Errorf("vm status:\n%s", out)
+	}
+	out, errOut := l.mustRun(t, exitcode.OK, "status", "-c", file, "-o", "json", "-v")
+	if got := statusSources(t, out)["hostname"]; got != "WIN-GUEST" || !strings.Contains(errOut, "address from the hypervisor") {
+		t.Errorf("status reached %q\n%s", got, errOut)
+	}
+	out, _ = l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--snapshot", "--settle", "0", "-o", "json")
+	snap := decodeJSON[kubeSnapshotJSON](t, out).Nodes[0].Snapshot
+	l.mustRun(t, exitcode.OK, "vm", "stop", "-c", file)
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "revert", "-c", file, snap, "-o", "json")
+	if st := decodeJSON[vmJSON](t, out).Nodes[0].State; st != vm.StateRunning {
+		t.Errorf("revert to %s: state %s", snap, st)
+	}
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "snapshots", "-c", file, "-o", "json")
+	snaps := decodeJSON[vmJSON](t, out).Nodes[0].Snapshots
+	if len(snaps) != 2 || snaps[0].Name != "before" || snaps[1].Name != snap || !snaps[1].Current {
+		t.Errorf("snapshots: %s", out)
+	}
+	out, _ = l.mustRun(t, exitcode.OK, "vm", "ip", "-c", file, "-o", "json")
+	if a := decodeJSON[vmJSON](t, out).Nodes[0].Addresses; len(a) != 1 || !strings.HasPrefix(a[0].IP, "192.168.122.") {
+		t.Errorf("vm ip: %s", out)
+	}
+	_, errOut = l.mustRun(t, exitcode.Usage, "vm", "revert", "-c", file, "nope", "--no-color")
+	if !strings.Contains(errOut, `node kvm: VM "test" (libvirt test+unix:///default`) || !strings.Contains(errOut, "no such snapshot: nope") {
+		t.Errorf("revert nope:\n%s", errOut)
+	}
+}
