@@ -26,14 +26,18 @@ build: ## build every command in cmd/ into bin/
 test: test-deps test-go ## run the whole test suite (installs its tools when missing)
 
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
-# tests) and Node.js with pscheck's pinned npm packages (PowerShell grammar
-# check). Installed with apt and npm when missing and this user may; tests
-# whose tools are missing skip, except under CI=true, where they fail.
-test-deps: ## install sshd, ssh/sftp, Node.js and pscheck's npm packages when missing
+# tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
+# tests run it in session mode, so libvirt-daemon-system is not needed) and
+# Node.js with pscheck's pinned npm packages (PowerShell grammar check).
+# Installed with apt and npm when missing and this user may; tests whose
+# tools are missing skip, except under CI=true, where they fail.
+test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packages when missing
 	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	pkgs=; \
 	[ -x /usr/sbin/sshd ] || pkgs="$$pkgs openssh-server"; \
 	command -v sftp >/dev/null || pkgs="$$pkgs openssh-client"; \
+	[ -x /usr/sbin/libvirtd ] || pkgs="$$pkgs libvirt-daemon"; \
+	command -v virsh >/dev/null || pkgs="$$pkgs libvirt-clients"; \
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
