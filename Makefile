@@ -72,14 +72,14 @@ bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnode
 demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback
 	$(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO)
 
-images: build ## record images/demo.txt from a real make demo run; render it and images/architecture.dot (installs graphviz when missing)
+images: build ## record docs/demo.txt from a real make demo run; render it and docs/architecture.dot (installs graphviz when missing)
 	@command -v dot >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends graphviz; }
-	{ echo '$$ make demo'; NO_COLOR=1 $(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO) 2>&1; } > images/demo.txt
-	awk -f images/terminal.awk images/demo.txt | dot -Tsvg -o images/demo.svg
-	awk -f images/terminal.awk images/demo.txt | dot -Tpng -o images/demo.png
-	dot -Tsvg images/architecture.dot -o images/architecture.svg
-	dot -Tpng -Gdpi=96 images/architecture.dot -o images/architecture.png
+	{ echo '$$ make demo'; NO_COLOR=1 $(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO) 2>&1; } > docs/demo.txt
+	awk -f docs/terminal.awk docs/demo.txt | dot -Tsvg -o docs/demo.svg
+	awk -f docs/terminal.awk docs/demo.txt | dot -Tpng -o docs/demo.png
+	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
+	dot -Tpng -Gdpi=96 docs/architecture.dot -o docs/architecture.png
 
 clean: ## remove build output
 	rm -rf $(BIN)
