@@ -85,6 +85,8 @@ type step struct {
 	args  []string // swdt arguments after the subcommand's -c node.yaml
 	// check, when set, inspects swdt's stdout after a successful exit.
 	check func(stdout string) error
+	// config is the node file (default node.yaml).
+	config string
 }
 
 // run tells the whole story; the deferred clean-ups stop simnode and
@@ -161,15 +163,23 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	vmSteps, err := libvirtDemo(ctx, o.Out, dir, swdt)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Out, "\n✔ demo passed: %d steps in %s. Try it on a real VM next: see README.md, \"Inner loop on a real VM\".\n",
-		len(steps), since(start))
+		len(steps)+vmSteps, since(start))
 	return nil
 }
 
 // runStep runs one swdt command in dir and tells the reader how it went.
 func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int, s step) error {
 	sub := strings.Fields(strings.TrimPrefix(s.title, "swdt "))
-	args := append(append(sub, "-c", "node.yaml"), s.args...)
+	config := s.config
+	if config == "" {
+		config = "node.yaml"
+	}
+	args := append(append(sub, "-c", config), s.args...)
 	header(out, fmt.Sprintf("%d/%d %s", n, total, s.title), s.why)
 	fmt.Fprintf(out, "$ swdt %s\n", strings.Join(args, " "))
 	t := time.Now()

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package libvirtdtest starts a real libvirtd (Debian's libvirt-daemon)
 // for tests, serving libvirt's built-in test hypervisor driver on a unix
 // socket in a temporary directory.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package vm
 
 import (
@@ -22,18 +24,6 @@ func libvirtNode(uri, domain string) *v1alpha1.Node {
 	n.Name = "win"
 	v1alpha1.SetDefaults_Node(n)
 	return n
-}
-
-func openTest(t *testing.T, n *v1alpha1.Node) Provider {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := Open(ctx, n, Options{})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
 }
 
 // TestLibvirtSequence drives the test driver's built-in domain through

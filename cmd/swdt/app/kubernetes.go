@@ -283,7 +283,11 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	kn := w.node
 	name := kn.spec.Name
 	if kn.conn == nil {
-		k.progress.Step(name, "connecting to %s", kn.spec.Spec.Credentials.Hostname)
+		if h := kn.spec.Spec.Credentials.Hostname; h != "" {
+			k.progress.Step(name, "connecting to %s", h)
+		} else {
+			k.progress.Step(name, "connecting to VM %s at the address its hypervisor reports", kn.spec.Spec.VM.Name)
+		}
 		conn, err := k.e.connect(ctx, kn.spec, func(msg string) { k.progress.Warn("node %s: %s", name, msg) })
 		if err != nil {
 			return nil, err
