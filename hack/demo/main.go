@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -188,11 +189,13 @@ func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int,
 	cmd.Dir = dir
 	// Only a checked step tees stdout: the others hand swdt the terminal,
 	// so it shows colour and progress bars.
-	cmd.Stdout = out
+	cmd.Stdout, cmd.Stderr = out, out
 	if s.check != nil {
-		cmd.Stdout = io.MultiWriter(out, &stdout)
+		// Two writers make exec copy stdout and stderr in two
+		// goroutines: out must take their writes one at a time.
+		locked := &lockedWriter{w: out}
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(locked, &stdout), locked
 	}
-	cmd.Stderr = out
 	// swdt runs in its own process group: a Ctrl-C reaches it once, from
 	// here, so it finishes a swap in progress instead of giving up at once.
 	detach(cmd)
@@ -208,6 +211,18 @@ func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int,
 	}
 	done(out, t)
 	return nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // allUnchanged checks that a second swdt kubernetes changed nothing.
