@@ -13,17 +13,25 @@ GOTESTFLAGS ?=
 # deepcopy-gen is pinned to the apimachinery version in go.mod.
 K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 
-.PHONY: all help build test test-deps test-go cross lint generate clean bench demo images
+# swdt embeds the agent binaries it uploads to nodes (pkg/agentbin).
+AGENT_DIR := pkg/agentbin/dist
+AGENT_LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: all help agent build test test-deps test-go cross lint generate clean bench demo images
 
 all: build
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build every command in cmd/ into bin/
-	$(GOBUILD) -o $(BIN)/ ./cmd/...
+agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin/dist (swdt embeds them)
+	GOOS=windows GOARCH=amd64 $(GO) build -trimpath -ldflags '$(AGENT_LDFLAGS)' -o $(AGENT_DIR)/swdt-agent-windows-amd64.exe ./cmd/swdt-agent
+	GOOS=windows GOARCH=arm64 $(GO) build -trimpath -ldflags '$(AGENT_LDFLAGS)' -o $(AGENT_DIR)/swdt-agent-windows-arm64.exe ./cmd/swdt-agent
 
-test: test-deps test-go ## run the whole test suite (installs its tools when missing)
+build: agent ## build every command in cmd/ into bin/ (the agent first: swdt embeds it)
+	$(GOBUILD) -o $(BIN)/ ./cmd/swdt ./cmd/simnode
+
+test: test-deps agent test-go ## run the whole test suite (installs its tools when missing)
 
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
@@ -52,14 +60,18 @@ test-go: ## go vet and go test ./...
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
 
-cross: ## build swdt for windows/amd64 and darwin/arm64 into bin/
+cross: agent ## build swdt for windows/amd64 and darwin/arm64 into bin/, and every package for windows
 	GOOS=windows GOARCH=amd64 $(GOBUILD) -o $(BIN)/swdt-windows-amd64.exe ./cmd/swdt
 	GOOS=darwin GOARCH=arm64 $(GOBUILD) -o $(BIN)/swdt-darwin-arm64 ./cmd/swdt
+	GOOS=windows GOARCH=amd64 $(GO) build ./...
+	GOOS=windows GOARCH=arm64 $(GO) build ./cmd/swdt-agent ./pkg/winos ./pkg/agent
 
-lint: ## gofmt (must list nothing) and go vet
+lint: ## gofmt (must list nothing), go vet, and go vet of the Windows-only code with GOOS=windows
 	@out="$$(find . -name '*.go' -not -path '*/node_modules/*' -not -path '*/testdata/*' -not -path './.cache/*' | xargs gofmt -l)"; \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet ./...
+	GOOS=windows GOARCH=arm64 $(GO) vet ./cmd/swdt-agent ./pkg/winos ./pkg/agent
 
 generate: ## regenerate deep-copy functions of the Node API
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(K8S_VERSION) \
@@ -82,4 +94,4 @@ images: build ## record docs/demo.txt from a real make demo run; render it and d
 	dot -Tpng -Gdpi=96 docs/architecture.dot -o docs/architecture.png
 
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(AGENT_DIR)/*.exe

@@ -1,6 +1,7 @@
 // Command simnode runs a simulated Windows Server 2022 node on localhost:
-// an SSH and SFTP server that answers swdt's PowerShell ops from a state
-// model. It is a simulator for demos, tests and benchmarks, not Windows.
+// an SSH and SFTP server that runs swdt-agent's op handlers in-process over
+// a simulated Windows layer. It is a simulator for demos, tests and
+// benchmarks, not Windows.
 package main
 
 import (
@@ -50,9 +51,10 @@ Usage:
           [--password PW] [--user Administrator] [--reset] [fault flags]
 
 simnode serves SSH (key and password auth, persistent host key) with an SFTP
-subsystem that maps Windows paths (/C:/k/kubelet.exe) into DIR/fs, and answers
-swdt's PowerShell ops (powershell.exe -EncodedCommand <bootstrap>) from a state
-model kept in DIR/state.json: services with states, PIDs, dependencies and
+subsystem that maps Windows paths (/C:/k/kubelet.exe) into DIR/fs, and runs
+swdt-agent's op handlers in-process (once swdt has uploaded the agent to
+C:\ProgramData\swdt) over a simulated Windows layer, a state model kept in
+DIR/state.json: services with states, PIDs, dependencies and
 start/stop delays; executables locked while they run (write and delete fail,
 rename works, as on NTFS); registry values; firewall rules; Chocolatey; named
 pipes owned by running services. Any other command gets cmd.exe's

@@ -10,6 +10,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -134,9 +135,9 @@ func readFile(path string) ([]byte, fs.FileMode, error) {
 	case fi.IsDir():
 		return nil, 0, fileError(path, nil, "is a directory, not a config file: pass the path of a node YAML file")
 	}
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path)
 	if err != nil {
-		return nil, 0, fileError(path, err, "cannot read the config file: %v", err)
+		return nil, 0, err
 	}
 	if strings.TrimSpace(string(data)) == "" {
 		return nil, 0, fileError(path, nil, "config file is empty: expected a Node or NodeList document (see 'swdt config init')")
@@ -149,6 +150,30 @@ func readFile(path string) ([]byte, fs.FileMode, error) {
 			"not a text file (binary data at byte %d): expected a YAML Node or NodeList document", i)
 	}
 	return data, fi.Mode().Perm(), nil
+}
+
+// MaxFileSize is the largest config file Load reads: far more than any
+// node file needs, and a bound on the memory a hostile one can take.
+const MaxFileSize = 1 << 20
+
+// readLimited reads at most MaxFileSize bytes of path. The size is checked
+// while reading, not from a stat, so that a device or a pipe that never
+// ends is refused too.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fileError(path, err, "cannot read the config file: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fileError(path, err, "cannot read the config file: %v", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fileError(path, nil,
+			"is larger than %d MiB, the most swdt reads from a node file: check that -c names a node YAML file", MaxFileSize>>20)
+	}
+	return data, nil
 }
 
 func invalidUTF8Offset(data []byte) int {

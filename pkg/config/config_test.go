@@ -64,6 +64,12 @@ func TestLoadInvalid(t *testing.T) {
 		{"health-check-typo.yaml", []want{
 			{14, "spec.kubernetes.provisioners[0].healthCheck[0].namedPipes", `unknown field "namedPipes": did you mean "namedPipe"?`},
 		}},
+		// Aliases are expanded within a budget, before anything else reads
+		// the document: a cycle used to overflow the stack, and 410 bytes
+		// of nested aliases to expand into 387 million strings.
+		{"alias-cycle.yaml", []want{{4, "", "YAML alias *loop is inside the value of its own anchor &loop"}}},
+		{"alias-billion-laughs.yaml", []want{{8, "", "YAML aliases expand to more than 10000 values (here, at alias *d)"}}},
+		{"deep-nesting.yaml", []want{{4, "", "YAML values are nested more than 100 levels deep"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -83,6 +89,36 @@ func TestLoadFileErrors(t *testing.T) {
 	}
 	_, err = Load(dir)
 	checkErr(t, err, dir, "is a directory, not a config file")
+
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", MaxFileSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(big)
+	checkErr(t, err, big, "is larger than 1 MiB")
+}
+
+// A file that never ends (a device, a pipe) is read no further than the
+// size limit.
+func TestLoadEndlessFile(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	_, err := Load("/dev/zero")
+	checkErr(t, err, "/dev/zero", "is larger than 1 MiB")
+}
+
+// Anchors and aliases within the budget load as if written out.
+func TestLoadAliases(t *testing.T) {
+	res := mustLoad(t, filepath.Join("testdata", "valid", "aliases.yaml"))
+	n := res.Nodes[0]
+	p := n.Spec.Kubernetes.Provisioners
+	if len(p) != 2 || len(p[1].HealthChecks) != 1 || p[1].HealthChecks[0].TCPPort != 10250 {
+		t.Errorf("provisioners = %+v, want kube-proxy with the aliased health check", p)
+	}
+	if n.Spec.Wins == nil || n.Spec.Wins.SourceURL != p[0].SourceURL {
+		t.Errorf("wins = %+v, want the aliased sourceURL %s", n.Spec.Wins, p[0].SourceURL)
+	}
 }
 
 func checkErr(t *testing.T, err error, path, msg string) {
@@ -311,5 +347,51 @@ func TestSuggest(t *testing.T) {
 		if got := suggest(in); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// DESIGN.md §9: a secret never appears in a problem, whatever its YAML
+// type; the problem still says what is wrong and where.
+func TestSecretNeverInProblems(t *testing.T) {
+	tests := []struct {
+		name, yaml, leak, msg string
+	}{
+		{"number", "8675309", "8675309", "must be a string (quote it), not a number"},
+		{"negative number", "-8675309", "8675309", "must be a string (quote it), not a number"},
+		{"float", "8675309.5", "8675309", "must be a string (quote it), not a number"},
+		{"octal", "0o755", "755", "must be a string (quote it), not a number"},
+		{"string", "yes-no-true", "", ""}, // valid: nothing to report
+		{"bool", "true", "true", "must be a string (quote it), not a boolean"},
+		{"null tag", "!!null", "", ""},      // empty: valid
+		{"timestamp", "2001-12-14", "", ""}, // kept as written: valid
+		{"invalid tagged int", "!!int x8675309", "8675309", "is not a valid !!int"},
+		{"anchored number", "&pw 8675309", "8675309", "must be a string (quote it), not a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := "apiVersion: windows.k8s.io/v1alpha1\nkind: Node\nspec:\n  credentials:\n    hostname: 10.0.0.5\n    password: " + tt.yaml + "\n"
+			path := filepath.Join(t.TempDir(), "node.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if tt.msg == "" {
+				if err != nil {
+					t.Fatalf("Load = %v, want no error", err)
+				}
+				return
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) || len(cerr.Problems) != 1 {
+				t.Fatalf("Load = %v, want one problem", err)
+			}
+			p := cerr.Problems[0]
+			if p.Line != 6 || !strings.Contains(p.Message, tt.msg) {
+				t.Errorf("problem = %+v, want line 6 and a message containing %q", p, tt.msg)
+			}
+			if strings.Contains(err.Error(), tt.leak) {
+				t.Errorf("the password's value %q is in the error: %v", tt.leak, err)
+			}
+		})
 	}
 }

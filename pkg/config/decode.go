@@ -67,6 +67,10 @@ func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem)
 		if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
 			continue // an empty document, for example after a trailing ---
 		}
+		if p := checkExpansion(file, &doc); p != nil {
+			problems = append(problems, *p)
+			continue
+		}
 		ns, srcs, probs := decodeDocument(file, doc.Content[0])
 		nodes = append(nodes, ns...)
 		sources = append(sources, srcs...)
@@ -135,7 +139,7 @@ func decodeDocument(file string, root *yaml.Node) ([]v1alpha1.Node, []nodeSource
 	}
 
 	wrapSingleHealthChecks(root)
-	value, problems := toJSONValue(file, root)
+	value, problems := toJSONValue(file, root, false)
 	if len(problems) > 0 {
 		return nil, nil, problems
 	}
@@ -200,7 +204,10 @@ func strictUnmarshal(file string, root *yaml.Node, data []byte, v any) []Problem
 		if m := typeMismatchRE.FindStringSubmatch(err.Error()); m != nil {
 			line, value := locate(root, m[2])
 			found := "a " + m[1]
-			if value != nil {
+			switch {
+			case value != nil && isSecret(m[2]):
+				found = describeType(value)
+			case value != nil:
 				found = describe(value)
 			}
 			problems = append(problems, Problem{File: file, Line: line, Field: m[2],
@@ -234,18 +241,27 @@ func lastSegment(path string) string {
 	return path
 }
 
+// secretFields are the fields whose values are secrets: no problem ever
+// shows their value, whatever its YAML type.
+var secretFields = map[string]bool{"password": true}
+
+// isSecret reports whether a field path such as
+// items[0].spec.credentials.password names a secret.
+func isSecret(fieldPath string) bool { return secretFields[lastSegment(fieldPath)] }
+
 // toJSONValue converts a YAML node into a value encoding/json can marshal,
 // keeping every scalar's YAML 1.2 meaning (so "yes" stays a string) and
-// reporting duplicate keys.
-func toJSONValue(file string, n *yaml.Node) (any, []Problem) {
+// reporting duplicate keys. secret is true inside a secret field's value,
+// whose text must not appear in a problem.
+func toJSONValue(file string, n *yaml.Node, secret bool) (any, []Problem) {
 	switch n.Kind {
 	case yaml.AliasNode:
-		return toJSONValue(file, n.Alias)
+		return toJSONValue(file, n.Alias, secret)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		var problems []Problem
 		for _, c := range n.Content {
-			v, p := toJSONValue(file, c)
+			v, p := toJSONValue(file, c, secret)
 			out = append(out, v)
 			problems = append(problems, p...)
 		}
@@ -266,7 +282,7 @@ func toJSONValue(file string, n *yaml.Node) (any, []Problem) {
 				continue
 			}
 			lines[k.Value] = k.Line
-			v, p := toJSONValue(file, val)
+			v, p := toJSONValue(file, val, secret || secretFields[k.Value])
 			out[k.Value] = v
 			problems = append(problems, p...)
 		}
@@ -278,7 +294,11 @@ func toJSONValue(file string, n *yaml.Node) (any, []Problem) {
 		case "!!bool", "!!int", "!!float":
 			var v any
 			if err := n.Decode(&v); err != nil {
-				return nil, []Problem{{File: file, Line: n.Line, Message: fmt.Sprintf("invalid %s: %v", n.ShortTag(), err)}}
+				msg := fmt.Sprintf("invalid %s: %v", n.ShortTag(), err)
+				if secret {
+					msg = fmt.Sprintf("the value is not a valid %s (not shown: it is a secret)", n.ShortTag())
+				}
+				return nil, []Problem{{File: file, Line: n.Line, Message: msg}}
 			}
 			return v, nil
 		default: // strings, timestamps, binary: the text as written
@@ -360,6 +380,21 @@ func splitPath(path string) []pathSegment {
 		}
 	}
 	return segs
+}
+
+// describeType says what kind of value n is without showing it, for
+// secrets.
+func describeType(n *yaml.Node) string {
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return describe(n)
+	case n.ShortTag() == "!!int" || n.ShortTag() == "!!float":
+		return "a number"
+	case n.ShortTag() == "!!bool":
+		return "a boolean"
+	default:
+		return "a value of type " + n.ShortTag()
+	}
 }
 
 func describe(n *yaml.Node) string {

@@ -1,6 +1,7 @@
 // Package node is the typed Go API of one Windows node: facts, services,
 // files, registry, firewall, Chocolatey and pipes, each backed by an op of
-// pkg/pwsh/ops or by SFTP.
+// swdt-agent (pkg/ops) or by SFTP. It delivers the agent to the node on
+// first use (agent.go) and runs one op per command (call.go).
 //
 // It never prints and never decides: workflows (pkg/setup, pkg/provision,
 // pkg/wins) decide what to do; this package only does it and reports back.
@@ -9,16 +10,25 @@ package node
 import (
 	"context"
 	"io"
+	"io/fs"
 	"log/slog"
+	"sync"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Conn is what a node needs from its transport. *remote.Client implements
 // it; all paths are Windows paths.
 type Conn interface {
-	pwsh.Execer
+	// Exec runs one command line on the node, writes stdin to it and
+	// closes it (EOF), and returns the remote exit status.
+	Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+	// Stat describes a file; a missing one matches fs.ErrNotExist.
+	Stat(ctx context.Context, remotePath string) (fs.FileInfo, error)
+	// ReadDir lists a directory.
+	ReadDir(ctx context.Context, remotePath string) ([]fs.FileInfo, error)
+	// Remove deletes a file.
+	Remove(ctx context.Context, remotePath string) error
 	// Upload streams size bytes from src to remotePath through a staged
 	// name, reporting the bytes sent so far to progress (may be nil).
 	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
@@ -36,7 +46,12 @@ type Node struct {
 	// the zero value takes the defaults.
 	Timeouts Timeouts
 	conn     Conn
-	runner   *pwsh.Runner
+	logger   *slog.Logger
+
+	// agentMu guards agentPath, the agent's path on the node once it is
+	// known to be there ("" until then).
+	agentMu   sync.Mutex
+	agentPath string
 }
 
 // New wraps a connection. logger receives op names and parameters at debug
@@ -45,8 +60,7 @@ func New(name string, conn Conn, logger *slog.Logger) *Node {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("node", name)
-	return &Node{Name: name, conn: conn, runner: &pwsh.Runner{Exec: conn, Logger: logger}}
+	return &Node{Name: name, conn: conn, logger: logger.With("node", name)}
 }
 
 // Close ends the node's connection.

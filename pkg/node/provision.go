@@ -3,7 +3,7 @@ package node
 import (
 	"context"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // InspectProvision reads destinations and the services that run them (and

@@ -3,7 +3,7 @@ package node
 import (
 	"context"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // SetupFacts gathers OS, account, RDP, Chocolatey and authorized-keys state

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Timeouts bound how long an op may take on the node when the caller's
 // context has no deadline of its own. Without them a node whose
-// powershell.exe hangs (the connection alive, the op never answering)
+// swdt-agent hangs (the connection alive, the op never answering)
 // would hang swdt forever. Zero fields take the Default* values.
 type Timeouts struct {
 	// Query bounds ops that read or change a little state: facts, RDP,
@@ -73,8 +72,8 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("op %s on node %s did not answer within %s: the node's powershell.exe may hang; "+
-		"check it over ssh or RDP (Get-Process powershell) and run again", e.Op, e.Node, e.After.Round(time.Millisecond))
+	return fmt.Sprintf("op %s on node %s did not answer within %s: the node's swdt-agent may hang; "+
+		"check it over ssh or RDP (Get-Process swdt-agent*) and run again", e.Op, e.Node, e.After.Round(time.Millisecond))
 }
 
 // Unwrap returns the transport's error.
@@ -84,6 +83,12 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 // knows better, e.g. a swap's budget), else bound. An op cut off by it is
 // a *TimeoutError.
 func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
+	// The agent's delivery has a bound of its own: a first contact must
+	// not eat a short op's budget.
+	if err := n.deliver(ctx); err != nil {
+		var resp Resp
+		return resp, err
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		bound = time.Until(dl)
 	} else {
@@ -91,7 +96,7 @@ func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	resp, err := pwsh.Call(ctx, n.runner, op, req)
+	resp, err := run(ctx, n, op, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return resp, &TimeoutError{Node: n.Name, Op: op.Name, After: bound, Err: err}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/node"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
@@ -31,8 +31,15 @@ func connect(t *testing.T, ts *simnode.TestServer, timeouts node.Timeouts) *node
 // not hang swdt: an op called with a context without a deadline ends at
 // its own bound, with an error that names the op and the node.
 func TestOpWithoutDeadlineTimesOut(t *testing.T) {
-	ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{OpLatencyMS: map[string]int{"*": int(time.Hour.Milliseconds())}}))
+	ts := simnode.StartTest(t)
 	n := connect(t, ts, node.Timeouts{Query: 300 * time.Millisecond, Hash: 300 * time.Millisecond})
+	// The agent arrives before the node stops answering.
+	if _, err := n.Facts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.UpdateFaults(func(f *simnode.Faults) { f.OpLatencyMS = map[string]int{"*": int(time.Hour.Milliseconds())} }); err != nil {
+		t.Fatal(err)
+	}
 
 	calls := map[string]func() error{
 		"node-facts": func() error { _, err := n.Facts(context.Background()); return err },
@@ -48,7 +55,7 @@ func TestOpWithoutDeadlineTimesOut(t *testing.T) {
 		if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: err = %v, want a *node.TimeoutError wrapping the deadline", op, err)
 		}
-		for _, want := range []string{"op " + op, "node winworker", "300ms", "Get-Process powershell"} {
+		for _, want := range []string{"op " + op, "node winworker", "300ms", "Get-Process swdt-agent"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error %q does not say %q", op, err, want)
 			}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // HashCache remembers the size, last-write time and digest of destinations

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 func TestFileHashCache(t *testing.T) {

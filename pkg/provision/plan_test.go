@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/internal/sshdtest"
-	"sigs.k8s.io/swdt/pkg/pwsh"
 )
-
-var _ pwsh.Execer = (*Client)(nil)
 
 func TestExec(t *testing.T) {
 	s := sshdtest.Start(t)

@@ -295,3 +295,19 @@ func (c *Client) Remove(ctx context.Context, remotePath string) error {
 		return nil
 	})
 }
+
+// ReadDir lists the entries of directory remotePath. A missing directory
+// matches fs.ErrNotExist.
+func (c *Client) ReadDir(ctx context.Context, remotePath string) ([]fs.FileInfo, error) {
+	var entries []fs.FileInfo
+	op := fmt.Sprintf("list %s on %s", remotePath, c.t.addr)
+	err := c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
+		var err error
+		entries, err = sc.ReadDir(SFTPPath(remotePath))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	})
+	return entries, err
+}

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Desired is spec.setup with its key files read.
@@ -148,6 +148,9 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		if len(p.missingKeys) > 0 {
 			todo = append(todo, "add "+plural(len(p.missingKeys), "key"))
 		}
+		if keysNeedRewrite(ak) {
+			todo = append(todo, fmt.Sprintf("rewrite the file as UTF-8 (it is %s, which sshd ignores)", ak.Encoding))
+		}
 		if !ak.ACLOK {
 			todo = append(todo, "restrict the file to Administrators and SYSTEM")
 		}
@@ -174,6 +177,13 @@ func (p *plan) steps() []Step {
 		out = append(out, *p.keys)
 	}
 	return out
+}
+
+// keysNeedRewrite reports whether administrators_authorized_keys exists in
+// an encoding sshd does not read as it should (UTF-16, or a byte order
+// mark spoiling the first line).
+func keysNeedRewrite(ak ops.AuthorizedKeysState) bool {
+	return ak.Exists && ak.Encoding != "" && ak.Encoding != ops.EncodingUTF8
 }
 
 // rdpMatches reports whether RDP and both of its rules are in the wanted
@@ -209,6 +219,9 @@ func describeRDP(st ops.RDPState) string {
 		}
 	}
 	parts := []string{state}
+	if st.BlockedByPolicy {
+		parts = []string{"off (blocked by Group Policy)"}
+	}
 	if len(on) > 0 {
 		parts = append(parts, "firewall rules enabled: "+strings.Join(on, ", "))
 	}

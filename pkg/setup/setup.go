@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Node is what setup needs from a node; *node.Node implements it.
@@ -177,7 +177,7 @@ func Run(ctx context.Context, name string, n Node, desired Desired, opts Options
 
 // opMessage is the node's own explanation of a failed op, or the error.
 func opMessage(err error) string {
-	var opErr *pwsh.OpError
+	var opErr *node.OpError
 	if errors.As(err, &opErr) {
 		return opErr.Message
 	}
@@ -207,6 +207,12 @@ func (p *plan) applyChoco(ctx context.Context, n Node) Step {
 		return s
 	}
 	st, err := n.InstallChoco(ctx)
+	var opErr *node.OpError
+	if errors.As(err, &opErr) && opErr.Kind == ops.KindRebootRequired {
+		// The node must reboot before Chocolatey can be installed; the
+		// message says so and that a second run completes it.
+		return Step{Name: StepChocolatey, Result: Failed, Detail: opErr.Message, RebootRequired: true}
+	}
 	if err != nil {
 		return Step{Name: StepChocolatey, Result: Failed, Detail: opMessage(err)}
 	}
@@ -303,7 +309,14 @@ func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 		return Step{Name: StepAuthorizedKeys, Result: Failed,
 			Detail: fmt.Sprintf("%s still grants access beyond Administrators and SYSTEM: sshd will ignore it", ops.AdministratorsAuthorizedKeys)}
 	}
+	if keysNeedRewrite(st) {
+		return Step{Name: StepAuthorizedKeys, Result: Failed,
+			Detail: fmt.Sprintf("%s is still encoded as %s, not UTF-8: sshd will ignore it", ops.AdministratorsAuthorizedKeys, st.Encoding)}
+	}
 	detail := fmt.Sprintf("added %s", plural(st.Added, "key"))
+	if keysNeedRewrite(p.facts.AuthorizedKeys) {
+		detail += fmt.Sprintf("; rewrote the file as UTF-8 (it was %s)", p.facts.AuthorizedKeys.Encoding)
+	}
 	if !p.facts.AuthorizedKeys.ACLOK {
 		detail += "; restricted the file to Administrators and SYSTEM"
 	}

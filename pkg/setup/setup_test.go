@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/node"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
@@ -244,6 +244,33 @@ func TestFailures(t *testing.T) {
 			wantCalls:  []string{"rdp-set"},
 		},
 		{
+			name: "rdp blocked by Group Policy",
+			prepare: func(t *testing.T, n *simnode.Node) {
+				if err := n.SetRegistryDWord(simnode.KeyRDPPolicy, "fDenyTSConnections", 1); err != nil {
+					t.Fatal(err)
+				}
+			},
+			desired:    Desired{EnableRDP: true},
+			want:       map[string]Result{StepRDP: Failed},
+			wantDetail: map[string][]string{StepRDP: {"blocked by Group Policy", "gpupdate /force"}},
+			wantCalls:  []string{"rdp-set"},
+		},
+		{
+			name: "chocolatey needs a reboot on a stock Server 2019",
+			prepare: func(t *testing.T, n *simnode.Node) {
+				if err := n.SetRegistryDWord(simnode.KeyNetFx4, "Release", simnode.NetFx472Server2019); err != nil {
+					t.Fatal(err)
+				}
+			},
+			desired: Desired{EnableRDP: false, Packages: []string{"vim"}},
+			want:    map[string]Result{StepRDP: Unchanged, StepChocolatey: Failed, "package vim": Failed},
+			wantDetail: map[string][]string{
+				StepChocolatey: {"Reboot the node", "run swdt setup again", ".NET Framework 4.8"},
+				"package vim":  {"Chocolatey is missing"},
+			},
+			wantCalls: []string{"choco-install"},
+		},
+		{
 			name: "a missing firewall rule fails the rdp step",
 			prepare: func(t *testing.T, n *simnode.Node) {
 				if err := n.Update(func(s *simnode.State) error {
@@ -307,6 +334,78 @@ func TestRebootRequired(t *testing.T) {
 	}
 	if got := report.RebootRequired(); !slices.Equal(got, []string{"package vcredist140"}) {
 		t.Errorf("RebootRequired() = %v", got)
+	}
+}
+
+// TestChocolateyRebootThenRerun: on a stock Server 2019 the first run
+// reports that the node must reboot (a step with RebootRequired), and the
+// run after the reboot completes.
+func TestChocolateyRebootThenRerun(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	if err := n.SetRegistryDWord(simnode.KeyNetFx4, "Release", simnode.NetFx472Server2019); err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: false, Packages: []string{"vim"}}
+	report, _, err := run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := report.RebootRequired(); !slices.Equal(got, []string{StepChocolatey}) || !report.Failed() {
+		t.Errorf("RebootRequired() = %v, Failed() = %v, steps %+v", got, report.Failed(), report.Steps)
+	}
+	if err := n.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Result{StepRDP: Unchanged, StepChocolatey: Changed, "package vim": Changed}
+	if got := results(report); !mapsEqual(got, want) || len(report.RebootRequired()) != 0 {
+		t.Errorf("after the reboot: %+v", report.Steps)
+	}
+}
+
+// TestUTF16KeysFileIsRewritten: a file sshd ignores (UTF-16, as Windows
+// PowerShell's `>` writes it) is planned for a rewrite even when every key
+// is in it, and rewritten as UTF-8 with its keys.
+func TestUTF16KeysFileIsRewritten(t *testing.T) {
+	ts := simnode.StartTest(t)
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	var utf16 []byte
+	for _, r := range "\ufeff" + key + "\r\n" {
+		utf16 = append(utf16, byte(r), byte(r>>8))
+	}
+	n := ts.Node()
+	if err := n.WriteFile(simnode.PathAdminAuthorizedKeys, utf16); err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: false, AuthorizedKeys: []string{key}}
+	report, _, err := run(t, ts, "Administrator", d, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != WouldChange || !strings.Contains(s.Detail, "rewrite the file as UTF-8 (it is utf-16le") {
+		t.Errorf("planned step = %+v", s)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != Changed || !strings.Contains(s.Detail, "added 0 keys; rewrote the file as UTF-8") {
+		t.Errorf("step = %+v", s)
+	}
+	if got := n.SSHDAdminKeys(); !slices.Equal(got, []string{key}) {
+		t.Errorf("sshd would accept %q, want the key", got)
+	}
+	report, calls, err := run(t, ts, "Administrator", d, Options{})
+	if err != nil || len(calls) != 0 || step(t, report, StepAuthorizedKeys).Result != Unchanged {
+		t.Errorf("second run: calls %v, err %v, steps %+v", calls, err, report.Steps)
 	}
 }
 
@@ -412,6 +511,29 @@ func TestDesiredFrom(t *testing.T) {
 			}
 			if got.EnableRDP != tc.want.EnableRDP || !slices.Equal(got.Packages, tc.want.Packages) || !slices.Equal(got.AuthorizedKeys, tc.want.AuthorizedKeys) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDescribeRDP(t *testing.T) {
+	rules := func(enabled bool) []ops.FirewallRule {
+		return []ops.FirewallRule{{Name: "RemoteDesktop-UserMode-In-TCP", Exists: true, Enabled: enabled}}
+	}
+	tests := []struct {
+		name string
+		st   ops.RDPState
+		want string
+	}{
+		{name: "on", st: ops.RDPState{Enabled: true, FirewallRules: rules(true)}, want: "on; firewall rules enabled: RemoteDesktop-UserMode-In-TCP"},
+		{name: "off", st: ops.RDPState{FirewallRules: rules(false)}, want: "off; firewall rules disabled: RemoteDesktop-UserMode-In-TCP"},
+		{name: "blocked by Group Policy", st: ops.RDPState{BlockedByPolicy: true, FirewallRules: rules(true)},
+			want: "off (blocked by Group Policy); firewall rules enabled: RemoteDesktop-UserMode-In-TCP"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := describeRDP(tc.st); got != tc.want {
+				t.Errorf("describeRDP = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -152,21 +152,73 @@ func (n *Node) Chocolatey() Chocolatey {
 // a node without internet access.
 const ChocoDownloadError = `Exception calling "DownloadString" with "1" argument(s): "The remote name could not be resolved: 'community.chocolatey.org'"`
 
+// ChocoRebootError is what Chocolatey 2's installer throws once it has
+// installed .NET Framework 4.8 (chocolateysetup.psm1,
+// Install-DotNet48IfMissing).
+const ChocoRebootError = ".NET Framework 4.8 was installed, but a reboot is required. \n Please reboot the system and try to install/upgrade Chocolatey again."
+
+// ChocoNotAdminError is what Chocolatey's installer throws for an account
+// that is not an administrator (chocolateysetup.psm1, Set-Permissions).
+const ChocoNotAdminError = "Installation of Chocolatey to default folder requires Administrative permissions. Please run from elevated prompt. " +
+	"Please see https://chocolatey.org/install for details and alternatives if needing to install as a non-administrator."
+
+// Registry keys simnode models beyond the seeded ones.
+const (
+	// KeyNetFx4 holds .NET Framework 4.x's Release number.
+	KeyNetFx4 = `HKLM:\SOFTWARE\Microsoft\NET Framework Setup\NDP\v4\Full`
+	// KeyPowerShellEngine holds Windows PowerShell's PowerShellVersion.
+	KeyPowerShellEngine = `HKLM:\SOFTWARE\Microsoft\PowerShell\3\PowerShellEngine`
+	// KeyRDPPolicy is Group Policy's Remote Desktop Services key: its
+	// fDenyTSConnections overrides KeyTerminalServer's.
+	KeyRDPPolicy = `HKLM:\SOFTWARE\Policies\Microsoft\Windows NT\Terminal Services`
+)
+
+// .NET Framework 4.x release numbers (KeyNetFx4's Release).
+const (
+	// NetFx472Server2019 is 4.7.2 as Windows Server 2019 ships it.
+	NetFx472Server2019 = 461814
+	// NetFx48 is 4.8 installed on Server 2019 (and most other versions).
+	NetFx48 = 528049
+	// NetFx48Server2022 is 4.8 as Windows Server 2022 ships it.
+	NetFx48Server2022 = 528449
+	// netFx48Min is the lowest 4.8 release, what Chocolatey 2 checks for.
+	netFx48Min = 528040
+)
+
 // InstallChocolatey plays the community install script: it fails with
-// ChocoDownloadError (kind "download") when the fault is set, and otherwise
-// installs Chocolatey (State.Chocolatey.InstallVersion) and its choco.exe.
+// ChocoDownloadError (kind "download") when the fault is set. Chocolatey 2
+// (State.Chocolatey.InstallVersion) needs .NET Framework 4.8: on a node
+// with an older one (Server 2019 ships 4.7.2) the script installs it and
+// stops with ChocoRebootError (kind "reboot-required"), and so does every
+// attempt until Reboot. An account that is not an administrator then
+// fails with ChocoNotAdminError (kind "installer"). Otherwise it installs
+// Chocolatey and its choco.exe.
 func (n *Node) InstallChocolatey() error {
 	if n.ChocoDownloadFails() {
 		return Fail("download", "%s", ChocoDownloadError)
 	}
 	var version string
 	err := n.m.update(func(s *State, _ time.Time) error {
-		s.Chocolatey.Installed = true
-		if s.Chocolatey.InstallVersion == "" {
-			s.Chocolatey.InstallVersion = "2.2.2"
+		c := &s.Chocolatey
+		if c.InstallVersion == "" {
+			c.InstallVersion = "2.2.2"
 		}
-		s.Chocolatey.Version = s.Chocolatey.InstallVersion
-		version = s.Chocolatey.Version
+		if !strings.HasPrefix(c.InstallVersion, "0.") && !strings.HasPrefix(c.InstallVersion, "1.") {
+			release := int64(0)
+			if k := s.Registry[strings.ToLower(KeyNetFx4)]; k != nil && k.Values["release"] != nil {
+				release = k.Values["release"].Number
+			}
+			if release < netFx48Min || c.NetFxPending {
+				c.NetFxPending = true
+				return Fail("reboot-required", "%s", ChocoRebootError)
+			}
+		}
+		if !n.IsAdmin() {
+			return Fail("installer", "%s", ChocoNotAdminError)
+		}
+		c.Installed = true
+		c.Version = c.InstallVersion
+		version = c.Version
 		return nil
 	})
 	if err != nil {
@@ -193,7 +245,9 @@ type ChocoInstallResult struct {
 
 // ChocoInstall plays `choco install NAME -y --no-progress --limit-output`.
 // An installed package is left as it is (exit code 0); a name not in the
-// catalogue fails with exit code 1 and choco's "not found" message. It is
+// catalogue fails with exit code 1 and choco's "not found" message; a
+// catalogue entry whose ExitCode is not a success code (0, 1641, 3010)
+// fails with that code, as a package whose install script fails. It is
 // an error (kind "not-found") when Chocolatey itself is not installed.
 func (n *Node) ChocoInstall(name string) (ChocoInstallResult, error) {
 	var res ChocoInstallResult
@@ -210,6 +264,11 @@ func (n *Node) ChocoInstall(name string) (ChocoInstallResult, error) {
 		pkg, ok := c.Catalog[key]
 		if !ok || strings.ContainsAny(name, " ;&|<>'\"`$") {
 			res = ChocoInstallResult{ExitCode: 1, Output: fmt.Sprintf("%s not installed. The package was not found with the source(s) listed.", name)}
+			return nil
+		}
+		if pkg.ExitCode != 0 && pkg.ExitCode != 1641 && pkg.ExitCode != 3010 {
+			res = ChocoInstallResult{ExitCode: pkg.ExitCode, Output: fmt.Sprintf(
+				"ERROR: Running [\"C:\\ProgramData\\chocolatey\\lib\\%s\\tools\\chocolateyInstall.ps1\"] was not successful. Exit code was '%d'.", key, pkg.ExitCode)}
 			return nil
 		}
 		c.Packages[key] = pkg.Version
@@ -232,4 +291,22 @@ func (n *Node) ChocoList() []string {
 	}
 	sort.Strings(lines[1:])
 	return lines
+}
+
+// Reboot plays a restart of Windows as far as the model keeps state across
+// one: a .NET Framework 4.8 install that Chocolatey's installer left
+// pending takes effect. Services and processes are left as they are.
+func (n *Node) Reboot() error {
+	return n.m.update(func(s *State, _ time.Time) error {
+		if !s.Chocolatey.NetFxPending {
+			return nil
+		}
+		s.Chocolatey.NetFxPending = false
+		key := strings.ToLower(KeyNetFx4)
+		if s.Registry[key] == nil {
+			s.Registry[key] = &RegistryKey{Path: KeyNetFx4, Values: map[string]*RegistryValue{}}
+		}
+		s.Registry[key].Values["release"] = &RegistryValue{Name: "Release", Kind: "DWord", Number: NetFx48}
+		return nil
+	})
 }

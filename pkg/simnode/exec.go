@@ -1,8 +1,8 @@
 package simnode
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,50 +11,53 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
+	"sigs.k8s.io/swdt/pkg/agent"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
+
+// AgentVersion is the version the in-process agent reports.
+const AgentVersion = "simnode"
 
 // exec runs one command line and returns its exit status. ctx ends when
 // the session does.
 func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) int {
-	if command == pwsh.CommandLine() {
-		return cs.runOp(ctx, ch)
+	if path, name, ok := ops.ParseCommandLine(command); ok {
+		return cs.runAgent(ctx, ch, path, name)
 	}
 	first := strings.Fields(command)
 	word := ""
 	if len(first) > 0 {
 		word = first[0]
 	}
-	if strings.EqualFold(strings.TrimSuffix(strings.ToLower(word), ".exe"), "powershell") {
-		// Only swdt's op bootstrap is simulated.
-		io.Copy(io.Discard, ch)
-		fmt.Fprint(ch.Stderr(), clixmlError("simnode", "simnode simulates only swdt's op protocol, not arbitrary PowerShell (this is a simulator, not Windows)"))
-		return 1
-	}
 	if word == "" {
 		return 0
+	}
+	io.Copy(io.Discard, ch)
+	if strings.EqualFold(strings.TrimSuffix(strings.ToLower(word), ".exe"), "powershell") {
+		fmt.Fprint(ch.Stderr(), "simnode runs only swdt-agent, not PowerShell (this is a simulator, not Windows)\r\n")
+		return 1
 	}
 	fmt.Fprintf(ch.Stderr(), "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", word)
 	return 1
 }
 
-// runOp implements DESIGN.md §3.1 from the node's side: read the whole
-// script from stdin (an op whose stdin is never closed never finishes),
-// find the op and its parameters, run the Go implementation, print the
-// envelope, and on failure also an error record on stderr as CLIXML.
+// runAgent is what running the uploaded swdt-agent.exe does on a node:
+// simnode runs the same handlers (pkg/agent) in-process, against its
+// simulated Windows layer (Node.OS). The agent must have been uploaded to
+// path first, as on Windows, where a missing program cannot be started.
 //
 // Like sshd, which ends every process of a session when the session ends,
-// a handler's ctx is cancelled when the client closes the session or the
-// connection drops.
-func (cs *connState) runOp(ctx context.Context, ch ssh.Channel) int {
-	script, err := io.ReadAll(ch)
-	if err != nil {
+// the handler's ctx is cancelled when the client closes the session or
+// the connection drops.
+func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name string) int {
+	n := cs.srv.node(cs.account)
+	if fi, err := n.Stat(path); err != nil || fi.IsDir {
+		io.Copy(io.Discard, ch)
+		fmt.Fprintf(ch.Stderr(), "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", path)
 		return 1
 	}
-	name, params, err := pwsh.ParseScript(script)
+	stdin, err := io.ReadAll(ch)
 	if err != nil {
-		// A real powershell.exe would fail to parse or run it.
-		fmt.Fprint(ch.Stderr(), clixmlError("bootstrap", err.Error()))
 		return 1
 	}
 	m := cs.srv.m
@@ -65,53 +68,20 @@ func (cs *connState) runOp(ctx context.Context, ch ssh.Channel) int {
 	if lat == 0 {
 		lat = faults.OpLatencyMS["*"]
 	}
-	n := cs.srv.node(cs.account)
 	if err := n.Sleep(ctx, time.Duration(lat)*time.Millisecond); err != nil {
 		return 1
 	}
-	var data any
 	if slices.Contains(faults.FailOps, name) && m.takeFailOp(name) {
-		err = Fail("injected", "op %s failed: injected by simnode's faults", name)
-	} else if h := handlerOf(name); h == nil {
-		err = Fail("exception", "The term 'op %s' is not recognized: simnode has no implementation of this op", name)
-	} else {
-		data, err = runHandler(ctx, h, n, params)
-	}
-	var env pwsh.Envelope
-	if err != nil {
-		kind, msg := failureOf(err)
-		env = pwsh.Envelope{OK: false, Error: &pwsh.EnvelopeError{Kind: kind, Message: msg}}
-		log.Info("op failed", "kind", kind, "err", msg, "duration", time.Since(start))
-	} else {
-		raw, merr := json.Marshal(data)
-		if merr != nil {
-			env = pwsh.Envelope{OK: false, Error: &pwsh.EnvelopeError{Kind: "exception", Message: merr.Error()}}
-		} else {
-			env = pwsh.Envelope{OK: true, Data: raw}
-		}
-		log.Info("op", "duration", time.Since(start))
-	}
-	line, ferr := pwsh.FormatEnvelope(env)
-	if ferr != nil {
+		line, _ := ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: "injected", Message: "op " + name + " failed: injected by simnode's faults"}})
+		ch.Write(line)
+		log.Info("op failed", "kind", "injected")
 		return 1
 	}
-	if _, err := ch.Write(line); err != nil {
+	var out bytes.Buffer
+	status := agent.Run(ctx, n.OS(), agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}, []string{"op", name}, bytes.NewReader(stdin), &out)
+	if _, err := ch.Write(out.Bytes()); err != nil {
 		return 1
 	}
-	if !env.OK {
-		fmt.Fprint(ch.Stderr(), clixmlError(name, env.Error.Message))
-		return 1
-	}
-	return 0
-}
-
-// runHandler turns a handler panic into an "exception" failure rather
-// than killing the simulator.
-func runHandler(ctx context.Context, h opHandler, n *Node, params json.RawMessage) (data any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("simnode handler panic: %v", r)
-		}
-	}()
-	return h(ctx, n, params)
+	log.Info("op", "status", status, "duration", time.Since(start))
+	return status
 }

@@ -207,7 +207,7 @@ func (m *machine) remove(p string, recursive bool) error {
 	if err != nil {
 		return mapOSErr("remove", w, host, err)
 	}
-	if m.lockedBelowLocked(w) != nil || m.writers[w.key()] > 0 {
+	if m.lockedBelowLocked(w) != nil || m.writers[w.key()] > 0 || m.heldOpen(w) {
 		return fileErr("remove", w, CodeSharingViolation)
 	}
 	if fi.IsDir() && recursive {
@@ -231,6 +231,9 @@ func (m *machine) rename(oldp, newp string, replace bool) error {
 	fi, err := os.Lstat(fromHost)
 	if err != nil {
 		return mapOSErr("rename", from, fromHost, err)
+	}
+	if m.heldOpen(from) {
+		return fileErr("rename", from, CodeSharingViolation)
 	}
 	if fi.IsDir() && m.lockedBelowLocked(from) != nil && m.lockedByLocked(from) == nil {
 		// A directory holding a running executable cannot be renamed.

@@ -156,7 +156,7 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 				} else if d.LastExitCode != 0 {
 					reason = fmt.Sprintf("The service terminated with exit code %d.", d.LastExitCode)
 				}
-				m.terminateLocked(svc, 1068, fmt.Sprintf("The %s service depends on the %s service which failed to start because of the following error: %s", svc.Name, dep, reason))
+				m.terminateLocked(svc, now, 1068, fmt.Sprintf("The %s service depends on the %s service which failed to start because of the following error: %s", svc.Name, dep, reason))
 				return true
 			}
 		}
@@ -167,16 +167,24 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 	case StatusRunning:
 		if !svc.CrashAt.IsZero() && !now.Before(svc.CrashAt) {
 			svc.CrashAt = time.Time{}
-			m.terminateLocked(svc, 1, fmt.Sprintf("The %s service terminated unexpectedly.  It has done this 1 time(s).", svc.Name))
+			m.crashLocked(svc, now)
 			return true
 		}
 	case StatusStopPending:
 		if svc.HangOnStop || now.Before(svc.PendingUntil) {
 			return false
 		}
-		m.terminateLocked(svc, 0, "")
+		m.terminateLocked(svc, now, 0, "")
 		return true
 	case StatusStopped:
+		if !svc.RestartAt.IsZero() && !now.Before(svc.RestartAt) && !svc.DeletePending {
+			// The service control manager's recovery restart.
+			svc.RestartAt = time.Time{}
+			if _, err := m.startLocked(svc.Name, now, map[string]bool{}); err != nil {
+				m.eventLocked(svc, now, fmt.Sprintf("The Service Control Manager failed to restart the %s service: %v", svc.Name, err))
+			}
+			return true
+		}
 		if svc.DeletePending {
 			delete(s.Services, strings.ToLower(svc.Name))
 			return true
@@ -185,8 +193,27 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 	return false
 }
 
+// crashLocked ends svc's process as an unexpected exit: exit code 1, an
+// event-log line, and the service's recovery action (a restart after its
+// delay), as the service control manager does.
+func (m *machine) crashLocked(svc *Service, now time.Time) {
+	if r := svc.Recovery; r != nil && r.ResetPeriod > 0 && len(svc.EventTimes) > 0 && now.Sub(svc.EventTimes[len(svc.EventTimes)-1]) > r.ResetPeriod {
+		svc.Failures = 0
+	}
+	svc.Failures++
+	event := fmt.Sprintf("The %s service terminated unexpectedly.  It has done this %d time(s).", svc.Name, svc.Failures)
+	if r := svc.Recovery; r != nil && len(r.Actions) > 0 {
+		a := r.Actions[min(svc.Failures, len(r.Actions))-1]
+		if a.Type == "restart" {
+			svc.RestartAt = now.Add(a.Delay)
+			event += fmt.Sprintf("  The following corrective action will be taken in %d milliseconds: Restart the service.", a.Delay.Milliseconds())
+		}
+	}
+	m.terminateLocked(svc, now, 1, event)
+}
+
 // terminateLocked ends svc's process and marks it Stopped.
-func (m *machine) terminateLocked(svc *Service, exitCode int, event string) {
+func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
 	if svc.PID != 0 {
 		delete(m.st.Processes, svc.PID)
 	}
@@ -198,8 +225,14 @@ func (m *machine) terminateLocked(svc *Service, exitCode int, event string) {
 	svc.NoPipe = false
 	svc.LastExitCode = exitCode
 	if event != "" {
-		svc.EventLog = append(svc.EventLog, event)
+		m.eventLocked(svc, now, event)
 	}
+}
+
+// eventLocked writes a System event log line about svc.
+func (m *machine) eventLocked(svc *Service, now time.Time, event string) {
+	svc.EventLog = append(svc.EventLog, event)
+	svc.EventTimes = append(svc.EventTimes, now)
 }
 
 // lockedByLocked returns the process that holds the file w open, if any:
@@ -236,6 +269,20 @@ type Faults struct {
 	// ChocoDownloadFails makes the Chocolatey install script's download
 	// fail, as on a node without internet access.
 	ChocoDownloadFails bool `json:"chocoDownloadFails,omitempty"`
+	// HeldOpen are files another process holds open without sharing
+	// delete access (a virus scanner, an editor): as on NTFS they cannot
+	// be renamed or removed (sharing violation) while the fault is set.
+	HeldOpen []string `json:"heldOpen,omitempty"`
+}
+
+// heldOpen reports whether Faults.HeldOpen names w.
+func (m *machine) heldOpen(w winPath) bool {
+	for _, p := range m.faults().HeldOpen {
+		if h, err := parseWinPath(p); err == nil && h.key() == w.key() {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *machine) faultsFile() string { return filepath.Join(m.dir, "faults.json") }

@@ -19,6 +19,10 @@ const (
 	// MarkerWinsNoPipe: the service runs without creating its named pipes,
 	// like rancher/wins v0.16 and later.
 	MarkerWinsNoPipe = "SIMNODE-WINS-NO-PIPE"
+	// MarkerWinsHang: every command run with the wins binary (cli, srv)
+	// hangs until it is killed, like a wins client whose server accepts
+	// the pipe connection and never answers.
+	MarkerWinsHang = "SIMNODE-WINS-HANG"
 )
 
 var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe}

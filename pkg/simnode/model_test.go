@@ -12,8 +12,7 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 func sftpClient(t *testing.T, ts *TestServer) *sftp.Client {
@@ -474,9 +473,9 @@ func TestOrphanProcessLocksItsImage(t *testing.T) {
 func TestFaults(t *testing.T) {
 	t.Run("latency", func(t *testing.T) {
 		ts := StartTest(t, WithFaults(Faults{OpLatencyMS: map[string]int{"node-facts": 300}}))
-		r := &pwsh.Runner{Exec: ts.Execer()}
+		installAgent(t, ts)
 		start := time.Now()
-		if _, err := pwsh.Call(context.Background(), r, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+		if _, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d < 300*time.Millisecond {
@@ -488,13 +487,13 @@ func TestFaults(t *testing.T) {
 		if err := ts.UpdateFaults(func(f *Faults) { f.FailOps = []string{"node-facts"} }); err != nil {
 			t.Fatal(err)
 		}
-		r := &pwsh.Runner{Exec: ts.Execer()}
-		_, err := pwsh.Call(context.Background(), r, ops.NodeFacts, ops.NodeFactsRequest{})
-		var oe *pwsh.OpError
+		installAgent(t, ts)
+		_, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{})
+		var oe *OpFailure
 		if !errors.As(err, &oe) || oe.Kind != "injected" {
 			t.Fatalf("err = %v, want an injected failure", err)
 		}
-		if _, err := pwsh.Call(context.Background(), r, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+		if _, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
 			t.Errorf("second call: %v", err)
 		}
 		if f := ts.Faults(); len(f.FailOps) != 0 {
@@ -609,7 +608,8 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 		t.Errorf("ACL lost: %+v", acl)
 	}
 	// Ops work against the restarted server.
-	if _, err := pwsh.Call(context.Background(), &pwsh.Runner{Exec: ts.Execer()}, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+	installAgent(t, ts)
+	if _, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -39,6 +39,17 @@ func (n *Node) Account() Account { a := n.account; a.Password = ""; return a }
 // IsAdmin reports whether the session's account holds Administrator rights.
 func (n *Node) IsAdmin() bool { return n.account.Admin }
 
+// LanguageMode is PowerShell's language mode on the node.
+func (n *Node) LanguageMode() string {
+	mode := "FullLanguage"
+	n.m.view(func(s *State, _ time.Time) {
+		if s.LanguageMode != "" {
+			mode = s.LanguageMode
+		}
+	})
+	return mode
+}
+
 // Now is the simulated clock.
 func (n *Node) Now() time.Time { return n.m.now() }
 

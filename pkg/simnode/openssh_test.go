@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // needTool skips when an OpenSSH client is missing, except in CI
@@ -45,19 +44,16 @@ func opensshArgs(ts *TestServer, portFlag string) []string {
 func TestOpenSSHClientRunsOps(t *testing.T) {
 	sshBin := needTool(t, "ssh")
 	ts := StartTest(t)
-	script, err := pwsh.BuildScript(ops.NodeFacts.Name, "", ops.NodeFactsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append(opensshArgs(ts, "-p"), "-T", "Administrator@127.0.0.1", pwsh.CommandLine())
+	installAgent(t, ts)
+	args := append(opensshArgs(ts, "-p"), "-T", "Administrator@127.0.0.1", ops.CommandLine(testAgentPath, ops.NodeFacts.Name))
 	cmd := exec.Command(sshBin, args...)
-	cmd.Stdin = bytes.NewReader(script)
+	cmd.Stdin = strings.NewReader("{}")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("ssh: %v\n%s", err, stderr.String())
 	}
-	env, err := pwsh.ParseEnvelope(stdout.Bytes())
+	env, err := ops.ParseEnvelope(stdout.Bytes())
 	if err != nil || !env.OK || !strings.Contains(string(env.Data), "Windows Server 2022") {
 		t.Fatalf("envelope %+v, err %v", env, err)
 	}

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
-// The op runner and the SSH client of swdt itself, end to end against
-// simnode, from a node.yaml's credentials.
+// The node API, the agent's delivery and the SSH client of swdt itself,
+// end to end against simnode, from a node.yaml's credentials.
 func TestRemoteClientAgainstSimnode(t *testing.T) {
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -30,7 +29,8 @@ func TestRemoteClientAgainstSimnode(t *testing.T) {
 	}
 	defer c.Close()
 
-	facts, err := pwsh.Call(ctx, &pwsh.Runner{Exec: c}, ops.NodeFacts, ops.NodeFactsRequest{})
+	n := node.New("winworker", c, nil)
+	facts, err := n.Facts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,9 @@ func TestRemoteClientAgainstSimnode(t *testing.T) {
 
 	// A failing op reaches the caller as a typed error.
 	_ = ts.UpdateFaults(func(f *simnode.Faults) { f.FailOps = []string{"node-facts"} })
-	_, err = pwsh.Call(ctx, &pwsh.Runner{Exec: c}, ops.NodeFacts, ops.NodeFactsRequest{})
-	var oe *pwsh.OpError
-	if !errors.As(err, &oe) || oe.Kind != "injected" {
+	_, err = n.Facts(ctx)
+	var oe *node.OpError
+	if !errors.As(err, &oe) || oe.Kind != "injected" || oe.Op != "node-facts" {
 		t.Fatalf("err = %v", err)
 	}
-	t.Logf("decoded stderr of the failed op: %q", oe.Stderr)
 }

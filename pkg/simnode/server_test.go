@@ -3,6 +3,7 @@ package simnode
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,27 +11,51 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"sigs.k8s.io/swdt/pkg/pwsh"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-func TestContractEveryOpHasAHandler(t *testing.T) {
-	embedded := ops.Names()
-	implemented := OpNames()
-	for _, name := range embedded {
-		if opHandlers[name] == nil {
-			t.Errorf("op %s is embedded in pkg/pwsh/ops but simnode has no handler: add it to opTable", name)
-		}
+// testAgentPath is where these tests put a stand-in for the uploaded
+// agent: simnode runs its in-process agent for an agent path that holds a
+// file, so the tests need no Windows build of the agent.
+var testAgentPath = ops.AgentPath(strings.Repeat("0123456789abcdef", 4))
+
+// installAgent puts the stand-in agent on the node.
+func installAgent(t testing.TB, ts *TestServer) {
+	t.Helper()
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range implemented {
-		if _, err := ops.Script(name); err != nil {
-			t.Errorf("simnode implements op %s, which has no embedded script", name)
-		}
+	if err := ts.Node().WriteFile(testAgentPath, []byte("MZ stand-in for swdt-agent.exe")); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// callOp runs op over SSH with ex as swdt does: the agent's command line,
+// the request as JSON on stdin, the result envelope on stdout. A failure
+// the agent reports is an *OpFailure.
+func callOp[Req, Resp any](ctx context.Context, ex *SSHExecer, op ops.Op[Req, Resp], req Req) (Resp, error) {
+	var resp Resp
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return resp, err
+	}
+	var stdout, stderr bytes.Buffer
+	if _, err := ex.Exec(ctx, ops.CommandLine(testAgentPath, op.Name), bytes.NewReader(raw), &stdout, &stderr); err != nil {
+		return resp, err
+	}
+	env, err := ops.ParseEnvelope(stdout.Bytes())
+	if err != nil {
+		return resp, errors.Join(err, errors.New(stderr.String()))
+	}
+	if !env.OK {
+		return resp, &OpFailure{Kind: env.Error.Kind, Message: env.Error.Message}
+	}
+	return resp, json.Unmarshal(env.Data, &resp)
 }
 
 func TestNodeFactsOverSSH(t *testing.T) {
 	ts := StartTest(t, WithAccount(Account{Name: "developer"}))
+	installAgent(t, ts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -43,17 +68,13 @@ func TestNodeFactsOverSSH(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.user, func(t *testing.T) {
-			r := &pwsh.Runner{Exec: ts.ExecerAs(tc.user)}
-			facts, err := pwsh.Call(ctx, r, ops.NodeFacts, ops.NodeFactsRequest{})
+			facts, err := callOp(ctx, ts.ExecerAs(tc.user), ops.NodeFacts, ops.NodeFactsRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := ops.NodeFactsResponse{
-				Hostname: "WIN-SIMNODE01", ProductName: "Windows Server 2022 Datacenter", DisplayVersion: "21H2",
-				CurrentBuild: "20348", UBR: 2227, Username: `WIN-SIMNODE01\` + tc.user, IsAdmin: tc.isAdmin, PSVersion: PSVersion,
-			}
-			if facts != want {
-				t.Errorf("facts = %+v\nwant    %+v", facts, want)
+			if facts.Hostname != "WIN-SIMNODE01" || facts.ProductName != "Windows Server 2022 Datacenter" || facts.DisplayVersion != "21H2" ||
+				facts.CurrentBuild != "20348" || facts.UBR != 2227 || facts.Username != `WIN-SIMNODE01\`+tc.user || facts.IsAdmin != tc.isAdmin {
+				t.Errorf("facts = %+v", facts)
 			}
 		})
 	}
@@ -61,11 +82,11 @@ func TestNodeFactsOverSSH(t *testing.T) {
 
 func TestUBRComesFromRegistry(t *testing.T) {
 	ts := StartTest(t)
+	installAgent(t, ts)
 	if err := ts.Node().SetRegistryDWord(`HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion`, "UBR", 2340); err != nil {
 		t.Fatal(err)
 	}
-	r := &pwsh.Runner{Exec: ts.Execer()}
-	facts, err := pwsh.Call(context.Background(), r, ops.NodeFacts, ops.NodeFactsRequest{})
+	facts, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +104,8 @@ func TestOtherCommandsAreNotRecognized(t *testing.T) {
 		{"whoami", "whoami"},
 		{"sc.exe query kubelet", "sc.exe"},
 		{`C:\k\kubelet.exe --version`, `C:\k\kubelet.exe`},
+		// The agent's command line before the agent was uploaded.
+		{ops.CommandLine(testAgentPath, ops.NodeFacts.Name), testAgentPath},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -97,22 +120,19 @@ func TestOtherCommandsAreNotRecognized(t *testing.T) {
 	}
 }
 
-// An op whose stdin is never closed never finishes, as on Windows: the
-// bootstrap reads stdin to EOF.
+// An agent whose stdin is never closed never finishes, as on Windows: it
+// reads its request to EOF.
 func TestOpWaitsForStdinEOF(t *testing.T) {
 	ts := StartTest(t)
+	installAgent(t, ts)
 	ex := ts.Execer()
-	script, err := pwsh.BuildScript("node-facts", "# body\n", ops.NodeFactsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	pr, pw := ioPipe()
 	defer pw.Close()
-	go pw.Write(script) // never closed
+	go pw.Write([]byte("{}")) // never closed
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	_, err = ex.Exec(ctx, pwsh.CommandLine(), pr, &stdout, &stderr)
+	_, err := ex.Exec(ctx, ops.CommandLine(testAgentPath, ops.NodeFacts.Name), pr, &stdout, &stderr)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context deadline (the op must not finish before stdin EOF)", err)
 	}
@@ -120,61 +140,55 @@ func TestOpWaitsForStdinEOF(t *testing.T) {
 		t.Errorf("op answered before stdin was closed: %q", stdout.String())
 	}
 
-	// The same script with stdin closed answers.
+	// The same request with stdin closed answers.
 	stdout.Reset()
-	status, err := ex.Exec(context.Background(), pwsh.CommandLine(), bytes.NewReader(script), &stdout, &stderr)
+	status, err := ex.Exec(context.Background(), ops.CommandLine(testAgentPath, ops.NodeFacts.Name), strings.NewReader("{}"), &stdout, &stderr)
 	if err != nil || status != 0 {
 		t.Fatalf("status %d, err %v, stderr %q", status, err, stderr.String())
 	}
-	if _, err := pwsh.ParseEnvelope(stdout.Bytes()); err != nil {
+	if _, err := ops.ParseEnvelope(stdout.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestFailedOpHasEnvelopeAndCLIXML(t *testing.T) {
+func TestFailedOpHasEnvelopeAndExitStatus(t *testing.T) {
 	ts := StartTest(t, WithFaults(Faults{FailOps: []string{"node-facts"}}))
+	installAgent(t, ts)
 	ex := ts.Execer()
-	script, _ := pwsh.BuildScript("node-facts", "", ops.NodeFactsRequest{})
 	var stdout, stderr bytes.Buffer
-	status, err := ex.Exec(context.Background(), pwsh.CommandLine(), bytes.NewReader(script), &stdout, &stderr)
+	status, err := ex.Exec(context.Background(), ops.CommandLine(testAgentPath, ops.NodeFacts.Name), strings.NewReader("{}"), &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if status != 1 {
 		t.Errorf("exit status %d, want 1", status)
 	}
-	env, err := pwsh.ParseEnvelope(stdout.Bytes())
+	env, err := ops.ParseEnvelope(stdout.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.OK || env.Error.Kind != "injected" {
+	if env.OK || env.Error.Kind != "injected" || !strings.Contains(env.Error.Message, "injected by simnode") {
 		t.Errorf("envelope = %+v, want an injected failure", env)
 	}
-	if !strings.HasPrefix(stderr.String(), "#< CLIXML\r\n<Objs ") || !strings.Contains(stderr.String(), `<S S="Error">`) {
-		t.Errorf("stderr is not a CLIXML error record: %q", stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "injected by simnode") {
-		t.Errorf("stderr does not carry the message: %q", stderr.String())
-	}
 	// The fault fires once.
-	if _, err := pwsh.Call(context.Background(), &pwsh.Runner{Exec: ex}, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+	if _, err := callOp(context.Background(), ex, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
 		t.Errorf("second call: %v", err)
 	}
 }
 
-func TestUnknownOpIsAnException(t *testing.T) {
+func TestUnknownOpIsReported(t *testing.T) {
 	ts := StartTest(t)
-	script, _ := pwsh.BuildScript("no-such-op", "", struct{}{})
+	installAgent(t, ts)
 	var stdout, stderr bytes.Buffer
-	status, err := ts.Execer().Exec(context.Background(), pwsh.CommandLine(), bytes.NewReader(script), &stdout, &stderr)
+	status, err := ts.Execer().Exec(context.Background(), ops.CommandLine(testAgentPath, "no-such-op"), strings.NewReader("{}"), &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := pwsh.ParseEnvelope(stdout.Bytes())
+	env, err := ops.ParseEnvelope(stdout.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status != 1 || env.OK || env.Error.Kind != "exception" {
+	if status != 1 || env.OK || env.Error.Kind != "unknown-op" {
 		t.Errorf("status %d, envelope %+v", status, env)
 	}
 }
@@ -204,14 +218,15 @@ func TestOpEndsWithItsSession(t *testing.T) {
 	ts := StartTest(t, WithFaults(Faults{OpLatencyMS: map[string]int{"node-facts": int(time.Hour.Milliseconds())}}))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := pwsh.Call(ctx, &pwsh.Runner{Exec: ts.Execer()}, ops.NodeFacts, ops.NodeFactsRequest{})
+	installAgent(t, ts)
+	_, err := callOp(ctx, ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the deadline", err)
 	}
 	if err := ts.UpdateFaults(func(f *Faults) { f.OpLatencyMS = nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pwsh.Call(context.Background(), &pwsh.Runner{Exec: ts.Execer()}, ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
+	if _, err := callOp(context.Background(), ts.Execer(), ops.NodeFacts, ops.NodeFactsRequest{}); err != nil {
 		t.Fatalf("a later op: %v", err)
 	}
 	closed := make(chan error, 1)

@@ -71,6 +71,12 @@ func copyService(svc *Service) Service {
 	c.Args = append([]string(nil), svc.Args...)
 	c.Dependencies = append([]string(nil), svc.Dependencies...)
 	c.EventLog = append([]string(nil), svc.EventLog...)
+	c.EventTimes = append([]time.Time(nil), svc.EventTimes...)
+	if svc.Recovery != nil {
+		r := *svc.Recovery
+		r.Actions = append([]RecoveryAction(nil), svc.Recovery.Actions...)
+		c.Recovery = &r
+	}
 	return c
 }
 
@@ -123,7 +129,7 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	}
 	w, err := parseWinPath(svc.BinaryPath)
 	if err != nil {
-		return now, m.failStartLocked(svc, CodeFileNotFound)
+		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
 	host, canon, err := resolve(m.fsRoot, w)
 	if err == nil {
@@ -133,14 +139,14 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 		}
 	}
 	if err != nil {
-		return now, m.failStartLocked(svc, CodeFileNotFound)
+		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
 	if m.writers[canon.key()] > 0 {
-		return now, m.failStartLocked(svc, CodeSharingViolation)
+		return now, m.failStartLocked(svc, now, CodeSharingViolation)
 	}
 	found, err := m.markers.scan(host)
 	if err != nil {
-		return now, m.failStartLocked(svc, CodeFileNotFound)
+		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
 	svc.Status = StatusStartPending
 	svc.PendingUntil = ready.Add(m.delays.ServiceStart)
@@ -156,9 +162,9 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	return svc.PendingUntil, nil
 }
 
-func (m *machine) failStartLocked(svc *Service, code int) error {
+func (m *machine) failStartLocked(svc *Service, now time.Time, code int) error {
 	err := svcErr(svc.Name, code)
-	svc.EventLog = append(svc.EventLog, fmt.Sprintf("The %s service failed to start due to the following error: %s",
+	m.eventLocked(svc, now, fmt.Sprintf("The %s service failed to start due to the following error: %s",
 		svc.Name, err.(*ServiceError).Message))
 	return err
 }
@@ -342,17 +348,17 @@ func (n *Node) StartProcess(image, commandLine string) (int, error) {
 }
 
 // KillProcess ends a process (Stop-Process -Force). Killing a service's
-// process stops the service with exit code 1 and an event-log line, as
-// when a service crashes.
+// process counts as a crash: the service stops with exit code 1 and an
+// event-log line, and its recovery action (a restart after a delay) runs.
 func (n *Node) KillProcess(pid int) error {
-	return n.m.update(func(s *State, _ time.Time) error {
+	return n.m.update(func(s *State, now time.Time) error {
 		p := s.Processes[pid]
 		if p == nil {
 			return Fail("not-found", "Cannot find a process with the process identifier %d.", pid)
 		}
 		if p.Service != "" {
 			if svc := s.Services[strings.ToLower(p.Service)]; svc != nil && svc.PID == pid {
-				n.m.terminateLocked(svc, 1, fmt.Sprintf("The %s service terminated unexpectedly.  It has done this 1 time(s).", svc.Name))
+				n.m.crashLocked(svc, now)
 				return nil
 			}
 		}

@@ -56,6 +56,9 @@ type State struct {
 	Firewall map[string]*FirewallRule `json:"firewall"`
 	// Chocolatey is the package manager's state.
 	Chocolatey Chocolatey `json:"chocolatey"`
+	// LanguageMode is PowerShell's language mode on the node: empty means
+	// FullLanguage; "ConstrainedLanguage" plays a WDAC/AppLocker policy.
+	LanguageMode string `json:"languageMode,omitempty"`
 	// ACLs holds explicit access control lists by lower-case Windows path;
 	// a path without a record inherits its parent's permissions.
 	ACLs map[string]*ACL `json:"acls"`
@@ -78,8 +81,16 @@ type Service struct {
 	PID          int `json:"pid,omitempty"`
 	LastExitCode int `json:"lastExitCode"`
 	// EventLog holds System event log lines about the service, oldest
-	// first.
-	EventLog []string `json:"eventLog,omitempty"`
+	// first; EventTimes holds when each was written.
+	EventLog   []string    `json:"eventLog,omitempty"`
+	EventTimes []time.Time `json:"eventTimes,omitempty"`
+	// Recovery are the failure actions (sc.exe failure): what the service
+	// control manager does when the process exits without a stop control.
+	Recovery *Recovery `json:"recovery,omitempty"`
+	// Failures counts unexpected exits since the last reset, to pick the
+	// recovery action; RestartAt is when a pending recovery restart fires.
+	Failures  int       `json:"failures,omitempty"`
+	RestartAt time.Time `json:"restartAt,omitzero"`
 	// PendingUntil is when a StartPending or StopPending state ends.
 	PendingUntil time.Time `json:"pendingUntil,omitzero"`
 	// CrashAt is when a service whose binary holds SIMNODE-CRASH-ON-START
@@ -96,6 +107,20 @@ type Service struct {
 	DeletePending bool `json:"deletePending,omitempty"`
 	// StartCount counts successful starts (useful in tests).
 	StartCount int `json:"startCount"`
+}
+
+// Recovery is a service's failure actions.
+type Recovery struct {
+	// Actions apply to the first, second, ... failure; the last repeats.
+	Actions []RecoveryAction `json:"actions"`
+	// ResetPeriod is how long without failures resets the count.
+	ResetPeriod time.Duration `json:"resetPeriod"`
+}
+
+// RecoveryAction is one failure action: "restart" or "none" after Delay.
+type RecoveryAction struct {
+	Type  string        `json:"type"`
+	Delay time.Duration `json:"delay"`
 }
 
 // Process is a running process.
@@ -155,6 +180,11 @@ type Chocolatey struct {
 	// Catalog is what the (simulated) community feed offers, by lower-case
 	// name. A package not in it is "not found".
 	Catalog map[string]ChocoPackage `json:"catalog"`
+	// NetFxPending is set once the install script has installed .NET
+	// Framework 4.8 (Chocolatey 2 needs it) on a node with an older one:
+	// it takes effect at the next reboot (Node.Reboot), and until then
+	// every install attempt ends asking for a reboot.
+	NetFxPending bool `json:"netFxPending,omitempty"`
 }
 
 // ChocoPackage is a package on the simulated feed.
@@ -258,6 +288,8 @@ func newSeedState(hostname string, now time.Time) *State {
 	setReg(KeyCurrentVersion, "ProductName", "String", 0, "Windows Server 2022 Datacenter")
 	setReg(KeyCurrentVersion, "EditionID", "String", 0, "ServerDatacenter")
 	setReg(KeyCurrentVersion, "InstallationType", "String", 0, "Server")
+	setReg(KeyNetFx4, "Release", "DWord", NetFx48Server2022, "")
+	setReg(KeyPowerShellEngine, "PowerShellVersion", "String", 0, "5.1.20348.1")
 
 	for _, r := range []FirewallRule{
 		{Name: "RemoteDesktop-UserMode-In-TCP", DisplayName: "Remote Desktop - User Mode (TCP-In)", Protocol: "TCP", LocalPort: "3389"},
@@ -289,6 +321,7 @@ func seedFiles() map[string]string {
 		`C:\Windows\System32\cmd.exe`:             "simnode placeholder cmd.exe\r\n",
 		`C:\Windows\System32\whoami.exe`:          "simnode placeholder whoami.exe\r\n",
 		`C:\Windows\System32\hostname.exe`:        "simnode placeholder hostname.exe\r\n",
+		`C:\Windows\System32\sc.exe`:              "simnode placeholder sc.exe\r\n",
 		`C:\ProgramData\ssh\sshd_config`:          "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
 		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",

@@ -162,7 +162,7 @@ func (ts *TestServer) Dial(user string) (*ssh.Client, error) {
 	})
 }
 
-// Execer returns a pwsh.Execer over a new SSH connection as the
+// Execer returns a command runner (node.Conn's Exec) over a new SSH connection as the
 // administrator (closed when the test ends), for tests that run ops
 // without pkg/remote.
 func (ts *TestServer) Execer() *SSHExecer {
@@ -181,7 +181,7 @@ func (ts *TestServer) ExecerAs(user string) *SSHExecer {
 }
 
 // SSHExecer runs commands over an x/crypto/ssh client: a minimal
-// implementation of pwsh.Execer for tests.
+// command runner for tests.
 type SSHExecer struct {
 	Client *ssh.Client
 }

@@ -5,14 +5,77 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
+
+// Download bounds: what a Resolver uses when its fields are zero.
+const (
+	// DefaultMaxDownloadSize is far more than any Kubernetes binary for
+	// Windows, and a bound on what a wrong or hostile server can make swdt
+	// write.
+	DefaultMaxDownloadSize = 2 << 30
+	// DefaultStallTimeout is how long a download may receive nothing, as
+	// for uploads (remote.DefaultStallTimeout).
+	DefaultStallTimeout = 60 * time.Second
+)
+
+// keepFree is the space a download must leave free in the cache
+// directory's file system, so that it never fills the disk to the last
+// byte.
+const keepFree = 64 << 20
+
+var (
+	// ErrStalled is returned when a download receives nothing for the
+	// stall timeout.
+	ErrStalled = errors.New("download stalled")
+	// ErrTooLarge is returned when a download is larger than the cap.
+	ErrTooLarge = errors.New("download too large")
+	// ErrNoSpace is returned when the cache directory has no room for a
+	// download.
+	ErrNoSpace = errors.New("not enough free space for the download")
+)
+
+func (r *Resolver) maxDownloadSize() int64 {
+	if r.MaxDownloadSize > 0 {
+		return r.MaxDownloadSize
+	}
+	return DefaultMaxDownloadSize
+}
+
+func (r *Resolver) stallTimeout() time.Duration {
+	if r.StallTimeout > 0 {
+		return r.StallTimeout
+	}
+	return DefaultStallTimeout
+}
+
+// room returns how many bytes a download may write into dir: what is free
+// there less keepFree; ok is false when the free space cannot be read.
+func (r *Resolver) room(dir string) (int64, bool) {
+	free := diskFree
+	if r.freeSpace != nil {
+		free = r.freeSpace
+	}
+	n, ok := free(dir)
+	if !ok {
+		return 0, false
+	}
+	if n <= keepFree {
+		return 0, true
+	}
+	return int64(min(n-keepFree, uint64(math.MaxInt64))), true
+}
 
 // downloadMeta is kept beside a cached download to revalidate it.
 type downloadMeta struct {
@@ -37,7 +100,8 @@ func (r *Resolver) client() *http.Client {
 
 // download fetches ref into the cache, or reuses the cached copy when its
 // digest already matches wantSHA256 or the server answers 304 Not Modified.
-func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
+// name is ref as errors show it.
+func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, progress Progress) (*File, error) {
 	dir, err := r.cacheDir()
 	if err != nil {
 		return nil, err
@@ -55,9 +119,22 @@ func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progres
 		return &File{Ref: ref, Path: dataPath, Size: cached.Size, SHA256: cached.SHA256}, nil
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref, nil)
+	// The stall watch runs from the request on: a server that never
+	// answers stalls as surely as a body that stops.
+	stall := r.stallTimeout()
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := time.AfterFunc(stall, func() { cancel(ErrStalled) })
+	defer watch.Stop()
+	stalled := func() error {
+		if !errors.Is(context.Cause(reqCtx), ErrStalled) {
+			return nil
+		}
+		return fmt.Errorf("download %s: %w: nothing received for %s; check the server and this machine's network, or raise --download-stall-timeout", name, ErrStalled, stall)
+	}
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, ref, nil)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	if haveCached {
 		if cached.ETag != "" {
@@ -69,41 +146,74 @@ func (r *Resolver) download(ctx context.Context, ref, wantSHA256 string, progres
 	}
 	resp, err := r.client().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w (check the URL and this machine's network or proxy settings)", ref, err)
+		if serr := stalled(); serr != nil {
+			return nil, serr
+		}
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			// The client hides a password, not a user or a token.
+			uerr.URL = redact.URLs(uerr.URL)
+		}
+		return nil, fmt.Errorf("download %s: %w (check the URL and this machine's network or proxy settings)", name, err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotModified && haveCached:
 		return &File{Ref: ref, Path: dataPath, Size: cached.Size, SHA256: cached.SHA256}, nil
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("download %s: server answered %s", ref, resp.Status)
+		return nil, fmt.Errorf("download %s: server answered %s", name, resp.Status)
+	}
+
+	maxSize := r.maxDownloadSize()
+	if resp.ContentLength > maxSize {
+		return nil, fmt.Errorf("download %s: %w: the server announces %s, more than the %s cap; raise --max-download-size if it is right",
+			name, ErrTooLarge, sizeText(resp.ContentLength), sizeText(maxSize))
+	}
+	room, known := r.room(dir)
+	if known && resp.ContentLength > room {
+		return nil, noSpace(name, dir, "the server announces "+sizeText(resp.ContentLength), room)
+	}
+	limit := maxSize
+	if known {
+		limit = min(limit, room)
 	}
 
 	tmp, err := os.CreateTemp(dir, "partial-*")
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, err)
+		return nil, fmt.Errorf("download %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename below
 	h := sha256.New()
 	counter := &countingWriter{total: resp.ContentLength, progress: progress}
-	n, copyErr := io.Copy(io.MultiWriter(tmp, h, counter), resp.Body)
+	// One byte past the limit tells a body that is too large from one
+	// that fits exactly.
+	body := &watchedReader{r: io.LimitReader(resp.Body, limit+1), watch: watch, stall: stall}
+	n, copyErr := io.Copy(io.MultiWriter(tmp, h, counter), body)
 	closeErr := tmp.Close()
-	if copyErr != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, copyErr)
+	if serr := stalled(); copyErr != nil && serr != nil {
+		return nil, serr
 	}
-	if closeErr != nil {
-		return nil, fmt.Errorf("download %s: %w", ref, closeErr)
+	switch {
+	case copyErr != nil:
+		return nil, fmt.Errorf("download %s: %w", name, copyErr)
+	case closeErr != nil:
+		return nil, fmt.Errorf("download %s: %w", name, closeErr)
+	case n > maxSize:
+		return nil, fmt.Errorf("download %s: %w: more than the %s cap arrived; raise --max-download-size if it is right",
+			name, ErrTooLarge, sizeText(maxSize))
+	case n > limit:
+		return nil, noSpace(name, dir, "more arrived", room)
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return nil, fmt.Errorf("download %s: got %d of %d bytes", ref, n, resp.ContentLength)
+		return nil, fmt.Errorf("download %s: got %d of %d bytes", name, n, resp.ContentLength)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if wantSHA256 != "" && sum != wantSHA256 {
 		// Not cached: a wrong file must not be picked up by a later run.
-		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", ref, ErrDigestMismatch, wantSHA256, sum)
+		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", name, ErrDigestMismatch, wantSHA256, sum)
 	}
 	if err := os.Rename(tmp.Name(), dataPath); err != nil {
-		return nil, fmt.Errorf("download %s: store in cache: %w", ref, err)
+		return nil, fmt.Errorf("download %s: store in cache: %w", name, err)
 	}
 	meta := downloadMeta{URL: ref, ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"), Size: n, SHA256: sum}
 	if raw, err := json.Marshal(meta); err == nil {
@@ -125,6 +235,42 @@ func readMeta(metaPath, dataPath, ref string) (downloadMeta, bool) {
 		return meta, false
 	}
 	return meta, true
+}
+
+// noSpace says that a download does not fit in dir, where room bytes are
+// available; what says how much it needs.
+func noSpace(name, dir, what string, room int64) error {
+	return fmt.Errorf("download %s: %w in %s: %s, %s available (keeping %s free); free some space or pass another --cache-dir",
+		name, ErrNoSpace, dir, what, sizeText(room), sizeText(keepFree))
+}
+
+// watchedReader pushes the stall watch back whenever data arrives.
+type watchedReader struct {
+	r     io.Reader
+	watch *time.Timer
+	stall time.Duration
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.watch.Reset(w.stall)
+	}
+	return n, err
+}
+
+// sizeText formats a byte count for a message: 512 B, 1.5 KiB, 2.0 GiB.
+func sizeText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for v := n / unit; v >= unit; v /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 type countingWriter struct {

@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 // File is a resolved source: a local regular file and its digest.
@@ -42,7 +44,7 @@ type File struct {
 func (f *File) Open() (*os.File, error) {
 	fh, err := os.Open(f.Path)
 	if err != nil {
-		return nil, fmt.Errorf("open source %s: %w", f.Ref, err)
+		return nil, fmt.Errorf("open source %s: %w", redact.URLs(f.Ref), err)
 	}
 	return fh, nil
 }
@@ -58,6 +60,19 @@ type Resolver struct {
 	CacheDir string
 	// Client fetches http(s) sources; nil means a client with sane timeouts.
 	Client *http.Client
+	// Rehash reads and hashes every local source, even one the hash cache
+	// says is unchanged, and puts the cache right (swdt kubernetes --force).
+	Rehash bool
+	// MaxDownloadSize is the largest download accepted, in bytes; 0 means
+	// DefaultMaxDownloadSize.
+	MaxDownloadSize int64
+	// StallTimeout is how long a download may receive nothing (headers
+	// included) before it is abandoned; 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
+
+	// freeSpace reports the bytes available in a directory; nil means
+	// diskFree. Tests replace it.
+	freeSpace func(dir string) (uint64, bool)
 }
 
 // ErrDigestMismatch is returned when a source's SHA-256 is not the one the
@@ -65,30 +80,32 @@ type Resolver struct {
 var ErrDigestMismatch = errors.New("sha256 mismatch")
 
 // Resolve turns ref into a local file. wantSHA256, when not empty, must match
-// the content. progress may be nil.
+// the content. progress may be nil. Errors show ref with the credentials
+// of a URL redacted.
 func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
 	wantSHA256 = strings.ToLower(strings.TrimSpace(wantSHA256))
+	name := redact.URLs(ref)
 	u, err := url.Parse(ref)
 	isURL := err == nil && len(u.Scheme) > 1 // "C:" parses as a scheme
 	var f *File
 	switch {
 	case isURL && (u.Scheme == "http" || u.Scheme == "https"):
-		f, err = r.download(ctx, ref, wantSHA256, progress)
+		f, err = r.download(ctx, ref, name, wantSHA256, progress)
 	case isURL && u.Scheme == "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", ref)
+			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", name)
 		}
-		f, err = r.local(ref, u.Path)
+		f, err = r.local(ref, name, u.Path)
 	case isURL:
-		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", ref, u.Scheme)
+		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", name, u.Scheme)
 	default:
-		f, err = r.local(ref, ref)
+		f, err = r.local(ref, name, ref)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if wantSHA256 != "" && f.SHA256 != wantSHA256 {
-		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", ref, ErrDigestMismatch, wantSHA256, f.SHA256)
+		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", name, ErrDigestMismatch, wantSHA256, f.SHA256)
 	}
 	return f, nil
 }
@@ -108,36 +125,44 @@ func CacheDir(override string) (string, error) {
 	return filepath.Join(base, "swdt"), nil
 }
 
-// local stats and hashes a local file. Hashes are remembered by path, size
-// and modification time so that an unchanged multi-hundred-megabyte build
-// output is not read again on every run.
-func (r *Resolver) local(ref, path string) (*File, error) {
+// local stats and hashes a local file. Hashes are remembered by path, size,
+// modification time and fileID so that an unchanged multi-hundred-megabyte
+// build output is not read again on every run, while a rebuild that kept
+// size and time still is. name is ref as errors show it.
+func (r *Resolver) local(ref, name, path string) (*File, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", ref)
+		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", name)
 	case err != nil:
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("source %s is not a regular file", ref)
+		return nil, fmt.Errorf("source %s is not a regular file", name)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
-	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC()}
-	if sum, ok := r.lookupHash(rec); ok {
-		return &File{Ref: ref, Path: abs, Size: info.Size(), SHA256: sum}, nil
+	id, cacheable := statFileID(abs, info)
+	rec := hashRecord{Path: abs, Size: info.Size(), ModTime: info.ModTime().UTC(), ID: id}
+	if cacheable && !r.Rehash {
+		if sum, ok := r.lookupHash(rec); ok {
+			return &File{Ref: ref, Path: abs, Size: info.Size(), SHA256: sum}, nil
+		}
 	}
 	sum, size, err := hashFile(abs)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", ref, err)
+		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	if size != info.Size() {
-		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", ref)
+		return nil, fmt.Errorf("source %s changed while it was read; is a build still writing it?", name)
 	}
-	rec.SHA256 = sum
-	r.storeHash(rec)
+	if cacheable {
+		// rec has the fileID from before the hash: a write during it
+		// changes the change time, so the next run will not trust rec.
+		rec.SHA256 = sum
+		r.storeHash(rec)
+	}
 	return &File{Ref: ref, Path: abs, Size: size, SHA256: sum}, nil
 }
 
@@ -145,6 +170,7 @@ type hashRecord struct {
 	Path    string    `json:"path"`
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
+	ID      fileID    `json:"id"`
 	SHA256  string    `json:"sha256"`
 }
 
@@ -170,7 +196,7 @@ func (r *Resolver) lookupHash(want hashRecord) (string, bool) {
 	if json.Unmarshal(raw, &got) != nil {
 		return "", false
 	}
-	if got.Path != want.Path || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) || len(got.SHA256) != 64 {
+	if got.Path != want.Path || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) || got.ID != want.ID || len(got.SHA256) != 64 {
 		return "", false
 	}
 	return got.SHA256, true

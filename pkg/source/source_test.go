@@ -182,3 +182,136 @@ func TestResolveHTTPFailures(t *testing.T) {
 		})
 	}
 }
+
+// DESIGN.md §9: a source URL's user and password never appear in an
+// error, whatever goes wrong.
+func TestResolveNeverShowsURLCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/private":
+			w.Header().Set("WWW-Authenticate", `Basic realm="builds"`)
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+		case "/elsewhere":
+			http.Redirect(w, r, "http://alice:s3cr3t@127.0.0.1:1/kubelet.exe", http.StatusFound)
+		default:
+			_, _ = w.Write([]byte("MZ kubelet"))
+		}
+	}))
+	defer srv.Close()
+	withCreds := strings.Replace(srv.URL, "http://", "http://alice:s3cr3t@", 1)
+	tests := []struct{ name, url, sha, wantErr string }{
+		{"unauthorized", withCreds + "/private", "", "401"},
+		{"wrong digest", withCreds + "/kubelet.exe", strings.Repeat("a", 64), "sha256 mismatch"},
+		{"unreachable", "http://alice:s3cr3t@127.0.0.1:1/kubelet.exe", "", "check the URL"},
+		{"redirect to unreachable", withCreds + "/elsewhere", "", "check the URL"},
+		{"token only", "http://s3cr3t@127.0.0.1:1/kubelet.exe", "", "check the URL"},
+		{"unsupported scheme", "ftp://alice:s3cr3t@example.invalid/kubelet.exe", "", "unsupported scheme"},
+		{"remote file URL", "file://alice:s3cr3t@server/share/kubelet.exe", "", "file:///path"},
+		{"unescaped slash in password", "https://alice:s3/cr3t@example.invalid/kubelet.exe", "", "does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Resolver{CacheDir: t.TempDir()}
+			_, err := r.Resolve(context.Background(), tt.url, tt.sha, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			for _, secret := range []string{"alice", "s3cr3t", "cr3t"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the error shows %q: %v", secret, err)
+				}
+			}
+		})
+	}
+}
+
+// A rebuild of the same length whose modification time was kept (cp -p,
+// rsync -t, tar, coarse-mtime file systems) is still seen as a change.
+func TestResolveLocalSeesRebuildWithSameSizeAndTime(t *testing.T) {
+	tests := []struct {
+		name    string
+		rebuild func(t *testing.T, bin string, content []byte)
+	}{
+		{"rewritten in place (cp -p)", func(t *testing.T, bin string, content []byte) {
+			if err := os.WriteFile(bin, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced by a rename (rsync -t, tar)", func(t *testing.T, bin string, content []byte) {
+			tmp := bin + ".tmp"
+			if err := os.WriteFile(tmp, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, bin); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "kubelet.exe")
+			if err := os.WriteFile(bin, []byte("version-1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+			if err := os.Chtimes(bin, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			r := &Resolver{CacheDir: t.TempDir()}
+			if _, err := r.Resolve(context.Background(), bin, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			// The change time has the kernel's coarse clock: let it tick.
+			time.Sleep(50 * time.Millisecond)
+			tt.rebuild(t, bin, []byte("version-2"))
+			if err := os.Chtimes(bin, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			f, err := r.Resolve(context.Background(), bin, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.SHA256 != digest([]byte("version-2")) {
+				t.Errorf("the rebuild kept the old digest %s", f.SHA256)
+			}
+		})
+	}
+}
+
+// With Rehash (swdt kubernetes --force) a local source is always read
+// again, even when its record says it did not change, and the record is
+// put right.
+func TestResolveRehashIgnoresTheRecord(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "kubelet.exe")
+	if err := os.WriteFile(bin, []byte("MZ kubelet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Resolver{CacheDir: t.TempDir()}
+	if _, err := r.Resolve(context.Background(), bin, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	// A record that is wrong in a way no stat can tell.
+	records, _ := filepath.Glob(filepath.Join(r.CacheDir, "hashes", "*.json"))
+	if len(records) != 1 {
+		t.Fatalf("want one hash record, got %v", records)
+	}
+	raw, err := os.ReadFile(records[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := strings.Repeat("0", 64)
+	if err := os.WriteFile(records[0], []byte(strings.Replace(string(raw), digest([]byte("MZ kubelet")), stale, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := r.Resolve(context.Background(), bin, "", nil); err != nil || f.SHA256 != stale {
+		t.Fatalf("without Rehash: %+v, %v; want the record's digest (the test's premise)", f, err)
+	}
+	r.Rehash = true
+	if f, err := r.Resolve(context.Background(), bin, "", nil); err != nil || f.SHA256 != digest([]byte("MZ kubelet")) {
+		t.Fatalf("with Rehash: %+v, %v; want the file's digest", f, err)
+	}
+	r.Rehash = false
+	if f, err := r.Resolve(context.Background(), bin, "", nil); err != nil || f.SHA256 != digest([]byte("MZ kubelet")) {
+		t.Fatalf("after Rehash: %+v, %v; want the record put right", f, err)
+	}
+}

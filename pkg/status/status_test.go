@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 type fakeNode struct {

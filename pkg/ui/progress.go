@@ -12,6 +12,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 // Progress shows transfers while status lines keep coming, from any number
@@ -60,7 +62,7 @@ func (p *Progress) line(attr color.Attribute, symbol, msg string) {
 	if p.u.colorErr {
 		symbol = paint(attr, symbol)
 	}
-	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n  ")
+	msg = strings.ReplaceAll(strings.TrimRight(redact.URLs(msg), "\n"), "\n", "\n  ")
 	text := symbol + " " + msg + "\n"
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,6 +89,7 @@ type Transfer struct {
 // unknown). Call Update with the bytes done so far; the transfer ends by
 // itself when they reach total, or when End is called.
 func (p *Progress) Transfer(label string, total int64) *Transfer {
+	label = redact.URLs(label)
 	t := &Transfer{p: p, label: label, total: total, started: time.Now()}
 	if !p.bars {
 		size := ""

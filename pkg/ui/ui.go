@@ -1,6 +1,7 @@
 // Package ui is the only place swdt writes to the terminal: data (tables,
 // JSON) to stdout, status lines and logs to stderr, with colour only where
-// a terminal will show it.
+// a terminal will show it. Everything it writes has the credentials of
+// URLs redacted (see pkg/redact), whoever built the message.
 //
 // Commands build one UI from the global flags and hand it down; workflows
 // report through it and never write to os.Stdout or os.Stderr themselves.
@@ -20,6 +21,8 @@ import (
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 // Format is how results are printed on stdout.
@@ -120,10 +123,15 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write writes p, with URL credentials redacted: the handler writes a
+// whole record at a time.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	if _, err := io.WriteString(l.w, redact.URLs(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func useColor(mode ColorMode, w io.Writer) bool {
@@ -176,7 +184,7 @@ func (u *UI) status(attr color.Attribute, symbol, msg string) {
 		symbol = paint(attr, symbol)
 	}
 	// Continuation lines of a multi-line message line up under the text.
-	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n  ")
+	msg = strings.ReplaceAll(strings.TrimRight(redact.URLs(msg), "\n"), "\n", "\n  ")
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	fmt.Fprintf(u.err, "%s %s\n", symbol, msg)
@@ -192,7 +200,7 @@ func paint(attr color.Attribute, s string) string {
 func (u *UI) Printf(format string, args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	fmt.Fprintf(u.out, format, args...)
+	_, _ = io.WriteString(u.out, redact.URLs(fmt.Sprintf(format, args...)))
 }
 
 // Table writes rows under headers to stdout with aligned columns; the
@@ -207,7 +215,7 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	text := buf.String()
+	text := redact.URLs(buf.String())
 	if u.colorOut {
 		// Painted after alignment: escape codes would count as width.
 		head, rest, _ := strings.Cut(text, "\n")
@@ -229,7 +237,9 @@ func (u *UI) JSON(v any) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if _, err := u.out.Write(append(data, '\n')); err != nil {
+	// Redacting the encoded text covers every string in the document;
+	// "***" needs no escaping.
+	if _, err := io.WriteString(u.out, redact.URLs(string(data))+"\n"); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

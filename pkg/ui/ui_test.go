@@ -162,3 +162,39 @@ func TestConcurrentStatusLines(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md §9: the user and password of a URL never reach the terminal,
+// whichever way a message takes.
+func TestURLCredentialsNeverShown(t *testing.T) {
+	const url = "https://alice:s3cr3t@example.com/kubelet.exe"
+	const shown = "https://***@example.com/kubelet.exe"
+	for _, format := range Formats {
+		u, out, errb := newTest(Options{Format: format, Verbosity: 2})
+		u.Step("winworker", "download %s", url)
+		u.Success("got %s", url)
+		u.Warn("slow %s", url)
+		u.Error("download %s: server answered 401", url)
+		u.Printf("%s\n", url)
+		u.Logger().Debug("fetching", "url", url, "err", fmt.Errorf("Get %q: EOF", url))
+		if err := u.Table([]string{"SOURCE"}, [][]string{{url}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.JSON(map[string]string{"error": "source " + url + ": not found"}); err != nil {
+			t.Fatal(err)
+		}
+		p := u.NewProgress()
+		p.Step("winworker", "download %s", url)
+		p.Note("download %s", url)
+		p.Warn("download %s", url)
+		tr := p.Transfer("download "+url, 10)
+		tr.Update(10)
+		for name, s := range map[string]string{"stdout": out.String(), "stderr": errb.String()} {
+			if strings.Contains(s, "alice") || strings.Contains(s, "s3cr3t") {
+				t.Errorf("-o %s: %s shows the URL's credentials:\n%s", format, name, s)
+			}
+			if !strings.Contains(s, shown) {
+				t.Errorf("-o %s: %s does not show the URL as %s:\n%s", format, name, shown, s)
+			}
+		}
+	}
+}

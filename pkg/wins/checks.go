@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Names of the verification checks.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 func TestChecks(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // SmokeName is the file name of the harmless executable `--deep` runs

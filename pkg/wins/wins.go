@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/provision"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 
@@ -149,7 +149,7 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 	observe := observer(opts.Swap.Observer)
 	src, err := resolver.Resolve(ctx, spec.SourceURL, spec.SHA256, nil)
 	if err != nil {
-		return nil, fmt.Errorf("wins source %s: %w", spec.SourceURL, err)
+		return nil, fmt.Errorf("wins: %w", err)
 	}
 	observe.Step("inspecting wins")
 	inspect, err := n.InspectWins(ctx, p.Config)

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/swdt/pkg/pwsh"
 )
 
 // runCheck runs check.mjs on args. It skips the test when node or the npm
@@ -64,13 +62,10 @@ func TestEmbeddedScriptsParse(t *testing.T) {
 
 func TestBrokenScriptFails(t *testing.T) {
 	dir := t.TempDir()
-	// A real op script whose body misses a closing parenthesis on its
-	// second line: the error is reported inside the body, not the prelude.
-	script, err := pwsh.BuildScript("broken", "$x = 1\nif ($x -eq 1 {\n    'yes'\n}\nWrite-SwdtResult -Data $x\n", SampleParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := filepath.Join(dir, "op-broken.ps1")
+	// A script like the fixed ones whose fourth line misses a closing
+	// parenthesis: the error names that line.
+	script := []byte("$ErrorActionPreference = 'Stop'\n$reader = New-Object System.IO.StreamReader([Console]::OpenStandardInput())\n$x = 1\nif ($x -eq 1 {\n    'yes'\n}\n")
+	broken := filepath.Join(dir, "script-broken.ps1")
 	if err := os.WriteFile(broken, script, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +83,7 @@ func TestBrokenScriptFails(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("pscheck exit status %d on a broken script, want 1:\n%s", code, out)
 	}
-	m := regexp.MustCompile(`(?m)^(\S*op-broken\.ps1):(\d+):(\d+): syntax error near "(.*)"$`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^(\S*script-broken\.ps1):(\d+):(\d+): syntax error near "(.*)"$`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("pscheck output lacks file:line:column: syntax error near ...:\n%s", out)
 	}

@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"sigs.k8s.io/swdt/pkg/redact"
 )
 
 var (
@@ -262,29 +264,35 @@ func validateWins(w *WinsSpec, p *field.Path) field.ErrorList {
 }
 
 // validateSourceURL accepts a local path, a file:// URL or an http(s):// URL.
+// Errors show the value with a URL's user and password redacted.
 func validateSourceURL(s string, p *field.Path) field.ErrorList {
 	if s == "" {
 		return field.ErrorList{field.Required(p, "a local path, file:// or http(s):// URL")}
 	}
+	shown := redact.URLs(s)
 	if hasControl(s) {
-		return field.ErrorList{field.Invalid(p, s, "must not contain control characters")}
+		return field.ErrorList{field.Invalid(p, shown, "must not contain control characters")}
 	}
 	scheme, ok := urlScheme(s)
 	if !ok {
 		return nil // a local path
 	}
 	u, err := url.Parse(s)
-	if err != nil {
+	switch {
+	case err != nil && shown != s:
+		// The parser's detail can quote part of the password.
+		return field.ErrorList{field.Invalid(p, shown, "not a valid URL (a / ? # or % in a user or password must be written as a %XX escape)")}
+	case err != nil:
 		return field.ErrorList{field.Invalid(p, s, fmt.Sprintf("not a valid URL: %v", err))}
 	}
 	switch scheme {
 	case "http", "https":
 		if u.Host == "" {
-			return field.ErrorList{field.Invalid(p, s, "an http(s) URL needs a host")}
+			return field.ErrorList{field.Invalid(p, shown, "an http(s) URL needs a host")}
 		}
 	case "file":
 		if u.Path == "" || u.Opaque != "" {
-			return field.ErrorList{field.Invalid(p, s, "a file URL must be absolute: file:///path/to/file")}
+			return field.ErrorList{field.Invalid(p, shown, "a file URL must be absolute: file:///path/to/file")}
 		}
 	default:
 		return field.ErrorList{field.NotSupported(p, scheme+"://", []string{"a local path", "file://", "http://", "https://"})}

@@ -262,6 +262,32 @@ func TestValidateNodeNeverPrintsPassword(t *testing.T) {
 	}
 }
 
+// A sourceURL's user and password never appear in a validation error.
+func TestValidateNodeNeverPrintsURLCredentials(t *testing.T) {
+	for _, bad := range []string{
+		"https://alice:s3cr3t@/x.exe",             // no host
+		"http://alice:s3cr3t@[::1/x.exe",          // not a URL
+		"https://alice:s3cr3t@host/x\rexe",        // a control character
+		"file://alice:s3cr3t@",                    // not absolute
+		"ftp://alice:s3cr3t@example.com/x.exe",    // unsupported scheme
+		"https://alice:s3/cr3t@example.com/x.exe", // an unescaped / in the password
+	} {
+		bad = strings.ReplaceAll(bad, `\r`, "\r")
+		n := validNode()
+		n.Spec.Kubernetes.Provisioners[0].SourceURL = bad
+		n.Spec.Wins.SourceURL = bad
+		errs := ValidateNode(n)
+		if len(errs) != 2 {
+			t.Errorf("%q: want two errors, got %v", bad, errs)
+		}
+		for _, secret := range []string{"alice", "s3cr3t", "cr3t"} {
+			if msg := errs.ToAggregate().Error(); strings.Contains(msg, secret) {
+				t.Errorf("%q: the error shows %q: %s", bad, secret, msg)
+			}
+		}
+	}
+}
+
 func summarize(errs field.ErrorList) []string {
 	var out []string
 	for _, e := range errs {

@@ -65,15 +65,35 @@ type env struct {
 
 // Run runs swdt with args (without the program name) and returns the
 // process exit code. The first interrupt is expected to cancel ctx (main
-// uses signal.NotifyContext); commands that swap binaries also watch for a
+// uses NotifyContext); commands that swap binaries also watch for a
 // second one (see env.interrupts).
 func Run(ctx context.Context, streams Streams, args []string) int {
 	return runEnv(ctx, &env{streams: streams, notify: notifySignals}, args)
 }
 
 func notifySignals(c chan<- os.Signal) func() {
-	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(c, interruptSignals()...)
 	return func() { signal.Stop(c) }
+}
+
+// interruptSignals are the signals handled like Ctrl-C (DESIGN.md §9).
+// SIGHUP, from a terminal that was closed, is one of them, so that a swap
+// in progress still finishes; unless it is ignored (nohup), since the
+// user then asked for the run to outlive the terminal. Windows delivers
+// only os.Interrupt of these.
+func interruptSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
+// NotifyContext returns a copy of parent that is cancelled by the first
+// signal swdt handles like Ctrl-C (SIGINT, SIGTERM and SIGHUP), for Run;
+// stop releases the signals.
+func NotifyContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(parent, interruptSignals()...)
 }
 
 func runEnv(ctx context.Context, e *env, args []string) int {

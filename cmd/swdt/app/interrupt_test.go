@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 

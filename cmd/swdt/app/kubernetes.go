@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/provision"
-	"sigs.k8s.io/swdt/pkg/pwsh/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
@@ -30,6 +30,7 @@ type kubernetesFlags struct {
 	watch    bool
 	debounce time.Duration
 	swap     swapFlags
+	download downloadFlags
 	parallel int
 	cacheDir string
 	snapshot bool
@@ -83,11 +84,12 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.only, "only", nil, "provisioners to run, by name (comma-separated; default all)")
-	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes")
+	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, and hash every local source again")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
 	f.swap.add(fl)
+	f.download.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "snapshot each node's VM (spec.vm) before the swap; with --watch, before every swap")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
@@ -141,7 +143,7 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 			return err
 		}
 	}
-	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: &source.Resolver{CacheDir: f.cacheDir}, nodes: nodes}
+	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: f.download.resolver(f.cacheDir, f.force), nodes: nodes}
 	abort, stop := e.interrupts(k.progress.Warn)
 	defer stop()
 	k.abort = abort

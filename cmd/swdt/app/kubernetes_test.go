@@ -494,3 +494,79 @@ func waitFor(t *testing.T, ok func() bool) bool {
 	}
 	return true
 }
+
+// --force reads every local source again: a hash record that no stat can
+// tell is stale must not make every forced run fail its upload check.
+func TestKubernetesForceRehashesSources(t *testing.T) {
+	fx := newKubeFixture(t)
+	if code, _, errOut := fx.run(context.Background(), "--only", "kubelet"); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	old := sha256.Sum256([]byte("MZ kubelet v2\n"))
+	records, _ := filepath.Glob(filepath.Join(fx.cache, "hashes", "*.json"))
+	if len(records) == 0 {
+		t.Fatal("no hash records under the cache")
+	}
+	// Every record now names a digest the source does not have.
+	for _, r := range records {
+		raw, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := strings.Replace(string(raw), hex.EncodeToString(old[:]), strings.Repeat("0", 64), 1)
+		if err := os.WriteFile(r, []byte(stale), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, doc, errOut := fx.runJSON("--only", "kubelet", "--force")
+	if code != exitcode.OK || len(doc.Nodes) != 1 || len(doc.Nodes[0].Provisioners) != 1 || doc.Nodes[0].Provisioners[0].Action != "updated" {
+		t.Fatalf("forced run: exit %d, %+v\n%s", code, doc, errOut)
+	}
+}
+
+// --max-download-size and --download-stall-timeout bound the downloads of
+// http(s) sources; a download past them stops the run before any node is
+// touched.
+func TestKubernetesDownloadLimits(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "4096")
+		_, _ = w.Write(make([]byte, 1024))
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/stalls.exe" {
+			<-r.Context().Done()
+			return
+		}
+		_, _ = w.Write(make([]byte, 3072))
+	}))
+	defer srv.Close()
+	fx := newKubeFixture(t)
+	tests := []struct {
+		name, path string
+		args       []string
+		code       int
+		want       string
+	}{
+		{"over the cap", "/kubelet.exe", []string{"--max-download-size", "2Ki"}, exitcode.Failure, "the server announces 4.0 KiB, more than the 2.0 KiB cap"},
+		{"within the cap", "/kubelet.exe", []string{"--max-download-size", "4Ki", "--dry-run"}, exitcode.OK, ""},
+		{"stalls", "/stalls.exe", []string{"--download-stall-timeout", "300ms"}, exitcode.Failure, "nothing received for 300ms"},
+		{"not a size", "/kubelet.exe", []string{"--max-download-size", "lots"}, exitcode.Usage, `"lots" is not a size`},
+		{"not positive", "/kubelet.exe", []string{"--max-download-size", "0"}, exitcode.Usage, "must be more than 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx.sourceURL["kubelet"] = srv.URL + tt.path
+			fx.writeConfig()
+			before := fx.ts.State()
+			code, _, errOut := fx.run(context.Background(), append([]string{"--only", "kubelet"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, want %d and stderr containing %q:\n%s", code, tt.code, tt.want, errOut)
+			}
+			if code == exitcode.Failure && !strings.Contains(errOut, "nothing was changed") {
+				t.Errorf("stderr does not say that nothing was changed:\n%s", errOut)
+			}
+			if svc := fx.ts.State().Services["kubelet"]; svc.StartCount != before.Services["kubelet"].StartCount {
+				t.Error("kubelet was restarted")
+			}
+		})
+	}
+}

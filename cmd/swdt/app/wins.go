@@ -18,9 +18,10 @@ import (
 
 // winsFlags are the flags of `swdt wins` and its subcommands.
 type winsFlags struct {
-	deep   bool
-	dryRun bool
-	swap   swapFlags
+	deep     bool
+	dryRun   bool
+	swap     swapFlags
+	download downloadFlags
 }
 
 // winsNodeJSON is one node in `swdt wins -o json` output.
@@ -75,6 +76,7 @@ is running again when swdt exits; a second Ctrl-C gives up at once.
 	cmd.Flags().BoolVar(&f.deep, "deep", false, "also run a whitelisted process through the pipe")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "show the plan and change nothing")
 	f.swap.add(cmd.Flags())
+	f.download.add(cmd.Flags())
 	cmd.AddCommand(newWinsVerifyCommand(e), newWinsUninstallCommand(e))
 	return cmd
 }
@@ -136,7 +138,7 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 			swap.Hashes = hashes
 			defer func() { _ = hashes.Save() }() // without it the next run re-hashes wins.exe
 		}
-		return wins.Deploy(ctx, n, spec.Spec.Wins, wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap})
+		return wins.Deploy(ctx, n, spec.Spec.Wins, wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap, Resolver: f.download.resolver("", false)})
 	}, done)
 }
 

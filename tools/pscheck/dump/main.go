@@ -1,5 +1,5 @@
-// Command dump writes every PowerShell script swdt sends to a node, fully
-// assembled, into a directory for check.mjs (see package pscheck).
+// Command dump writes every fixed PowerShell script swdt-agent may run on a
+// node into a directory for check.mjs (see package pscheck).
 //
 // Usage: go run ./tools/pscheck/dump DIR
 package main

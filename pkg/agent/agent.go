@@ -1,0 +1,172 @@
+// Package agent is swdt-agent: the Go implementation of every node op.
+// One invocation runs one op (`swdt-agent op NAME`): the JSON request on
+// stdin, one result envelope (ops.Envelope) on stdout, exit status 0 or 1.
+//
+// Handlers decide everything (order, waits, retries, rollback, what counts
+// as healthy) and touch the machine only through winos.OS. On a node that
+// is winos' real Windows layer; in every test, the demo and the bench it is
+// simnode's simulated one, so the logic under test is the logic that runs
+// on Windows. A handler never prints and never reads anything but its
+// request.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// Self describes the running agent, for the agent-info op.
+type Self struct {
+	// Path is the agent executable's full path.
+	Path string
+	// Version is swdt's version the agent was built with.
+	Version string
+	// GOARCH is the agent's architecture.
+	GOARCH string
+}
+
+// handler runs one op from its raw JSON request.
+type handler func(ctx context.Context, w winos.OS, self Self, raw json.RawMessage) (any, error)
+
+// handle binds a typed handler function to its op.
+func handle[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, w winos.OS, req Req) (Resp, error)) entry {
+	return entry{name: op.Name, run: func(ctx context.Context, w winos.OS, _ Self, raw json.RawMessage) (any, error) {
+		var req Req
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &req); err != nil {
+				return nil, Fail("bad-request", "op %s: decode request: %v", op.Name, err)
+			}
+		}
+		return fn(ctx, w, req)
+	}}
+}
+
+type entry struct {
+	name string
+	run  handler
+}
+
+// handlers maps every op of the catalogue to its handler.
+var handlers = func() map[string]handler {
+	m := map[string]handler{}
+	for _, group := range [][]entry{infoOps, provisionOps, setupOps, winsOps} {
+		for _, e := range group {
+			if m[e.name] != nil {
+				panic("agent: two handlers for op " + e.name)
+			}
+			m[e.name] = e.run
+		}
+	}
+	return m
+}()
+
+// Has reports whether the agent has a handler for op name.
+func Has(name string) bool { return handlers[name] != nil }
+
+// Run runs one invocation: args are the command-line arguments after the
+// program name (`op NAME`). It reads the whole request from stdin, writes
+// the result envelope to stdout and returns the exit status.
+func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Reader, stdout io.Writer) int {
+	env := run(ctx, w, self, args, stdin)
+	line, err := ops.FormatEnvelope(env)
+	if err != nil {
+		line, _ = ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: "exception", Message: err.Error()}})
+	}
+	if _, err := stdout.Write(line); err != nil || !env.OK {
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Reader) ops.Envelope {
+	failed := func(err error) ops.Envelope {
+		kind, msg := failureOf(err)
+		return ops.Envelope{Error: &ops.EnvelopeError{Kind: kind, Message: msg}}
+	}
+	if len(args) != 2 || args[0] != "op" {
+		return failed(Fail("usage", "usage: swdt-agent op NAME (request as JSON on stdin); this program is run by swdt, see `swdt --help`"))
+	}
+	h := handlers[args[1]]
+	if h == nil {
+		return failed(Fail("unknown-op", "this swdt-agent has no op %q: swdt and the agent on the node disagree; run swdt again to update the agent", args[1]))
+	}
+	raw, err := io.ReadAll(stdin)
+	if err != nil {
+		return failed(Fail("bad-request", "read request from stdin: %v", err))
+	}
+	data, err := safely(ctx, h, w, self, raw)
+	if err != nil {
+		return failed(err)
+	}
+	out, err := json.Marshal(data)
+	if err != nil {
+		return failed(fmt.Errorf("encode result: %w", err))
+	}
+	return ops.Envelope{OK: true, Data: out}
+}
+
+// safely turns a handler panic into an "exception" failure: the agent
+// must always print an envelope.
+func safely(ctx context.Context, h handler, w winos.OS, self Self, raw json.RawMessage) (data any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = Fail("exception", "swdt-agent: internal error: %v", r)
+		}
+	}()
+	return h(ctx, w, self, raw)
+}
+
+// Failure is a handler's typed failure: it becomes the envelope's error
+// kind and message.
+type Failure struct {
+	Kind    string
+	Message string
+}
+
+func (e *Failure) Error() string { return e.Kind + ": " + e.Message }
+
+// Fail returns a *Failure of kind with a formatted message.
+func Fail(kind, format string, args ...any) error {
+	return &Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// failureOf turns any handler error into the envelope's kind and message:
+// a *Failure as it is, a winos error by its Win32 code, a context error as
+// a timeout, anything else as an exception.
+func failureOf(err error) (kind, message string) {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Kind, f.Message
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return "timeout", err.Error()
+	}
+	switch winos.Code(err) {
+	case winos.ErrFileNotFound, winos.ErrPathNotFound, winos.ErrServiceDoesNotExist:
+		return "not-found", err.Error()
+	case winos.ErrSharingViolation:
+		return "locked", err.Error()
+	case winos.ErrAccessDenied:
+		return "access-denied", err.Error()
+	case winos.ErrFileExists, winos.ErrAlreadyExists, winos.ErrServiceExists:
+		return "exists", err.Error()
+	case 0:
+	default:
+		if strings.HasPrefix(err.Error(), "service") || winos.Code(err) >= 1051 && winos.Code(err) <= 1083 {
+			return "service", err.Error()
+		}
+		return "io", err.Error()
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "not-found", err.Error()
+	}
+	return "exception", err.Error()
+}

@@ -1,0 +1,85 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/agent"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// Every op of the catalogue has a handler: swdt can never send an op the
+// agent does not know.
+func TestContractEveryOpHasAHandler(t *testing.T) {
+	for _, name := range ops.Names() {
+		if !agent.Has(name) {
+			t.Errorf("op %s is in pkg/ops but pkg/agent has no handler for it", name)
+		}
+	}
+}
+
+func TestRunRejectsBadInvocations(t *testing.T) {
+	ts := simnode.StartTest(t)
+	tests := []struct {
+		name     string
+		args     []string
+		stdin    string
+		wantKind string
+	}{
+		{"no arguments", nil, "", "usage"},
+		{"not an op", []string{"serve", "x"}, "", "usage"},
+		{"unknown op", []string{"op", "format-c"}, "{}", "unknown-op"},
+		{"request not JSON", []string{"op", ops.NodeFacts.Name}, "{not json", "bad-request"},
+		{"request of the wrong shape", []string{"op", ops.FileHash.Name}, `{"paths": "C:\\k"}`, "bad-request"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{}, tc.args, strings.NewReader(tc.stdin), &out)
+			env, err := ops.ParseEnvelope(out.Bytes())
+			if err != nil {
+				t.Fatalf("no envelope: %v (%q)", err, out.String())
+			}
+			if code != 1 || env.OK || env.Error.Kind != tc.wantKind {
+				t.Errorf("exit %d, envelope %+v; want 1 and kind %s", code, env, tc.wantKind)
+			}
+		})
+	}
+}
+
+// agent-info hashes the agent's own executable, so swdt can check an
+// upload by running it.
+func TestAgentInfoHashesItself(t *testing.T) {
+	ts := simnode.StartTest(t)
+	path := ops.AgentDir + `\swdt-agent-0123456789abcdef.exe`
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Node().WriteFile(path, []byte("MZ agent")); err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := ts.Node().Hash(path)
+	var out bytes.Buffer
+	code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{Path: path, Version: "v1", GOARCH: "arm64"},
+		[]string{"op", ops.AgentInfo.Name}, strings.NewReader("{}"), &out)
+	env, err := ops.ParseEnvelope(out.Bytes())
+	if err != nil || code != 0 || !env.OK {
+		t.Fatalf("exit %d, envelope %+v, err %v", code, env, err)
+	}
+	for _, w := range []string{want, `"version":"v1"`, `"goarch":"arm64"`} {
+		if !strings.Contains(string(env.Data), w) {
+			t.Errorf("agent-info %s lacks %s", env.Data, w)
+		}
+	}
+
+	// A missing executable is an error, not a made-up digest.
+	_, err = agent.Call(context.Background(), ts.Node().OS(), ops.AgentInfo, ops.AgentInfoRequest{})
+	var f *agent.Failure
+	if !errors.As(err, &f) || f.Kind != "not-found" {
+		t.Errorf("agent-info of a missing executable: %v, want a not-found failure", err)
+	}
+}

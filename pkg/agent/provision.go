@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// provisionOps are the handlers of the provision ops.
+var provisionOps = []entry{
+	handle(ops.ProvisionInspect, provisionInspect),
+	handle(ops.FileHash, fileHash),
+	handle(ops.FilesRemove, filesRemove),
+	handle(ops.ServiceSwap, serviceSwap),
+	handle(ops.SwapRecover, swapRecover),
+}
+
+// provisionInspect reads what the plan needs in one round trip: each
+// destination, and each target service with every service that depends
+// on it, transitively (the plan must stop those first).
+func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectRequest) (ops.ProvisionInspectResponse, error) {
+	resp := ops.ProvisionInspectResponse{Files: []ops.FileInfo{}, Services: []ops.ServiceInfo{}}
+	var queue []string
+	for _, t := range req.Targets {
+		info, err := provisionFileFacts(w, t.Destination, true, t.Known)
+		if err != nil {
+			return resp, err
+		}
+		resp.Files = append(resp.Files, info)
+		queue = append(queue, t.Service)
+	}
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if seen[strings.ToLower(name)] {
+			continue
+		}
+		seen[strings.ToLower(name)] = true
+		svc, err := w.Service(name)
+		if errors.Is(err, winos.ErrServiceDoesNotExist) {
+			resp.Services = append(resp.Services, ops.ServiceInfo{Name: name, DependsOn: []string{}, Dependents: []string{}})
+			continue
+		}
+		if err != nil {
+			return resp, fmt.Errorf("read service %s: %w", name, err)
+		}
+		dependents, err := directDependents(w, svc.Name)
+		if err != nil {
+			return resp, fmt.Errorf("list the services that depend on %s: %w", svc.Name, err)
+		}
+		queue = append(queue, dependents...)
+		resp.Services = append(resp.Services, ops.ServiceInfo{
+			Name:       svc.Name,
+			Exists:     true,
+			Status:     string(svc.Status),
+			StartType:  svc.StartType,
+			PID:        svc.PID,
+			BinaryPath: svc.CommandLine,
+			DependsOn:  provisionNonNil(svc.Dependencies),
+			Dependents: provisionNonNil(dependents),
+		})
+	}
+	return resp, nil
+}
+
+// directDependents lists the services whose own dependencies name svc:
+// winos reports indirect dependents too, the inspect response only direct
+// ones (the plan follows the chain itself).
+func directDependents(w winos.OS, svc string) ([]string, error) {
+	all, err := w.Dependents(svc)
+	if err != nil {
+		return nil, err
+	}
+	var direct []string
+	for _, d := range all {
+		info, err := w.Service(d)
+		if errors.Is(err, winos.ErrServiceDoesNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read service %s: %w", d, err)
+		}
+		for _, dep := range info.Dependencies {
+			if strings.EqualFold(dep, svc) {
+				direct = append(direct, info.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(direct)
+	return direct, nil
+}
+
+// provisionFileFacts describes the file at p; a missing path or a
+// directory is reported as not existing. A known record whose size and
+// last-write time still match supplies the digest without reading the
+// file (rsync's quick check).
+func provisionFileFacts(w winos.OS, p string, withVersion bool, known *ops.FileInfo) (ops.FileInfo, error) {
+	facts := ops.FileInfo{Path: p}
+	st, ok, err := provisionStatFile(w, p)
+	if err != nil || !ok {
+		return facts, err
+	}
+	facts.Exists, facts.Size, facts.ModTicks = true, st.Size, dotNetTicks(st.ModTime)
+	if known != nil && known.SHA256 != "" && known.Size == facts.Size && known.ModTicks == facts.ModTicks {
+		facts.SHA256, facts.Cached = known.SHA256, true
+	} else if facts.SHA256, err = hashFile(w, p); err != nil {
+		return facts, err
+	}
+	if withVersion {
+		if facts.Version, err = w.FileVersion(p); err != nil {
+			return facts, err
+		}
+	}
+	return facts, nil
+}
+
+// provisionStatFile stats p and reports whether it is a file. Only a
+// missing path counts as no file: any other failure (access denied) is
+// an error, so that it is not mistaken for a file to upload. The Windows
+// layer's errors already name the call and the path.
+func provisionStatFile(w winos.OS, p string) (winos.FileInfo, bool, error) {
+	st, err := w.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	return st, !st.IsDir, nil
+}
+
+// dotNetTicks is t as .NET's DateTime.Ticks in UTC (100 ns units since
+// 0001-01-01): the form swdt records and compares in Known.
+func dotNetTicks(t time.Time) int64 {
+	const unixEpochTicks = 621355968000000000
+	return unixEpochTicks + t.UTC().UnixNano()/100
+}
+
+func provisionNonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// fileHash hashes files, for example a staged upload before it is
+// swapped into place. A missing file is reported, not an error.
+func fileHash(_ context.Context, w winos.OS, req ops.FileHashRequest) (ops.FileHashResponse, error) {
+	resp := ops.FileHashResponse{Files: []ops.FileInfo{}}
+	for _, p := range req.Paths {
+		info, err := provisionFileFacts(w, p, false, nil)
+		if err != nil {
+			return resp, err
+		}
+		resp.Files = append(resp.Files, info)
+	}
+	return resp, nil
+}
+
+// filesRemove deletes leftover files such as staged uploads. Missing
+// files are skipped; a file that cannot be deleted (a running binary) is
+// an error.
+func filesRemove(_ context.Context, w winos.OS, req ops.FilesRemoveRequest) (ops.FilesRemoveResponse, error) {
+	resp := ops.FilesRemoveResponse{Removed: []string{}}
+	for _, p := range req.Paths {
+		_, ok, err := provisionStatFile(w, p)
+		if err != nil {
+			return resp, err
+		}
+		if !ok {
+			continue
+		}
+		if err := w.Remove(p); err != nil {
+			return resp, err
+		}
+		resp.Removed = append(resp.Removed, p)
+	}
+	return resp, nil
+}

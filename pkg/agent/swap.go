@@ -1,0 +1,576 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// The service-swap op: one hot-swap transaction, run on the node so that
+// downtime does not depend on network round trips.
+//
+//  1. Stop the services of StopOrder (dependents first; a running
+//     dependent StopOrder left out is stopped too), each until its process
+//     has exited; a stop that outlives the stop timeout has its process
+//     killed.
+//  2. Per item: keep the old binary as the backup and rename the staged
+//     file into place (Windows renames a running executable but never
+//     overwrites one, so nothing is ever copied onto a destination).
+//  3. Start StartOrder and every other service the swap stopped, each
+//     reaching Running before the next starts; one settle period for all
+//     of them; each must still be Running; then the swapped items' health
+//     checks.
+//  4. When a swapped item failed: stop the started services, keep its new
+//     binary as .swdt-failed, put the backup back and start them again.
+//
+// The items' failure actions are off for the whole op, and those of any
+// service whose process is killed: a crash of a new binary must not
+// restart it behind the rollback's back (nor hide the crash from the
+// settle check), and no binary is renamed while its service could be
+// restarted. They are put back at the end, on every path.
+
+// swapHealthPoll is the pause between rounds of health checks.
+const swapHealthPoll = 250 * time.Millisecond
+
+// swapCommandMin is the least time a health-check command is given, even
+// with a shorter health timeout.
+const swapCommandMin = time.Second
+
+// swapEventsLimit bounds reading a failed service's event log.
+const swapEventsLimit = 15 * time.Second
+
+// swapEventsMax is how many event-log lines a failure reports.
+const swapEventsMax = 5
+
+// swapRun is one service-swap op in progress.
+type swapRun struct {
+	w   winos.OS
+	req ops.ServiceSwapRequest
+	// started is when the op started: the clock of downtimes, and the
+	// start of the event-log lines a failure reports.
+	started     time.Time
+	stopTimeout time.Duration
+	// stopped lists the services the swap stopped, in order; stoppedAt
+	// holds when each stop began and runningAt when each last reached
+	// Running (by lower-case name).
+	stopped   []string
+	stoppedAt map[string]time.Duration
+	runningAt map[string]time.Duration
+	// stopping holds the services being stopped, against a dependency
+	// loop.
+	stopping    map[string]bool
+	alsoStopped []string
+	killed      []string
+	// recovery holds the failure actions switched off, to put back.
+	recovery []swapRecovery
+}
+
+// swapRecovery is a service's failure actions as they were before the
+// swap switched them off.
+type swapRecovery struct {
+	service  string
+	recovery winos.Recovery
+}
+
+// serviceSwap runs the swap, then puts back the failure actions it
+// switched off; when it failed half-way it also starts again every
+// service it had stopped.
+func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+	s := &swapRun{
+		w: w, req: req, started: time.Now(), stopTimeout: time.Duration(req.StopTimeoutMs) * time.Millisecond,
+		stoppedAt: map[string]time.Duration{}, runningAt: map[string]time.Duration{}, stopping: map[string]bool{},
+	}
+	resp, err := s.run(ctx)
+	problems := s.restoreRecovery()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("the swap was cut short after %s: %w", time.Since(s.started).Round(time.Millisecond), err)
+		}
+		var notes []string
+		if len(s.stopped) > 0 {
+			notes = append(notes, s.restartStopped())
+		}
+		for _, p := range problems {
+			notes = append(notes, "service "+p.Service+": "+p.Error)
+		}
+		return resp, swapNote(err, notes)
+	}
+	resp.RecoveryNotRestored = problems
+	return resp, nil
+}
+
+// swapNote adds notes to a failure's message, keeping its kind.
+func swapNote(err error, notes []string) error {
+	if len(notes) == 0 {
+		return err
+	}
+	kind, msg := failureOf(err)
+	return &Failure{Kind: kind, Message: msg + "; " + strings.Join(notes, "; ")}
+}
+
+// restartStopped asks every service the swap stopped to start again,
+// after the op failed half-way: no service may stay down because of it.
+// It does not wait (the op's time may be up) and says what it did.
+func (s *swapRun) restartStopped() string {
+	var asked, failed []string
+	for i := len(s.stopped) - 1; i >= 0; i-- {
+		name := s.stopped[i]
+		asked = append(asked, name)
+		if err := s.w.StartService(name); err != nil && winos.Code(err) != winos.ErrServiceAlreadyRunning {
+			failed = append(failed, fmt.Sprintf("%s (%v)", name, err))
+		}
+	}
+	msg := "the services it had stopped were asked to start again (" + strings.Join(asked, ", ") + ")"
+	if len(failed) > 0 {
+		msg += ", but these refused: " + strings.Join(failed, ", ")
+	}
+	return msg
+}
+
+// run is the swap itself (see the top of this file).
+func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
+	resp := ops.ServiceSwapResponse{
+		Items: []ops.SwapItemResult{}, Killed: []string{}, NotStarted: []ops.ServiceProblem{},
+		AlsoStopped: []string{}, Downtime: []ops.ServiceDowntime{},
+	}
+	if err := s.check(); err != nil {
+		return resp, err
+	}
+	items := s.req.Items
+	results := make([]ops.SwapItemResult, len(items))
+	byService := map[string][]int{}
+	for i, it := range items {
+		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination}
+		key := strings.ToLower(it.Service)
+		byService[key] = append(byService[key], i)
+		if err := s.recoveryOff(it.Service); err != nil {
+			return resp, fmt.Errorf("switch off the failure actions of service %s for the swap (nothing was stopped): %w", it.Service, err)
+		}
+	}
+
+	for _, name := range s.req.StopOrder {
+		if err := s.stop(ctx, name); err != nil {
+			return resp, err
+		}
+	}
+	for i, it := range items {
+		s.rename(it, &results[i])
+	}
+
+	start := s.startList()
+	failures, err := s.startAll(ctx, start)
+	if err != nil {
+		return resp, err
+	}
+	if err := s.healthAll(ctx, start, failures, byService, results); err != nil {
+		return resp, err
+	}
+
+	rollback := map[int]bool{}
+	for _, name := range start {
+		key := strings.ToLower(name)
+		if _, failed := failures[key]; !failed {
+			continue
+		}
+		for _, i := range byService[key] {
+			if results[i].Result != ops.SwapResultSwapped {
+				continue
+			}
+			if _, ok, err := provisionStatFile(s.w, items[i].Backup); err != nil {
+				return resp, err
+			} else if ok {
+				rollback[i] = true
+			}
+		}
+	}
+	if len(rollback) > 0 {
+		if failures, err = s.rollback(ctx, start, failures, rollback, results); err != nil {
+			return resp, err
+		}
+		start = s.startList()
+	}
+
+	s.report(&resp, start, failures, byService, rollback, results)
+	return resp, nil
+}
+
+// healthAll runs the health checks of the swapped items of every service
+// that started, and records a failure as the service's.
+func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[string]string, byService map[string][]int, results []ops.SwapItemResult) error {
+	for _, name := range start {
+		key := strings.ToLower(name)
+		if _, failed := failures[key]; failed {
+			continue
+		}
+		for _, i := range byService[key] {
+			if results[i].Result != ops.SwapResultSwapped {
+				continue
+			}
+			failure, err := s.health(ctx, s.req.Items[i].HealthChecks)
+			if err != nil {
+				return err
+			}
+			if failure != "" {
+				failures[key] = "health check failed: " + failure
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// report fills the response: the services that are not running and why,
+// the items' final results, and every stopped service's downtime.
+func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures map[string]string, byService map[string][]int, rollback map[int]bool, results []ops.SwapItemResult) {
+	for _, name := range start {
+		key := strings.ToLower(name)
+		failure, failed := failures[key]
+		if !failed {
+			continue
+		}
+		resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: failure})
+		for _, i := range byService[key] {
+			switch res := &results[i]; {
+			case res.Result == ops.SwapResultSwapped:
+				res.Result, res.Error = ops.SwapResultFailed, failure
+			case res.Result == ops.SwapResultFailed && !rollback[i]:
+				res.Error = strings.Join([]string{res.Error, failure}, "; ")
+			}
+		}
+	}
+	end := time.Since(s.started)
+	for _, name := range s.stopped {
+		key := strings.ToLower(name)
+		d := ops.ServiceDowntime{Service: name, DowntimeMs: (end - s.stoppedAt[key]).Milliseconds()}
+		if up, ok := s.runningAt[key]; ok {
+			if _, failed := failures[key]; !failed {
+				d.DowntimeMs, d.Running = (up - s.stoppedAt[key]).Milliseconds(), true
+				for _, i := range byService[key] {
+					results[i].DowntimeMs = d.DowntimeMs
+				}
+			}
+		}
+		resp.Downtime = append(resp.Downtime, d)
+	}
+	resp.Items = results
+	resp.Killed = append(resp.Killed, s.killed...)
+	resp.AlsoStopped = append(resp.AlsoStopped, s.alsoStopped...)
+}
+
+// check makes sure, before anything stops, that every staged file is
+// there and every service to stop exists, then clears old backups so that
+// the renames cannot fail on them.
+func (s *swapRun) check() error {
+	for _, it := range s.req.Items {
+		_, ok, err := provisionStatFile(s.w, it.Staged)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Fail("not-found", "staged file %s is missing; nothing was stopped", it.Staged)
+		}
+	}
+	for _, name := range s.req.StopOrder {
+		if _, err := s.w.Service(name); errors.Is(err, winos.ErrServiceDoesNotExist) {
+			return Fail("not-found", "service %s does not exist; nothing was stopped", name)
+		} else if err != nil {
+			return err
+		}
+	}
+	for _, it := range s.req.Items {
+		if _, err := s.w.Stat(it.Backup); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := s.w.Remove(it.Backup); err != nil {
+			return fmt.Errorf("clear the backup of an earlier swap (nothing was stopped): %w", err)
+		}
+	}
+	return nil
+}
+
+// rename keeps the old binary as the backup and moves the staged file
+// into place; when the second step fails the old binary goes back.
+func (s *swapRun) rename(it ops.SwapItem, res *ops.SwapItemResult) {
+	fail := func(err error) {
+		res.Result = ops.SwapResultFailed
+		res.Error = "could not rename the staged binary into place: " + err.Error()
+	}
+	_, hadOld, err := provisionStatFile(s.w, it.Destination)
+	if err == nil {
+		err = s.w.MkdirAll(swapParentDir(it.Destination))
+	}
+	if err == nil && hadOld {
+		err = s.w.Rename(it.Destination, it.Backup)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := s.w.Rename(it.Staged, it.Destination); err != nil {
+		fail(err)
+		if hadOld {
+			if back := s.w.Rename(it.Backup, it.Destination); back != nil {
+				res.Error += fmt.Sprintf("; the old binary stays at %s: %v", it.Backup, back)
+			}
+		}
+		return
+	}
+	res.Result = ops.SwapResultSwapped
+}
+
+// swapParentDir is the directory of a Windows path.
+func swapParentDir(p string) string {
+	p = strings.ReplaceAll(p, "/", `\`)
+	i := strings.LastIndex(p, `\`)
+	switch {
+	case i < 0:
+		return p
+	case i == 2 && p[1] == ':':
+		return p[:3]
+	}
+	return p[:i]
+}
+
+// startList is StartOrder followed by every other service the swap
+// stopped, dependencies before dependents (the reverse of their stop
+// order): no service stays down because StartOrder left it out.
+func (s *swapRun) startList() []string {
+	list := append([]string(nil), s.req.StartOrder...)
+	for i := len(s.stopped) - 1; i >= 0; i-- {
+		if !swapContains(list, s.stopped[i]) {
+			list = append(list, s.stopped[i])
+		}
+	}
+	return list
+}
+
+// startAll starts names in order, settles once for all of them, and
+// checks each is still Running. It returns why not for those that are not
+// (by lower-case name) and records when each reached Running.
+func (s *swapRun) startAll(ctx context.Context, names []string) (map[string]string, error) {
+	failures := map[string]string{}
+	for _, name := range names {
+		key := strings.ToLower(name)
+		failure, err := swapStart(ctx, s.w, name, time.Duration(s.req.StartTimeoutMs)*time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		if failure != "" {
+			failures[key] = failure
+			delete(s.runningAt, key)
+			continue
+		}
+		s.runningAt[key] = time.Since(s.started)
+	}
+	if len(names) == 0 {
+		return failures, nil
+	}
+	if err := swapSleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		key := strings.ToLower(name)
+		if _, failed := failures[key]; failed {
+			continue
+		}
+		svc, err := s.w.Service(name)
+		if err != nil {
+			failures[key] = fmt.Sprintf("could not read the service %d ms after it started: %v", s.req.SettleMs, err)
+		} else if svc.Status != winos.StatusRunning {
+			failures[key] = fmt.Sprintf("service stopped again within %d ms of starting (status %s)", s.req.SettleMs, svc.Status)
+		}
+	}
+	return failures, nil
+}
+
+// swapStart starts a service unless it is Running or starting, and waits
+// up to limit for Running: "" when it got there, else why not. A service
+// that falls back to Stopped has failed to start; it is not waited for.
+// Only the end of ctx is an error.
+func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration) (string, error) {
+	svc, err := w.Service(name)
+	if err != nil {
+		return fmt.Sprintf("service could not be started: %v", err), nil
+	}
+	if svc.Status != winos.StatusRunning && svc.Status != winos.StatusStartPending {
+		if err := w.StartService(name); err != nil && winos.Code(err) != winos.ErrServiceAlreadyRunning {
+			status := svc.Status
+			if now, serr := w.Service(name); serr == nil {
+				status = now.Status
+			}
+			return fmt.Sprintf("service could not be started (status %s): %v", status, err), nil
+		}
+	}
+	running, err := swapPoll(ctx, limit, func() (bool, error) {
+		svc, err = w.Service(name)
+		return err == nil && (svc.Status == winos.StatusRunning || svc.Status == winos.StatusStopped), err
+	})
+	switch {
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case err != nil:
+		return fmt.Sprintf("service did not reach Running: %v", err), nil
+	case !running:
+		return fmt.Sprintf("service did not reach Running within %d ms (status %s)", limit.Milliseconds(), svc.Status), nil
+	case svc.Status == winos.StatusStopped:
+		return fmt.Sprintf("service stopped while starting (exit code %d)", swapExitCode(svc)), nil
+	}
+	return "", nil
+}
+
+// swapExitCode is a stopped service's exit code: its own when it set one.
+func swapExitCode(svc winos.Service) int {
+	if svc.ServiceExitCode != 0 {
+		return svc.ServiceExitCode
+	}
+	return svc.ExitCode
+}
+
+// rollback puts the old binary of each failed item (indices in items)
+// back: it records why the service failed, stops the started services
+// (dependents first, so none holds one being rolled back), keeps the new
+// binary as .swdt-failed, restores the backup and starts them all again.
+// It returns the failures of that second start.
+func (s *swapRun) rollback(ctx context.Context, start []string, failures map[string]string, items map[int]bool, results []ops.SwapItemResult) (map[string]string, error) {
+	for i := range items {
+		it, res := s.req.Items[i], &results[i]
+		res.Error = failures[strings.ToLower(it.Service)]
+		if svc, err := s.w.Service(it.Service); err == nil {
+			res.ExitCode = swapExitCode(svc)
+		}
+		ectx, cancel := context.WithTimeout(ctx, swapEventsLimit)
+		events, err := s.w.ServiceEvents(ectx, it.Service, s.started, swapEventsMax)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err == nil {
+			res.Events = events
+		}
+	}
+	for i := len(start) - 1; i >= 0; i-- {
+		if err := s.stop(ctx, start[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i, it := range s.req.Items {
+		if !items[i] {
+			continue
+		}
+		failed := it.Destination + ".swdt-failed"
+		if _, err := s.w.Stat(failed); err == nil {
+			if err := s.w.Remove(failed); err != nil {
+				return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+			}
+		}
+		if err := s.w.Rename(it.Destination, failed); err != nil {
+			return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+		}
+		if err := s.w.Rename(it.Backup, it.Destination); err != nil {
+			return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+		}
+		results[i].Result = ops.SwapResultRolledBack
+		results[i].Error += "; the new binary was kept as " + failed
+	}
+	again, err := s.startAll(ctx, s.startList())
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range s.req.Items {
+		if why, failed := again[strings.ToLower(it.Service)]; failed && items[i] {
+			results[i].Result = ops.SwapResultFailed
+			results[i].Error += "; the old binary was restored but did not start either: " + why
+		}
+	}
+	return again, nil
+}
+
+// health runs checks until all pass or the health timeout runs out: ""
+// when they passed, else the last failure. Only the end of ctx is an
+// error.
+func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (string, error) {
+	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
+	for {
+		failure := ""
+		for _, c := range checks {
+			f, err := s.healthCheck(ctx, c)
+			if err != nil {
+				return "", err
+			}
+			if f != "" {
+				failure = f
+				break
+			}
+		}
+		if failure == "" || !time.Now().Before(deadline) {
+			return failure, nil
+		}
+		if err := swapSleep(ctx, swapHealthPoll); err != nil {
+			return "", err
+		}
+	}
+}
+
+// healthCheck runs one health check: "" when it passes, else why not.
+func (s *swapRun) healthCheck(ctx context.Context, c ops.HealthCheckSpec) (string, error) {
+	switch {
+	case c.NamedPipe != "":
+		pipes, err := s.w.Pipes()
+		if err != nil {
+			return "could not list named pipes: " + err.Error(), nil
+		}
+		want := c.NamedPipe
+		if len(want) > len(swapPipePrefix) && strings.EqualFold(want[:len(swapPipePrefix)], swapPipePrefix) {
+			want = want[len(swapPipePrefix):]
+		}
+		if swapContains(pipes, want) {
+			return "", nil
+		}
+		return "named pipe " + swapPipePrefix + want + " does not exist", nil
+	case c.TCPPort != 0:
+		listening, err := s.w.PortListening(int(c.TCPPort))
+		if err != nil {
+			return fmt.Sprintf("could not read the listening TCP ports: %v", err), nil
+		}
+		if listening {
+			return "", nil
+		}
+		return fmt.Sprintf("nothing listens on TCP port %d", c.TCPPort), nil
+	case len(c.Command) > 0:
+		return s.runCheck(ctx, c.Command)
+	}
+	return "empty health check", nil
+}
+
+// swapPipePrefix is where named pipes live.
+const swapPipePrefix = `\\.\pipe\`
+
+// runCheck runs a health-check command, bounded by the health timeout
+// (at least swapCommandMin): it passes when the command exits 0.
+func (s *swapRun) runCheck(ctx context.Context, argv []string) (string, error) {
+	limit := max(time.Duration(s.req.HealthTimeoutMs)*time.Millisecond, swapCommandMin)
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	res, err := s.w.Run(cctx, winos.Command{Path: argv[0], Args: argv[1:]})
+	switch {
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case cctx.Err() != nil:
+		return fmt.Sprintf("command %s did not exit within %d ms", argv[0], limit.Milliseconds()), nil
+	case err != nil:
+		return fmt.Sprintf("command %s could not be started: %v", argv[0], err), nil
+	case res.ExitCode == 0:
+		return "", nil
+	}
+	out := strings.TrimSpace(string(res.Stdout) + string(res.Stderr))
+	if len(out) > 400 {
+		out = strings.ToValidUTF8(out[len(out)-400:], "")
+	}
+	return fmt.Sprintf("command %s exited %d: %s", argv[0], res.ExitCode, out), nil
+}

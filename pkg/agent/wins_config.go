@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// winsInspect reads the rancher-wins service, wins' config file and the
+// rancher-wins-* processes wins started on the host.
+func winsInspect(_ context.Context, w winos.OS, req ops.WinsInspectRequest) (ops.WinsInspectResponse, error) {
+	if req.ConfigPath == "" {
+		return ops.WinsInspectResponse{}, Fail("bad-request", "wins-inspect needs the config file's path")
+	}
+	svc, err := winsServiceInfo(w)
+	if err != nil {
+		return ops.WinsInspectResponse{}, err
+	}
+	resp := ops.WinsInspectResponse{Service: svc}
+	content, exists, err := winsReadFile(w, req.ConfigPath)
+	if err != nil {
+		return ops.WinsInspectResponse{}, err
+	}
+	// The exact bytes, BOM included, so that swdt sees a file with a BOM
+	// as different from the config it renders.
+	resp.ConfigExists, resp.ConfigContent = exists, string(content)
+	if resp.Orphans, err = winsOrphans(w); err != nil {
+		return ops.WinsInspectResponse{}, err
+	}
+	return resp, nil
+}
+
+// winsReadFile reads a whole file; exists is false when it is missing.
+func winsReadFile(w winos.OS, path string) (content []byte, exists bool, err error) {
+	f, err := w.Open(path)
+	if winsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	content, err = io.ReadAll(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return content, true, nil
+}
+
+// winsConfigWrite writes wins' config file when its bytes differ from the
+// requested content (UTF-8 as given, no BOM added), keeping the previous
+// file as <config>.swdt-bak. The new content is written beside the file
+// and renamed into place, so wins never reads half a file.
+func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteRequest) (ops.WinsConfigWriteResponse, error) {
+	dir, name := winsSplit(req.Path)
+	if dir == "" || name == "" {
+		return ops.WinsConfigWriteResponse{}, Fail("bad-request", "wins' config path %q is not a full path to a file", req.Path)
+	}
+	old, exists, err := winsReadFile(w, req.Path)
+	if err != nil {
+		return ops.WinsConfigWriteResponse{}, err
+	}
+	content := []byte(req.Content)
+	if exists && bytes.Equal(old, content) {
+		return ops.WinsConfigWriteResponse{}, nil
+	}
+	if err := w.MkdirAll(dir); err != nil {
+		return ops.WinsConfigWriteResponse{}, fmt.Errorf("create %s: %w", dir, err)
+	}
+	staged := req.Path + ".swdt-new"
+	if err := w.WriteFile(staged, content); err != nil {
+		return ops.WinsConfigWriteResponse{}, fmt.Errorf("write %s: %w", staged, err)
+	}
+	resp := ops.WinsConfigWriteResponse{Changed: true}
+	if exists {
+		resp.Backup = req.Path + ".swdt-bak"
+		if err := winsSetAside(w, req.Path, resp.Backup); err != nil {
+			return ops.WinsConfigWriteResponse{}, winsAlso(err, winsRemoveQuietly(w, staged))
+		}
+	}
+	if err := w.Rename(staged, req.Path); err != nil {
+		err = fmt.Errorf("rename %s to %s: %w", staged, req.Path, err)
+		if exists {
+			if rerr := w.Rename(resp.Backup, req.Path); rerr != nil {
+				err = winsAlso(err, fmt.Errorf("put the previous config back from %s: %w", resp.Backup, rerr))
+			}
+		}
+		return ops.WinsConfigWriteResponse{}, winsAlso(err, winsRemoveQuietly(w, staged))
+	}
+	return resp, nil
+}
+
+// winsSetAside renames path to backup, replacing an older backup: the
+// previous file itself becomes the backup, bytes, times and ACL intact.
+func winsSetAside(w winos.OS, path, backup string) error {
+	if err := w.Remove(backup); err != nil && !winsNotFound(err) {
+		return fmt.Errorf("remove the old backup %s: %w", backup, err)
+	}
+	if err := w.Rename(path, backup); err != nil {
+		return fmt.Errorf("keep %s as %s: %w", path, backup, err)
+	}
+	return nil
+}
+
+// winsRemoveQuietly removes a file of swdt's own that may not exist.
+func winsRemoveQuietly(w winos.OS, path string) error {
+	if err := w.Remove(path); err != nil && !winsNotFound(err) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}

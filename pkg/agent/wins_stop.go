@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// winsOrphans lists the rancher-wins-* processes wins started on the host
+// (as Win32_Process's Name LIKE 'rancher-wins-%', which ignores case).
+// They keep their images locked until they exit.
+func winsOrphans(w winos.OS) ([]ops.Process, error) {
+	procs, err := w.Processes()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	out := []ops.Process{}
+	for _, p := range procs {
+		if strings.HasPrefix(strings.ToLower(p.Name), ops.WinsProcessPrefix) {
+			out = append(out, ops.Process{PID: p.PID, Name: p.Name, Path: p.Path, CommandLine: p.CommandLine})
+		}
+	}
+	return out, nil
+}
+
+// winsKill terminates procs and waits up to winsLimits.exit for them to
+// be gone; it returns those still running. A process that exited on its
+// own meanwhile is not an error.
+func winsKill(ctx context.Context, w winos.OS, procs []ops.Process) ([]ops.Process, error) {
+	for _, p := range procs {
+		if err := w.KillProcess(p.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+			return procs, fmt.Errorf("stop process %d (%s): %w", p.PID, p.Name, err)
+		}
+	}
+	return winsWaitGone(ctx, w, procs)
+}
+
+// winsWaitGone waits up to winsLimits.exit until none of procs runs and
+// returns those still running. A process is matched by PID and image
+// name, so that a new process that reused a PID is not waited for.
+func winsWaitGone(ctx context.Context, w winos.OS, procs []ops.Process) ([]ops.Process, error) {
+	var left []ops.Process
+	_, err := winsPoll(ctx, winsLimits.exit, func() (bool, error) {
+		running, err := w.Processes()
+		if err != nil {
+			return false, fmt.Errorf("list processes: %w", err)
+		}
+		left = left[:0]
+		for _, p := range procs {
+			for _, r := range running {
+				if r.PID == p.PID && (p.Name == "" || strings.EqualFold(r.Name, p.Name)) {
+					left = append(left, p)
+					break
+				}
+			}
+		}
+		return len(left) == 0, nil
+	})
+	return left, err
+}
+
+// winsHalt records what winsStopService changed, so that an op that fails
+// later can put it back.
+type winsHalt struct {
+	// wasRunning is true when the service was not Stopped before.
+	wasRunning bool
+	// recovery holds the failure actions that were switched off; nil
+	// when none were.
+	recovery *winos.Recovery
+}
+
+// winsStopService stops the rancher-wins service for good, so that its
+// binary can be removed or replaced: its failure actions are switched off
+// first (wins registers itself to restart 5, 10 and 15 s after a failure,
+// and killing its process is a failure), the service is stopped (its
+// process killed when it ignores the stop), its process must be gone, and
+// the service must stay stopped for winsLimits.settle. A missing service
+// is already stopped. The returned winsHalt is never nil: call undo when
+// the op fails and the service stays.
+func winsStopService(ctx context.Context, w winos.OS) (*winsHalt, error) {
+	h := &winsHalt{}
+	svc, err := w.Service(ops.WinsService)
+	if winsNotFound(err) {
+		return h, nil
+	}
+	if err != nil {
+		return h, fmt.Errorf("read service %s: %w", ops.WinsService, err)
+	}
+	h.wasRunning = svc.Status != winos.StatusStopped
+	rec, err := w.Recovery(ops.WinsService)
+	if err != nil && !winsNotFound(err) {
+		return h, fmt.Errorf("read the failure actions of service %s: %w", ops.WinsService, err)
+	}
+	if winsActs(rec) {
+		off := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryNone}}, ResetPeriod: rec.ResetPeriod}
+		err := w.SetRecovery(ops.WinsService, off)
+		switch {
+		case err == nil:
+			h.recovery = &rec
+		case winos.Code(err) == winos.ErrServiceMarkedForDelete || winsNotFound(err):
+			// The service goes away once it stops; the service control
+			// manager restarts no service marked for deletion.
+		default:
+			return h, fmt.Errorf("switch off the failure actions of service %s before stopping it: %w", ops.WinsService, err)
+		}
+	}
+	const rounds = 3
+	for round := 1; ; round++ {
+		if err := winsStopOnce(ctx, w); err != nil {
+			return h, err
+		}
+		stayed, err := winsStaysStopped(ctx, w)
+		if err != nil || stayed {
+			return h, err
+		}
+		if round == rounds {
+			return h, Fail("service", "service %s started again each of the %d times it was stopped: something other than its failure actions restarts it; stop that first", ops.WinsService, rounds)
+		}
+	}
+}
+
+// winsActs reports whether failure actions do anything (restart the
+// service, run a command or reboot the computer).
+func winsActs(r winos.Recovery) bool {
+	for _, a := range r.Actions {
+		if a.Type != winos.RecoveryNone {
+			return true
+		}
+	}
+	return false
+}
+
+// winsStopOnce stops the service and waits until it is Stopped and its
+// process has exited, killing the process when the service ignores its
+// stop control for winsLimits.stop.
+func winsStopOnce(ctx context.Context, w winos.OS) error {
+	name := ops.WinsService
+	status := func() (winos.Service, bool, error) {
+		svc, err := w.Service(name)
+		if winsNotFound(err) {
+			return svc, true, nil
+		}
+		if err != nil {
+			return svc, false, fmt.Errorf("read service %s: %w", name, err)
+		}
+		return svc, false, nil
+	}
+	svc, gone, err := status()
+	if gone || err != nil {
+		return err
+	}
+	switch svc.Status {
+	case winos.StatusStartPending, winos.StatusContinuePending, winos.StatusPausePending:
+		// A service in these states takes no stop control (error 1061).
+		ok, err := winsPoll(ctx, winsLimits.stop, func() (bool, error) {
+			s, gone, err := status()
+			svc = s
+			return gone || (s.Status != winos.StatusStartPending && s.Status != winos.StatusContinuePending && s.Status != winos.StatusPausePending), err
+		})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Fail("timeout", "service %s is still %s after %s and takes no stop control meanwhile", name, svc.Status, winsLimits.stop)
+		}
+	}
+	pid, image := svc.PID, winsImage(w, svc.PID)
+	if svc.Status != winos.StatusStopped && svc.Status != winos.StatusStopPending {
+		err := w.StopService(name)
+		switch winos.Code(err) {
+		case 0, winos.ErrServiceNotActive, winos.ErrServiceCannotAcceptCtrl, winos.ErrServiceDoesNotExist:
+		default:
+			return fmt.Errorf("stop service %s: %w", name, err)
+		}
+	}
+	stopped := func() (bool, error) {
+		s, gone, err := status()
+		return gone || s.Status == winos.StatusStopped, err
+	}
+	ok, err := winsPoll(ctx, winsLimits.stop, stopped)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// It ignores the stop control: end its process. Its failure
+		// actions are off, so this crash restarts nothing.
+		if pid != 0 {
+			if err := w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+				return fmt.Errorf("service %s did not stop within %s; killing its process %d: %w", name, winsLimits.stop, pid, err)
+			}
+		}
+		if ok, err = winsPoll(ctx, winsLimits.stop, stopped); err != nil {
+			return err
+		}
+		if !ok {
+			return Fail("timeout", "service %s did not stop within %s, nor %s after its process %d was killed", name, winsLimits.stop, winsLimits.stop, pid)
+		}
+	}
+	if pid == 0 {
+		return nil
+	}
+	// Stopped is reported before the process has exited, and its binary
+	// stays locked until it has.
+	left, err := winsWaitGone(ctx, w, []ops.Process{{PID: pid, Name: image}})
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return Fail("timeout", "process %d of service %s still runs %s after the service stopped; its binary stays locked", pid, name, winsLimits.exit)
+	}
+	return nil
+}
+
+// winsImage is the image name of process pid ("" when it is not running).
+func winsImage(w winos.OS, pid int) string {
+	if pid == 0 {
+		return ""
+	}
+	procs, err := w.Processes()
+	if err != nil {
+		return ""
+	}
+	for _, p := range procs {
+		if p.PID == pid {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// winsStaysStopped watches the stopped service for winsLimits.settle and
+// reports whether it stayed stopped (or went away).
+func winsStaysStopped(ctx context.Context, w winos.OS) (bool, error) {
+	restarted := false
+	_, err := winsPoll(ctx, winsLimits.settle, func() (bool, error) {
+		svc, err := w.Service(ops.WinsService)
+		if winsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read service %s: %w", ops.WinsService, err)
+		}
+		restarted = svc.Status != winos.StatusStopped
+		return restarted, nil
+	})
+	return !restarted, err
+}
+
+// undo puts back what winsStopService changed while the service is still
+// registered: its failure actions and, when start is set and it was
+// running, its running state (without waiting for it).
+func (h *winsHalt) undo(w winos.OS, start bool) error {
+	registered, err := winsRegistered(w)
+	if err != nil || !registered {
+		return err
+	}
+	var errs []error
+	if h.recovery != nil {
+		if err := w.SetRecovery(ops.WinsService, *h.recovery); err != nil {
+			errs = append(errs, fmt.Errorf("restore the failure actions of service %s: %w", ops.WinsService, err))
+		}
+	}
+	if start && h.wasRunning {
+		if err := w.StartService(ops.WinsService); err != nil && winos.Code(err) != winos.ErrServiceAlreadyRunning {
+			errs = append(errs, fmt.Errorf("start service %s again: %w", ops.WinsService, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// winsOrphansStop stops the rancher-wins-* processes wins started on the
+// host: they keep their binaries locked, so they must go before wins'
+// files are replaced.
+func winsOrphansStop(ctx context.Context, w winos.OS, _ ops.WinsOrphansStopRequest) (ops.WinsOrphansStopResponse, error) {
+	orphans, err := winsOrphans(w)
+	if err != nil {
+		return ops.WinsOrphansStopResponse{}, err
+	}
+	left, err := winsKill(ctx, w, orphans)
+	if err != nil {
+		return ops.WinsOrphansStopResponse{}, err
+	}
+	if len(left) > 0 {
+		return ops.WinsOrphansStopResponse{}, Fail("timeout", "process %d (%s) still runs %s after being stopped; its binary stays locked", left[0].PID, left[0].Name, winsLimits.exit)
+	}
+	return ops.WinsOrphansStopResponse{Stopped: orphans}, nil
+}

@@ -1,0 +1,29 @@
+package agentbin
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestMissingArchitectureSaysHowToBuild(t *testing.T) {
+	_, err := For("mips64")
+	if !errors.Is(err, ErrNotBuilt) || !strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), "windows/mips64") {
+		t.Errorf("err = %v, want ErrNotBuilt saying to run make build", err)
+	}
+}
+
+func TestEmbeddedAgentsHaveDigests(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		a, err := For(arch)
+		if errors.Is(err, ErrNotBuilt) {
+			t.Fatalf("%v: `make test` builds the agent first; with plain go test, run `make agent` once", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.SHA256) != 64 || len(a.Binary) < 1<<20 || string(a.Binary[:2]) != "MZ" {
+			t.Errorf("%s: %d bytes, sha256 %q: not a Windows executable", arch, len(a.Binary), a.SHA256)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/agentbin"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// countingConn counts the bytes uploaded through it and may corrupt them.
+type countingConn struct {
+	*remote.Client
+	sent    atomic.Int64
+	corrupt bool
+}
+
+func (c *countingConn) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(int64)) error {
+	c.sent.Add(size)
+	if c.corrupt {
+		data, err := io.ReadAll(io.NewSectionReader(src, 0, size))
+		if err != nil {
+			return err
+		}
+		data[len(data)/2] ^= 0xff
+		src = bytes.NewReader(data)
+	}
+	return c.Client.Upload(ctx, src, size, remotePath, progress)
+}
+
+func dial(t *testing.T, ts *simnode.TestServer) *countingConn {
+	t.Helper()
+	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SSHConfigFile = "none"
+	c, err := remote.Dial(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &countingConn{Client: c}
+}
+
+func embeddedAgent(t *testing.T) agentbin.Agent {
+	t.Helper()
+	a, err := agentbin.For("amd64")
+	if err != nil {
+		t.Fatalf("%v (run `make agent` before go test)", err)
+	}
+	return a
+}
+
+// The agent goes to the node once per version: the first contact uploads
+// and verifies it and removes older versions, later ones send nothing and
+// say so at -v.
+func TestAgentUploadedOncePerVersion(t *testing.T) {
+	ts := simnode.StartTest(t)
+	a := embeddedAgent(t)
+	old := ops.AgentDir + `\swdt-agent-00000000deadbeef.exe`
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Node().WriteFile(old, []byte("MZ an older swdt-agent")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var log1 bytes.Buffer
+	first := dial(t, ts)
+	if _, err := node.New("winworker", first, slog.New(slog.NewTextHandler(&log1, nil))).Facts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := first.sent.Load(); got != int64(len(a.Binary)) {
+		t.Errorf("first contact sent %d bytes, want the agent's %d", got, len(a.Binary))
+	}
+	if !strings.Contains(log1.String(), "swdt-agent uploaded and verified") {
+		t.Errorf("first contact's -v log does not say the agent was uploaded:\n%s", log1.String())
+	}
+	if got, _, err := ts.Node().Hash(ops.AgentPath(a.SHA256)); err != nil || got != a.SHA256 {
+		t.Errorf("agent on the node: sha256 %s, err %v; want %s", got, err, a.SHA256)
+	}
+	if ts.Node().Exists(old) {
+		t.Error("the older agent version was not removed")
+	}
+
+	var log2 bytes.Buffer
+	second := dial(t, ts)
+	n := node.New("winworker", second, slog.New(slog.NewTextHandler(&log2, nil)))
+	for range 2 {
+		if _, err := n.Facts(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := second.sent.Load(); got != 0 {
+		t.Errorf("second contact sent %d agent bytes, want 0", got)
+	}
+	if !strings.Contains(log2.String(), "swdt-agent is on the node, nothing sent") {
+		t.Errorf("second contact's -v log does not say the agent was reused:\n%s", log2.String())
+	}
+}
+
+// An upload that arrives corrupted is caught by the agent's own hash,
+// removed, and reported; the next run uploads it again.
+func TestCorruptedAgentUploadIsRemoved(t *testing.T) {
+	ts := simnode.StartTest(t)
+	a := embeddedAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dial(t, ts)
+	c.corrupt = true
+	_, err := node.New("winworker", c, nil).Facts(ctx)
+	if err == nil || !strings.Contains(err.Error(), "the upload was corrupted") {
+		t.Fatalf("err = %v, want a corrupted upload", err)
+	}
+	if ts.Node().Exists(ops.AgentPath(a.SHA256)) {
+		t.Error("the corrupted agent was left on the node")
+	}
+	c.corrupt = false
+	if _, err := node.New("winworker", c, nil).Facts(ctx); err != nil {
+		t.Fatalf("next run: %v", err)
+	}
+}
+
+// A node where the freshly uploaded agent never answers does not hang
+// swdt: the delivery is bounded and says what did not answer.
+func TestAgentDeliveryIsBounded(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{OpLatencyMS: map[string]int{ops.AgentInfo.Name: int(time.Hour.Milliseconds())}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := node.New("winworker", dial(t, ts), nil).Facts(ctx)
+	var te *node.TimeoutError
+	if !errors.As(err, &te) || te.Op != "deliver swdt-agent" || !strings.Contains(err.Error(), "node winworker") {
+		t.Fatalf("err = %v, want a *node.TimeoutError for the delivery", err)
+	}
+}

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// run runs op with req through the agent on the node (call delivered it)
+// and decodes its result. A failure the agent reports is an *OpError;
+// transport failures are returned wrapped.
+func run[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req) (Resp, error) {
+	var resp Resp
+	if err := ctx.Err(); err != nil {
+		return resp, fmt.Errorf("op %s: %w", op.Name, err)
+	}
+	raw, err := n.exec(ctx, n.agent(), op.Name, req)
+	if err != nil {
+		return resp, err
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return resp, fmt.Errorf("op %s: decode result: %w", op.Name, err)
+		}
+	}
+	return resp, nil
+}
+
+// exec runs one op with the agent at path and returns its result data.
+func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMessage, error) {
+	params, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("op %s: encode request: %w", name, err)
+	}
+	n.logger.Debug("run op", "op", name, "params", string(params))
+	var stdout, stderr bytes.Buffer
+	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), &stdout, &stderr)
+	if err != nil {
+		return nil, fmt.Errorf("op %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		// The transport may return a clean exit for a session torn down
+		// by the cancellation; the output is then not to be trusted.
+		return nil, fmt.Errorf("op %s: %w", name, err)
+	}
+	env, perr := ops.ParseEnvelope(stdout.Bytes())
+	if perr != nil {
+		detail := strings.TrimSpace(stderr.String())
+		if detail == "" {
+			detail = tail(stdout.String(), 2000)
+		}
+		return nil, &OpError{Op: name, Kind: "protocol", Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
+	}
+	if !env.OK {
+		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: strings.TrimSpace(stderr.String())}
+	}
+	return env.Data, nil
+}
+
+// OpError is an op that ran and reported failure, or whose output could not
+// be understood.
+type OpError struct {
+	// Op is the op's name.
+	Op string
+	// Kind is the op's error class ("not-found", "timeout", "protocol"...).
+	Kind string
+	// Message is the op's own explanation.
+	Message string
+	// Stderr is what the agent (or the shell that could not start it)
+	// wrote to stderr, if anything.
+	Stderr string
+}
+
+func (e *OpError) Error() string {
+	msg := fmt.Sprintf("op %s failed (%s): %s", e.Op, e.Kind, e.Message)
+	if e.Stderr != "" {
+		msg += "\n" + e.Stderr
+	}
+	return msg
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

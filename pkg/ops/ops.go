@@ -1,0 +1,139 @@
+// Package ops is the catalogue of node ops: each op's name and its typed
+// request and response, the result envelope the agent prints, and the
+// command line that runs the agent on a node.
+//
+// The same types are used by swdt (pkg/node), by the agent's handlers
+// (pkg/agent) and by the simulator (pkg/simnode), so the three cannot
+// drift apart. Requests carry every parameter as JSON on the agent's
+// stdin; nothing a user wrote is ever placed on a command line.
+package ops
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// Op names one op and binds its request and response types.
+type Op[Req, Resp any] struct {
+	// Name is the op's name: the NAME of `swdt-agent op NAME`.
+	Name string
+}
+
+// register records an op's name in the catalogue and returns it.
+func register[Req, Resp any](name string) Op[Req, Resp] {
+	if _, dup := names[name]; dup {
+		panic("ops: op " + name + " registered twice")
+	}
+	names[name] = struct{}{}
+	return Op[Req, Resp]{Name: name}
+}
+
+var names = map[string]struct{}{}
+
+// Names lists every op of the catalogue, sorted.
+func Names() []string {
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ResultMarker starts the one stdout line that carries an op's result
+// envelope. Anything else on stdout (a shell banner, a profile's output)
+// is ignored.
+const ResultMarker = "#swdt-result-v1#"
+
+// Envelope is the one result line the agent prints behind ResultMarker.
+type Envelope struct {
+	OK    bool            `json:"ok"`
+	Data  json.RawMessage `json:"data,omitempty"`
+	Error *EnvelopeError  `json:"error,omitempty"`
+}
+
+// EnvelopeError is a failed op's typed error.
+type EnvelopeError struct {
+	// Kind is a short machine-readable class, e.g. "not-found",
+	// "access-denied", "timeout", "exception".
+	Kind string `json:"kind"`
+	// Message is the human-readable detail.
+	Message string `json:"message"`
+}
+
+// FormatEnvelope renders the result line the agent prints.
+func FormatEnvelope(env Envelope) ([]byte, error) {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope: %w", err)
+	}
+	return append(append([]byte(ResultMarker), raw...), "\r\n"...), nil
+}
+
+// ParseEnvelope finds the last line of stdout that starts with
+// ResultMarker and decodes it. Stray output before or after is ignored.
+func ParseEnvelope(stdout []byte) (*Envelope, error) {
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		line := bytes.TrimRight(sc.Bytes(), "\r")
+		if i := bytes.Index(line, []byte(ResultMarker)); i >= 0 {
+			last = append(last[:0], line[i+len(ResultMarker):]...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read op output: %w", err)
+	}
+	if last == nil {
+		return nil, fmt.Errorf("no result line (%s) in op output", ResultMarker)
+	}
+	var env Envelope
+	if err := json.Unmarshal(last, &env); err != nil {
+		return nil, fmt.Errorf("decode result line: %w", err)
+	}
+	if !env.OK && env.Error == nil {
+		return nil, fmt.Errorf("result line reports failure without an error")
+	}
+	return &env, nil
+}
+
+// AgentDir is where swdt keeps the agent on a node.
+const AgentDir = `C:\ProgramData\swdt`
+
+// AgentPath is the content-addressed path of the agent whose SHA-256 is
+// digest (lower-case hex). The name holds no spaces and no characters any
+// shell treats specially, so the same command line runs under cmd.exe,
+// powershell.exe and pwsh as sshd's default shell.
+func AgentPath(digest string) string {
+	return AgentDir + `\swdt-agent-` + digest[:16] + `.exe`
+}
+
+// agentPathRE matches what AgentPath returns.
+var agentPathRE = regexp.MustCompile(`^C:\\ProgramData\\swdt\\swdt-agent-[0-9a-f]{16}\.exe$`)
+
+// IsAgentPath reports whether p is a path AgentPath returns.
+func IsAgentPath(p string) bool { return agentPathRE.MatchString(p) }
+
+// CommandLine is the exact command line that runs op name with the agent
+// at path: `<path> op <name>`. Both parts come from swdt itself, never
+// from user data.
+func CommandLine(path, name string) string {
+	return path + " op " + name
+}
+
+// ParseCommandLine is the inverse of CommandLine: ok is false for any
+// other command line.
+func ParseCommandLine(cmd string) (path, name string, ok bool) {
+	m := commandRE.FindStringSubmatch(cmd)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+var commandRE = regexp.MustCompile(`^(C:\\ProgramData\\swdt\\swdt-agent-[0-9a-f]{16}\.exe) op ([a-z][a-z0-9-]*)$`)

@@ -1,0 +1,228 @@
+package ops
+
+// Ops of the hot-swap (DESIGN.md §4).
+var (
+	// ProvisionInspect reads, in one round trip, what the plan needs: each
+	// destination's size, hash and version, and the state of each service
+	// and of every service that depends on it.
+	ProvisionInspect = register[ProvisionInspectRequest, ProvisionInspectResponse]("provision-inspect")
+	// FileHash hashes files on the node (to verify staged uploads).
+	FileHash = register[FileHashRequest, FileHashResponse]("file-hash")
+	// FilesRemove deletes leftover files (staged uploads after a failure).
+	FilesRemove = register[FilesRemoveRequest, FilesRemoveResponse]("files-remove")
+	// ServiceSwap stops services, renames staged binaries into place, starts
+	// services, runs health checks and rolls a failed binary back, all on
+	// the node in one op so that downtime does not depend on round trips.
+	ServiceSwap = register[ServiceSwapRequest, ServiceSwapResponse]("service-swap")
+	// SwapRecover puts backups back where a destination is missing and
+	// starts services: the repair after a swap was interrupted.
+	SwapRecover = register[SwapRecoverRequest, SwapRecoverResponse]("swap-recover")
+)
+
+// ProvisionTarget names one service and the binary that feeds it.
+type ProvisionTarget struct {
+	// Service is the Windows service name.
+	Service string `json:"service"`
+	// Destination is the absolute Windows path of the binary.
+	Destination string `json:"destination"`
+	// Known is what swdt recorded of the destination last time. When the
+	// file's size and last-write time still match, the op reports Known's
+	// digest instead of reading the whole file again (rsync's quick check;
+	// renames keep the time, so a swapped binary keeps its record).
+	Known *FileInfo `json:"known,omitempty"`
+}
+
+// ProvisionInspectRequest lists the targets to inspect.
+type ProvisionInspectRequest struct {
+	Targets []ProvisionTarget `json:"targets"`
+}
+
+// FileInfo describes one file on the node.
+type FileInfo struct {
+	// Path is the Windows path asked about.
+	Path string `json:"path"`
+	// Exists is false when there is no file at Path.
+	Exists bool `json:"exists"`
+	// Size in bytes.
+	Size int64 `json:"size"`
+	// SHA256 is the lower-case hex digest.
+	SHA256 string `json:"sha256"`
+	// Version is the executable's file version, if it has one.
+	Version string `json:"version,omitempty"`
+	// ModTicks is the last-write time in UTC, as .NET ticks (100 ns since
+	// 0001-01-01).
+	ModTicks int64 `json:"modTicks"`
+	// Cached is true when SHA256 came from the request's Known record.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// ServiceInfo describes one Windows service.
+type ServiceInfo struct {
+	// Name is the service name.
+	Name string `json:"name"`
+	// Exists is false when no such service is registered.
+	Exists bool `json:"exists"`
+	// Status is Stopped, StartPending, Running, StopPending, ...
+	Status string `json:"status,omitempty"`
+	// StartType is Automatic, Manual or Disabled.
+	StartType string `json:"startType,omitempty"`
+	// PID of the service process while it runs, else 0.
+	PID int `json:"pid,omitempty"`
+	// BinaryPath is the service's command line as registered.
+	BinaryPath string `json:"binaryPath,omitempty"`
+	// DependsOn are the services this one needs.
+	DependsOn []string `json:"dependsOn"`
+	// Dependents are the services that need this one (direct only).
+	Dependents []string `json:"dependents"`
+}
+
+// ProvisionInspectResponse is what the plan is made from.
+type ProvisionInspectResponse struct {
+	// Files has one entry per target, in request order.
+	Files []FileInfo `json:"files"`
+	// Services holds every target service and, transitively, every
+	// service that depends on one.
+	Services []ServiceInfo `json:"services"`
+}
+
+// FileHashRequest lists files to hash.
+type FileHashRequest struct {
+	Paths []string `json:"paths"`
+}
+
+// FileHashResponse has one entry per requested path, in order.
+type FileHashResponse struct {
+	Files []FileInfo `json:"files"`
+}
+
+// FilesRemoveRequest lists files to delete; missing files are not an error.
+type FilesRemoveRequest struct {
+	Paths []string `json:"paths"`
+}
+
+// FilesRemoveResponse lists what was removed.
+type FilesRemoveResponse struct {
+	Removed []string `json:"removed"`
+}
+
+// HealthCheckSpec is one check of a started service (exactly one field set).
+type HealthCheckSpec struct {
+	NamedPipe string   `json:"namedPipe,omitempty"`
+	TCPPort   int32    `json:"tcpPort,omitempty"`
+	Command   []string `json:"command,omitempty"`
+}
+
+// SwapItem is one binary to put into place.
+type SwapItem struct {
+	// Service is fed by the binary.
+	Service string `json:"service"`
+	// Destination is where the service runs the binary from.
+	Destination string `json:"destination"`
+	// Staged is the verified upload (Destination + ".swdt-new").
+	Staged string `json:"staged"`
+	// Backup is where the old binary is kept (Destination + ".swdt-bak").
+	Backup string `json:"backup"`
+	// HealthChecks must pass after the service starts.
+	HealthChecks []HealthCheckSpec `json:"healthChecks"`
+}
+
+// ServiceSwapRequest describes one swap transaction.
+type ServiceSwapRequest struct {
+	// StopOrder lists services to stop, dependents first.
+	StopOrder []string `json:"stopOrder"`
+	// Items are the binaries to put into place.
+	Items []SwapItem `json:"items"`
+	// StartOrder lists services to start, dependencies first.
+	StartOrder []string `json:"startOrder"`
+	// StopTimeoutMs is how long a stop may take before the process is
+	// killed.
+	StopTimeoutMs int `json:"stopTimeoutMs"`
+	// StartTimeoutMs is how long a service may take to reach Running.
+	StartTimeoutMs int `json:"startTimeoutMs"`
+	// SettleMs is how long a started service must stay Running.
+	SettleMs int `json:"settleMs"`
+	// HealthTimeoutMs is how long health checks are retried.
+	HealthTimeoutMs int `json:"healthTimeoutMs"`
+}
+
+// Swap item results.
+const (
+	SwapResultSwapped    = "swapped"
+	SwapResultRolledBack = "rolled-back"
+	SwapResultFailed     = "failed"
+)
+
+// SwapItemResult is the outcome for one item.
+type SwapItemResult struct {
+	Service     string `json:"service"`
+	Destination string `json:"destination"`
+	// Result is swapped, rolled-back or failed.
+	Result string `json:"result"`
+	// Error says what went wrong (empty when swapped).
+	Error string `json:"error,omitempty"`
+	// ExitCode is the service's last Win32 exit code after a failure.
+	ExitCode int `json:"exitCode,omitempty"`
+	// Events are the service's last event-log lines after a failure.
+	Events []string `json:"events,omitempty"`
+	// DowntimeMs is from the start of this service's stop to its Running
+	// again (after rollback if any); 0 when the swap did not stop it (it
+	// was not running) or it is not Running at the end.
+	DowntimeMs int64 `json:"downtimeMs"`
+}
+
+// ServiceSwapResponse reports the transaction.
+type ServiceSwapResponse struct {
+	Items []SwapItemResult `json:"items"`
+	// Killed lists services whose process had to be killed to stop.
+	Killed []string `json:"killed"`
+	// NotStarted lists services that were to be started but are not
+	// Running at the end, with the reason.
+	NotStarted []ServiceProblem `json:"notStarted"`
+	// AlsoStopped lists running services that depend on a service the
+	// swap stopped but were not in StopOrder: Windows refuses to stop a
+	// service while a dependent runs, so the swap stopped them first and
+	// started them again afterwards.
+	AlsoStopped []string `json:"alsoStopped"`
+	// Downtime has one entry per service the swap stopped (those of
+	// StopOrder that were not already Stopped, and AlsoStopped), in the
+	// order they were stopped.
+	Downtime []ServiceDowntime `json:"downtime"`
+	// RecoveryNotRestored lists services whose failure actions the swap
+	// switched off (to kill a process, or while a new binary was on
+	// trial) and could not put back.
+	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
+}
+
+// ServiceDowntime is how long one service the swap stopped was down.
+type ServiceDowntime struct {
+	Service string `json:"service"`
+	// DowntimeMs is from the start of the service's stop to its Running
+	// again; for a service that is not Running at the end of the op (see
+	// NotStarted), up to the end of the op.
+	DowntimeMs int64 `json:"downtimeMs"`
+	// Running is true when the service was Running at the end of the op.
+	Running bool `json:"running"`
+}
+
+// ServiceProblem names a service and what is wrong with it.
+type ServiceProblem struct {
+	Service string `json:"service"`
+	Error   string `json:"error"`
+}
+
+// SwapRecoverRequest lists items of an interrupted swap and the services
+// that must run.
+type SwapRecoverRequest struct {
+	Items []SwapItem `json:"items"`
+	Start []string   `json:"start"`
+}
+
+// SwapRecoverResponse reports what was repaired.
+type SwapRecoverResponse struct {
+	// Restored lists destinations put back from their backup.
+	Restored []string `json:"restored"`
+	// Started lists services that had to be started.
+	Started []string `json:"started"`
+	// NotStarted lists services that would not start.
+	NotStarted []ServiceProblem `json:"notStarted"`
+}

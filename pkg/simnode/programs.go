@@ -1,0 +1,236 @@
+package simnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// The programs and fixed scripts of the simulated Windows layer. simnode
+// runs no program: a command line given to a known program (hostname.exe,
+// whoami.exe, choco.exe, a wins binary) is answered from the state model,
+// and any other existing executable "runs" and exits 0 without output, as
+// a health-check command that works would. A missing executable cannot be
+// started, as on Windows.
+
+// system32 is where a bare program name is found.
+const system32 = `C:\Windows\System32\`
+
+// program plays one program: args are the arguments after its path.
+type program func(ctx context.Context, n *Node, path string, args []string, stdin []byte) (winos.Result, error)
+
+// programs are the simulated programs by lower-case file name.
+var programs = map[string]program{
+	"hostname.exe": func(_ context.Context, n *Node, _ string, _ []string, _ []byte) (winos.Result, error) {
+		return winos.Result{Stdout: []byte(n.Hostname() + "\r\n")}, nil
+	},
+	"whoami.exe": func(_ context.Context, n *Node, _ string, _ []string, _ []byte) (winos.Result, error) {
+		return winos.Result{Stdout: []byte(strings.ToLower(n.Username()) + "\r\n")}, nil
+	},
+	"choco.exe": runChoco,
+	"sc.exe":    runSC,
+}
+
+// runSC plays `sc.exe delete NAME`, the one sc.exe command the agent
+// runs. Like sc.exe it exits with the Win32 error code.
+func runSC(_ context.Context, n *Node, _ string, args []string, _ []byte) (winos.Result, error) {
+	if len(args) != 2 || !strings.EqualFold(args[0], "delete") {
+		return winos.Result{ExitCode: 1639, Stdout: []byte("DESCRIPTION:\r\n        SC is a command line program used for communicating with the\r\n        Service Control Manager and services.\r\n")}, nil
+	}
+	err := n.DeleteService(args[1])
+	var se *ServiceError
+	switch {
+	case err == nil:
+		return winos.Result{Stdout: []byte("[SC] DeleteService SUCCESS\r\n")}, nil
+	case errors.As(err, &se) && se.Code == CodeServiceDoesNotExist:
+		return winos.Result{ExitCode: se.Code, Stdout: []byte(fmt.Sprintf("[SC] OpenService FAILED %d:\r\n\r\n%s\r\n\r\n", se.Code, se.Message))}, nil
+	case errors.As(err, &se):
+		return winos.Result{ExitCode: se.Code, Stdout: []byte(fmt.Sprintf("[SC] DeleteService FAILED %d:\r\n\r\n%s\r\n\r\n", se.Code, se.Message))}, nil
+	}
+	return winos.Result{}, err
+}
+
+// runProgram is winos.OS.Run on the simulated node.
+func (n *Node) runProgram(ctx context.Context, cmd winos.Command) (winos.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return winos.Result{}, err
+	}
+	exe := cmd.Path
+	if !strings.ContainsAny(exe, `\/:`) {
+		exe = system32 + exe
+	}
+	if fi, err := n.Stat(exe); err != nil || fi.IsDir {
+		return winos.Result{}, &winos.Error{Op: "start process", Target: exe, Code: winos.ErrFileNotFound,
+			Message: "The system cannot find the file specified."}
+	}
+	if len(cmd.Args) > 0 && (strings.EqualFold(cmd.Args[0], "cli") || strings.EqualFold(cmd.Args[0], "srv")) {
+		return n.runWinsProgram(ctx, exe, cmd.Args)
+	}
+	base := strings.ToLower(exe[strings.LastIndexAny(exe, `\/`)+1:])
+	if p := programs[base]; p != nil {
+		return p(ctx, n, exe, cmd.Args, cmd.Stdin)
+	}
+	return winos.Result{}, nil
+}
+
+// runWinsProgram plays a wins binary: what wins prints on failure goes to
+// stderr (wins logs through logrus to stderr) with exit code 1.
+func (n *Node) runWinsProgram(ctx context.Context, exe string, args []string) (winos.Result, error) {
+	out, err := n.runWins(ctx, exe, args)
+	if ctx.Err() != nil {
+		return winos.Result{}, ctx.Err()
+	}
+	if err != nil {
+		return winos.Result{ExitCode: 1, Stderr: []byte(err.Error() + "\r\n")}, nil
+	}
+	return winos.Result{Stdout: []byte(out)}, nil
+}
+
+// runChoco plays choco.exe: --version, list and install, with v1's and
+// v2's differences in list.
+func runChoco(_ context.Context, n *Node, _ string, args []string, _ []byte) (winos.Result, error) {
+	c := n.Chocolatey()
+	fail := func(format string, a ...any) (winos.Result, error) {
+		return winos.Result{ExitCode: 1, Stdout: []byte(fmt.Sprintf(format, a...) + "\r\n")}, nil
+	}
+	if len(args) == 0 {
+		return fail("Chocolatey v%s\r\nPlease run 'choco -?' or 'choco <command> -?' for help menu.", c.Version)
+	}
+	v2 := !strings.HasPrefix(c.Version, "0.") && !strings.HasPrefix(c.Version, "1.")
+	switch strings.ToLower(args[0]) {
+	case "--version", "-v":
+		return winos.Result{Stdout: []byte(c.Version + "\r\n")}, nil
+	case "list":
+		local := hasFlag(args, "--local-only") || hasFlag(args, "-l") || hasFlag(args, "--lo")
+		if v2 && local {
+			return fail("Invalid argument --local-only. This argument has been removed from the list command and cannot be used.")
+		}
+		var lines []string
+		if !v2 && !local {
+			// v1's list queries the community feed.
+			for name, pkg := range c.Catalog {
+				lines = append(lines, name+"|"+pkg.Version)
+			}
+		} else {
+			lines = n.ChocoList()
+		}
+		return winos.Result{Stdout: []byte(strings.Join(lines, "\r\n") + "\r\n")}, nil
+	case "install":
+		if len(args) < 2 {
+			return fail("Package name is required. Please pass at least one package name to install.")
+		}
+		res, err := n.ChocoInstall(args[1])
+		if err != nil {
+			return winos.Result{}, err
+		}
+		out := res.Output
+		if res.ExitCode != 0 && res.ExitCode != 1641 && res.ExitCode != 3010 {
+			out = chocoFailureOutput(args[1], res.Output)
+		}
+		return winos.Result{ExitCode: res.ExitCode, Stdout: []byte(out + "\r\n")}, nil
+	}
+	return fail("Could not find a command registered that meets '%s'.", args[0])
+}
+
+// scripts play the fixed PowerShell scripts by name.
+var scripts = map[string]func(ctx context.Context, n *Node, input []byte) (winos.Result, error){
+	winos.ScriptLanguageMode.Name(): func(_ context.Context, n *Node, _ []byte) (winos.Result, error) {
+		return winos.Result{Stdout: []byte(n.LanguageMode() + "\r\n")}, nil
+	},
+	winos.ScriptChocoInstall.Name(): playChocoInstall,
+	winos.ScriptFirewallRules.Name(): func(ctx context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req struct{ Names []string }
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		type rule struct {
+			Name    string `json:"name"`
+			Exists  bool   `json:"exists"`
+			Enabled bool   `json:"enabled"`
+		}
+		out := []rule{}
+		for _, name := range req.Names {
+			r, ok := n.FirewallRule(name)
+			out = append(out, rule{Name: name, Exists: ok, Enabled: ok && r.Enabled})
+		}
+		raw, _ := json.Marshal(out)
+		return winos.Result{Stdout: append(raw, '\r', '\n')}, nil
+	},
+	winos.ScriptFirewallSet.Name(): func(ctx context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req struct {
+			Names   []string
+			Enabled bool
+		}
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		if err := n.OS().SetFirewallRules(ctx, req.Names, req.Enabled); err != nil {
+			return winos.Result{ExitCode: 1, Stderr: []byte(err.Error() + "\r\n")}, nil
+		}
+		return winos.Result{}, nil
+	},
+	winos.ScriptServiceEvents.Name(): func(ctx context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req struct {
+			Names []string
+			Since time.Time
+			Max   int
+		}
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		lines := []string{}
+		for _, name := range req.Names {
+			if _, err := n.Service(name); err == nil {
+				got, _ := n.OS().ServiceEvents(ctx, name, req.Since, req.Max)
+				lines = append(lines, got...)
+				break
+			}
+		}
+		raw, _ := json.Marshal(lines)
+		return winos.Result{Stdout: append(raw, '\r', '\n')}, nil
+	},
+}
+
+// scriptError is how powershell.exe ends a script whose input it could not
+// read: exit 1, the error on stderr.
+func scriptError(err error) (winos.Result, error) {
+	return winos.Result{ExitCode: 1, Stderr: []byte("ConvertFrom-Json : " + err.Error() + "\r\n")}, nil
+}
+
+// runScript is winos.OS.RunScript on the simulated node.
+func (n *Node) runScript(ctx context.Context, s winos.Script, input []byte) (winos.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return winos.Result{}, err
+	}
+	play := scripts[s.Name()]
+	if play == nil {
+		return winos.Result{}, fmt.Errorf("simnode does not simulate script %s", s.Name())
+	}
+	return play(ctx, n, input)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// chocoSource is the feed choco names in its failure output.
+const chocoSource = "https://community.chocolatey.org/api/v2/"
+
+// chocoFailureOutput is what choco v2 prints with --limit-output when an
+// install fails: the reason, the sources and the summary.
+func chocoFailureOutput(name, reason string) string {
+	return strings.Join([]string{
+		reason,
+		fmt.Sprintf(" Source(s): '%s'", chocoSource),
+		"",
+		"Chocolatey installed 0/1 packages. 1 packages failed.",
+		" See the log for details (C:\\ProgramData\\chocolatey\\logs\\chocolatey.log).",
+		"",
+		"Failures",
+		fmt.Sprintf(" - %s - %s", name, reason),
+	}, "\r\n")
+}

@@ -1,0 +1,272 @@
+package simnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// The simulated rancher/wins (DESIGN.md §5). wins.exe is never run: a
+// command line given to a wins binary is interpreted here, against the
+// machine's state, the way the real wins would answer it.
+
+// winsDefaultConfig is where wins reads its config unless registered with
+// --config.
+const winsDefaultConfig = `C:\etc\rancher\wins\config`
+
+// winsStopTimeout bounds how long the simulated wins waits for its service
+// to stop (wins --register stops a running service before re-creating it).
+const winsStopTimeout = 30 * time.Second
+
+// winsConfig is the part of wins' config file the simulator honours.
+type winsConfig struct {
+	WhiteList struct {
+		ProcessPaths []string `json:"processPaths"`
+	} `json:"white_list"`
+}
+
+// WinsCommand interprets argv as a command line run on the node when
+// argv[0] is an existing file invoked with one of wins' subcommands (cli
+// or srv), and returns wins' exit code and output. handled is false for
+// any other command, which the caller must simulate itself. It is the
+// hook for `command` health checks such as [wins.exe, cli, hst,
+// get-version], which pass only while the bridge works.
+func (n *Node) WinsCommand(ctx context.Context, argv []string) (exitCode int, output string, handled bool) {
+	if len(argv) < 2 || (!strings.EqualFold(argv[1], "cli") && !strings.EqualFold(argv[1], "srv")) {
+		return 0, "", false
+	}
+	if fi, err := n.Stat(argv[0]); err != nil || fi.IsDir {
+		return 0, "", false
+	}
+	out, err := n.runWins(ctx, argv[0], argv[1:])
+	if err != nil {
+		return 1, err.Error(), true
+	}
+	return 0, out, true
+}
+
+// runWins plays wins.exe run with args; an error is what wins prints
+// before exiting 1.
+func (n *Node) runWins(ctx context.Context, binary string, args []string) (string, error) {
+	if hangs, _ := n.Contains(binary, MarkerWinsHang); hangs {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	cmd := strings.ToLower(strings.Join(args[:min(3, len(args))], " "))
+	switch {
+	case cmd == "srv app run" && hasFlag(args, "--register"):
+		return "", n.winsRegister(ctx, binary, flagValue(args, "--config"))
+	case cmd == "srv app run" && hasFlag(args, "--unregister"):
+		return "", n.winsUnregister()
+	case cmd == "cli hst get-version":
+		if err := n.winsDial(); err != nil {
+			return "", err
+		}
+		return n.winsGetVersion()
+	case cmd == "cli prc run":
+		if err := n.winsDial(); err != nil {
+			return "", err
+		}
+		return n.winsRunProcess(flagValue(args, "--path"))
+	}
+	return "", fmt.Errorf("Incorrect Usage. No help topic for '%s'", strings.Join(args, " "))
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if strings.EqualFold(a, flag) {
+			return true
+		}
+	}
+	return false
+}
+
+// flagValue returns the value of "--flag value" or "--flag=value".
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if strings.EqualFold(a, flag) && i+1 < len(args) {
+			return args[i+1]
+		}
+		if len(a) > len(flag) && strings.EqualFold(a[:len(flag)+1], flag+"=") {
+			return a[len(flag)+1:]
+		}
+	}
+	return ""
+}
+
+// winsRegister is `wins.exe srv app run --register`: a registered service
+// is stopped and deleted first, then the service is created from binary
+// with the remaining flags, starting automatically, and left Stopped,
+// with wins' failure actions: restart after 5, 10 and 15 s, then nothing,
+// the count reset after 5 minutes.
+func (n *Node) winsRegister(ctx context.Context, binary, configPath string) error {
+	if svc, err := n.Service(ops.WinsService); err == nil {
+		if err := n.stopAndWait(ctx, svc); err != nil {
+			return fmt.Errorf("failed to register service: could not stop: %w", err)
+		}
+		if err := n.DeleteService(ops.WinsService); err != nil {
+			return fmt.Errorf("failed to register service: could not delete: %w", err)
+		}
+	}
+	args := []string{"srv", "app", "run"}
+	if configPath != "" {
+		args = append(args, "--config", configPath)
+	}
+	err := n.CreateService(ServiceConfig{Name: ops.WinsService, DisplayName: "Rancher Wins", BinaryPath: binary,
+		Args: args, StartType: StartAutomatic})
+	if err != nil {
+		return fmt.Errorf("failed to register service: could not create: %w", err)
+	}
+	return n.Update(func(s *State) error {
+		s.Services[strings.ToLower(ops.WinsService)].Recovery = &Recovery{ResetPeriod: 5 * time.Minute, Actions: []RecoveryAction{
+			{Type: "restart", Delay: 5 * time.Second}, {Type: "restart", Delay: 10 * time.Second},
+			{Type: "restart", Delay: 15 * time.Second}, {Type: "none"}}}
+		return nil
+	})
+}
+
+// winsUnregister is `wins.exe srv app run --unregister`: the service is
+// deleted (it goes away once it stops, as with sc.exe delete).
+func (n *Node) winsUnregister() error {
+	if _, err := n.Service(ops.WinsService); err != nil {
+		return fmt.Errorf("failed to unregister service: service hasn't been registered: %w", err)
+	}
+	if err := n.DeleteService(ops.WinsService); err != nil {
+		return fmt.Errorf("failed to unregister service: could not delete: %w", err)
+	}
+	return nil
+}
+
+// stopAndWait stops a service and waits for it, killing its process past
+// winsStopTimeout, as the wins ops do.
+func (n *Node) stopAndWait(ctx context.Context, svc Service) error {
+	if svc.Status == StatusStopped {
+		return nil
+	}
+	if svc.Status == StatusStartPending {
+		if _, err := n.WaitService(ctx, svc.Name, StatusRunning, winsStopTimeout); err != nil {
+			return err
+		}
+	}
+	if err := n.StopService(svc.Name); err != nil {
+		return err
+	}
+	if _, err := n.WaitService(ctx, svc.Name, StatusStopped, winsStopTimeout); err == nil {
+		return nil
+	}
+	if cur, err := n.Service(svc.Name); err == nil && cur.PID != 0 {
+		if err := n.KillProcess(cur.PID); err != nil {
+			return err
+		}
+	}
+	_, err := n.WaitService(ctx, svc.Name, StatusStopped, winsStopTimeout)
+	return err
+}
+
+// winsDial is a wins client connecting to \\.\pipe\rancher_wins: it works
+// only while the service runs and owns the pipe.
+func (n *Node) winsDial() error {
+	svc, err := n.Service(ops.WinsService)
+	if err != nil || svc.Status != StatusRunning || !n.PipeExists(ops.WinsPipe) {
+		return fmt.Errorf(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing open \\.\pipe\%s: The system cannot find the file specified."`, ops.WinsPipe)
+	}
+	return nil
+}
+
+// winsGetVersion answers `cli hst get-version` from the host registry.
+func (n *Node) winsGetVersion() (string, error) {
+	raw, err := json.Marshal(n.winsRegistryVersion())
+	if err != nil {
+		return "", err
+	}
+	return string(raw), nil
+}
+
+// winsRegistryVersion reads ops.WinsVersionKeys from the simulated
+// registry: numbers for DWORDs, strings otherwise, nil when absent.
+func (n *Node) winsRegistryVersion() map[string]any {
+	out := make(map[string]any, len(ops.WinsVersionKeys))
+	for _, k := range ops.WinsVersionKeys {
+		v, ok := n.RegistryValue(KeyCurrentVersion, k)
+		switch {
+		case !ok:
+			out[k] = nil
+		case v.Kind == "DWord" || v.Kind == "QWord":
+			out[k] = v.Number
+		default:
+			out[k] = v.String
+		}
+	}
+	return out
+}
+
+// winsRunProcess is `cli prc run --path p`: wins checks p against its
+// whitelist, renames it to rancher-wins-<name> in the same directory and
+// starts it. The simulated process prints the hostname and keeps running
+// (holding its file locked) until it is killed, like an orphan.
+func (n *Node) winsRunProcess(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("--path is required")
+	}
+	allowed, err := n.winsWhitelisted(p)
+	if err != nil {
+		return "", err
+	}
+	if !allowed {
+		return "", fmt.Errorf("rpc error: code = PermissionDenied desc = invalid path: %s is not in the white list", p)
+	}
+	w, err := parseWinPath(p)
+	if err != nil {
+		return "", err
+	}
+	if !n.Exists(p) {
+		return "", fmt.Errorf("rpc error: code = NotFound desc = could not found binary: %s does not exist", p)
+	}
+	renamed := string(w.dir().join(ops.WinsProcessPrefix + w.base()))
+	if err := n.Rename(p, renamed, true); err != nil {
+		return "", fmt.Errorf("rpc error: code = Internal desc = could not rename binary: %w", err)
+	}
+	if _, err := n.StartProcess(renamed, `"`+renamed+`"`); err != nil {
+		return "", fmt.Errorf("rpc error: code = Internal desc = could not create process: %w", err)
+	}
+	return n.Hostname(), nil
+}
+
+// winsWhitelisted reads the config file the service was registered with
+// and reports whether p is one of its processPaths (case-insensitively, as
+// Windows paths compare).
+func (n *Node) winsWhitelisted(p string) (bool, error) {
+	svc, err := n.Service(ops.WinsService)
+	if err != nil {
+		return false, err
+	}
+	path := flagValue(svc.Args, "--config")
+	if path == "" {
+		path = winsDefaultConfig
+	}
+	var cfg winsConfig
+	raw, err := n.ReadFile(path)
+	if err == nil {
+		err = yaml.Unmarshal(raw, &cfg)
+	}
+	if err != nil && !errors.Is(err, ErrNotExist) {
+		return false, fmt.Errorf("rpc error: code = Internal desc = could not load config from %s: %w", path, err)
+	}
+	want, err := parseWinPath(p)
+	if err != nil {
+		return false, nil
+	}
+	for _, allowed := range cfg.WhiteList.ProcessPaths {
+		if w, err := parseWinPath(allowed); err == nil && w.key() == want.key() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

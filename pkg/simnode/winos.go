@@ -1,0 +1,397 @@
+package simnode
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// OS returns the node as the agent's Windows layer: what pkg/agent's
+// handlers run against inside simnode. It applies the Win32 API's rules
+// where they differ from PowerShell's conveniences: starting a running
+// service or stopping a stopped one is an error, a stop is refused while a
+// dependent runs, a rename never replaces, a running executable cannot be
+// deleted or written.
+func (n *Node) OS() winos.OS { return simOS{n} }
+
+type simOS struct{ n *Node }
+
+var _ winos.OS = simOS{}
+
+// winErr turns simnode's errors into the Win32 codes the real layer
+// reports.
+func winErr(op, target string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *ServiceError
+	if errors.As(err, &se) {
+		return &winos.Error{Op: op, Target: se.Service, Code: winos.Errno(se.Code), Message: se.Message}
+	}
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return &winos.Error{Op: op, Target: fe.Path, Code: winos.Errno(fe.Code), Message: fe.Error()}
+	}
+	var f *OpFailure
+	if errors.As(err, &f) && f.Kind == "not-found" {
+		return &winos.Error{Op: op, Target: target, Code: winos.ErrFileNotFound, Message: f.Message}
+	}
+	if _, perr := parseWinPath(target); perr != nil && strings.ContainsAny(target, `\/`) {
+		return &winos.Error{Op: op, Target: target, Code: winos.ErrInvalidParameter, Message: perr.Error()}
+	}
+	return &winos.Error{Op: op, Target: target, Code: winos.ErrInvalidParameter, Message: err.Error()}
+}
+
+func (o simOS) Hostname() (string, error) { return o.n.Hostname(), nil }
+
+func (o simOS) CurrentUser() (winos.User, error) {
+	return winos.User{Name: o.n.Username(), Admin: o.n.IsAdmin()}, nil
+}
+
+func (o simOS) Service(name string) (winos.Service, error) {
+	svc, err := o.n.Service(name)
+	if err != nil {
+		return winos.Service{}, winErr("open service", name, err)
+	}
+	return winos.Service{
+		Name:         svc.Name,
+		DisplayName:  svc.DisplayName,
+		Status:       winos.ServiceStatus(svc.Status),
+		StartType:    string(svc.StartType),
+		PID:          svc.PID,
+		CommandLine:  servicePathName(svc),
+		Dependencies: svc.Dependencies,
+		ExitCode:     svc.LastExitCode,
+	}, nil
+}
+
+// Dependents returns every direct and indirect dependent, each one's own
+// dependents before it, as EnumDependentServices orders them.
+func (o simOS) Dependents(name string) ([]string, error) {
+	if _, err := o.n.Service(name); err != nil {
+		return nil, winErr("open service", name, err)
+	}
+	var out []string
+	seen := map[string]bool{strings.ToLower(name): true}
+	var visit func(string)
+	visit = func(s string) {
+		for _, d := range o.n.Dependents(s) {
+			if seen[strings.ToLower(d)] {
+				continue
+			}
+			seen[strings.ToLower(d)] = true
+			visit(d)
+			out = append(out, d)
+		}
+	}
+	visit(name)
+	return out, nil
+}
+
+func (o simOS) StartService(name string) error {
+	svc, err := o.n.Service(name)
+	if err != nil {
+		return winErr("start service", name, err)
+	}
+	if svc.Status == StatusRunning || svc.Status == StatusStartPending {
+		return &winos.Error{Op: "start service", Target: svc.Name, Code: winos.ErrServiceAlreadyRunning,
+			Message: "An instance of the service is already running."}
+	}
+	return winErr("start service", name, o.n.StartService(name))
+}
+
+func (o simOS) StopService(name string) error {
+	svc, err := o.n.Service(name)
+	if err != nil {
+		return winErr("stop service", name, err)
+	}
+	switch svc.Status {
+	case StatusStopped:
+		return &winos.Error{Op: "stop service", Target: svc.Name, Code: winos.ErrServiceNotActive,
+			Message: "The service has not been started."}
+	case StatusStopPending:
+		return &winos.Error{Op: "stop service", Target: svc.Name, Code: winos.ErrServiceCannotAcceptCtrl,
+			Message: "The service cannot accept control messages at this time."}
+	}
+	return winErr("stop service", name, o.n.StopService(name))
+}
+
+func (o simOS) Recovery(name string) (winos.Recovery, error) {
+	svc, err := o.n.Service(name)
+	if err != nil {
+		return winos.Recovery{}, winErr("query service failure actions", name, err)
+	}
+	var r winos.Recovery
+	if svc.Recovery != nil {
+		r.ResetPeriod = svc.Recovery.ResetPeriod
+		for _, a := range svc.Recovery.Actions {
+			t := winos.RecoveryNone
+			if a.Type == "restart" {
+				t = winos.RecoveryRestart
+			}
+			r.Actions = append(r.Actions, winos.RecoveryAction{Type: t, Delay: a.Delay})
+		}
+	}
+	return r, nil
+}
+
+func (o simOS) SetRecovery(name string, r winos.Recovery) error {
+	rec := &Recovery{ResetPeriod: r.ResetPeriod}
+	for _, a := range r.Actions {
+		t := "none"
+		switch a.Type {
+		case winos.RecoveryNone:
+		case winos.RecoveryRestart:
+			t = "restart"
+		default:
+			return &winos.Error{Op: "set service failure actions", Target: name, Code: winos.ErrInvalidParameter,
+				Message: "simnode models only restart and no-action failure actions"}
+		}
+		rec.Actions = append(rec.Actions, RecoveryAction{Type: t, Delay: a.Delay})
+	}
+	if len(rec.Actions) == 0 {
+		rec = nil
+	}
+	return winErr("set service failure actions", name, o.n.Update(func(s *State) error {
+		svc := s.Services[strings.ToLower(name)]
+		if svc == nil {
+			return svcErr(name, CodeServiceDoesNotExist)
+		}
+		svc.Recovery = rec
+		return nil
+	}))
+}
+
+func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, max int) ([]string, error) {
+	svc, err := o.n.Service(name)
+	if err != nil {
+		return nil, winErr("read event log", name, err)
+	}
+	out := []string{}
+	for i := len(svc.EventLog) - 1; i >= 0 && len(out) < max; i-- {
+		if i < len(svc.EventTimes) && svc.EventTimes[i].Before(since) {
+			break
+		}
+		out = append(out, svc.EventLog[i])
+	}
+	return out, nil
+}
+
+func (o simOS) Processes() ([]winos.Process, error) {
+	var out []winos.Process
+	for _, p := range o.n.Processes() {
+		out = append(out, winos.Process{PID: p.PID, Name: path.Base(strings.ReplaceAll(p.Image, `\`, "/")), Path: p.Image, CommandLine: p.CommandLine})
+	}
+	return out, nil
+}
+
+func (o simOS) KillProcess(pid int) error {
+	if err := o.n.KillProcess(pid); err != nil {
+		return &winos.Error{Op: "terminate process", Target: itoa(pid), Code: winos.ErrInvalidParameter, Message: "The parameter is incorrect."}
+	}
+	return nil
+}
+
+func (o simOS) Run(ctx context.Context, cmd winos.Command) (winos.Result, error) {
+	return o.n.runProgram(ctx, cmd)
+}
+
+func (o simOS) RunScript(ctx context.Context, s winos.Script, input []byte) (winos.Result, error) {
+	return o.n.runScript(ctx, s, input)
+}
+
+func (o simOS) Stat(p string) (winos.FileInfo, error) {
+	fi, err := o.n.Stat(p)
+	if err != nil {
+		return winos.FileInfo{}, winErr("stat", p, err)
+	}
+	return winos.FileInfo{Size: fi.Size, ModTime: fi.ModTime, IsDir: fi.IsDir}, nil
+}
+
+func (o simOS) Open(p string) (io.ReadCloser, error) {
+	f, err := o.n.Open(p)
+	return f, winErr("open", p, err)
+}
+
+func (o simOS) WriteFile(p string, data []byte) error {
+	return winErr("write", p, o.n.WriteFile(p, data))
+}
+
+func (o simOS) Rename(oldPath, newPath string) error {
+	return winErr("rename", oldPath, o.n.Rename(oldPath, newPath, false))
+}
+
+func (o simOS) Remove(p string) error { return winErr("remove", p, o.n.Remove(p)) }
+
+func (o simOS) MkdirAll(p string) error { return winErr("create directory", p, o.n.MkdirAll(p)) }
+
+func (o simOS) FileVersion(p string) (string, error) {
+	v, err := o.n.FileVersion(p)
+	return v, winErr("read version", p, err)
+}
+
+// sids maps the account names simnode's ACL model records to SIDs.
+var sids = map[string]string{
+	`builtin\administrators`:           winos.SIDAdministrators,
+	`nt authority\system`:              winos.SIDSystem,
+	`builtin\users`:                    winos.SIDUsers,
+	`nt authority\authenticated users`: winos.SIDAuthenticated,
+	`everyone`:                         winos.SIDEveryone,
+}
+
+// masks maps icacls' rights letters to access masks.
+var masks = map[string]uint32{"F": winos.FileAllAccess, "M": 0x1301BF, "RX": 0x1200A9, "R": 0x120089, "W": 0x100116}
+
+// inheritedACL is what a file below C:\ProgramData inherits.
+var inheritedACL = []ACE{{Identity: `NT AUTHORITY\SYSTEM`, Rights: "F"}, {Identity: `BUILTIN\Administrators`, Rights: "F"}, {Identity: `BUILTIN\Users`, Rights: "RX"}}
+
+func (o simOS) ACL(p string) (winos.ACL, error) {
+	if _, err := o.n.Stat(p); err != nil {
+		return winos.ACL{}, winErr("read ACL", p, err)
+	}
+	acl, err := o.n.ACL(p)
+	if err != nil {
+		return winos.ACL{}, winErr("read ACL", p, err)
+	}
+	out := winos.ACL{}
+	entries := inheritedACL
+	if acl != nil {
+		out.Protected = acl.InheritanceDisabled
+		entries = acl.Entries
+	}
+	for _, e := range entries {
+		sid, ok := sids[strings.ToLower(e.Identity)]
+		if !ok {
+			sid = e.Identity
+		}
+		out.Entries = append(out.Entries, winos.ACE{SID: sid, Mask: masks[e.Rights]})
+	}
+	return out, nil
+}
+
+func (o simOS) SetACL(p string, acl winos.ACL) error {
+	if _, err := o.n.Stat(p); err != nil {
+		return winErr("set ACL", p, err)
+	}
+	rec := &ACL{InheritanceDisabled: acl.Protected}
+	for _, e := range acl.Entries {
+		if e.Deny {
+			return &winos.Error{Op: "set ACL", Target: p, Code: winos.ErrInvalidParameter, Message: "simnode models allow entries only"}
+		}
+		id := e.SID
+		for name, sid := range sids {
+			if sid == e.SID {
+				id = canonicalAccount(name)
+			}
+		}
+		rights := ""
+		for letters, mask := range masks {
+			if mask == e.Mask {
+				rights = letters
+			}
+		}
+		if rights == "" {
+			return &winos.Error{Op: "set ACL", Target: p, Code: winos.ErrInvalidParameter, Message: "simnode models icacls' F, M, RX, R and W masks only"}
+		}
+		rec.Entries = append(rec.Entries, ACE{Identity: id, Rights: rights})
+	}
+	return winErr("set ACL", p, o.n.SetACL(p, rec))
+}
+
+// canonicalAccount spells an account as Windows prints it.
+func canonicalAccount(lower string) string {
+	switch lower {
+	case `builtin\administrators`:
+		return `BUILTIN\Administrators`
+	case `nt authority\system`:
+		return `NT AUTHORITY\SYSTEM`
+	case `builtin\users`:
+		return `BUILTIN\Users`
+	case `nt authority\authenticated users`:
+		return `NT AUTHORITY\Authenticated Users`
+	}
+	return "Everyone"
+}
+
+// hklm spells a key below HKEY_LOCAL_MACHINE as simnode's model does.
+func hklm(key string) string { return `HKLM:\` + strings.TrimPrefix(key, `\`) }
+
+func (o simOS) RegistryValue(key, name string) (winos.RegistryValue, error) {
+	if v, ok := o.serviceKeyValue(key, name); ok {
+		return v, nil
+	}
+	v, ok := o.n.RegistryValue(hklm(key), name)
+	if !ok {
+		return winos.RegistryValue{}, &winos.Error{Op: "read registry value", Target: `HKLM\` + key + `\` + name, Code: winos.ErrFileNotFound,
+			Message: "The system cannot find the file specified."}
+	}
+	return winos.RegistryValue{Name: v.Name, Kind: v.Kind, Number: uint64(v.Number), String: v.String, Strings: v.Strings}, nil
+}
+
+// serviceKeyValue reads the one value of a service's key the model keeps:
+// DeleteFlag, which the service control manager sets to 1 in
+// SYSTEM\CurrentControlSet\Services\<name> when it marks the service
+// for deletion.
+func (o simOS) serviceKeyValue(key, name string) (winos.RegistryValue, bool) {
+	const services = `system\currentcontrolset\services\`
+	k := strings.ToLower(strings.TrimPrefix(key, `\`))
+	if !strings.HasPrefix(k, services) || !strings.EqualFold(name, "DeleteFlag") {
+		return winos.RegistryValue{}, false
+	}
+	svc, err := o.n.Service(k[len(services):])
+	if err != nil || !svc.DeletePending {
+		return winos.RegistryValue{}, false
+	}
+	return winos.RegistryValue{Name: "DeleteFlag", Kind: winos.RegDWord, Number: 1}, true
+}
+
+func (o simOS) SetRegistryValue(key string, v winos.RegistryValue) error {
+	return winErr("write registry value", key, o.n.SetRegistryValue(hklm(key),
+		RegistryValue{Name: v.Name, Kind: v.Kind, Number: int64(v.Number), String: v.String, Strings: v.Strings}))
+}
+
+func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.FirewallRule, error) {
+	out := []winos.FirewallRule{}
+	for _, name := range names {
+		r, ok := o.n.FirewallRule(name)
+		out = append(out, winos.FirewallRule{Name: name, Exists: ok, Enabled: ok && r.Enabled})
+	}
+	return out, nil
+}
+
+func (o simOS) SetFirewallRules(_ context.Context, names []string, enabled bool) error {
+	for _, name := range names {
+		if _, ok := o.n.FirewallRule(name); !ok {
+			return &winos.Error{Op: "set firewall rule", Target: name, Code: winos.ErrNotFound,
+				Message: "No MSFT_NetFirewallRule objects found with property 'Name' equal to '" + name + "'."}
+		}
+		if err := o.n.SetFirewallRuleEnabled(name, enabled); err != nil {
+			return winErr("set firewall rule", name, err)
+		}
+	}
+	return nil
+}
+
+func (o simOS) Pipes() ([]string, error) {
+	pipes := o.n.Pipes()
+	sort.Strings(pipes)
+	return pipes, nil
+}
+
+func (o simOS) PortListening(port int) (bool, error) { return o.n.PortListening(port), nil }
+
+// servicePathName is the service's registered ImagePath
+// (Win32_Service.PathName): the quoted executable and its arguments.
+func servicePathName(svc Service) string {
+	s := `"` + svc.BinaryPath + `"`
+	if len(svc.Args) > 0 {
+		s += " " + strings.Join(svc.Args, " ")
+	}
+	return s
+}

@@ -1,0 +1,347 @@
+package winos
+
+// These tests call the real system and run only on Windows.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/windows"
+)
+
+func TestWindowsHostnameAndUser(t *testing.T) {
+	w := New()
+	if name, err := w.Hostname(); err != nil || name == "" {
+		t.Errorf("Hostname() = %q, %v", name, err)
+	}
+	u, err := w.CurrentUser()
+	if err != nil || !strings.Contains(u.Name, `\`) {
+		t.Errorf("CurrentUser() = %+v, %v; want DOMAIN\\user", u, err)
+	}
+}
+
+func TestWindowsFiles(t *testing.T) {
+	w := New()
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	if err := w.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for _, p := range []string{a, b} {
+		if err := w.WriteFile(p, []byte("data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := w.Stat(a); err != nil || fi.Size != 4 || fi.IsDir {
+		t.Errorf("Stat(a) = %+v, %v", fi, err)
+	}
+	f, err := w.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil || string(data) != "data" {
+		t.Errorf("read %q, %v", data, err)
+	}
+	if err := w.Rename(a, b); Code(err) != ErrAlreadyExists || !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Rename onto an existing file = %v, want ERROR_ALREADY_EXISTS", err)
+	}
+	if err := w.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Stat(a)
+	var we *Error
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &we) || we.Message == "" {
+		t.Errorf("Stat of a moved file = %v, want *Error wrapping fs.ErrNotExist", err)
+	}
+}
+
+func TestWindowsFileVersion(t *testing.T) {
+	w := New()
+	sys, err := windows.GetSystemDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := w.FileVersion(filepath.Join(sys, "kernel32.dll")); err != nil || v == "" {
+		t.Errorf("FileVersion(kernel32.dll) = %q, %v", v, err)
+	}
+	text := filepath.Join(t.TempDir(), "x.txt")
+	if err := os.WriteFile(text, []byte("no resources"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := w.FileVersion(text); err != nil || v != "" {
+		t.Errorf("FileVersion(text file) = %q, %v; want no version", v, err)
+	}
+	if _, err := w.FileVersion(text + ".missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("FileVersion(missing) = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestWindowsACLRoundTrip(t *testing.T) {
+	w := New()
+	p := filepath.Join(t.TempDir(), "authorized_keys")
+	if err := w.WriteFile(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := tu.User.Sid.String()
+	want := ACL{Protected: true, Entries: []ACE{
+		{SID: SIDAdministrators, Mask: FileAllAccess},
+		{SID: SIDSystem, Mask: FileAllAccess},
+		{SID: me, Mask: FileAllAccess},
+	}}
+	if err := w.SetACL(p, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.ACL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Protected || len(got.Entries) != len(want.Entries) {
+		t.Fatalf("ACL = %+v, want %+v", got, want)
+	}
+	for _, e := range want.Entries {
+		if !slices.Contains(got.Entries, e) {
+			t.Errorf("ACL %+v lacks %+v", got, e)
+		}
+	}
+	if err := w.SetACL(p, ACL{Entries: []ACE{{SID: "not-a-sid", Mask: FileAllAccess}}}); Code(err) == 0 {
+		t.Errorf("SetACL with a bad SID = %v, want a Win32 error", err)
+	}
+}
+
+func TestWindowsProcessesIncludeSelf(t *testing.T) {
+	procs, err := New().Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.PID == os.Getpid() {
+			if !strings.EqualFold(p.Path, exe) || !strings.EqualFold(p.Name, filepath.Base(exe)) || p.CommandLine == "" {
+				t.Errorf("self = %+v, want path %s and a command line", p, exe)
+			}
+			return
+		}
+	}
+	t.Errorf("PID %d not among %d processes", os.Getpid(), len(procs))
+}
+
+// TestWindowsHelperProcess is the program TestWindowsRun runs: the test
+// binary itself, given "helper EXIT-CODE ARGS..." after "--" (or "flood").
+// It prints its arguments joined by "|", then its stdin, writes to stderr
+// and exits with EXIT-CODE.
+func TestWindowsHelperProcess(t *testing.T) {
+	args := flag.Args()
+	switch {
+	case len(args) == 1 && args[0] == "flood":
+		os.Stdout.Write(bytes.Repeat([]byte("x"), maxOutput+1000))
+		os.Exit(0)
+	case len(args) >= 2 && args[0] == "helper":
+		code, _ := strconv.Atoi(args[1])
+		fmt.Println(strings.Join(args[2:], "|"))
+		io.Copy(os.Stdout, os.Stdin)
+		fmt.Fprint(os.Stderr, "to stderr")
+		os.Exit(code)
+	}
+}
+
+func helper(t *testing.T, args ...string) Command {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Command{Path: exe, Args: append([]string{"-test.run=^TestWindowsHelperProcess$", "--"}, args...)}
+}
+
+func TestWindowsRun(t *testing.T) {
+	w := New()
+	ctx := context.Background()
+	odd := []string{"two words", `quote " inside`, `trailing\`, "", `C:\dir with space\`}
+	cmd := helper(t, append([]string{"helper", "3"}, odd...)...)
+	cmd.Stdin = []byte("from stdin")
+	res, err := w.Run(ctx, cmd)
+	if err != nil || res.ExitCode != 3 || string(res.Stderr) != "to stderr" ||
+		string(res.Stdout) != strings.Join(odd, "|")+"\n"+"from stdin" {
+		t.Errorf("Run(helper) = {%d %q %q}, %v; want exit code 3, the arguments unchanged, stdin echoed", res.ExitCode, res.Stdout, res.Stderr, err)
+	}
+	res, err = w.Run(ctx, helper(t, "flood"))
+	if err != nil || len(res.Stdout) != maxOutput {
+		t.Errorf("Run(flood) kept %d bytes, %v; want %d", len(res.Stdout), err, maxOutput)
+	}
+	// A bare name is found in System32.
+	res, err = w.Run(ctx, Command{Path: "cmd.exe", Args: []string{"/d", "/c", "exit 4"}})
+	if err != nil || res.ExitCode != 4 {
+		t.Errorf("Run(cmd.exe) = %+v, %v; want exit code 4", res, err)
+	}
+	if _, err := w.Run(ctx, Command{Path: "swdt-no-such-program.exe"}); err == nil {
+		t.Error("Run of a missing program succeeded")
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = w.Run(short, Command{Path: "ping.exe", Args: []string{"-n", "30", "127.0.0.1"}})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Errorf("Run past its deadline = %v after %v, want the context's error at once", err, time.Since(start))
+	}
+}
+
+func TestWindowsScripts(t *testing.T) {
+	w := New()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := w.RunScript(ctx, ScriptLanguageMode, nil)
+	if err != nil || res.ExitCode != 0 || !strings.HasSuffix(strings.TrimSpace(string(res.Stdout)), "Language") {
+		t.Errorf("language mode = %+v, %v", res, err)
+	}
+	rules, err := w.FirewallRules(ctx, []string{"swdt-no-such-rule"})
+	if err != nil || len(rules) != 1 || rules[0].Exists {
+		t.Errorf("FirewallRules(missing) = %+v, %v", rules, err)
+	}
+}
+
+func TestWindowsServices(t *testing.T) {
+	w := New()
+	if _, err := w.Service("swdt-no-such-service"); Code(err) != ErrServiceDoesNotExist {
+		t.Errorf("missing service: %v, want ERROR_SERVICE_DOES_NOT_EXIST", err)
+	}
+	s, err := w.Service("EventLog")
+	if err != nil || s.Status != StatusRunning || s.StartType != "Automatic" || s.PID == 0 || s.CommandLine == "" || s.DisplayName == "" {
+		t.Errorf("Service(EventLog) = %+v, %v", s, err)
+	}
+	if _, err := w.Recovery("EventLog"); err != nil {
+		t.Errorf("Recovery(EventLog): %v", err)
+	}
+}
+
+func TestWindowsRegistry(t *testing.T) {
+	w := New()
+	const key = `SOFTWARE\Microsoft\Windows NT\CurrentVersion`
+	v, err := w.RegistryValue(key, "CurrentBuild")
+	if err != nil || v.Kind != RegString || v.String == "" {
+		t.Errorf("CurrentBuild = %+v, %v", v, err)
+	}
+	if _, err := w.RegistryValue(key, "swdt-no-such-value"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing value: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := w.RegistryValue(key+`\swdt-no-such-key`, "x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing key: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestWindowsPipes(t *testing.T) {
+	if pipes, err := New().Pipes(); err != nil || len(pipes) == 0 {
+		t.Errorf("Pipes() = %d pipes, %v", len(pipes), err)
+	}
+}
+
+func TestWindowsPortListening(t *testing.T) {
+	w := New()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if ok, err := w.PortListening(port); !ok || err != nil {
+		t.Errorf("PortListening(%d) while listening = %v, %v", port, ok, err)
+	}
+	l.Close()
+	if ok, err := w.PortListening(port); ok || err != nil {
+		t.Errorf("PortListening(%d) after close = %v, %v", port, ok, err)
+	}
+}
+
+func TestWindowsACLOfSecurityDescriptor(t *testing.T) {
+	everyone := []ACE{{SID: SIDEveryone, Mask: FileAllAccess}}
+	tests := []struct {
+		sddl      string
+		want      ACL
+		wantError bool
+	}{
+		{"D:P(A;;FA;;;BA)(D;;0x1200a9;;;WD)(A;ID;FA;;;SY)", ACL{Protected: true, Entries: []ACE{
+			{SID: SIDAdministrators, Mask: FileAllAccess},
+			{SID: SIDEveryone, Deny: true, Mask: 0x1200a9},
+			{SID: SIDSystem, Mask: FileAllAccess},
+		}}, false},
+		{"D:AI(A;ID;0x1200a9;;;BU)", ACL{Entries: []ACE{{SID: SIDUsers, Mask: 0x1200a9}}}, false},
+		{"D:NO_ACCESS_CONTROL", ACL{Entries: everyone}, false},
+		{"O:BA", ACL{Entries: everyone}, false},
+		{"D:P", ACL{Protected: true}, false},
+		{"D:(OA;;CC;bf967aba-0de6-11d0-a285-00aa003049e2;;WD)", ACL{}, true},
+	}
+	for _, tt := range tests {
+		sd, err := windows.SecurityDescriptorFromString(tt.sddl)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.sddl, err)
+		}
+		got, err := aclOf(sd)
+		if (err != nil) != tt.wantError {
+			t.Errorf("%s: error = %v, want error %v", tt.sddl, err, tt.wantError)
+			continue
+		}
+		if !tt.wantError && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: ACL = %+v, want %+v", tt.sddl, got, tt.want)
+		}
+	}
+}
+
+func TestWindowsDACLOfEntries(t *testing.T) {
+	tests := []struct {
+		entries []ACE
+		want    string
+	}{
+		{[]ACE{{SID: SIDAdministrators, Mask: FileAllAccess}, {SID: SIDSystem, Mask: FileAllAccess}}, "D:P(A;;FA;;;BA)(A;;FA;;;SY)"},
+		// Canonical order: the denial moves first.
+		{[]ACE{{SID: SIDSystem, Mask: FileAllAccess}, {SID: SIDEveryone, Deny: true, Mask: 0x1200a9}}, "D:P(D;;0x1200a9;;;WD)(A;;FA;;;SY)"},
+	}
+	for _, tt := range tests {
+		dacl, err := daclOf(tt.entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd, err := windows.NewSecurityDescriptor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sd.SetDACL(dacl, true, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := sd.SetControl(windows.SE_DACL_PROTECTED, windows.SE_DACL_PROTECTED); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := sd.ToSelfRelative()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rel.String(); got != tt.want {
+			t.Errorf("DACL of %+v = %s, want %s", tt.entries, got, tt.want)
+		}
+	}
+	if _, err := daclOf([]ACE{{SID: "not-a-sid", Mask: FileAllAccess}}); Code(err) == 0 {
+		t.Errorf("bad SID: %v, want a Win32 error", err)
+	}
+}

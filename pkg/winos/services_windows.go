@@ -1,0 +1,228 @@
+package winos
+
+import (
+	"context"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/svc"
+	"golang.org/x/sys/windows/svc/mgr"
+)
+
+// service is an open service handle and the service control manager
+// handle it was opened through.
+type service struct {
+	scm windows.Handle
+	*mgr.Service
+}
+
+// openService opens name with only the access rights the caller needs
+// (mgr.Mgr.OpenService asks for SERVICE_ALL_ACCESS).
+func openService(name string, access uint32) (*service, error) {
+	scm, err := windows.OpenSCManager(nil, nil, windows.SC_MANAGER_CONNECT)
+	if err != nil {
+		return nil, err
+	}
+	p, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		windows.CloseServiceHandle(scm)
+		return nil, err
+	}
+	h, err := windows.OpenService(scm, p, access)
+	if err != nil {
+		windows.CloseServiceHandle(scm)
+		return nil, err
+	}
+	return &service{scm: scm, Service: &mgr.Service{Name: name, Handle: h}}, nil
+}
+
+func (s *service) close() {
+	s.Service.Close()
+	windows.CloseServiceHandle(s.scm)
+}
+
+// serviceStatus names a SERVICE_STATUS CurrentState as Get-Service does.
+func serviceStatus(state svc.State) ServiceStatus {
+	switch state {
+	case svc.Stopped:
+		return StatusStopped
+	case svc.StartPending:
+		return StatusStartPending
+	case svc.StopPending:
+		return StatusStopPending
+	case svc.Running:
+		return StatusRunning
+	case svc.ContinuePending:
+		return StatusContinuePending
+	case svc.PausePending:
+		return StatusPausePending
+	case svc.Paused:
+		return StatusPaused
+	}
+	return ServiceStatus(strconv.FormatUint(uint64(state), 10))
+}
+
+// startType names a service start type as Get-Service does (a delayed
+// automatic start is Automatic there too).
+func startType(t uint32) string {
+	switch t {
+	case windows.SERVICE_BOOT_START:
+		return "Boot"
+	case windows.SERVICE_SYSTEM_START:
+		return "System"
+	case windows.SERVICE_AUTO_START:
+		return "Automatic"
+	case windows.SERVICE_DEMAND_START:
+		return "Manual"
+	case windows.SERVICE_DISABLED:
+		return "Disabled"
+	}
+	return strconv.FormatUint(uint64(t), 10)
+}
+
+// Service is QueryServiceStatusEx and QueryServiceConfig.
+func (windowsOS) Service(name string) (Service, error) {
+	s, err := openService(name, windows.SERVICE_QUERY_STATUS|windows.SERVICE_QUERY_CONFIG)
+	if err != nil {
+		return Service{}, winErr("open service", name, err)
+	}
+	defer s.close()
+	st, err := s.Query()
+	if err != nil {
+		return Service{}, winErr("query service status", name, err)
+	}
+	buf := new(configBuffer)
+	cfg := (*windows.QUERY_SERVICE_CONFIG)(unsafe.Pointer(buf))
+	var n uint32
+	if err := windows.QueryServiceConfig(s.Handle, cfg, uint32(unsafe.Sizeof(*buf)), &n); err != nil {
+		return Service{}, winErr("query service config", name, err)
+	}
+	return Service{
+		Name:            name,
+		DisplayName:     windows.UTF16PtrToString(cfg.DisplayName),
+		Status:          serviceStatus(st.State),
+		StartType:       startType(cfg.StartType),
+		PID:             int(st.ProcessId),
+		CommandLine:     windows.UTF16PtrToString(cfg.BinaryPathName),
+		Dependencies:    multiString(cfg.Dependencies),
+		ExitCode:        int(st.Win32ExitCode),
+		ServiceExitCode: int(st.ServiceSpecificExitCode),
+	}, nil
+}
+
+// configBuffer receives QueryServiceConfig's and QueryServiceConfig2's
+// results: both document 8 KiB as the most they return, so one call
+// always suffices. It is made of uint64s so the structures at its start
+// are aligned.
+type configBuffer [8 << 10 / 8]uint64
+
+// multiString splits a list of NUL-terminated strings ended by an empty
+// one, as QueryServiceConfig returns dependencies.
+func multiString(p *uint16) []string {
+	var out []string
+	for p != nil && *p != 0 {
+		n := 0
+		for *(*uint16)(unsafe.Add(unsafe.Pointer(p), 2*n)) != 0 {
+			n++
+		}
+		out = append(out, windows.UTF16ToString(unsafe.Slice(p, n)))
+		p = (*uint16)(unsafe.Add(unsafe.Pointer(p), 2*(n+1)))
+	}
+	return out
+}
+
+// Dependents is EnumDependentServices over services in any state, in the
+// order it returns them (the reverse of their start order).
+func (windowsOS) Dependents(name string) ([]string, error) {
+	s, err := openService(name, windows.SERVICE_ENUMERATE_DEPENDENTS)
+	if err != nil {
+		return nil, winErr("open service", name, err)
+	}
+	defer s.close()
+	deps, err := s.ListDependentServices(svc.AnyActivity)
+	return deps, winErr("enumerate dependent services", name, err)
+}
+
+func (windowsOS) StartService(name string) error {
+	s, err := openService(name, windows.SERVICE_START)
+	if err != nil {
+		return winErr("open service", name, err)
+	}
+	defer s.close()
+	return winErr("start service", name, s.Start())
+}
+
+func (windowsOS) StopService(name string) error {
+	s, err := openService(name, windows.SERVICE_STOP)
+	if err != nil {
+		return winErr("open service", name, err)
+	}
+	defer s.close()
+	_, err = s.Control(svc.Stop)
+	return winErr("stop service", name, err)
+}
+
+// Recovery is QueryServiceConfig2(SERVICE_CONFIG_FAILURE_ACTIONS).
+func (windowsOS) Recovery(name string) (Recovery, error) {
+	s, err := openService(name, windows.SERVICE_QUERY_CONFIG)
+	if err != nil {
+		return Recovery{}, winErr("open service", name, err)
+	}
+	defer s.close()
+	buf := new(configBuffer)
+	var n uint32
+	err = windows.QueryServiceConfig2(s.Handle, windows.SERVICE_CONFIG_FAILURE_ACTIONS,
+		(*byte)(unsafe.Pointer(buf)), uint32(unsafe.Sizeof(*buf)), &n)
+	if err != nil {
+		return Recovery{}, winErr("query service failure actions", name, err)
+	}
+	fa := (*windows.SERVICE_FAILURE_ACTIONS)(unsafe.Pointer(buf))
+	r := Recovery{ResetPeriod: time.Duration(fa.ResetPeriod) * time.Second}
+	if fa.Actions != nil {
+		for _, a := range unsafe.Slice(fa.Actions, fa.ActionsCount) {
+			r.Actions = append(r.Actions, RecoveryAction{Type: int(a.Type), Delay: time.Duration(a.Delay) * time.Millisecond})
+		}
+	}
+	return r, nil
+}
+
+// SetRecovery is ChangeServiceConfig2(SERVICE_CONFIG_FAILURE_ACTIONS).
+// It is called here rather than through mgr's SetRecoveryActions, which
+// cannot clear the actions: an empty list must still pass a non-NULL
+// array, as a NULL one leaves the actions unchanged. The handle needs
+// SERVICE_START as well, which a restart action requires.
+func (windowsOS) SetRecovery(name string, r Recovery) error {
+	s, err := openService(name, windows.SERVICE_CHANGE_CONFIG|windows.SERVICE_START)
+	if err != nil {
+		return winErr("open service", name, err)
+	}
+	defer s.close()
+	actions := make([]windows.SC_ACTION, max(1, len(r.Actions)))
+	for i, a := range r.Actions {
+		actions[i] = windows.SC_ACTION{Type: uint32(a.Type), Delay: scMilliseconds(a.Delay)}
+	}
+	fa := windows.SERVICE_FAILURE_ACTIONS{
+		ResetPeriod:  scSeconds(r.ResetPeriod),
+		ActionsCount: uint32(len(r.Actions)),
+		Actions:      &actions[0],
+	}
+	err = windows.ChangeServiceConfig2(s.Handle, windows.SERVICE_CONFIG_FAILURE_ACTIONS, (*byte)(unsafe.Pointer(&fa)))
+	return winErr("set service failure actions", name, err)
+}
+
+// ServiceEvents reads the service's display name (the Service Control
+// Manager writes display names in its messages), then runs
+// ScriptServiceEvents.
+func (o windowsOS) ServiceEvents(ctx context.Context, name string, since time.Time, limit int) ([]string, error) {
+	s, err := o.Service(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.RunScript(ctx, ScriptServiceEvents, eventsInput(name, s.DisplayName, since, limit))
+	if err != nil {
+		return nil, err
+	}
+	return serviceEvents(res)
+}

@@ -1,0 +1,272 @@
+// Package winos is the Windows layer the agent's op handlers (pkg/agent)
+// stand on: services, processes, files, registry, firewall rules, named
+// pipes and TCP ports, behind one small interface.
+//
+// There are two implementations. The real one (winos_windows.go, build
+// tag windows) is thin glue over golang.org/x/sys/windows and must hold
+// no op logic: every decision (order, retries, timeouts, what counts as
+// healthy) belongs to the handlers, where the tests can see it. The
+// simulated one is pkg/simnode's model of a Windows node, so every test
+// runs the real handlers over a simulated bottom layer.
+//
+// Errors carry Win32 error codes (Errno) so that handlers can tell a
+// missing service from a refused stop the same way on both
+// implementations.
+package winos
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// OS is one Windows machine as the agent sees it. Paths are absolute
+// Windows paths (C:\k\kubelet.exe); registry keys are below
+// HKEY_LOCAL_MACHINE, without a prefix (SOFTWARE\Microsoft\...).
+// Every method is safe to call from one goroutine at a time.
+type OS interface {
+	// Hostname is the computer's DNS host name as configured (not the
+	// upper-case NetBIOS name).
+	Hostname() (string, error)
+	// CurrentUser is the account the agent runs as.
+	CurrentUser() (User, error)
+
+	// Service reads one service; a missing service is
+	// ErrServiceDoesNotExist.
+	Service(name string) (Service, error)
+	// Dependents lists the services that depend on name, directly or
+	// through other services, in the order they must be stopped (what
+	// EnumDependentServices returns).
+	Dependents(name string) ([]string, error)
+	// StartService asks the service control manager to start name and
+	// returns without waiting (StartService).
+	StartService(name string) error
+	// StopService sends name a stop control and returns without waiting.
+	// Like the Win32 API (and unlike .NET's ServiceController.Stop) it
+	// refuses with ErrDependentServicesRunning while a dependent runs.
+	StopService(name string) error
+	// Recovery reads what the service control manager does when the
+	// service's process exits without a stop control.
+	Recovery(name string) (Recovery, error)
+	// SetRecovery replaces the service's failure actions.
+	SetRecovery(name string, r Recovery) error
+	// ServiceEvents returns up to max System event log messages about
+	// the service written at or after since, newest first.
+	ServiceEvents(ctx context.Context, name string, since time.Time, max int) ([]string, error)
+
+	// Processes lists the running processes.
+	Processes() ([]Process, error)
+	// KillProcess terminates a process (TerminateProcess). A process
+	// that no longer exists is ErrInvalidParameter.
+	KillProcess(pid int) error
+	// Run starts a program, waits for it and returns what it printed.
+	// It is killed when ctx ends (and the error is ctx's). A program
+	// that cannot be started is an error; a non-zero exit is not.
+	Run(ctx context.Context, cmd Command) (Result, error)
+	// RunScript runs one of the fixed PowerShell scripts of this package
+	// with powershell.exe, input as JSON on its stdin.
+	RunScript(ctx context.Context, s Script, input []byte) (Result, error)
+
+	// Stat describes a file or directory; a missing one wraps
+	// fs.ErrNotExist.
+	Stat(path string) (FileInfo, error)
+	// Open opens a file for reading.
+	Open(path string) (io.ReadCloser, error)
+	// WriteFile creates or truncates a file and writes data.
+	WriteFile(path string, data []byte) error
+	// Rename moves a file within its volume. It fails when newPath
+	// exists. A running executable may be renamed.
+	Rename(oldPath, newPath string) error
+	// Remove deletes a file; a running executable cannot be deleted.
+	Remove(path string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(path string) error
+	// FileVersion is an executable's file version ("" when it has none).
+	FileVersion(path string) (string, error)
+	// ACL reads a file's discretionary access list.
+	ACL(path string) (ACL, error)
+	// SetACL replaces a file's discretionary access list.
+	SetACL(path string, acl ACL) error
+
+	// RegistryValue reads a value below HKEY_LOCAL_MACHINE; a missing key
+	// or value wraps fs.ErrNotExist.
+	RegistryValue(key, name string) (RegistryValue, error)
+	// SetRegistryValue writes a value, creating the key when missing.
+	SetRegistryValue(key string, v RegistryValue) error
+
+	// FirewallRules reads rules by name (not by localized display name),
+	// one result per name, in order.
+	FirewallRules(ctx context.Context, names []string) ([]FirewallRule, error)
+	// SetFirewallRules enables or disables rules by name.
+	SetFirewallRules(ctx context.Context, names []string, enabled bool) error
+
+	// Pipes lists the named pipes below \\.\pipe\.
+	Pipes() ([]string, error)
+	// PortListening reports whether a TCP port is in the listening state.
+	PortListening(port int) (bool, error)
+}
+
+// User is the account the agent runs as.
+type User struct {
+	// Name is DOMAIN\user.
+	Name string
+	// Admin is true when the process holds Administrators' rights
+	// (an elevated token).
+	Admin bool
+}
+
+// ServiceStatus is a service's current state, named as Get-Service names
+// it.
+type ServiceStatus string
+
+// The service states.
+const (
+	StatusStopped         ServiceStatus = "Stopped"
+	StatusStartPending    ServiceStatus = "StartPending"
+	StatusStopPending     ServiceStatus = "StopPending"
+	StatusRunning         ServiceStatus = "Running"
+	StatusContinuePending ServiceStatus = "ContinuePending"
+	StatusPausePending    ServiceStatus = "PausePending"
+	StatusPaused          ServiceStatus = "Paused"
+)
+
+// Service is one registered service.
+type Service struct {
+	Name        string
+	DisplayName string
+	Status      ServiceStatus
+	// StartType is Automatic, Manual or Disabled (Boot and System for
+	// drivers).
+	StartType string
+	// PID is the service's process while it is not Stopped, else 0.
+	PID int
+	// CommandLine is the registered ImagePath (Win32_Service.PathName):
+	// the executable, quoted when it holds spaces, and its arguments.
+	CommandLine string
+	// Dependencies are the services this one needs.
+	Dependencies []string
+	// ExitCode is the Win32 exit code of the last stop (1066 means
+	// ServiceExitCode holds the service's own code).
+	ExitCode int
+	// ServiceExitCode is the service-specific exit code.
+	ServiceExitCode int
+}
+
+// RecoveryAction is one failure action: what the service control manager
+// does after the service's process exits unexpectedly.
+type RecoveryAction struct {
+	// Type is one of the Recovery* constants.
+	Type int
+	// Delay is how long the SCM waits before acting.
+	Delay time.Duration
+}
+
+// Recovery action types (SC_ACTION_*).
+const (
+	RecoveryNone    = 0
+	RecoveryRestart = 1
+	RecoveryReboot  = 2
+	RecoveryCommand = 3
+)
+
+// Recovery is a service's failure actions.
+type Recovery struct {
+	// Actions apply to the first, second, ... failure; the last repeats.
+	Actions []RecoveryAction
+	// ResetPeriod is how long without failures resets the count.
+	ResetPeriod time.Duration
+}
+
+// Process is one running process.
+type Process struct {
+	PID int
+	// Name is the image's file name (wins.exe).
+	Name string
+	// Path is the image's full path ("" when it cannot be read).
+	Path string
+	// CommandLine is the process's command line ("" when it cannot be
+	// read).
+	CommandLine string
+}
+
+// Command is a program to run.
+type Command struct {
+	// Path is the executable: an absolute path, or a bare name found in
+	// C:\Windows\System32.
+	Path string
+	// Args are passed as separate arguments (escaped by the standard
+	// rules of CommandLineToArgvW), never through a shell.
+	Args []string
+	// Stdin is written to the program's stdin, then closed.
+	Stdin []byte
+}
+
+// Result is what a finished program left.
+type Result struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+}
+
+// FileInfo describes a file or directory.
+type FileInfo struct {
+	Size    int64
+	ModTime time.Time
+	IsDir   bool
+}
+
+// ACL is a file's discretionary access list, as far as swdt reads and
+// writes one.
+type ACL struct {
+	// Protected is true when inheritance from the parent is disabled.
+	Protected bool
+	// Entries are the explicit entries, in order.
+	Entries []ACE
+}
+
+// ACE is one access control entry.
+type ACE struct {
+	// SID is the trustee's string SID (S-1-5-32-544).
+	SID string
+	// Deny is true for an access-denied entry.
+	Deny bool
+	// Mask is the access mask (FileAllAccess for full control).
+	Mask uint32
+}
+
+// Well-known SIDs and access masks.
+const (
+	SIDAdministrators = "S-1-5-32-544"
+	SIDSystem         = "S-1-5-18"
+	SIDUsers          = "S-1-5-32-545"
+	SIDAuthenticated  = "S-1-5-11"
+	SIDEveryone       = "S-1-1-0"
+	FileAllAccess     = 0x1F01FF
+)
+
+// Registry value kinds.
+const (
+	RegString       = "String"
+	RegExpandString = "ExpandString"
+	RegMultiString  = "MultiString"
+	RegDWord        = "DWord"
+	RegQWord        = "QWord"
+	RegBinary       = "Binary"
+)
+
+// RegistryValue is one named registry value: numbers in Number, strings in
+// String (Strings for MultiString).
+type RegistryValue struct {
+	Name    string
+	Kind    string
+	Number  uint64
+	String  string
+	Strings []string
+}
+
+// FirewallRule is one Windows Defender Firewall rule's state.
+type FirewallRule struct {
+	Name    string
+	Exists  bool
+	Enabled bool
+}
