@@ -7,7 +7,6 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/remote"
-	"sigs.k8s.io/swdt/pkg/vm"
 )
 
 // ConnectOptions are the caller's hooks for a connection.
@@ -22,18 +21,13 @@ type ConnectOptions struct {
 	Passphrase func(keyFile string) ([]byte, error)
 	// Timeouts bound the node's ops; the zero value takes the defaults.
 	Timeouts Timeouts
-	// OpenVM opens the hypervisor of a node with spec.vm and no
-	// hostname, to find its address; nil means vm.Open.
-	OpenVM func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error)
 }
 
-// Connect dials the node described by spec over SSH. A node with spec.vm
-// and no hostname is dialled on the address its hypervisor reports (see
-// connectVM). Errors do not name the node: callers (pkg/fleet) add it.
+// Connect dials the node described by spec over SSH, on its hostname (a
+// node with spec.vm and no hostname is dialled by vm.ConnectNode on the
+// address its hypervisor reports). Errors do not name the node: callers
+// (pkg/fleet) add it.
 func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
-	if spec.Spec.Credentials.Hostname == "" && spec.Spec.VM != nil {
-		return connectVM(ctx, spec, opts)
-	}
 	cfg, err := remote.ConfigFromSpec(spec.Spec.Credentials)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

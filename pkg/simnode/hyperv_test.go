@@ -1,21 +1,31 @@
 package simnode
 
 import (
-	"slices"
 	"testing"
 
-	"sigs.k8s.io/swdt/pkg/vm/hvops"
+	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// TestHyperVOpsImplemented keeps the simulated Hyper-V host and the
-// embedded Hyper-V ops in step: every op has a handler and vice versa.
-func TestHyperVOpsImplemented(t *testing.T) {
-	if got, want := HyperVOpNames(), hvops.Names(); !slices.Equal(got, want) {
-		t.Errorf("simnode implements %v, the catalogue has %v", got, want)
+// TestEveryScriptSimulated keeps the simulated Windows layer and the fixed
+// scripts in step: every script of pkg/winos is played, and nothing else.
+func TestEveryScriptSimulated(t *testing.T) {
+	known := map[string]bool{}
+	for _, s := range winos.Scripts() {
+		known[s.Name()] = true
+		if scripts[s.Name()] == nil && hypervScripts[s.Name()] == nil {
+			t.Errorf("script %s has no simulation in simnode", s.Name())
+		}
 	}
-	for _, name := range HyperVOpNames() {
-		if opHandlers[name] != nil {
-			t.Errorf("%s is both a node op and a Hyper-V op", name)
+	for _, table := range []map[string]scriptPlay{scripts, hypervScripts} {
+		for name := range table {
+			if !known[name] {
+				t.Errorf("simnode plays %s, which is not a script of pkg/winos", name)
+			}
+		}
+	}
+	for name := range hypervScripts {
+		if scripts[name] != nil {
+			t.Errorf("%s is played twice", name)
 		}
 	}
 }

@@ -1,36 +1,39 @@
 package vm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os/exec"
-	"runtime"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/pwsh"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/remote"
-	"sigs.k8s.io/swdt/pkg/vm/hvops"
 )
 
-// hypervOpTimeout bounds a Hyper-V op when the caller's context has no
-// deadline; a stop gets its shutdown timeout on top.
-const hypervOpTimeout = 2 * time.Minute
+// hypervHost is what a Hyper-V VM is driven through: the Hyper-V ops of
+// swdt-agent, run on a host reached over SSH (*node.Node, which delivers
+// the agent to it) or, on Windows, in this process against this machine.
+// A failure the host reports is a *node.OpError either way.
+type hypervHost interface {
+	HyperVVMStatus(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVVMInfo, error)
+	HyperVVMStart(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVStartResponse, error)
+	HyperVVMStop(ctx context.Context, req ops.HyperVStopRequest) (ops.HyperVStopResponse, error)
+	HyperVCheckpointCreate(ctx context.Context, req ops.HyperVCheckpointRequest) (ops.HyperVCheckpoint, error)
+	HyperVCheckpointRestore(ctx context.Context, req ops.HyperVCheckpointRequest) (ops.HyperVVMInfo, error)
+	HyperVCheckpointList(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVCheckpointsResponse, error)
+	HyperVVMAddresses(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVAddressesResponse, error)
+	Close() error
+}
 
-// hypervVM is one Hyper-V VM, driven through the ops of pkg/vm/hvops on
-// the Hyper-V host.
+var _ hypervHost = (*node.Node)(nil)
+
+// hypervVM is one Hyper-V VM, driven through the Hyper-V ops of its host.
 type hypervVM struct {
-	name    string
-	where   string // the host as written, or "this machine"
-	exec    pwsh.Execer
-	closeFn func()
-	log     *slog.Logger
+	name  string
+	where string // the host as written, or "this machine"
+	host  hypervHost
 }
 
 // openHyperV reaches the Hyper-V host (over SSH, or this machine when
@@ -41,13 +44,14 @@ func openHyperV(ctx context.Context, spec *v1alpha1.VMSpec, creds v1alpha1.Crede
 	if spec.HyperV != nil {
 		host = spec.HyperV.Host
 	}
-	v := &hypervVM{name: spec.Name, where: host, log: opts.logger().With("vm", spec.Name)}
+	v := &hypervVM{name: spec.Name, where: host}
 	if host == "" {
 		v.where = "this machine"
-		if runtime.GOOS != "windows" {
-			return nil, usage(fmt.Errorf("%s: spec.vm.hyperv.host is empty, which means this machine, but swdt runs on %s: set it to the SSH address of the Hyper-V host", v.Describe(), runtime.GOOS))
+		h, err := localHyperV(v)
+		if err != nil {
+			return nil, err
 		}
-		v.exec = localPowerShell{}
+		v.host = h
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, opts.dialTimeout())
 		defer cancel()
@@ -55,7 +59,7 @@ func openHyperV(ctx context.Context, spec *v1alpha1.VMSpec, creds v1alpha1.Crede
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: ssh to %s: %w", v.Describe(), ErrUnreachable, host, err)
 		}
-		v.exec, v.closeFn = client, func() { client.Close() }
+		v.host = node.New(host, client, opts.logger().With("vm", spec.Name))
 	}
 	if _, err := v.Status(ctx); err != nil {
 		_ = v.Close()
@@ -69,76 +73,38 @@ func (v *hypervVM) Describe() string {
 }
 
 func (v *hypervVM) Close() error {
-	if v.closeFn != nil {
-		v.closeFn()
+	if err := v.host.Close(); err != nil {
+		return fmt.Errorf("%s: close the connection to the Hyper-V host: %w", v.Describe(), err)
 	}
 	return nil
 }
 
-// hvCall runs one Hyper-V op, bounded by ctx's deadline or, without one,
-// by bound, and turns the op's error kinds into this package's errors.
-func hvCall[Req, Resp any](ctx context.Context, v *hypervVM, op hvops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
-	var resp Resp
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, bound)
-		defer cancel()
-	}
-	body, err := hvops.Script(op.Name)
-	if err != nil {
-		return resp, err
-	}
-	script, err := pwsh.BuildScript(op.Name, body, req)
-	if err != nil {
-		return resp, fmt.Errorf("%s: op %s: %w", v.Describe(), op.Name, err)
-	}
-	params, _ := json.Marshal(req)
-	v.log.Debug("run hyper-v op", "op", op.Name, "params", string(params), "host", v.where)
-	var stdout, stderr bytes.Buffer
-	status, err := v.exec.Exec(ctx, pwsh.CommandLine(), bytes.NewReader(script), &stdout, &stderr)
+// opError names the VM in an op's error and maps the failures the host
+// reports to this package's errors; the ones that mean a wrong name in the
+// node file or on the command line, or a host that is no Hyper-V host,
+// are usage errors.
+func (v *hypervVM) opError(err error) error {
 	if err == nil {
-		err = ctx.Err() // a cancelled session may still look like a clean exit
+		return nil
 	}
-	if err != nil {
-		return resp, fmt.Errorf("%s: op %s: %w", v.Describe(), op.Name, err)
+	var oe *node.OpError
+	if !errors.As(err, &oe) {
+		return fmt.Errorf("%s: %w", v.Describe(), err)
 	}
-	env, err := pwsh.ParseEnvelope(stdout.Bytes())
-	if err != nil {
-		detail := pwsh.DecodeCLIXML(stderr.String())
-		if detail == "" {
-			detail = strings.TrimSpace(stdout.String())
-		}
-		return resp, fmt.Errorf("%s: op %s: %w (exit status %d): %s", v.Describe(), op.Name, err, status, detail)
-	}
-	if !env.OK {
-		return resp, v.opError(op.Name, env.Error)
-	}
-	if len(env.Data) > 0 && string(env.Data) != "null" {
-		if err := json.Unmarshal(env.Data, &resp); err != nil {
-			return resp, fmt.Errorf("%s: op %s: decode result: %w", v.Describe(), op.Name, err)
-		}
-	}
-	return resp, nil
-}
-
-// opError maps an op's failure to this package's errors; the ones that
-// mean a wrong name in the node file or on the command line are usage
-// errors.
-func (v *hypervVM) opError(op string, e *pwsh.EnvelopeError) error {
 	var sentinel error
-	switch e.Kind {
-	case hvops.KindVMNotFound:
+	switch oe.Kind {
+	case ops.KindVMNotFound:
 		sentinel = ErrVMNotFound
-	case hvops.KindCheckpointNotFound:
+	case ops.KindCheckpointNotFound:
 		sentinel = ErrSnapshotNotFound
-	case hvops.KindCheckpointExists:
+	case ops.KindCheckpointExists:
 		sentinel = ErrSnapshotExists
-	case hvops.KindNoHyperV, hvops.KindAmbiguous:
-		return usage(fmt.Errorf("%s: %s", v.Describe(), e.Message))
+	case ops.KindNoHyperV, ops.KindAmbiguous:
+		return usage(fmt.Errorf("%s: %w", v.Describe(), err))
 	default:
-		return fmt.Errorf("%s: op %s failed (%s): %s", v.Describe(), op, e.Kind, e.Message)
+		return fmt.Errorf("%s: %w", v.Describe(), err)
 	}
-	return usage(fmt.Errorf("%s: %w: %s", v.Describe(), sentinel, e.Message))
+	return usage(fmt.Errorf("%s: %w: %s", v.Describe(), sentinel, oe.Message))
 }
 
 // hypervState maps Hyper-V's VMState names to State.
@@ -161,42 +127,42 @@ func hypervState(s string) State {
 }
 
 func (v *hypervVM) Status(ctx context.Context) (Status, error) {
-	info, err := hvCall(ctx, v, hvops.VMStatus, hvops.VMRequest{Name: v.name}, hypervOpTimeout)
+	info, err := v.host.HyperVVMStatus(ctx, ops.HyperVVMRequest{Name: v.name})
 	if err != nil {
-		return Status{}, err
+		return Status{}, v.opError(err)
 	}
 	return Status{Name: info.Name, Provider: v1alpha1.VMProviderHyperV, Hypervisor: v.where,
 		State: hypervState(info.State), Snapshots: info.Checkpoints, CurrentSnapshot: info.CurrentCheckpoint}, nil
 }
 
 func (v *hypervVM) Start(ctx context.Context) (bool, error) {
-	resp, err := hvCall(ctx, v, hvops.VMStart, hvops.VMRequest{Name: v.name}, hypervOpTimeout)
-	return resp.AlreadyRunning, err
+	resp, err := v.host.HyperVVMStart(ctx, ops.HyperVVMRequest{Name: v.name})
+	return resp.AlreadyRunning, v.opError(err)
 }
 
 func (v *hypervVM) Stop(ctx context.Context, timeout time.Duration) (Stopped, error) {
-	req := hvops.StopRequest{Name: v.name, TimeoutSeconds: max(1, int(timeout.Round(time.Second)/time.Second))}
-	resp, err := hvCall(ctx, v, hvops.VMStop, req, timeout+hypervOpTimeout)
-	return Stopped{Forced: resp.Forced, AlreadyOff: resp.AlreadyOff}, err
+	req := ops.HyperVStopRequest{Name: v.name, TimeoutSeconds: max(1, int(timeout.Round(time.Second)/time.Second))}
+	resp, err := v.host.HyperVVMStop(ctx, req)
+	return Stopped{Forced: resp.Forced, AlreadyOff: resp.AlreadyOff}, v.opError(err)
 }
 
 func (v *hypervVM) Snapshot(ctx context.Context, name string) error {
 	if err := CheckSnapshotName(name); err != nil {
 		return err
 	}
-	_, err := hvCall(ctx, v, hvops.CheckpointCreate, hvops.CheckpointRequest{Name: v.name, Checkpoint: name}, hypervOpTimeout)
-	return err
+	_, err := v.host.HyperVCheckpointCreate(ctx, ops.HyperVCheckpointRequest{Name: v.name, Checkpoint: name})
+	return v.opError(err)
 }
 
 func (v *hypervVM) Revert(ctx context.Context, name string) (State, error) {
-	info, err := hvCall(ctx, v, hvops.CheckpointRestore, hvops.CheckpointRequest{Name: v.name, Checkpoint: name}, hypervOpTimeout)
-	return hypervState(info.State), err
+	info, err := v.host.HyperVCheckpointRestore(ctx, ops.HyperVCheckpointRequest{Name: v.name, Checkpoint: name})
+	return hypervState(info.State), v.opError(err)
 }
 
 func (v *hypervVM) Snapshots(ctx context.Context) ([]Snapshot, error) {
-	resp, err := hvCall(ctx, v, hvops.CheckpointList, hvops.VMRequest{Name: v.name}, hypervOpTimeout)
+	resp, err := v.host.HyperVCheckpointList(ctx, ops.HyperVVMRequest{Name: v.name})
 	if err != nil {
-		return nil, err
+		return nil, v.opError(err)
 	}
 	out := make([]Snapshot, 0, len(resp.Checkpoints))
 	for _, c := range resp.Checkpoints {
@@ -210,9 +176,9 @@ func (v *hypervVM) Snapshots(ctx context.Context) ([]Snapshot, error) {
 }
 
 func (v *hypervVM) Addresses(ctx context.Context) ([]Address, error) {
-	resp, err := hvCall(ctx, v, hvops.VMAddresses, hvops.VMRequest{Name: v.name}, hypervOpTimeout)
+	resp, err := v.host.HyperVVMAddresses(ctx, ops.HyperVVMRequest{Name: v.name})
 	if err != nil {
-		return nil, err
+		return nil, v.opError(err)
 	}
 	var out []Address
 	for _, a := range resp.Adapters {
@@ -221,25 +187,4 @@ func (v *hypervVM) Addresses(ctx context.Context) ([]Address, error) {
 		}
 	}
 	return sortAddresses(out), nil
-}
-
-// localPowerShell runs the op command line with this machine's
-// powershell.exe, for a Hyper-V host that is the machine swdt runs on.
-type localPowerShell struct{}
-
-func (localPowerShell) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	// The command line is pwsh.CommandLine(): fixed words and base64,
-	// no quoting to undo.
-	args := strings.Fields(cmd)
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
-	err := c.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), nil
-	}
-	if err != nil {
-		return -1, fmt.Errorf("run powershell.exe: %w", err)
-	}
-	return 0, nil
 }

@@ -1,13 +1,14 @@
 // Package vm drives the virtual machine behind a node through its
 // hypervisor: libvirt (libvirtd's RPC protocol, over its unix socket or
-// through SSH) or Hyper-V (fixed PowerShell scripts run on the Hyper-V
-// host, locally or over SSH, with names passed as JSON data). It reports
-// state, starts and stops the VM, takes, lists and reverts snapshots, and
-// reads the VM's IP addresses.
+// through SSH) or Hyper-V (swdt-agent's Hyper-V ops, which run fixed
+// PowerShell scripts with names passed as JSON data, on a Hyper-V host
+// reached over SSH like a node, or in this process when swdt runs on the
+// Hyper-V host). It reports state, starts and stops the VM, takes, lists
+// and reverts snapshots, and reads the VM's IP addresses.
 //
-// It never prints and never talks to the Windows guest itself: finding an
-// address on which SSH answers is WaitForAddress's job, with a probe given
-// by the caller (pkg/node).
+// It never prints. It talks to the Windows guest only to find an address
+// on which SSH answers (WaitForAddress, used by ConnectNode to dial a node
+// that has no hostname).
 package vm
 
 import (

@@ -1,8 +1,10 @@
-# op: hyperv-checkpoint-restore
+# script: hyperv-checkpoint-restore
 # Applies a VM's checkpoint and reports the VM afterwards: a standard
 # checkpoint of a running VM comes back running, a production one off.
-$vm = Get-SwdtVM -Name ([string]$SwdtParams.name)
-$name = [string]$SwdtParams.checkpoint
+# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
+# Result: data {name, state, checkpoints, currentCheckpoint}.
+$vm = Get-SwdtVM -Name ([string]$request.name)
+$name = [string]$request.checkpoint
 $found = Get-SwdtCheckpoint -VM $vm -Name $name
 if ($found.Count -eq 0) {
     Stop-SwdtOp -Kind 'checkpoint-not-found' -Message ('VM "' + $vm.Name + '" has no checkpoint named "' + $name + '"')

@@ -1,8 +1,10 @@
-# op: hyperv-checkpoint-create
+# script: hyperv-checkpoint-create
 # Takes a checkpoint of a VM under a name no other checkpoint of it has
 # (Hyper-V itself allows duplicates, which would make a revert ambiguous).
-$vm = Get-SwdtVM -Name ([string]$SwdtParams.name)
-$name = [string]$SwdtParams.checkpoint
+# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
+# Result: data {name, created, parent}.
+$vm = Get-SwdtVM -Name ([string]$request.name)
+$name = [string]$request.checkpoint
 if ((Get-SwdtCheckpoint -VM $vm -Name $name).Count -gt 0) {
     Stop-SwdtOp -Kind 'checkpoint-exists' -Message ('VM "' + $vm.Name + '" already has a checkpoint named "' + $name + '"')
 }

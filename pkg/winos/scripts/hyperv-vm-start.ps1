@@ -1,7 +1,9 @@
-# op: hyperv-vm-start
+# script: hyperv-vm-start
 # Starts a VM that is off or saved, resumes a paused one, and leaves a
 # running one alone.
-$vm = Get-SwdtVM -Name ([string]$SwdtParams.name)
+# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name"}.
+# Result: data {alreadyRunning}.
+$vm = Get-SwdtVM -Name ([string]$request.name)
 $alreadyRunning = ($vm.State -eq 'Running')
 if ($vm.State -eq 'Paused') {
     $vm | Hyper-V\Resume-VM

@@ -1,7 +1,9 @@
-# op: hyperv-vm-addresses
+# script: hyperv-vm-addresses
 # Lists a VM's network adapters with the IP addresses the guest's
 # integration services report (none until the guest has booted).
-$vm = Get-SwdtVM -Name ([string]$SwdtParams.name)
+# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name"}.
+# Result: data {adapters: [{name, mac, addresses}]}.
+$vm = Get-SwdtVM -Name ([string]$request.name)
 $adapters = @($vm | Hyper-V\Get-VMNetworkAdapter | ForEach-Object {
     $adapter = $_
     [ordered]@{
