@@ -8,7 +8,8 @@
 //   - a re-run with nothing changed vs that transfer;
 //   - service downtime per swap for a 10 MB and a 200 MB binary;
 //   - peak RSS of swdt while it sends 200 MB;
-//   - N nodes in parallel vs one node.
+//   - N nodes in parallel vs one node;
+//   - swdt-agent's upload on first contact.
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -118,6 +119,12 @@ func (b *bench) all() error {
 	}
 	defer sim.stop()
 	cfg := b.config("single", []*simnode{fast}, big)
+	if err := b.agent(fast, cfg); err != nil {
+		return err
+	}
+	if err := b.deliver(b.config("size", []*simnode{sim}, mb10)); err != nil {
+		return err
+	}
 
 	// The baseline: OpenSSH's sftp putting the same bytes on the same
 	// server (connection set-up included, as swdt's is).
@@ -192,6 +199,9 @@ func (b *bench) parallel() error {
 		sims = append(sims, s)
 	}
 	small := b.file("one.exe", 1<<20)
+	if err := b.deliver(b.config("many", sims, small)); err != nil {
+		return err
+	}
 	one, err := b.swdt(b.config("one", sims[:1], small), "--settle", "0")
 	if err != nil {
 		return err
@@ -242,6 +252,7 @@ func (b *bench) file(name string, size int) string {
 type simnode struct {
 	cmd        *exec.Cmd
 	addr       string
+	state      string
 	knownHosts string
 }
 
@@ -257,7 +268,7 @@ func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start simnode: %w", err)
 	}
-	s := &simnode{cmd: cmd, knownHosts: filepath.Join(state, "known_hosts")}
+	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "address:"); ok {

@@ -56,7 +56,7 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 			return resp, fmt.Errorf("encode the input of script %s: %w", s.Name(), err)
 		}
 		bound := limit(req)
-		res, expired, err := setupScript(ctx, w, bound, s, input)
+		res, expired, err := scriptBounded(ctx, w, bound, s, input)
 		if err != nil {
 			return resp, fmt.Errorf("run script %s: %w", s.Name(), err)
 		}
