@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
@@ -183,6 +185,85 @@ func TestVMHyperV(t *testing.T) {
 	out, _ = l.mustRun(t, exitcode.OK, "vm", "start", "-c", file, "-o", "json")
 	if !decodeJSON[vmJSON](t, out).Nodes[0].AlreadyRunning {
 		t.Errorf("vm start after reverting to a running snapshot: %s", out)
+	}
+}
+
+// diskSnapshots is a Provider whose Snapshot also runs taken, to keep
+// what the guest's disk holds at that moment.
+type diskSnapshots struct {
+	vm.Provider
+	taken func()
+}
+
+func (d diskSnapshots) Snapshot(ctx context.Context, name string) error {
+	d.taken()
+	return d.Provider.Snapshot(ctx, name)
+}
+
+// A --snapshot snapshot is taken while the run holds the node's swap lock
+// and has staged its files. After a revert brings them back, the next run
+// takes the lock over at once (its run has ended) and removes them.
+func TestKubernetesSnapshotRevertTakesOverTheLock(t *testing.T) {
+	l, _ := hypervLab(t)
+	file := l.file(t, "win", hypervVMSpec)
+	g := l.guest.Node()
+	// disk is what the snapshot holds of the run: the lock file and the
+	// files it names as staged.
+	disk := map[string][]byte{}
+	keep := func() {
+		raw, err := g.ReadFile(ops.LockPath)
+		if err != nil {
+			t.Errorf("no swap lock while the snapshot is taken: %v", err)
+			return
+		}
+		disk[ops.LockPath] = raw
+		var rec struct{ Staged []string }
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rec.Staged {
+			if disk[p], err = g.ReadFile(p); err != nil {
+				t.Errorf("staged file %s: %v", p, err)
+			}
+		}
+	}
+	l.hook = func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error) {
+		p, err := vm.Open(ctx, spec, vm.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return diskSnapshots{Provider: p, taken: keep}, nil
+	}
+
+	out, _ := l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--snapshot", "--settle", "0", "-o", "json")
+	snap := decodeJSON[kubeSnapshotJSON](t, out).Nodes[0].Snapshot
+	if len(disk) != 2 {
+		t.Fatalf("the snapshot held %d of the run's files, want the lock and one staged file", len(disk))
+	}
+	for p := range disk {
+		if g.Exists(p) {
+			t.Fatalf("%s left behind by the run", p)
+		}
+	}
+	l.mustRun(t, exitcode.OK, "vm", "revert", "-c", file, snap)
+	for p, b := range disk { // the guest's disk as the snapshot has it
+		if err := g.WriteFile(p, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errOut := l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--settle", "0", "--lock-wait", "3s", "--no-color")
+	for _, want := range []string{"took over the swap lock of swdt kubernetes run", "removed 1 file(s) it had staged"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "waiting for the node's swap lock") {
+		t.Errorf("the run waited for a lock whose run has ended:\n%s", errOut)
+	}
+	for p := range disk {
+		if g.Exists(p) {
+			t.Errorf("%s left behind after the takeover", p)
+		}
 	}
 }
 
