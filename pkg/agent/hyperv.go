@@ -67,7 +67,7 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 		out, ok := hypervResult(res.Stdout)
 		if !ok {
 			return resp, Fail("exception", "the %s script printed no result (exit code %d): %s",
-				s.Name(), res.ExitCode, chocoTail(chocoOutput(res), 1500))
+				s.Name(), res.ExitCode, lastBytes(printed(res), 1500))
 		}
 		if out.Error != nil {
 			kind := out.Error.Kind
@@ -77,7 +77,7 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 			return resp, Fail(kind, "%s", out.Error.Message)
 		}
 		if err := json.Unmarshal(out.Data, &resp); err != nil {
-			return resp, Fail("exception", "the %s script's result %s does not decode: %v", s.Name(), chocoTail(string(out.Data), 400), err)
+			return resp, Fail("exception", "the %s script's result %s does not decode: %v", s.Name(), lastBytes(string(out.Data), 400), err)
 		}
 		return resp, nil
 	}
