@@ -203,7 +203,7 @@ func (d diskSnapshots) Snapshot(ctx context.Context, name string) error {
 // A --snapshot snapshot is taken while the run holds the node's swap lock
 // and has staged its files. After a revert brings them back, the next run
 // takes the lock over at once (its run has ended) and removes them.
-func TestKubernetesSnapshotRevertTakesOverTheLock(t *testing.T) {
+func TestVMSnapshotRevertTakesOverTheLock(t *testing.T) {
 	l, _ := hypervLab(t)
 	file := l.file(t, "win", hypervVMSpec)
 	g := l.guest.Node()
