@@ -188,6 +188,39 @@ func TestVMHyperV(t *testing.T) {
 	}
 }
 
+// Several VMs of one Hyper-V host that has no swdt-agent yet: every node's
+// connection meets the missing agent at once, and each answers.
+func TestVMSeveralOnOneHyperVHost(t *testing.T) {
+	names := []string{"A", "B", "C", "D"}
+	var vms []*simnode.HyperVVM
+	for _, n := range names {
+		vms = append(vms, &simnode.HyperVVM{Name: n, State: "Running"})
+	}
+	l, _ := hypervLab(t, vms...)
+	var docs []string
+	for _, n := range names {
+		raw, err := os.ReadFile(l.file(t, strings.ToLower(n), strings.Replace(hypervVMSpec, "Win 2022", n, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(raw))
+	}
+	file := filepath.Join(l.dir, "all.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := l.mustRun(t, exitcode.OK, "vm", "status", "-c", file, "-o", "json")
+	doc := decodeJSON[vmJSON](t, out)
+	if len(doc.Nodes) != len(names) {
+		t.Fatalf("vm status: %s", out)
+	}
+	for _, n := range doc.Nodes {
+		if n.Error != "" || n.Status.State != vm.StateRunning {
+			t.Errorf("node %s: %+v", n.Name, n)
+		}
+	}
+}
+
 // diskSnapshots is a Provider whose Snapshot also runs taken, to keep
 // what the guest's disk holds at that moment.
 type diskSnapshots struct {
