@@ -32,9 +32,9 @@ func newVMCommand(e *env) *cobra.Command {
 		Short: "Start, stop, snapshot and revert the VM behind each node",
 		Long: `Drive the virtual machine behind every node of the -c file, in parallel,
 through its hypervisor as spec.vm says: libvirt (libvirtd's protocol over
-its unix socket, or through SSH with qemu+ssh://) or Hyper-V (PowerShell on
-the Hyper-V host, over SSH, or on this machine when swdt runs on Windows).
-Every node of the file must have spec.vm.`,
+its unix socket, or through SSH with qemu+ssh://) or Hyper-V (swdt-agent's
+Hyper-V ops on the Hyper-V host, over SSH, or in this process when swdt runs
+on the Hyper-V host). Every node of the file must have spec.vm.`,
 		Args: groupArgs,
 		RunE: showHelp,
 	}
