@@ -35,14 +35,18 @@ build: agent ## build every command in cmd/ into bin/ (the agent first: swdt emb
 test: test-deps agent test-go ## run the whole test suite (installs its tools when missing)
 
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
-# tests) and Node.js with pscheck's pinned npm packages (PowerShell grammar
-# check). Installed with apt and npm when missing and this user may; tests
-# whose tools are missing skip, except under CI=true, where they fail.
-test-deps: ## install sshd, ssh/sftp, Node.js and pscheck's npm packages when missing
+# tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
+# tests run it in session mode, so libvirt-daemon-system is not needed) and
+# Node.js with pscheck's pinned npm packages (PowerShell grammar check).
+# Installed with apt and npm when missing and this user may; tests whose
+# tools are missing skip, except under CI=true, where they fail.
+test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packages when missing
 	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	pkgs=; \
 	[ -x /usr/sbin/sshd ] || pkgs="$$pkgs openssh-server"; \
 	command -v sftp >/dev/null || pkgs="$$pkgs openssh-client"; \
+	[ -x /usr/sbin/libvirtd ] || pkgs="$$pkgs libvirt-daemon"; \
+	command -v virsh >/dev/null || pkgs="$$pkgs libvirt-clients"; \
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
@@ -82,14 +86,14 @@ bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnode
 demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback
 	$(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO)
 
-images: build ## record images/demo.txt from a real make demo run; render it and images/architecture.dot (installs graphviz when missing)
+images: build ## record docs/demo.txt from a real make demo run; render it and docs/architecture.dot (installs graphviz when missing)
 	@command -v dot >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends graphviz; }
-	{ echo '$$ make demo'; NO_COLOR=1 $(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO) 2>&1; } > images/demo.txt
-	awk -f images/terminal.awk images/demo.txt | dot -Tsvg -o images/demo.svg
-	awk -f images/terminal.awk images/demo.txt | dot -Tpng -o images/demo.png
-	dot -Tsvg images/architecture.dot -o images/architecture.svg
-	dot -Tpng -Gdpi=96 images/architecture.dot -o images/architecture.png
+	{ echo '$$ make demo'; NO_COLOR=1 $(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO) 2>&1; } > docs/demo.txt
+	awk -f docs/terminal.awk docs/demo.txt | dot -Tsvg -o docs/demo.svg
+	awk -f docs/terminal.awk docs/demo.txt | dot -Tpng -o docs/demo.png
+	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
+	dot -Tpng -Gdpi=96 docs/architecture.dot -o docs/architecture.png
 
 clean: ## remove build output
 	rm -rf $(BIN) $(AGENT_DIR)/*.exe $(AGENT_DIR)/*.sha256

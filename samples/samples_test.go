@@ -23,7 +23,7 @@ func TestSamplesLoad(t *testing.T) {
 	if err != nil || len(files) < 5 {
 		t.Fatalf("samples: %v %v", files, err)
 	}
-	nodes := map[string]int{"full.yaml": 1, "minimal.yaml": 1, "node.yaml": 1, "two-nodes.yaml": 2, "wins.yaml": 1}
+	nodes := map[string]int{"full.yaml": 1, "minimal.yaml": 1, "node.yaml": 1, "two-nodes.yaml": 2, "wins.yaml": 1, "vm.yaml": 2}
 	for _, f := range files {
 		t.Run(f, func(t *testing.T) {
 			res, err := config.Load(f)
@@ -39,12 +39,21 @@ func TestSamplesLoad(t *testing.T) {
 			if f == "wins.yaml" && res.Nodes[0].Spec.Wins == nil {
 				t.Error("no spec.wins")
 			}
+			if f == "vm.yaml" {
+				for _, n := range res.Nodes {
+					if n.Spec.VM == nil || n.Spec.Credentials.Hostname != "" {
+						t.Errorf("node %s: want spec.vm and no hostname", n.Name)
+					}
+				}
+			}
 		})
 	}
 }
 
 // password and passwordEnv exclude each other; full.yaml sets passwordEnv.
-var notInFull = map[string]bool{"spec.credentials.password": true}
+// Its VM is a libvirt one, and the hyperv block goes only with provider
+// hyperv (vm.yaml has one).
+var notInFull = map[string]bool{"spec.credentials.password": true, "spec.vm.hyperv": true, "spec.vm.hyperv.host": true}
 
 // TestFullUsesEveryField checks that full.yaml sets every field of the
 // Node API, so a new field cannot be added without a sample.

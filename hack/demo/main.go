@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,6 +86,8 @@ type step struct {
 	args  []string // swdt arguments after the subcommand's -c node.yaml
 	// check, when set, inspects swdt's stdout after a successful exit.
 	check func(stdout string) error
+	// config is the node file (default node.yaml).
+	config string
 }
 
 // run tells the whole story; the deferred clean-ups stop simnode and
@@ -161,15 +164,23 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	vmSteps, err := libvirtDemo(ctx, o.Out, dir, swdt)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Out, "\n✔ demo passed: %d steps in %s. Try it on a real VM next: see README.md, \"Inner loop on a real VM\".\n",
-		len(steps), since(start))
+		len(steps)+vmSteps, since(start))
 	return nil
 }
 
 // runStep runs one swdt command in dir and tells the reader how it went.
 func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int, s step) error {
 	sub := strings.Fields(strings.TrimPrefix(s.title, "swdt "))
-	args := append(append(sub, "-c", "node.yaml"), s.args...)
+	config := s.config
+	if config == "" {
+		config = "node.yaml"
+	}
+	args := append(append(sub, "-c", config), s.args...)
 	header(out, fmt.Sprintf("%d/%d %s", n, total, s.title), s.why)
 	fmt.Fprintf(out, "$ swdt %s\n", strings.Join(args, " "))
 	t := time.Now()
@@ -178,11 +189,13 @@ func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int,
 	cmd.Dir = dir
 	// Only a checked step tees stdout: the others hand swdt the terminal,
 	// so it shows colour and progress bars.
-	cmd.Stdout = out
+	cmd.Stdout, cmd.Stderr = out, out
 	if s.check != nil {
-		cmd.Stdout = io.MultiWriter(out, &stdout)
+		// Two writers make exec copy stdout and stderr in two
+		// goroutines: out must take their writes one at a time.
+		locked := &lockedWriter{w: out}
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(locked, &stdout), locked
 	}
-	cmd.Stderr = out
 	// swdt runs in its own process group: a Ctrl-C reaches it once, from
 	// here, so it finishes a swap in progress instead of giving up at once.
 	detach(cmd)
@@ -198,6 +211,18 @@ func runStep(ctx context.Context, out io.Writer, dir, swdt string, n, total int,
 	}
 	done(out, t)
 	return nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // allUnchanged checks that a second swdt kubernetes changed nothing.

@@ -12,8 +12,10 @@ import (
 
 // Call runs op with req against w exactly as one agent invocation does
 // (request encoded to JSON, result envelope printed and parsed back), so a
-// test sees what swdt would see over the wire. A failure the handler
-// reports is returned as a *Failure with its kind and message.
+// test sees what swdt would see over the wire; swdt running on a Hyper-V
+// host runs the Hyper-V ops in its own process through it (pkg/vm). A
+// failure the handler reports is returned as a *Failure with its kind and
+// message.
 func Call[Req, Resp any](ctx context.Context, w winos.OS, op ops.Op[Req, Resp], req Req) (Resp, error) {
 	var resp Resp
 	raw, err := json.Marshal(req)

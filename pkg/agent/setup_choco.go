@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -166,7 +165,7 @@ func chocoInstall(ctx context.Context, w winos.OS, _ ops.ChocoInstallRequest) (o
 			return ops.ChocoState{}, chocoRebootRequired(w, out)
 		}
 		return ops.ChocoState{}, Fail(ops.KindInstallFailed, "%s exists but `choco --version` failed with exit code %d: %s",
-			chocoExe, res.ExitCode, chocoTail(chocoOutput(res), 800))
+			chocoExe, res.ExitCode, lastBytes(printed(res), 800))
 	}
 	return ops.ChocoState{Installed: true, Version: version, Packages: []ops.ChocoPackage{}}, nil
 }
@@ -184,7 +183,7 @@ func chocoCheckLanguageMode(ctx context.Context, w winos.OS) error {
 	}
 	if res.ExitCode != 0 {
 		return Fail(ops.KindInstallFailed, "powershell.exe could not report its language mode (exit code %d), so Chocolatey's "+
-			"install script cannot run either: %s", res.ExitCode, chocoTail(chocoOutput(res), 800))
+			"install script cannot run either: %s", res.ExitCode, lastBytes(printed(res), 800))
 	}
 	mode := chocoFirstLine(string(res.Stdout))
 	if mode != "FullLanguage" {
@@ -206,7 +205,7 @@ func chocoRunInstaller(ctx context.Context, w winos.OS) (string, error) {
 		return "", Fail("timeout", "Chocolatey's install script did not finish within %s and was stopped (a slow download? "+
 			"it may install .NET Framework 4.8 first, 100+ MB); run swdt setup again", setupLimits.chocoSetup)
 	}
-	out := chocoOutput(res)
+	out := printed(res)
 	if res.ExitCode == chocoScriptDownloadFailed {
 		return "", Fail(ops.KindDownloadFailed, "the node could not download the Chocolatey install script from %s: %s "+
 			"(does the node have internet access or a proxy?)", chocoScriptURL, chocoLastLine(string(res.Stderr)))
@@ -223,10 +222,10 @@ func chocoRunInstaller(ctx context.Context, w winos.OS) (string, error) {
 	}
 	if res.ExitCode == chocoScriptInstallerThrew {
 		return "", Fail(ops.KindInstallFailed, "Chocolatey's installer stopped with an error and %s does not exist: %s",
-			chocoExe, chocoTail(out, 1500))
+			chocoExe, lastBytes(out, 1500))
 	}
 	return "", Fail(ops.KindInstallFailed, "the Chocolatey install script ran (exit code %d) but %s does not exist: %s",
-		res.ExitCode, chocoExe, chocoTail(out, 1500))
+		res.ExitCode, chocoExe, lastBytes(out, 1500))
 }
 
 // chocoRebootRequired is the reboot-required failure, naming the .NET
@@ -238,7 +237,7 @@ func chocoRebootRequired(w winos.OS, out string) error {
 			netFxName(rel.Number, ok))
 	}
 	return Fail(ops.KindRebootRequired, "%s. Reboot the node (e.g. Restart-Computer), then run swdt setup again: the next run "+
-		"completes the install. The installer said: %s", why, chocoTail(out, 400))
+		"completes the install. The installer said: %s", why, lastBytes(out, 400))
 }
 
 // netFxName names a .NET Framework 4.x release number.
@@ -281,7 +280,7 @@ func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest
 	}
 	if !ok {
 		return resp, Fail(ops.KindInstallFailed, "`choco --version` failed with exit code %d, so Chocolatey cannot install packages: %s",
-			res.ExitCode, chocoTail(chocoOutput(res), 800))
+			res.ExitCode, lastBytes(printed(res), 800))
 	}
 	for _, name := range req.Packages {
 		r, err := chocoInstallPackage(ctx, w, name, chocoV1(version))
@@ -322,31 +321,13 @@ func chocoInstallPackage(ctx context.Context, w winos.OS, name string, v1 bool) 
 			}
 		}
 	default:
-		out := chocoOutput(res)
+		out := printed(res)
 		if chocoNotFoundRE.MatchString(out) {
 			r.Result = ops.PackageNotFound
 		}
-		r.Output = chocoTail(out, 800)
+		r.Output = lastBytes(out, 800)
 	}
 	return r, nil
-}
-
-// chocoOutput is what a program printed, stdout then stderr, trimmed.
-func chocoOutput(res winos.Result) string {
-	return strings.TrimSpace(strings.TrimSpace(string(res.Stdout)) + "\r\n" + strings.TrimSpace(string(res.Stderr)))
-}
-
-// chocoTail returns the last n bytes of s (cut at a rune boundary).
-func chocoTail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
 }
 
 // chocoFirstLine is the first non-empty line of s, trimmed.

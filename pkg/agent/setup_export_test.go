@@ -27,3 +27,13 @@ func ShortenSetupLimits(t testing.TB, l SetupLimits) {
 	}
 	t.Cleanup(func() { setupLimits = old })
 }
+
+// ShortenHyperVLimit sets the Hyper-V scripts' time limit for the rest of
+// the test and puts the default back when it ends. A test that calls it
+// must not run in parallel with another Hyper-V test.
+func ShortenHyperVLimit(t testing.TB, d time.Duration) {
+	t.Helper()
+	old := hypervOpLimit
+	hypervOpLimit = d
+	t.Cleanup(func() { hypervOpLimit = old })
+}

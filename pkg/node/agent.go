@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/agentbin"
@@ -52,8 +53,10 @@ func (n *Node) agent() string {
 
 // deliver makes sure the agent is on the node, within the caller's
 // deadline or DefaultAgentTimeout, and returns its path and whether it
-// was uploaded now; a delivery cut off by the bound is a *TimeoutError.
-func (n *Node) deliver(ctx context.Context) (string, bool, error) {
+// arrived after since (uploaded now, or by another connection of this
+// process to the same machine); a delivery cut off by the bound is a
+// *TimeoutError.
+func (n *Node) deliver(ctx context.Context, since time.Time) (string, bool, error) {
 	bound := DefaultAgentTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		bound = time.Until(dl)
@@ -62,11 +65,46 @@ func (n *Node) deliver(ctx context.Context) (string, bool, error) {
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	path, fresh, err := n.ensureAgent(ctx)
+	path, arrived, err := n.deliverInTurn(ctx, since)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "", false, &TimeoutError{Node: n.Name, Op: "deliver swdt-agent", After: bound, Err: err}
 	}
-	return path, fresh, err
+	return path, arrived, err
+}
+
+// machineDeliveries are this process's deliveries of the agent to one
+// machine. They take turns, since they would upload to the same path at
+// once: several nodes share a machine when their VMs share a Hyper-V host.
+type machineDeliveries struct {
+	// turn has room for one: the delivery under way.
+	turn chan struct{}
+	// last is when a delivery last put the agent in place (read and
+	// written only while holding turn).
+	last time.Time
+}
+
+// deliveries maps a machine's address to its *machineDeliveries. Entries
+// are never removed: a process reaches few machines.
+var deliveries sync.Map
+
+// deliverInTurn is ensureAgent once no other delivery to the node's
+// machine from this process is under way (the one that waited then finds
+// the agent in place). arrived is true when the agent was put in place
+// after since, by this delivery or another.
+func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string, arrived bool, err error) {
+	v, _ := deliveries.LoadOrStore(strings.ToLower(n.conn.Addr()), &machineDeliveries{turn: make(chan struct{}, 1)})
+	m := v.(*machineDeliveries)
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return "", false, fmt.Errorf("wait for another delivery of swdt-agent to %s: %w", n.conn.Addr(), ctx.Err())
+	}
+	defer func() { <-m.turn }()
+	path, fresh, err := n.ensureAgent(ctx)
+	if fresh {
+		m.last = time.Now()
+	}
+	return path, fresh || m.last.After(since), err
 }
 
 // armDir exists only on Windows for ARM64 (it holds the ARM32 system

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,6 +110,49 @@ func TestAgentUploadedOncePerVersion(t *testing.T) {
 	}
 	if !strings.Contains(log2.String(), "swdt-agent is on the node, nothing sent") {
 		t.Errorf("second contact's -v log does not say the agent was reused:\n%s", log2.String())
+	}
+}
+
+// Several connections that meet a machine without the agent at the same
+// time (the VMs of one Hyper-V host) take turns: one uploads it, the
+// others find it in place and run their op with it.
+func TestAgentDeliveredByManyAtOnce(t *testing.T) {
+	ts := simnode.StartTest(t)
+	a := embeddedAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conns := make([]*countingConn, 4)
+	for i := range conns {
+		conns[i] = dial(t, ts)
+	}
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			_, errs[i] = node.New("winworker", c, nil).Facts(ctx)
+		})
+	}
+	wg.Wait()
+	var sent int64
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("connection %d: %v", i, err)
+		}
+		sent += conns[i].sent.Load()
+	}
+	if sent != int64(len(a.Binary)) {
+		t.Errorf("the connections sent %d agent bytes, want one upload of %d", sent, len(a.Binary))
+	}
+	entries, err := ts.Node().List(ops.AgentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name)
+	}
+	if want := ops.AgentPath(a.SHA256)[len(ops.AgentDir)+1:]; len(names) != 1 || !strings.EqualFold(names[0], want) {
+		t.Errorf("%s holds %v, want only %s", ops.AgentDir, names, want)
 	}
 }
 

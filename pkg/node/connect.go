@@ -25,8 +25,10 @@ type ConnectOptions struct {
 	Waiting func(msg string)
 }
 
-// Connect dials the node described by spec over SSH. Errors do not name
-// the node: callers (pkg/fleet) add it.
+// Connect dials the node described by spec over SSH, on its hostname (a
+// node with spec.vm and no hostname is dialled by vm.ConnectNode on the
+// address its hypervisor reports). Errors do not name the node: callers
+// (pkg/fleet) add it.
 func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
 	cfg, err := remote.ConfigFromSpec(spec.Spec.Credentials)
 	if err != nil {

@@ -22,7 +22,7 @@ func (n *Node) Exec(ctx context.Context, command []string, timeout time.Duration
 	if path == "" {
 		// Not the optimistic run of call: a missing agent would show the
 		// shell's complaint in the user's output.
-		p, _, err := n.deliver(ctx)
+		p, _, err := n.deliver(ctx, time.Now())
 		if err != nil {
 			return resp, err
 		}

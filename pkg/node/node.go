@@ -34,6 +34,9 @@ type Conn interface {
 	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(ctx context.Context, remotePath string) error
+	// Addr is the address dialled (host:port): connections with one
+	// address reach one machine.
+	Addr() string
 	// Close ends the connection.
 	Close() error
 }

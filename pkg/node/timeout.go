@@ -95,6 +95,7 @@ func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req
 	if err != nil {
 		return resp, err
 	}
+	asked := time.Now()
 	resp, err = attempt(ctx, n, path, op, req, bound)
 	if known || !noAnswer(err) {
 		n.confirmAgent(path)
@@ -102,12 +103,12 @@ func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req
 	}
 	// The agent's delivery has a bound of its own: a first contact must
 	// not eat a short op's budget.
-	delivered, fresh, derr := n.deliver(ctx)
+	delivered, arrived, derr := n.deliver(ctx, asked)
 	if derr != nil {
 		return resp, derr
 	}
-	if delivered == path && !fresh {
-		return resp, err // the agent is there: the op itself gave no answer
+	if delivered == path && !arrived {
+		return resp, err // the agent was there: the op itself gave no answer
 	}
 	return attempt(ctx, n, delivered, op, req, bound)
 }

@@ -65,10 +65,52 @@ type heldLock struct {
 	staged []string
 }
 
+// liveRuns are the runs of this process that ask for or hold a node's
+// lock, by run ID. A lock that names this process but none of them was
+// left by a run that has ended: swdt kubernetes --watch after a VM was
+// reverted to a --snapshot snapshot, which was taken while the lock was
+// held.
+var liveRuns = struct {
+	sync.Mutex
+	ids map[string]bool
+}{ids: map[string]bool{}}
+
+// setLive records whether run id of this process is live.
+func setLive(id string, live bool) {
+	liveRuns.Lock()
+	defer liveRuns.Unlock()
+	if live {
+		liveRuns.ids[id] = true
+	} else {
+		delete(liveRuns.ids, id)
+	}
+}
+
+// ownerAlive reports whether the run o of this machine may still be
+// working: its process runs and, when that is this process, the run has
+// not ended.
+func ownerAlive(o ops.LockOwner) bool {
+	if o.PID == os.Getpid() {
+		liveRuns.Lock()
+		defer liveRuns.Unlock()
+		return liveRuns.ids[o.RunID]
+	}
+	return processAlive(o.PID)
+}
+
 // lockNode takes the node's lock for owner, waiting up to opts.LockWait
 // (saying so) while another live run holds it. A holder that is this
-// machine's and whose process is gone (a killed swdt) is broken at once.
-func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (*heldLock, error) {
+// machine's and is not alive (a killed swdt, or an ended run of this
+// process) is broken at once.
+func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (held *heldLock, err error) {
+	// Live before the node is asked: another run of this process must
+	// never take this one's fresh lock for a dead one.
+	setLive(owner.RunID, true)
+	defer func() {
+		if err != nil {
+			setLive(owner.RunID, false)
+		}
+	}()
 	started := time.Now()
 	announced := ""
 	breakID := ""
@@ -94,7 +136,7 @@ func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (*
 		if h == nil {
 			continue
 		}
-		if h.Owner.Host == owner.Host && h.Owner.PID != owner.PID && !processAlive(h.Owner.PID) {
+		if h.Owner.Host == owner.Host && !ownerAlive(h.Owner) {
 			breakID = h.Owner.RunID
 			continue
 		}
@@ -155,6 +197,7 @@ func (l *heldLock) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), lockOpLimit)
 	defer cancel()
 	_ = l.n.Unlock(ctx, l.owner.RunID)
+	setLive(l.owner.RunID, false)
 }
 
 // sleepCtx waits for d or until ctx ends.

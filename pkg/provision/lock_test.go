@@ -19,6 +19,13 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 	host, _ := os.Hostname()
 	dead := ops.LockOwner{RunID: "dead", Host: host, PID: 1 << 30, Command: "swdt kubernetes"}
 	live := ops.LockOwner{RunID: "live", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
+	// ended is an earlier run of this process whose lock came back (a VM
+	// reverted to a snapshot of a swap); sibling a run of this process
+	// that holds its lock now.
+	ended := ops.LockOwner{RunID: "ended", Host: host, PID: os.Getpid(), Command: "swdt kubernetes"}
+	sibling := ops.LockOwner{RunID: "sibling", Host: host, PID: os.Getpid(), Command: "swdt kubernetes"}
+	setLive(sibling.RunID, true)
+	defer setLive(sibling.RunID, false)
 	unfinished := &ops.UnfinishedSwap{Journal: ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z",
 		Request: ops.ServiceSwapRequest{Items: []ops.SwapItem{{Service: "kubelet", Destination: `C:\k\kubelet.exe`}}}}}
 	tests := []struct {
@@ -57,6 +64,13 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 		{name: "a dead holder on this machine is broken at once",
 			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: dead}, -1 },
 			wantCalls: "lock lock inspect swap unlock", wantBreak: "dead"},
+		{name: "an ended run of this process is broken at once",
+			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: ended}, -1 },
+			wantCalls: "lock lock inspect swap unlock", wantBreak: "ended"},
+		{name: "a live run of this process is waited for",
+			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: sibling}, 2 },
+			wantCalls: "lock lock lock inspect swap unlock",
+			wantSaid:  "waiting for the node's swap lock, held by swdt kubernetes run sibling"},
 		{name: "a live holder is waited for, with a message",
 			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: live}, 2 },
 			wantCalls: "lock lock lock inspect swap unlock",
@@ -89,6 +103,11 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 			if !strings.Contains(obs.said(), tt.wantSaid) {
 				t.Errorf("steps do not say %q:\n%s", tt.wantSaid, obs.said())
 			}
+			liveRuns.Lock()
+			if len(liveRuns.ids) != 1 || !liveRuns.ids[sibling.RunID] {
+				t.Errorf("live runs afterwards = %v, want only %s: a run that ended is still live", liveRuns.ids, sibling.RunID)
+			}
+			liveRuns.Unlock()
 			if len(f.swaps) > 0 && (f.swaps[0].Owner.RunID == "" || !strings.HasSuffix(f.swaps[0].Items[0].Staged, f.swaps[0].Owner.RunID)) {
 				t.Errorf("swap owner %+v, staged %s: staged names are not the run's own", f.swaps[0].Owner, f.swaps[0].Items[0].Staged)
 			}

@@ -216,8 +216,12 @@ func runChoco(_ context.Context, n *Node, _ string, args []string, _ []byte) (wi
 	return fail("Could not find a command registered that meets '%s'.", args[0])
 }
 
-// scripts play the fixed PowerShell scripts by name.
-var scripts = map[string]func(ctx context.Context, n *Node, input []byte) (winos.Result, error){
+// scriptPlay plays one fixed PowerShell script with its input.
+type scriptPlay func(ctx context.Context, n *Node, input []byte) (winos.Result, error)
+
+// scripts play the fixed PowerShell scripts by name; the Hyper-V ones are
+// in hypervScripts (programs_hyperv.go).
+var scripts = map[string]scriptPlay{
 	winos.ScriptLanguageMode.Name(): func(_ context.Context, n *Node, _ []byte) (winos.Result, error) {
 		return winos.Result{Stdout: []byte(n.LanguageMode() + "\r\n")}, nil
 	},
@@ -287,6 +291,9 @@ func (n *Node) runScript(ctx context.Context, s winos.Script, input []byte) (win
 		return winos.Result{}, err
 	}
 	play := scripts[s.Name()]
+	if play == nil {
+		play = hypervScripts[s.Name()]
+	}
 	if play == nil {
 		return winos.Result{}, fmt.Errorf("simnode does not simulate script %s", s.Name())
 	}

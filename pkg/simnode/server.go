@@ -45,6 +45,9 @@ type Options struct {
 	Delays *Delays
 	// Faults, when not nil, replace <StateDir>/faults.json at New.
 	Faults *Faults
+	// HyperV, when not nil, makes the machine a Hyper-V host with these
+	// VMs, replacing the Hyper-V part of the state at New.
+	HyperV *HyperVHost
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
 }
@@ -98,6 +101,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Faults != nil {
 		f := *opts.Faults
 		if err := m.updateFaults(func(cur *Faults) { *cur = f }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
+	if opts.HyperV != nil {
+		hv := opts.HyperV.clone()
+		if err := m.update(func(s *State, _ time.Time) error { s.HyperV = hv; return nil }); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
 	}

@@ -62,6 +62,8 @@ type State struct {
 	// ACLs holds explicit access control lists by lower-case Windows path;
 	// a path without a record inherits its parent's permissions.
 	ACLs map[string]*ACL `json:"acls"`
+	// HyperV is set when the machine plays a Hyper-V host (hyperv.go).
+	HyperV *HyperVHost `json:"hyperv,omitempty"`
 }
 
 // Service is one Windows service.

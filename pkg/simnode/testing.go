@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,6 +61,9 @@ func WithFaults(f Faults) TestOption { return func(o *Options) { o.Faults = &f }
 func WithAccount(a Account) TestOption {
 	return func(o *Options) { o.Accounts = append(o.Accounts, a) }
 }
+
+// WithHyperV makes the server a Hyper-V host with these VMs.
+func WithHyperV(h HyperVHost) TestOption { return func(o *Options) { o.HyperV = &h } }
 
 // WithPassword enables password authentication for the administrator.
 func WithPassword(pw string) TestOption { return func(o *Options) { o.Password = pw } }
@@ -130,6 +134,14 @@ func (ts *TestServer) CredentialsFor(user string) v1alpha1.CredentialsSpec {
 		KnownHostsFile: ts.KnownHostsFile,
 		HostKeyPolicy:  v1alpha1.HostKeyPolicyStrict,
 	}
+}
+
+// SSHConfig is a ~/.ssh/config Host block that makes alias log in to this
+// server as the administrator with the test key, for code that reaches a
+// host by an alias (a Hyper-V host, or a VM's address).
+func (ts *TestServer) SSHConfig(alias string) string {
+	host, port, _ := net.SplitHostPort(ts.Addr())
+	return fmt.Sprintf("Host %s\n  HostName %s\n  Port %s\n  User %s\n  IdentityFile %s\n", alias, host, port, ts.User(), ts.KeyFile)
 }
 
 // State returns a snapshot of the node's state for assertions.

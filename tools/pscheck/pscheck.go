@@ -2,7 +2,8 @@
 // may run on a node parses under a real PowerShell grammar (DESIGN.md §7).
 // Since the agent replaced the op scripts, those are the few fixed scripts
 // of pkg/winos (Chocolatey's installer, firewall rules by name, the event
-// log, the language mode), run as they are with their input on stdin.
+// log, the language mode, and the Hyper-V host ops, each with its shared
+// prelude), run as they are with their input on stdin.
 //
 // The grammar check itself is check.mjs (Node.js, web-tree-sitter and the
 // tree-sitter-powershell grammar, pinned by package-lock.json). Dump writes

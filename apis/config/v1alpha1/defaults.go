@@ -4,6 +4,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Default values applied by SetDefaults_Node.
@@ -18,6 +21,12 @@ const (
 	// DefaultWinsDestination is where wins.exe goes when wins.destination
 	// is empty.
 	DefaultWinsDestination = `C:\etc\rancher\wins\wins.exe`
+	// DefaultLibvirtURI is the libvirt connection URI when vm.libvirt.uri
+	// is empty: the system instance of the local libvirtd.
+	DefaultLibvirtURI = "qemu:///system"
+	// DefaultVMAddressTimeout is how long swdt waits for a VM's address
+	// when vm.addressTimeout is not set: long enough for Windows to boot.
+	DefaultVMAddressTimeout = 3 * time.Minute
 )
 
 // SetDefaults_NodeList defaults every node of the list.
@@ -30,11 +39,15 @@ func SetDefaults_NodeList(l *NodeList) {
 // SetDefaults_Node fills in every default of a node. The hostname is kept
 // exactly as written (a Host alias from ~/.ssh/config must stay an alias);
 // CredentialsSpec.HostPort supplies port 22 when it has none. An empty
-// metadata.name defaults to the host part of the hostname.
+// metadata.name defaults to the host part of the hostname, or to the VM's
+// name when there is no hostname; the VM's name defaults to metadata.name.
 func SetDefaults_Node(n *Node) {
 	c := &n.Spec.Credentials
 	if n.Name == "" && c.Hostname != "" {
 		n.Name, _ = c.HostPort()
+	}
+	if v := n.Spec.VM; v != nil {
+		setDefaultsVM(v, &n.ObjectMeta)
 	}
 	if c.KnownHostsFile == "" {
 		c.KnownHostsFile = DefaultKnownHostsFile
@@ -48,6 +61,31 @@ func SetDefaults_Node(n *Node) {
 	}
 	if w := n.Spec.Wins; w != nil && w.Destination == "" {
 		w.Destination = DefaultWinsDestination
+	}
+}
+
+func setDefaultsVM(v *VMSpec, meta *metav1.ObjectMeta) {
+	switch {
+	case v.Name == "":
+		v.Name = meta.Name
+	case meta.Name == "":
+		meta.Name = v.Name
+	}
+	switch v.Provider {
+	case VMProviderLibvirt:
+		if v.Libvirt == nil {
+			v.Libvirt = &LibvirtSpec{}
+		}
+		if v.Libvirt.URI == "" {
+			v.Libvirt.URI = DefaultLibvirtURI
+		}
+	case VMProviderHyperV:
+		if v.HyperV == nil {
+			v.HyperV = &HyperVSpec{}
+		}
+	}
+	if v.AddressTimeout == nil {
+		v.AddressTimeout = &metav1.Duration{Duration: DefaultVMAddressTimeout}
 	}
 }
 

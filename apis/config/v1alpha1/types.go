@@ -49,6 +49,12 @@ type NodeSpec struct {
 	// Wins is what `swdt wins` deploys (extension).
 	// +optional
 	Wins *WinsSpec `json:"wins,omitempty"`
+
+	// VM is the virtual machine that runs the node and the hypervisor
+	// that runs it, for `swdt vm` and for finding the node's address when
+	// credentials.hostname is empty (extension).
+	// +optional
+	VM *VMSpec `json:"vm,omitempty"`
 }
 
 // HostKeyPolicy says how an SSH host key is checked against known_hosts.
@@ -67,7 +73,9 @@ const (
 // CredentialsSpec says how to reach a node over SSH.
 type CredentialsSpec struct {
 	// Hostname is host[:port] (port 22 when omitted), an IPv6 address in
-	// brackets ([fe80::1]:22), or a Host alias from ~/.ssh/config.
+	// brackets ([fe80::1]:22), or a Host alias from ~/.ssh/config. It may
+	// be empty when spec.vm is set: swdt then asks the hypervisor for the
+	// VM's address and waits until SSH answers there.
 	Hostname string `json:"hostname"`
 
 	// Username is the account to log in as; it must be a member of
@@ -215,4 +223,63 @@ type WinsWhiteList struct {
 	// ProxyPorts are host TCP ports that wins' proxy may forward to.
 	// +optional
 	ProxyPorts []int32 `json:"proxyPorts,omitempty"`
+}
+
+// VMProvider names the hypervisor that runs a node's VM.
+type VMProvider string
+
+const (
+	// VMProviderLibvirt is libvirt (KVM/QEMU on Linux), reached through
+	// libvirtd's RPC protocol.
+	VMProviderLibvirt VMProvider = "libvirt"
+	// VMProviderHyperV is Microsoft Hyper-V, driven through its
+	// PowerShell module on the Hyper-V host.
+	VMProviderHyperV VMProvider = "hyperv"
+)
+
+// VMSpec is the virtual machine behind a node (extension).
+type VMSpec struct {
+	// Provider is the hypervisor: libvirt or hyperv.
+	Provider VMProvider `json:"provider"`
+
+	// Name is the VM's name as the hypervisor knows it: the libvirt
+	// domain name or the Hyper-V VM name (default: metadata.name).
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Libvirt says how to reach libvirtd; only with provider libvirt.
+	// +optional
+	Libvirt *LibvirtSpec `json:"libvirt,omitempty"`
+
+	// HyperV says where Hyper-V runs; only with provider hyperv.
+	// +optional
+	HyperV *HyperVSpec `json:"hyperv,omitempty"`
+
+	// AddressTimeout bounds how long swdt waits for a running VM to
+	// report an address on which SSH answers, when credentials.hostname
+	// is empty (default 3m).
+	// +optional
+	AddressTimeout *metav1.Duration `json:"addressTimeout,omitempty"`
+}
+
+// LibvirtSpec says how to reach libvirtd.
+type LibvirtSpec struct {
+	// URI is the libvirt connection URI (default qemu:///system), for
+	// example qemu:///session or qemu+ssh://user@host/system. The unix
+	// transport (the default, with an optional ?socket=PATH) and ssh are
+	// supported; ssh uses swdt's SSH client, ~/.ssh/config and the node's
+	// knownHostsFile and hostKeyPolicy.
+	// +optional
+	URI string `json:"uri,omitempty"`
+}
+
+// HyperVSpec says where Hyper-V runs.
+type HyperVSpec struct {
+	// Host is the Windows Hyper-V host, reached over SSH:
+	// [user@]host[:port] or a Host alias from ~/.ssh/config. Empty means
+	// this machine, which works only when swdt runs on Windows. The user
+	// must be allowed to manage Hyper-V (Hyper-V Administrators or
+	// Administrators).
+	// +optional
+	Host string `json:"host,omitempty"`
 }

@@ -48,11 +48,14 @@ func ValidateNode(n *Node) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateNodeName(n.Name, field.NewPath("metadata", "name"))...)
 	spec := field.NewPath("spec")
-	errs = append(errs, validateCredentials(&n.Spec.Credentials, spec.Child("credentials"))...)
+	errs = append(errs, validateCredentials(&n.Spec.Credentials, n.Spec.VM != nil, spec.Child("credentials"))...)
 	errs = append(errs, validateSetup(&n.Spec.Setup, spec.Child("setup"))...)
 	errs = append(errs, validateKubernetes(&n.Spec.Kubernetes, spec.Child("kubernetes"))...)
 	if n.Spec.Wins != nil {
 		errs = append(errs, validateWins(n.Spec.Wins, spec.Child("wins"))...)
+	}
+	if n.Spec.VM != nil {
+		errs = append(errs, validateVM(n.Spec.VM, spec.Child("vm"))...)
 	}
 	return errs
 }
@@ -60,7 +63,7 @@ func ValidateNode(n *Node) field.ErrorList {
 func validateNodeName(name string, p *field.Path) field.ErrorList {
 	switch {
 	case name == "":
-		return field.ErrorList{field.Required(p, "set metadata.name or spec.credentials.hostname")}
+		return field.ErrorList{field.Required(p, "set metadata.name, spec.credentials.hostname or spec.vm.name")}
 	case len(name) > 253:
 		return field.ErrorList{field.TooLong(p, name, 253)}
 	case hasSpaceOrControl(name):
@@ -69,9 +72,13 @@ func validateNodeName(name string, p *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateCredentials(c *CredentialsSpec, p *field.Path) field.ErrorList {
+// validateCredentials checks c; hasVM says spec.vm is set, so that the
+// hostname may be left to the hypervisor.
+func validateCredentials(c *CredentialsSpec, hasVM bool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateHostname(c, p.Child("hostname"))...)
+	if c.Hostname != "" || !hasVM {
+		errs = append(errs, validateHostname(c, p.Child("hostname"))...)
+	}
 	if c.Username != "" {
 		errs = append(errs, validateUsername(c.Username, p.Child("username"))...)
 	}
@@ -104,7 +111,7 @@ func validateCredentials(c *CredentialsSpec, p *field.Path) field.ErrorList {
 func validateHostname(c *CredentialsSpec, p *field.Path) field.ErrorList {
 	h := c.Hostname
 	if h == "" {
-		return field.ErrorList{field.Required(p, "host[:port] or a Host alias from ~/.ssh/config")}
+		return field.ErrorList{field.Required(p, "host[:port] or a Host alias from ~/.ssh/config (or set spec.vm to ask the hypervisor for the address)")}
 	}
 	if hasSpaceOrControl(h) {
 		return field.ErrorList{field.Invalid(p, h, "must not contain whitespace or control characters")}

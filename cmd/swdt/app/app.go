@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/vm"
 )
 
 // Streams are the standard streams of one run.
@@ -57,6 +58,11 @@ type env struct {
 	// notify relays interrupts to c until stop is called (signal.Notify;
 	// tests send their own).
 	notify func(c chan<- os.Signal) (stop func())
+
+	// openVMHook, when set, replaces vm.Open (tests share one libvirt
+	// connection between runs: the test driver's state lives as long as
+	// its connection).
+	openVMHook func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error)
 }
 
 // Run runs swdt with args (without the program name) and returns the
@@ -167,6 +173,7 @@ into their services, and deploy rancher/wins.`,
 		newWinsCommand(e),
 		newExecCommand(e),
 		newLogsCommand(e),
+		newVMCommand(e),
 	)
 	return root
 }
@@ -200,8 +207,8 @@ func (e *env) colorMode() ui.ColorMode {
 // on a terminal, a prompt for an encrypted key's passphrase.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
-	return node.Connect(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase,
-		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }})
+	return vm.ConnectNode(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase,
+		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}, e.openVM)
 }
 
 // loadConfig loads the -c file, shows its warnings and keeps the nodes

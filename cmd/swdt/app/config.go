@@ -34,6 +34,8 @@ type nodeSummary struct {
 	Port         int      `json:"port"`
 	Provisioners []string `json:"provisioners"`
 	Wins         bool     `json:"wins"`
+	// VM is provider/name of spec.vm, when set.
+	VM string `json:"vm,omitempty"`
 }
 
 // validateReport is `config validate -o json` output.
@@ -75,7 +77,11 @@ Exits 2 when the file is invalid. Nothing is contacted.`,
 				if len(s.Provisioners) > 0 {
 					provs += " (" + strings.Join(s.Provisioners, ", ") + ")"
 				}
-				rows = append(rows, []string{s.Name, s.Host + ":" + strconv.Itoa(s.Port), provs})
+				host := s.Host + ":" + strconv.Itoa(s.Port)
+				if s.Host == "" {
+					host = "from the " + s.VM + " VM"
+				}
+				rows = append(rows, []string{s.Name, host, provs})
 			}
 			if err := e.ui.Table([]string{"NODE", "HOST", "PROVISIONERS"}, rows); err != nil {
 				return err
@@ -117,6 +123,9 @@ func summarize(nodes []v1alpha1.Node) []nodeSummary {
 			provs[j] = p.Name
 		}
 		out[i] = nodeSummary{Name: n.Name, Host: host, Port: port, Provisioners: provs, Wins: n.Spec.Wins != nil}
+		if v := n.Spec.VM; v != nil {
+			out[i].VM = string(v.Provider) + "/" + v.Name
+		}
 	}
 	return out
 }

@@ -34,6 +34,7 @@ type kubernetesFlags struct {
 	download downloadFlags
 	parallel int
 	cacheDir string
+	snapshot bool
 }
 
 func newKubernetesCommand(e *env) *cobra.Command {
@@ -64,11 +65,17 @@ each service was left with.
 Exit codes: 0 success, 1 failure (no node could be reached), 2 usage or
 config error, 3 partial (some provisioners or nodes failed).
 
+With --snapshot, each node's VM (spec.vm) gets a snapshot after staging
+and before the first service stops, named swdt-<time>-<provisioners>, so
+that 'swdt vm revert NAME' undoes a bad build in one step; a snapshot that
+fails leaves every service running.
+
 The first Ctrl-C stops staging but lets a running swap finish, so services
 are running again when swdt exits; a second Ctrl-C gives up at once.`,
 		Example: `  swdt kubernetes -c node.yaml
   swdt kubernetes -c node.yaml --only kubelet,kube-proxy --dry-run
   swdt kubernetes -c node.yaml --watch          # re-swap on every rebuild
+  swdt kubernetes -c node.yaml --snapshot       # snapshot each VM before the swap
   swdt kubernetes -c node.yaml -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,6 +105,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	f.swap.add(fl)
 	f.download.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
+	fl.BoolVar(&f.snapshot, "snapshot", false, "snapshot each node's VM (spec.vm) before the swap; with --watch, before every swap")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
 	_ = cmd.MarkFlagDirname("cache-dir")
 	return cmd
@@ -143,6 +151,11 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	nodes, err := selectProvisioners(res.Nodes, f.only)
 	if err != nil {
 		return exitcode.WithCode(exitcode.Usage, err)
+	}
+	if f.snapshot {
+		if err := checkSnapshotNodes(res.Path, res.Nodes); err != nil {
+			return err
+		}
 	}
 	k := &kubeRun{e: e, f: f, progress: e.ui.NewProgress(), resolver: f.download.resolver(f.cacheDir, f.force), nodes: nodes}
 	abort, stop := e.interrupts(k.progress.Warn)
@@ -261,6 +274,8 @@ func (k *kubeRun) resolve(ctx context.Context, work []nodeWork) (map[sourceKey]*
 // nodeOutcome is what one node's run produced.
 type nodeOutcome struct {
 	report *provision.Report
+	// snapshot names the VM snapshot --snapshot took, if any.
+	snapshot string
 }
 
 // run swaps the work's provisioners on every node in parallel and prints
@@ -272,9 +287,10 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 		specs[i] = *w.node.spec
 		byName[w.node.spec.Name] = w
 	}
-	results := fleet.Run(ctx, specs, 0, func(ctx context.Context, spec *v1alpha1.Node) (nodeOutcome, error) {
-		rep, err := k.runNode(ctx, byName[spec.Name], sources)
-		return nodeOutcome{report: rep}, err
+	results := fleet.Run(ctx, specs, 0, func(ctx context.Context, spec *v1alpha1.Node) (_ nodeOutcome, err error) {
+		out := nodeOutcome{}
+		out.report, err = k.runNode(ctx, byName[spec.Name], sources, &out.snapshot)
+		return out, err
 	})
 	if err := k.print(results); err != nil {
 		return err
@@ -282,11 +298,17 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 	return fleet.Err(results, failedProvisioners)
 }
 
-func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File) (*provision.Report, error) {
+// runNode swaps w's provisioners on one node; with --snapshot, the name of
+// the snapshot taken before the swap goes to *snapshot.
+func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File, snapshot *string) (*provision.Report, error) {
 	kn := w.node
 	name := kn.spec.Name
 	if kn.conn == nil {
-		k.progress.Step(name, "connecting to %s", kn.spec.Spec.Credentials.Hostname)
+		if h := kn.spec.Spec.Credentials.Hostname; h != "" {
+			k.progress.Step(name, "connecting to %s", h)
+		} else {
+			k.progress.Step(name, "connecting to VM %s at the address its hypervisor reports", kn.spec.Spec.VM.Name)
+		}
 		conn, err := k.e.connect(ctx, kn.spec, func(msg string) { k.progress.Warn("node %s: %s", name, msg) })
 		if err != nil {
 			return nil, err
@@ -309,6 +331,9 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
 	opts.Abort, opts.Observer, opts.Command = k.abort, obs, "swdt kubernetes"
+	if k.f.snapshot {
+		opts.BeforeSwap = func(ctx context.Context) error { return k.snapshotVM(ctx, w, snapshot) }
+	}
 	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
 		opts.Hashes = hashes
 		defer func() {
@@ -358,6 +383,8 @@ type kubeNodeJSON struct {
 	// before anything else.
 	Repair       *provision.Repair `json:"repair,omitempty"`
 	Provisioners []kubeProvJSON    `json:"provisioners"`
+	// Snapshot names the VM snapshot taken before the swap (--snapshot).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 type kubeProvJSON struct {
@@ -376,7 +403,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.e.ui.Format() == ui.FormatJSON {
 		doc := kubeJSON{docMeta: meta("KubernetesReport"), Nodes: []kubeNodeJSON{}}
 		for _, r := range results {
-			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}}
+			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Snapshot: r.Value.snapshot}
 			if r.Err != nil {
 				n.Error = r.Err.Error()
 			} else {

@@ -1,4 +1,4 @@
-# Turns a terminal capture (images/demo.txt) into a Graphviz graph of one
+# Turns a terminal capture (docs/demo.txt) into a Graphviz graph of one
 # left-aligned monospace label, so `dot` renders it as a picture of the
 # terminal. Used by `make images`.
 BEGIN {
