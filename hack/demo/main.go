@@ -155,6 +155,11 @@ func run(ctx context.Context, o options) error {
 			check: allUnchanged},
 		{title: "swdt wins", why: "deploy rancher/wins on " + node + " and prove its named-pipe bridge reaches the host",
 			args: []string{"--deep"}},
+		{title: "swdt status", why: "read-only: what every service on " + node + " runs, next to what you built"},
+		{title: "swdt exec", why: "run a program on " + node + ": its arguments travel as data, its output streams back",
+			args: []string{"simnode", "--", "cmd.exe", "/c", "echo", "kubelet's node says: hello & goodbye"}},
+		{title: "swdt logs", why: "a service's state and its service control manager events, without RDP",
+			args: []string{"simnode", "kubelet"}},
 	}
 	for i, s := range steps {
 		if err := runStep(ctx, o.Out, dir, swdt, i+1, len(steps), s); err != nil {

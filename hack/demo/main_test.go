@@ -32,7 +32,9 @@ func TestDemo(t *testing.T) {
 	}
 	story := out.String()
 	wants := []string{
-		"━━━ 1/5 swdt config validate ━━━",
+		"━━━ 1/8 swdt config validate ━━━",
+		"kubelet's node says: hello & goodbye",
+		"kubelet (Running)",
 		"chocolatey       changed  installed Chocolatey 2.2.2",
 		"kubelet      updated",
 		"kube-proxy   unchanged",
@@ -43,9 +45,9 @@ func TestDemo(t *testing.T) {
 	// The swdt vm part runs when libvirtd is installed, and says so when
 	// it is not.
 	if _, err := os.Stat(libvirtdPath); err == nil {
-		wants = append(wants, "$ swdt vm revert -c vm.yaml clean", "win2022  win2022  clean     running", "libvirtd stopped.", "✔ demo passed: 8 steps")
+		wants = append(wants, "$ swdt vm revert -c vm.yaml clean", "win2022  win2022  clean     running", "libvirtd stopped.", "✔ demo passed: 11 steps")
 	} else {
-		wants = append(wants, "skipped: libvirtd is not installed", "✔ demo passed: 5 steps")
+		wants = append(wants, "skipped: libvirtd is not installed", "✔ demo passed: 8 steps")
 	}
 	for _, want := range wants {
 		if !strings.Contains(story, want) {
