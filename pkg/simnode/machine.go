@@ -273,6 +273,10 @@ type Faults struct {
 	// delete access (a virus scanner, an editor): as on NTFS they cannot
 	// be renamed or removed (sharing violation) while the fault is set.
 	HeldOpen []string `json:"heldOpen,omitempty"`
+	// DamageEncoded damages the next encoded upload (a file ending in
+	// .swdt-zst) the agent reads: "truncate" ends it halfway, "corrupt"
+	// flips a byte in its middle. It applies once and is then cleared.
+	DamageEncoded string `json:"damageEncoded,omitempty"`
 }
 
 // heldOpen reports whether Faults.HeldOpen names w.
