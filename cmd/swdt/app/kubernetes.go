@@ -30,6 +30,7 @@ type kubernetesFlags struct {
 	watch    bool
 	debounce time.Duration
 	swap     swapFlags
+	transfer transferFlags
 	download downloadFlags
 	parallel int
 	cacheDir string
@@ -82,6 +83,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
 	f.swap.add(fl)
+	f.transfer.add(fl)
 	f.download.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
@@ -290,6 +292,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
 	opts.Abort, opts.Observer = k.abort, obs
+	opts.Transfer = k.f.transfer.transfer(k.f.cacheDir)
 	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
 		opts.Hashes = hashes
 		defer func() {
@@ -341,6 +344,8 @@ type kubeProvJSON struct {
 	Name       string `json:"name"`
 	Action     string `json:"action"`
 	BytesSent  int64  `json:"bytesSent"`
+	FileSize   int64  `json:"fileSize"`
+	Transfer   string `json:"transfer,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 	DowntimeMs int64  `json:"downtimeMs"`
 	Error      string `json:"error"`
@@ -357,7 +362,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 			} else {
 				for _, res := range r.Value.report.Results {
 					n.Provisioners = append(n.Provisioners, kubeProvJSON{
-						Name: res.Name, Action: string(res.Action), BytesSent: res.BytesSent,
+						Name: res.Name, Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 						DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
 						Error: res.Error, Detail: res.Detail,
 					})
@@ -375,12 +380,15 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.f.dryRun {
 		headers = append(headers, "PROVISIONER", "ACTION", "REASON", "DESTINATION")
 	} else {
-		headers = append(headers, "PROVISIONER", "ACTION", "SENT", "TIME", "DOWNTIME")
+		headers = append(headers, "PROVISIONER", "ACTION", "SENT", "SAVED", "TIME", "DOWNTIME")
 	}
 	var rows [][]string
 	for _, r := range results {
 		if r.Err != nil {
-			row := []string{"-", "failed", "-", "-", "-"}
+			row := []string{"-", "failed", "-", "-", "-", "-"}
+			if k.f.dryRun {
+				row = row[:4]
+			}
 			if many {
 				row = append([]string{r.Node}, row...)
 			}
@@ -393,7 +401,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 				step := r.Value.report.Plan.Steps[i]
 				row = []string{res.Name, string(res.Action), step.Reason, step.Item.Destination}
 			} else {
-				row = []string{res.Name, string(res.Action), ui.Bytes(res.BytesSent), duration(res.Duration), duration(res.Downtime)}
+				row = []string{res.Name, string(res.Action), ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(res.Downtime)}
 			}
 			if many {
 				row = append([]string{r.Node}, row...)
@@ -402,6 +410,16 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 		}
 	}
 	return k.e.ui.Table(headers, rows)
+}
+
+// saved is how much less than the file went over the wire, and how:
+// "99% patch", "46% compressed"; "-" when nothing was saved.
+func saved(res provision.Result) string {
+	if res.FileSize <= 0 || res.BytesSent >= res.FileSize || res.Transfer == "" || res.Transfer == provision.TransferPlain {
+		return "-"
+	}
+	pct := 100 * (res.FileSize - res.BytesSent) / res.FileSize
+	return fmt.Sprintf("%d%% %s", pct, res.Transfer)
 }
 
 func duration(d time.Duration) string {

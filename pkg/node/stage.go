@@ -1,0 +1,22 @@
+package node
+
+import (
+	"context"
+	"io"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// UploadStream sends a stream made while it is sent (a compressed file, a
+// patch) to remotePath through a staged name and returns its length.
+func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error) {
+	return n.conn.UploadStream(ctx, open, remotePath, progress)
+}
+
+// DecodeStaged turns encoded uploads into staged files on the node and
+// verifies them; it reads and writes each file once, so it is bounded
+// like a hash.
+func (n *Node) DecodeStaged(ctx context.Context, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
+	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{Items: items}, n.Timeouts.hash())
+	return resp.Results, err
+}
