@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"slices"
@@ -347,6 +348,9 @@ func (cn *conn) lost(err error) bool {
 	}
 	var se *sftp.StatusError
 	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrExist):
+		// The server answered (pkg/sftp maps its status codes to these).
+		return false
 	case errors.Is(err, sftp.ErrSSHFxConnectionLost), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 	case errors.As(err, &se), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
