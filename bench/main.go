@@ -45,6 +45,8 @@ type options struct {
 	bigMB         int
 	nodes         int
 	keep          bool
+	rounds        int
+	linksOnly     bool
 }
 
 func run() error {
@@ -54,6 +56,8 @@ func run() error {
 	flag.IntVar(&o.bigMB, "big-mb", 128, "size in MB of the binary compared with sftp")
 	flag.IntVar(&o.nodes, "nodes", 10, "nodes of the parallel measurement")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the link runs (each contender once per round, order rotated)")
+	flag.BoolVar(&o.linksOnly, "links-only", false, "run only the link runs")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -97,6 +101,13 @@ func (b *bench) all() error {
 	b.key = filepath.Join(b.dir, "id_ed25519")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", b.key).CombinedOutput(); err != nil {
 		return fmt.Errorf("ssh-keygen: %w: %s", err, out)
+	}
+	if b.o.linksOnly {
+		if err := b.linkRuns(b.o.rounds); err != nil {
+			return err
+		}
+		b.print()
+		return nil
 	}
 	big := b.file("big.exe", b.o.bigMB<<20)
 	mb10 := b.file("ten.exe", 10<<20)
@@ -326,7 +337,7 @@ func (b *bench) sftpPut(s *simnode, local, remote string) (time.Duration, error)
 	}
 	host, port, _ := strings.Cut(s.addr, ":")
 	start := time.Now()
-	out, err := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port,
+	out, err := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
 		"-o", "UserKnownHostsFile="+s.knownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
 		"Administrator@"+host).CombinedOutput()
 	if err != nil {
@@ -341,10 +352,17 @@ type swdtRun struct {
 	downtime time.Duration
 	action   string
 	maxRSSKB int64
+	// transfer and bytesSent are those of the last provisioner.
+	transfer  string
+	bytesSent int64
 }
 
 func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
-	args := append([]string{"kubernetes", "-c", config, "-o", "json", "--cache-dir", filepath.Join(b.dir, "cache")}, extra...)
+	return b.swdtIn(filepath.Join(b.dir, "cache"), config, extra...)
+}
+
+func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
+	args := append([]string{"kubernetes", "-c", config, "-o", "json", "--cache-dir", cache}, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.o.swdt, args...)
@@ -361,6 +379,8 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 			Provisioners []struct {
 				Action     string `json:"action"`
 				DowntimeMs int64  `json:"downtimeMs"`
+				BytesSent  int64  `json:"bytesSent"`
+				Transfer   string `json:"transfer"`
 			} `json:"provisioners"`
 		} `json:"nodes"`
 	}
@@ -370,7 +390,7 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 	r := swdtRun{wall: wall}
 	for _, n := range doc.Nodes {
 		for _, p := range n.Provisioners {
-			r.action = p.Action
+			r.action, r.transfer, r.bytesSent = p.Action, p.Transfer, p.BytesSent
 			r.downtime = max(r.downtime, time.Duration(p.DowntimeMs)*time.Millisecond)
 		}
 	}
