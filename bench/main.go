@@ -7,8 +7,11 @@
 //     bytes to the same simnode;
 //   - a re-run with nothing changed vs that transfer;
 //   - service downtime per swap for a 10 MB and a 200 MB binary;
-//   - peak RSS of swdt while it sends 200 MB;
-//   - N nodes in parallel vs one node.
+//   - peak RSS of swdt while it sends 200 MB, whole and as a patch;
+//   - N nodes in parallel vs one node;
+//   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
+//     slow links: OpenSSH sftp, swdt plain, compressed and delta
+//     (links.go; -links-only runs just these).
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -168,8 +171,22 @@ func (b *bench) all() error {
 		}
 		b.add("downtime per swap, "+c.name, ms(r.downtime), "< 2 s (simnode stop 200 ms + start 200 ms)")
 		if c.path == mb200 {
-			b.add("peak RSS of swdt sending 200 MB", fmt.Sprintf("%.1f MB", float64(r.maxRSSKB)/1024), "< 64 MB")
+			b.add(fmt.Sprintf("peak RSS of swdt sending 200 MB (%s)", r.transfer), fmt.Sprintf("%.1f MB", float64(r.maxRSSKB)/1024), "< 64 MB")
 			b.add("swdt stage+swap 200 MB (wall, 200 ms services)", secs(r.wall), "")
+			// The node now holds the 200 MB binary and swdt a copy of it:
+			// a changed build goes as a patch.
+			v2, err := b.variant(c.path, "twohundred-v2.exe")
+			if err != nil {
+				return err
+			}
+			p, err := b.swdt(b.config("size-v2", []*simnode{sim}, v2), "--settle", "0")
+			if err != nil {
+				return err
+			}
+			if p.transfer != "patch" {
+				return fmt.Errorf("200 MB rebuild: transfer %s, want patch", p.transfer)
+			}
+			b.add("peak RSS of swdt sending 200 MB as a patch", fmt.Sprintf("%.1f MB", float64(p.maxRSSKB)/1024), "< 256 MB")
 		}
 	}
 	sim.stop()
@@ -179,6 +196,9 @@ func (b *bench) all() error {
 		if err := b.parallel(); err != nil {
 			return err
 		}
+	}
+	if err := b.linkRuns(b.o.rounds); err != nil {
+		return err
 	}
 	b.print()
 	return nil
@@ -247,6 +267,21 @@ func (b *bench) file(name string, size int) string {
 		panic(err)
 	}
 	return p
+}
+
+// variant copies the file at src to name with a few bytes changed in the
+// middle, as a rebuild with a small change.
+func (b *bench) variant(src, name string) (string, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("a variant of %s: %w", src, err)
+	}
+	copy(data[len(data)/2:], "a small change in the middle")
+	p := filepath.Join(b.dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return "", fmt.Errorf("a variant of %s: %w", src, err)
+	}
+	return p, nil
 }
 
 // simnode is a running simnode process.
