@@ -6,10 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +68,8 @@ func TestDiffApply(t *testing.T) {
 		{"empty new file", base, nil, 64, 0},
 		{"empty reference", nil, base[:1<<20], 1 << 20, 0},
 		{"new file longer than a segment", base[:1<<20], append(bytes.Clone(base[:1<<20]), binaryLike(3, 9<<20)...), 9 << 20, 0.09},
+		{"halves swapped, copies beyond the zstd window", base, append(bytes.Clone(base[3<<20:]), base[:3<<20]...), 4 << 10, 0.999},
+		{"same content repeated", base[:1<<20], bytes.Repeat(base[:1<<20], 3), 4 << 10, 0.999},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +116,10 @@ func TestApplyDetectsBadPatches(t *testing.T) {
 		{"truncated", good[:len(good)/2], ref, nil},
 		{"corrupted", func() []byte { b := bytes.Clone(good); b[len(b)/2] ^= 0xff; return b }(), ref, nil},
 		{"other reference size", good, ref[:len(ref)-1], ErrReferenceSize},
+		{"other reference of the same size", good, binaryLike(9, len(ref)), nil},
+		{"empty", nil, ref, ErrPatch},
+		{"only the first byte", good[:1], ref, nil},
+		{"cut before its last byte", good[:len(good)-1], ref, nil},
 		{"not a patch", []byte("MZ\x90\x00 not zstd at all"), ref, nil},
 		{"plain zstd, not a patch", func() []byte {
 			var b bytes.Buffer
@@ -258,7 +268,10 @@ func TestStore(t *testing.T) {
 		blob []byte
 		kept bool
 	}{{blobs[0], true}, {blobs[1], false}, {blobs[2], true}, {d, true}} {
-		_, _, err := s.Open(digest(tc.blob))
+		f, _, err := s.Open(digest(tc.blob))
+		if err == nil {
+			f.Close()
+		}
 		if kept := err == nil; kept != tc.kept {
 			t.Errorf("copy %q kept=%v, want %v (%v)", tc.blob[:1], kept, tc.kept, err)
 		}
@@ -266,7 +279,254 @@ func TestStore(t *testing.T) {
 			t.Errorf("Open: %v", err)
 		}
 	}
-	if _, _, err := s.Open("../../etc/passwd"); err == nil {
+	if f, _, err := s.Open("../../etc/passwd"); err == nil {
+		f.Close()
 		t.Error("Open accepted a path")
+	}
+}
+
+// TestApplyDetectsDamageAnywhere cuts and corrupts a patch at many
+// places. Apply must fail: a cut loses the end mark, and zstd's checksum
+// covers the content. The one exception is damage that leaves the
+// content as it was (a frame header's window size): Apply then makes the
+// new file exactly, which the node's SHA-256 check accepts rightly.
+func TestApplyDetectsDamageAnywhere(t *testing.T) {
+	ref := binaryLike(10, 2<<20)
+	nw := append(bytes.Clone(ref[:1<<20]), append([]byte("a rebuilt function"), ref[1<<20:]...)...)
+	var patch bytes.Buffer
+	if _, err := Diff(context.Background(), &patch, bytes.NewReader(ref), int64(len(ref)), digest(ref), bytes.NewReader(nw)); err != nil {
+		t.Fatal(err)
+	}
+	good := patch.Bytes()
+	tests := []struct {
+		name   string
+		damage func(b []byte, at int) []byte
+	}{
+		{"truncated", func(b []byte, at int) []byte { return b[:at] }},
+		{"byte flipped", func(b []byte, at int) []byte { b = bytes.Clone(b); b[at] ^= 0x55; return b }},
+		{"bytes zeroed", func(b []byte, at int) []byte {
+			b = bytes.Clone(b)
+			clear(b[at:min(at+16, len(b))])
+			return b
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for at := range len(good) {
+				bad := tc.damage(good, at)
+				if bytes.Equal(bad, good) {
+					continue // zeroing bytes that were zero
+				}
+				var out bytes.Buffer
+				_, err := Apply(&out, bytes.NewReader(ref), int64(len(ref)), bytes.NewReader(bad))
+				if err == nil && !bytes.Equal(out.Bytes(), nw) {
+					t.Errorf("damaged at %d of %d: Apply made %d other bytes without an error", at, len(good), out.Len())
+				}
+				if err == nil && tc.name == "truncated" {
+					t.Errorf("cut at %d of %d: no error", at, len(good))
+				}
+			}
+		})
+	}
+}
+
+// TestDecompressDetectsDamage: a damaged compressed upload is an error
+// (zstd's checksum), before the node's SHA-256 check.
+func TestDecompressDetectsDamage(t *testing.T) {
+	data := binaryLike(11, 5<<20)
+	var enc bytes.Buffer
+	if _, err := Compress(context.Background(), &enc, bytes.NewReader(data), func() Level { return LevelFastest }); err != nil {
+		t.Fatal(err)
+	}
+	good := enc.Bytes()
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		{"truncated in the first frame", good[:len(good)/4]},
+		{"truncated in the last frame", good[:len(good)-3]},
+		{"byte flipped", func() []byte { b := bytes.Clone(good); b[len(b)/2] ^= 0x01; return b }()},
+		{"not zstd", []byte("MZ\x90\x00 an executable")},
+		{"window larger than allowed", []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xF8, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if n, err := Decompress(&out, bytes.NewReader(tc.in)); err == nil {
+				t.Fatalf("Decompress made %d bytes without an error", n)
+			}
+		})
+	}
+}
+
+func TestCompressStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Compress(ctx, io.Discard, bytes.NewReader(binaryLike(12, 1<<20)), func() Level { return LevelFastest })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compress: %v, want context.Canceled", err)
+	}
+	ref := binaryLike(13, 1<<20)
+	_, err = Diff(ctx, io.Discard, bytes.NewReader(ref), int64(len(ref)), "", bytes.NewReader(ref))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Diff: %v, want context.Canceled", err)
+	}
+}
+
+func TestModeString(t *testing.T) {
+	for _, in := range []string{"auto", "off", "1", "2", "3", "4"} {
+		m, err := ParseMode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.String() != in {
+			t.Errorf("ParseMode(%q).String() = %q", in, m.String())
+		}
+		if !m.Auto && m.Chooser(nil)() != m.Level {
+			t.Errorf("%s: Chooser gives %d", in, m.Chooser(nil)())
+		}
+	}
+}
+
+// TestMeter checks when the link rate becomes known: only after the
+// read-ahead plus 1 MiB went through.
+func TestMeter(t *testing.T) {
+	tests := []struct {
+		read   int64
+		wantOK bool
+	}{
+		{0, false},
+		{inFlight, false},
+		{inFlight + 1<<20 - 1, false},
+		{inFlight + 2<<20, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.read), func(t *testing.T) {
+			m := NewMeter(io.LimitReader(zeros{}, tc.read))
+			if _, err := io.CopyBuffer(io.Discard, m, make([]byte, 32<<10)); err != nil {
+				t.Fatal(err)
+			}
+			rate, ok := m.LinkRate()
+			if ok != tc.wantOK || (ok && rate <= 0) {
+				t.Fatalf("LinkRate after %d bytes = %v, %v; want ok %v", tc.read, rate, ok, tc.wantOK)
+			}
+		})
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestStorePrunesToItsBound puts copies of varied sizes one after the
+// other: after each Put the copies fit in MaxBytes, the one just put is
+// always kept (even alone over the bound), and the least recently used
+// go first.
+func TestStorePrunesToItsBound(t *testing.T) {
+	tests := []struct {
+		name  string
+		max   int64
+		sizes []int
+		// kept are the indexes of sizes still there at the end.
+		kept []int
+	}{
+		{"all fit", 1000, []int{100, 200, 300}, []int{0, 1, 2}},
+		{"oldest go first", 450, []int{100, 200, 150, 100}, []int{1, 2, 3}},
+		{"a large copy evicts several", 500, []int{100, 100, 100, 100, 400}, []int{3, 4}},
+		{"one copy over the bound is kept alone", 100, []int{50, 50, 300}, []int{2}},
+		{"exactly the bound", 300, []int{100, 100, 100}, []int{0, 1, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := &Store{Dir: dir, MaxBytes: tc.max}
+			var blobs [][]byte
+			for i, n := range tc.sizes {
+				b := bytes.Repeat([]byte{byte('a' + i)}, n)
+				blobs = append(blobs, b)
+				if err := s.Put(digest(b), bytes.NewReader(b), int64(n)); err != nil {
+					t.Fatal(err)
+				}
+				// Distinct use times, in order, even on coarse file systems.
+				at := time.Now().Add(time.Duration(i-100) * time.Minute)
+				if err := os.Chtimes(filepath.Join(dir, digest(b)), at, at); err != nil {
+					t.Fatal(err)
+				}
+				if total, kept := storeSize(t, dir); total > tc.max && kept > 1 {
+					t.Fatalf("after Put %d: %d bytes in %d copies, bound %d", i, total, kept, tc.max)
+				}
+				if _, err := os.Stat(filepath.Join(dir, digest(b))); err != nil {
+					t.Fatalf("the copy just put is gone: %v", err)
+				}
+			}
+			for i, b := range blobs {
+				_, err := os.Stat(filepath.Join(dir, digest(b)))
+				if want := slices.Contains(tc.kept, i); (err == nil) != want {
+					t.Errorf("copy %d kept=%v, want %v", i, err == nil, want)
+				}
+			}
+		})
+	}
+}
+
+func storeSize(t *testing.T, dir string) (total int64, n int) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+		n++
+	}
+	return total, n
+}
+
+func TestStorePut(t *testing.T) {
+	tests := []struct {
+		name    string
+		digest  string
+		content string
+		wantErr bool
+	}{
+		{"a digest", digest([]byte("x")), "x", false},
+		{"the same again refreshes it", digest([]byte("x")), "x", false},
+		{"upper case is not a store name", strings.ToUpper(digest([]byte("y"))), "y", true},
+		{"a path", "../" + digest([]byte("z"))[3:], "z", true},
+		{"empty", "", "", true},
+	}
+	s := &Store{Dir: filepath.Join(t.TempDir(), "made on first Put")}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Put(tc.digest, strings.NewReader(tc.content), int64(len(tc.content)))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Put: %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			f, size, err := s.Open(tc.digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := io.ReadAll(f)
+			if err != nil || string(got) != tc.content || size != int64(len(tc.content)) {
+				t.Fatalf("Open: %q, %d, %v", got, size, err)
+			}
+		})
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".put-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
 	}
 }
