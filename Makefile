@@ -24,9 +24,10 @@ all: build
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin/dist (swdt embeds them)
+agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin/dist (swdt embeds them and their digests)
 	GOOS=windows GOARCH=amd64 $(GO) build -trimpath -ldflags '$(AGENT_LDFLAGS)' -o $(AGENT_DIR)/swdt-agent-windows-amd64.exe ./cmd/swdt-agent
 	GOOS=windows GOARCH=arm64 $(GO) build -trimpath -ldflags '$(AGENT_LDFLAGS)' -o $(AGENT_DIR)/swdt-agent-windows-arm64.exe ./cmd/swdt-agent
+	$(GO) run ./pkg/agentbin/digest $(AGENT_DIR)/swdt-agent-windows-amd64.exe $(AGENT_DIR)/swdt-agent-windows-arm64.exe
 
 build: agent ## build every command in cmd/ into bin/ (the agent first: swdt embeds it)
 	$(GOBUILD) -o $(BIN)/ ./cmd/swdt ./cmd/simnode
@@ -74,8 +75,9 @@ generate: ## regenerate deep-copy functions of the Node API
 		--go-header-file /dev/null --output-file zz_generated.deepcopy.go \
 		./apis/config/v1alpha1
 
-bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes (docs/benchmarks.md)
+bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes, and one agent op (docs/benchmarks.md)
 	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode
+	$(GO) test -run '^$$' -bench AgentOp -benchtime 500x ./pkg/node
 
 demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback
 	$(GO) run ./hack/demo -swdt $(BIN)/swdt -simnode $(BIN)/simnode -go $(GO)
@@ -90,4 +92,4 @@ images: build ## record images/demo.txt from a real make demo run; render it and
 	dot -Tpng -Gdpi=96 images/architecture.dot -o images/architecture.png
 
 clean: ## remove build output
-	rm -rf $(BIN) $(AGENT_DIR)/*.exe
+	rm -rf $(BIN) $(AGENT_DIR)/*.exe $(AGENT_DIR)/*.sha256

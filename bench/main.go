@@ -11,7 +11,8 @@
 //   - N nodes in parallel vs one node;
 //   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
 //     slow links: OpenSSH sftp, swdt plain, compressed and delta
-//     (links.go; -links-only runs just these).
+//     (links.go; -links-only runs just these);
+//   - swdt-agent's upload on first contact.
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -132,6 +133,12 @@ func (b *bench) all() error {
 	}
 	defer sim.stop()
 	cfg := b.config("single", []*simnode{fast}, big)
+	if err := b.agent(fast, cfg); err != nil {
+		return err
+	}
+	if err := b.deliver(b.config("size", []*simnode{sim}, mb10)); err != nil {
+		return err
+	}
 
 	// The baseline: OpenSSH's sftp putting the same bytes on the same
 	// server (connection set-up included, as swdt's is).
@@ -223,6 +230,9 @@ func (b *bench) parallel() error {
 		sims = append(sims, s)
 	}
 	small := b.file("one.exe", 1<<20)
+	if err := b.deliver(b.config("many", sims, small)); err != nil {
+		return err
+	}
 	one, err := b.swdt(b.config("one", sims[:1], small), "--settle", "0")
 	if err != nil {
 		return err
@@ -288,6 +298,7 @@ func (b *bench) variant(src, name string) (string, error) {
 type simnode struct {
 	cmd        *exec.Cmd
 	addr       string
+	state      string
 	knownHosts string
 }
 
@@ -303,7 +314,7 @@ func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start simnode: %w", err)
 	}
-	s := &simnode{cmd: cmd, knownHosts: filepath.Join(state, "known_hosts")}
+	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "address:"); ok {

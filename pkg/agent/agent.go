@@ -57,7 +57,7 @@ type entry struct {
 // handlers maps every op of the catalogue to its handler.
 var handlers = func() map[string]handler {
 	m := map[string]handler{}
-	for _, group := range [][]entry{infoOps, provisionOps, stageOps, setupOps, winsOps} {
+	for _, group := range [][]entry{infoOps, provisionOps, lockOps, stageOps, setupOps, winsOps} {
 		for _, e := range group {
 			if m[e.name] != nil {
 				panic("agent: two handlers for op " + e.name)

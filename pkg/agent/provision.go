@@ -24,7 +24,8 @@ var provisionOps = []entry{
 
 // provisionInspect reads what the plan needs in one round trip: each
 // destination, and each target service with every service that depends
-// on it, transitively (the plan must stop those first).
+// on it, transitively (the plan must stop those first); and the node's
+// swap lock and unfinished swap, if any.
 func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectRequest) (ops.ProvisionInspectResponse, error) {
 	resp := ops.ProvisionInspectResponse{Files: []ops.FileInfo{}, Services: []ops.ServiceInfo{}}
 	var queue []string
@@ -67,6 +68,19 @@ func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectReq
 			DependsOn:  provisionNonNil(svc.Dependencies),
 			Dependents: provisionNonNil(dependents),
 		})
+	}
+	lock, err := lockRead(w)
+	if err != nil {
+		return resp, err
+	}
+	resp.Lock = lock
+	j, err := journalRead(w)
+	if err != nil {
+		return resp, err
+	}
+	if j != nil {
+		live := lock != nil && !lock.Stale() && j.Owner.RunID != "" && lock.Owner.RunID == j.Owner.RunID
+		resp.Unfinished = &ops.UnfinishedSwap{Journal: *j, InProgress: live}
 	}
 	return resp, nil
 }

@@ -64,7 +64,7 @@ func chocoInstalled(w winos.OS) (bool, error) {
 // chocoAsk runs a quick choco.exe command (version, list) under the query
 // time limit.
 func chocoAsk(ctx context.Context, w winos.OS, args ...string) (winos.Result, error) {
-	res, expired, err := setupRun(ctx, w, setupLimits.query, winos.Command{Path: chocoExe, Args: args})
+	res, expired, err := runBounded(ctx, w, setupLimits.query, winos.Command{Path: chocoExe, Args: args})
 	if err != nil {
 		return res, fmt.Errorf("run choco %s: %w", strings.Join(args, " "), err)
 	}
@@ -175,7 +175,7 @@ func chocoInstall(ctx context.Context, w winos.OS, _ ops.ChocoInstallRequest) (o
 // but FullLanguage: under a WDAC or AppLocker policy Chocolatey's install
 // script cannot run, and would fail in ways that do not say why.
 func chocoCheckLanguageMode(ctx context.Context, w winos.OS) error {
-	res, expired, err := setupScript(ctx, w, setupLimits.query, winos.ScriptLanguageMode, nil)
+	res, expired, err := scriptBounded(ctx, w, setupLimits.query, winos.ScriptLanguageMode, nil)
 	if err != nil {
 		return fmt.Errorf("read PowerShell's language mode: %w", err)
 	}
@@ -198,7 +198,7 @@ func chocoCheckLanguageMode(ctx context.Context, w winos.OS) error {
 // chocoRunInstaller runs the fixed choco-install script and returns its
 // output when choco.exe exists afterwards.
 func chocoRunInstaller(ctx context.Context, w winos.OS) (string, error) {
-	res, expired, err := setupScript(ctx, w, setupLimits.chocoSetup, winos.ScriptChocoInstall, nil)
+	res, expired, err := scriptBounded(ctx, w, setupLimits.chocoSetup, winos.ScriptChocoInstall, nil)
 	if err != nil {
 		return "", fmt.Errorf("run Chocolatey's install script: %w", err)
 	}
@@ -298,7 +298,7 @@ func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest
 // needed.
 func chocoInstallPackage(ctx context.Context, w winos.OS, name string, v1 bool) (ops.ChocoPackageResult, error) {
 	r := ops.ChocoPackageResult{Name: name, Result: ops.PackageFailed}
-	res, expired, err := setupRun(ctx, w, setupLimits.chocoPackage,
+	res, expired, err := runBounded(ctx, w, setupLimits.chocoPackage,
 		winos.Command{Path: chocoExe, Args: []string{"install", name, "-y", "--no-progress", "--limit-output"}})
 	if err != nil {
 		return r, fmt.Errorf("run choco install %s: %w", name, err)

@@ -24,14 +24,24 @@ var stageOps = []entry{
 // stageDecode decodes each encoded upload into its staged file and keeps
 // the result only when its SHA-256 is the expected one. The encoded file is
 // always removed. A failed item is reported, not an error: swdt then sends
-// that file whole.
+// that file whole. Like the swap, it writes nothing unless the caller
+// holds the node's swap lock (or, outside a locked run, nobody does).
 func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (ops.StageDecodeResponse, error) {
 	resp := ops.StageDecodeResponse{Results: []ops.StageDecodeResult{}}
+	if err := lockCheck(w, req.RunID, "nothing was decoded"); err != nil {
+		return resp, err
+	}
 	for _, it := range req.Items {
 		if err := ctx.Err(); err != nil {
 			return resp, err
 		}
 		res := ops.StageDecodeResult{}
+		if err := checkStageNames(it); err != nil {
+			// Names swdt did not make: touch nothing.
+			res.Error = err.Error()
+			resp.Results = append(resp.Results, res)
+			continue
+		}
 		info, err := decodeOne(w, it)
 		if err == nil {
 			res.OK, res.File = true, info
@@ -50,10 +60,32 @@ func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (o
 	return resp, nil
 }
 
-func decodeOne(w winos.OS, it ops.StageDecodeItem) (ops.FileInfo, error) {
-	if !strings.HasSuffix(strings.ToLower(it.Staged), ".swdt-new") {
-		return ops.FileInfo{}, fmt.Errorf("staged path %s does not end in .swdt-new", it.Staged)
+// stagedMark and encodedSuffix are the names of a run's files: the
+// staged file is Destination + stagedMark + the run's ID, its encoded
+// upload the staged name + encodedSuffix.
+const (
+	stagedMark    = ".swdt-new-"
+	encodedSuffix = ".swdt-zst"
+)
+
+// checkStageNames refuses an item whose files are not a staged file and
+// its encoded upload: the op removes them, so it must never be pointed at
+// a destination or anything else.
+func checkStageNames(it ops.StageDecodeItem) error {
+	i := strings.LastIndex(strings.ToLower(it.Staged), stagedMark)
+	if i <= 0 {
+		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
 	}
+	if id := it.Staged[i+len(stagedMark):]; id == "" || strings.ContainsAny(id, `\/.:`) {
+		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
+	}
+	if !strings.EqualFold(it.Encoded, it.Staged+encodedSuffix) {
+		return fmt.Errorf("encoded upload %s is not named %s%s", it.Encoded, it.Staged, encodedSuffix)
+	}
+	return nil
+}
+
+func decodeOne(w winos.OS, it ops.StageDecodeItem) (ops.FileInfo, error) {
 	enc, err := w.Open(it.Encoded)
 	if err != nil {
 		return ops.FileInfo{}, err

@@ -34,6 +34,13 @@ import (
 // restart it behind the rollback's back (nor hide the crash from the
 // settle check), and no binary is renamed while its service could be
 // restarted. They are put back at the end, on every path.
+//
+// Before anything stops, the swap checks that the caller holds the
+// node's lock, that no earlier swap is unfinished, and that each staged
+// file still has the digest swdt verified (an item whose file changed
+// fails, and no service is stopped for it alone). It then writes the
+// journal (journal.go) and keeps it ahead of every change; swap-recover
+// finishes or rolls back from it a swap that was cut short.
 
 // swapHealthPoll is the pause between rounds of health checks.
 const swapHealthPoll = 250 * time.Millisecond
@@ -69,6 +76,13 @@ type swapRun struct {
 	killed      []string
 	// recovery holds the failure actions switched off, to put back.
 	recovery []swapRecovery
+	// journal is the swap's journal once written (nil before).
+	journal *ops.SwapJournal
+	// verified holds, by item, the staged file as it was when its
+	// digest was checked: a change since means hashing it again.
+	verified map[int]winos.FileInfo
+	// renamed is true once a destination was renamed.
+	renamed bool
 }
 
 // swapRecovery is a service's failure actions as they were before the
@@ -82,27 +96,66 @@ type swapRecovery struct {
 // switched off; when it failed half-way it also starts again every
 // service it had stopped.
 func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
-	s := &swapRun{
-		w: w, req: req, started: time.Now(), stopTimeout: time.Duration(req.StopTimeoutMs) * time.Millisecond,
-		stoppedAt: map[string]time.Duration{}, runningAt: map[string]time.Duration{}, stopping: map[string]bool{},
+	s := newSwapRun(w, req)
+	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
+		return ops.ServiceSwapResponse{}, err
+	}
+	if j, err := journalRead(w); err != nil {
+		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+	} else if j != nil {
+		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
 	}
 	resp, err := s.run(ctx)
 	problems := s.restoreRecovery()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("the swap was cut short after %s: %w", time.Since(s.started).Round(time.Millisecond), err)
+	if err == nil {
+		resp.RecoveryNotRestored = problems
+		if err := journalRemove(w); err != nil {
+			return resp, fmt.Errorf("the swap is done, but: %w", err)
 		}
-		var notes []string
-		if len(s.stopped) > 0 {
-			notes = append(notes, s.restartStopped())
-		}
-		for _, p := range problems {
-			notes = append(notes, "service "+p.Service+": "+p.Error)
-		}
-		return resp, swapNote(err, notes)
+		return resp, nil
 	}
-	resp.RecoveryNotRestored = problems
-	return resp, nil
+	if ctx.Err() != nil {
+		err = fmt.Errorf("the swap was cut short after %s: %w", time.Since(s.started).Round(time.Millisecond), err)
+	}
+	var notes []string
+	if s.journal != nil && len(s.stopped) == 0 && !s.renamed && len(problems) == 0 {
+		// Nothing changed: there is nothing to repair.
+		if rmErr := journalRemove(w); rmErr != nil {
+			notes = append(notes, rmErr.Error())
+		}
+	}
+	if len(s.stopped) > 0 {
+		notes = append(notes, s.restartStopped())
+	}
+	for _, p := range problems {
+		notes = append(notes, "service "+p.Service+": "+p.Error)
+	}
+	return resp, swapNote(err, notes)
+}
+
+// newSwapRun prepares a swap of req.
+func newSwapRun(w winos.OS, req ops.ServiceSwapRequest) *swapRun {
+	return &swapRun{
+		w: w, req: req, started: time.Now(), stopTimeout: time.Duration(req.StopTimeoutMs) * time.Millisecond,
+		stoppedAt: map[string]time.Duration{}, runningAt: map[string]time.Duration{}, stopping: map[string]bool{},
+		verified: map[int]winos.FileInfo{},
+	}
+}
+
+// journalOwner names the run of a journal.
+func journalOwner(j *ops.SwapJournal) string {
+	if j.Owner.RunID == "" {
+		return "a swap outside a locked run"
+	}
+	return j.Owner.String()
+}
+
+// save writes the journal, once there is one.
+func (s *swapRun) save() error {
+	if s.journal == nil {
+		return nil
+	}
+	return journalSave(s.w, s.journal)
 }
 
 // swapNote adds notes to a failure's message, keeping its kind.
@@ -139,9 +192,6 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		Items: []ops.SwapItemResult{}, Killed: []string{}, NotStarted: []ops.ServiceProblem{},
 		AlsoStopped: []string{}, Downtime: []ops.ServiceDowntime{},
 	}
-	if err := s.check(); err != nil {
-		return resp, err
-	}
 	items := s.req.Items
 	results := make([]ops.SwapItemResult, len(items))
 	byService := map[string][]int{}
@@ -149,8 +199,29 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination}
 		key := strings.ToLower(it.Service)
 		byService[key] = append(byService[key], i)
-		if err := s.recoveryOff(it.Service); err != nil {
-			return resp, fmt.Errorf("switch off the failure actions of service %s for the swap (nothing was stopped): %w", it.Service, err)
+	}
+	if err := s.check(results); err != nil {
+		return resp, err
+	}
+	active := s.narrow(results)
+	if len(active) == 0 && len(items) > 0 {
+		// Every staged file changed since it was verified: nothing to do.
+		resp.Items = results
+		return resp, nil
+	}
+	journal := s.req
+	journal.Items = nil
+	for _, i := range active {
+		journal.Items = append(journal.Items, items[i])
+	}
+	s.journal = &ops.SwapJournal{Owner: s.req.Owner, Started: s.started.UTC().Format(time.RFC3339), Request: journal,
+		Stopped: []string{}, Recovery: []ops.JournalRecovery{}, Failures: map[string]string{}}
+	if err := s.save(); err != nil {
+		return resp, fmt.Errorf("%w; nothing was stopped", err)
+	}
+	for _, i := range active {
+		if err := s.recoveryOff(items[i].Service); err != nil {
+			return resp, fmt.Errorf("switch off the failure actions of service %s for the swap (nothing was stopped): %w", items[i].Service, err)
 		}
 	}
 
@@ -159,8 +230,8 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 			return resp, err
 		}
 	}
-	for i, it := range items {
-		s.rename(it, &results[i])
+	for _, i := range active {
+		s.rename(i, &results[i])
 	}
 
 	start := s.startList()
@@ -264,17 +335,28 @@ func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures
 }
 
 // check makes sure, before anything stops, that every staged file is
-// there and every service to stop exists, then clears old backups so that
-// the renames cannot fail on them.
-func (s *swapRun) check() error {
-	for _, it := range s.req.Items {
-		_, ok, err := provisionStatFile(s.w, it.Staged)
+// there and every service to stop exists, and clears old backups so that
+// the renames cannot fail on them. A staged file whose digest is no longer
+// the one swdt verified fails its item (in results), nothing renamed.
+func (s *swapRun) check(results []ops.SwapItemResult) error {
+	for i, it := range s.req.Items {
+		st, ok, err := provisionStatFile(s.w, it.Staged)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return Fail("not-found", "staged file %s is missing; nothing was stopped", it.Staged)
 		}
+		if it.SHA256 == "" {
+			continue
+		}
+		if why, err := s.verifyStaged(it); err != nil {
+			return fmt.Errorf("%w; nothing was stopped", err)
+		} else if why != "" {
+			results[i].Result, results[i].Error = ops.SwapResultFailed, why
+			continue
+		}
+		s.verified[i] = st
 	}
 	for _, name := range s.req.StopOrder {
 		if _, err := s.w.Service(name); errors.Is(err, winos.ErrServiceDoesNotExist) {
@@ -283,7 +365,10 @@ func (s *swapRun) check() error {
 			return err
 		}
 	}
-	for _, it := range s.req.Items {
+	for i, it := range s.req.Items {
+		if results[i].Result == ops.SwapResultFailed {
+			continue
+		}
 		if _, err := s.w.Stat(it.Backup); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -294,24 +379,95 @@ func (s *swapRun) check() error {
 	return nil
 }
 
-// rename keeps the old binary as the backup and moves the staged file
-// into place; when the second step fails the old binary goes back.
-func (s *swapRun) rename(it ops.SwapItem, res *ops.SwapItemResult) {
+// verifyStaged hashes a staged file: "" when it has the item's digest,
+// else why not.
+func (s *swapRun) verifyStaged(it ops.SwapItem) (string, error) {
+	sum, err := hashFile(s.w, it.Staged)
+	if err != nil {
+		return "", fmt.Errorf("verify the staged file %s: %w", it.Staged, err)
+	}
+	if strings.EqualFold(sum, it.SHA256) {
+		return "", nil
+	}
+	return fmt.Sprintf("staged file %s changed since swdt verified it (SHA-256 %s, want %s): another program or run wrote it; the binary was not swapped, run again", it.Staged, sum, it.SHA256), nil
+}
+
+// narrow drops the items that failed their check from the swap: the stop
+// and start orders keep only the services of the other items and the
+// services that depend on them, so that no service is stopped for a
+// failed item alone. It returns the indices of the items to swap.
+func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
+	var active []int
+	for i := range s.req.Items {
+		if results[i].Result != ops.SwapResultFailed {
+			active = append(active, i)
+		}
+	}
+	if len(active) == len(s.req.Items) {
+		return active
+	}
+	var keep []string
+	for _, i := range active {
+		svc := s.req.Items[i].Service
+		keep = append(keep, svc)
+		if deps, err := s.w.Dependents(svc); err == nil {
+			keep = append(keep, deps...)
+		}
+	}
+	filter := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if swapContains(keep, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	s.req.StopOrder, s.req.StartOrder = filter(s.req.StopOrder), filter(s.req.StartOrder)
+	return active
+}
+
+// rename keeps the old binary of item i as the backup and moves the
+// staged file into place; when the second step fails the old binary goes
+// back. A staged file that changed since check verified it is hashed
+// again, and not renamed in unless it still has the item's digest.
+func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
+	it := s.req.Items[i]
 	fail := func(err error) {
 		res.Result = ops.SwapResultFailed
 		res.Error = "could not rename the staged binary into place: " + err.Error()
+	}
+	if seen, ok := s.verified[i]; ok {
+		st, err := s.w.Stat(it.Staged)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if st.Size != seen.Size || !st.ModTime.Equal(seen.ModTime) {
+			why, err := s.verifyStaged(it)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if why != "" {
+				res.Result, res.Error = ops.SwapResultFailed, why
+				return
+			}
+		}
 	}
 	_, hadOld, err := provisionStatFile(s.w, it.Destination)
 	if err == nil {
 		err = s.w.MkdirAll(swapParentDir(it.Destination))
 	}
 	if err == nil && hadOld {
+		s.renamed = true
 		err = s.w.Rename(it.Destination, it.Backup)
 	}
 	if err != nil {
 		fail(err)
 		return
 	}
+	s.renamed = true
 	if err := s.w.Rename(it.Staged, it.Destination); err != nil {
 		fail(err)
 		if hadOld {
@@ -371,7 +527,7 @@ func (s *swapRun) startAll(ctx context.Context, names []string) (map[string]stri
 	if len(names) == 0 {
 		return failures, nil
 	}
-	if err := swapSleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
+	if err := sleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
 		return nil, err
 	}
 	for _, name := range names {
@@ -407,7 +563,7 @@ func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration
 			return fmt.Sprintf("service could not be started (status %s): %v", status, err), nil
 		}
 	}
-	running, err := swapPoll(ctx, limit, func() (bool, error) {
+	running, err := poll(ctx, limit, swapPollInterval, func() (bool, error) {
 		svc, err = w.Service(name)
 		return err == nil && (svc.Status == winos.StatusRunning || svc.Status == winos.StatusStopped), err
 	})
@@ -452,6 +608,14 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		}
 		if err == nil {
 			res.Events = events
+		}
+	}
+	if s.journal != nil {
+		for i := range items {
+			s.journal.Failures[strings.ToLower(s.req.Items[i].Service)] = results[i].Error
+		}
+		if err := s.save(); err != nil {
+			return nil, fmt.Errorf("roll back: %w", err)
 		}
 	}
 	for i := len(start) - 1; i >= 0; i-- {
@@ -511,7 +675,7 @@ func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (str
 		if failure == "" || !time.Now().Before(deadline) {
 			return failure, nil
 		}
-		if err := swapSleep(ctx, swapHealthPoll); err != nil {
+		if err := sleep(ctx, swapHealthPoll); err != nil {
 			return "", err
 		}
 	}

@@ -2,60 +2,216 @@ package agent
 
 import (
 	"context"
-	"time"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// swapRecoverStartLimit is how long swap-recover waits for each service
-// to reach Running.
-const swapRecoverStartLimit = 60 * time.Second
+// The swap-recover op finishes or rolls back the swap the node's journal
+// records: one cut short by a killed swdt, a lost connection or a crash
+// of the agent. It decides per item from what is on disk, not from how
+// far the journal says the swap got:
+//
+//   - the destination holds the swap's verified new binary: the swap is
+//     finished for it, that is, its service is started and must pass the
+//     settle period and its health checks like in the swap, else it is
+//     rolled back to its backup;
+//   - otherwise a missing destination gets its backup back (the old
+//     binary), and a destination that holds anything else is left alone;
+//
+// staged files are removed, every service the swap stopped and every one
+// it was to start is started, the failure actions it switched off are put
+// back, and the journal is removed. A repair that is itself cut short
+// leaves the journal, and the next one starts over: each step is
+// idempotent.
 
-// swapRecover repairs a swap that was interrupted (connection lost, swdt
-// killed): where a destination is missing but its backup exists, the
-// backup is put back; staged files are removed; the listed services are
-// started. A service that will not start is reported, not an error.
+// swapRecover repairs the node's unfinished swap, if it has one.
 func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
-	resp := ops.SwapRecoverResponse{Restored: []string{}, Started: []string{}, NotStarted: []ops.ServiceProblem{}}
-	for _, it := range req.Items {
-		_, hasDest, err := provisionStatFile(w, it.Destination)
-		if err != nil {
+	resp := ops.SwapRecoverResponse{Items: []ops.SwapRecoverItem{}, Started: []string{}, NotStarted: []ops.ServiceProblem{}, Removed: []string{}}
+	if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
+		return resp, err
+	}
+	j, err := journalRead(w)
+	if err != nil {
+		return resp, err
+	}
+	if j != nil {
+		resp.Found, resp.Journal = true, j
+		if err := resume(ctx, w, j, &resp); err != nil {
 			return resp, err
-		}
-		_, hasBackup, err := provisionStatFile(w, it.Backup)
-		if err != nil {
-			return resp, err
-		}
-		if !hasDest && hasBackup {
-			if err := w.Rename(it.Backup, it.Destination); err != nil {
-				return resp, err
-			}
-			resp.Restored = append(resp.Restored, it.Destination)
-		}
-		_, hasStaged, err := provisionStatFile(w, it.Staged)
-		if err != nil {
-			return resp, err
-		}
-		if hasStaged {
-			if err := w.Remove(it.Staged); err != nil {
-				return resp, err
-			}
 		}
 	}
-	for _, name := range req.Start {
-		if svc, err := w.Service(name); err == nil && svc.Status == winos.StatusRunning {
-			continue
-		}
-		why, err := swapStart(ctx, w, name, swapRecoverStartLimit)
-		if err != nil {
+	for _, p := range req.Staged {
+		if err := swapRemoveFile(w, p, &resp.Removed); err != nil {
 			return resp, err
 		}
-		if why != "" {
-			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: why})
-			continue
-		}
-		resp.Started = append(resp.Started, name)
 	}
 	return resp, nil
+}
+
+// swapRemoveFile removes p if it is there, and lists it in removed.
+func swapRemoveFile(w winos.OS, p string, removed *[]string) error {
+	if _, ok, err := provisionStatFile(w, p); err != nil || !ok {
+		return err
+	}
+	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the staged file %s: %w", p, err)
+	}
+	*removed = append(*removed, p)
+	return nil
+}
+
+// resume is the repair of journal j (see the top of this file).
+func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapRecoverResponse) error {
+	s := newSwapRun(w, j.Request)
+	s.journal = j
+	if s.journal.Failures == nil {
+		s.journal.Failures = map[string]string{}
+	}
+	for _, name := range j.Stopped {
+		s.stoppedAt[strings.ToLower(name)] = 0
+		s.stopped = append(s.stopped, name)
+	}
+	for _, r := range j.Recovery {
+		s.recovery = append(s.recovery, fromJournal(r))
+	}
+	items := s.req.Items
+	results := make([]ops.SwapItemResult, len(items))
+	binary := make([]string, len(items))
+	byService := map[string][]int{}
+	for i, it := range items {
+		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultRolledBack}
+		key := strings.ToLower(it.Service)
+		byService[key] = append(byService[key], i)
+		var err error
+		if binary[i], err = s.settleFiles(it, &resp.Removed); err != nil {
+			return err
+		}
+		if binary[i] == ops.RecoveredNew {
+			results[i].Result = ops.SwapResultSwapped
+		}
+	}
+
+	wasRunning := map[string]bool{}
+	start := s.startList()
+	for _, name := range start {
+		svc, err := w.Service(name)
+		switch {
+		case err != nil:
+		case svc.Status == winos.StatusRunning:
+			wasRunning[strings.ToLower(name)] = true
+		case svc.Status == winos.StatusStopPending:
+			// Killed after the stop control: the stop is finished (its
+			// process killed if it hangs) before the service can start.
+			if err := s.stop(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	failures, err := s.startAll(ctx, start)
+	if err != nil {
+		return err
+	}
+	if err := s.healthAll(ctx, start, failures, byService, results); err != nil {
+		return err
+	}
+	rollback := map[int]bool{}
+	for i, it := range items {
+		if _, failed := failures[strings.ToLower(it.Service)]; !failed || results[i].Result != ops.SwapResultSwapped {
+			continue
+		}
+		if _, ok, err := provisionStatFile(w, it.Backup); err != nil {
+			return err
+		} else if ok {
+			rollback[i] = true
+		}
+	}
+	if len(rollback) > 0 {
+		if failures, err = s.rollback(ctx, start, failures, rollback, results); err != nil {
+			return err
+		}
+		start = s.startList()
+	}
+
+	for _, name := range start {
+		key := strings.ToLower(name)
+		if why, failed := failures[key]; failed {
+			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: why})
+		} else if !wasRunning[key] {
+			resp.Started = append(resp.Started, name)
+		}
+	}
+	for i, it := range items {
+		out := ops.SwapRecoverItem{Service: it.Service, Destination: it.Destination, Binary: binary[i]}
+		why, failed := failures[strings.ToLower(it.Service)]
+		switch {
+		case rollback[i]:
+			out.Binary, out.Error = ops.RecoveredOld, results[i].Error
+		case binary[i] == ops.RecoveredOld && j.Failures[strings.ToLower(it.Service)] != "":
+			out.Error = "the swap was rolling it back: " + j.Failures[strings.ToLower(it.Service)]
+		case failed:
+			out.Error = why
+		}
+		if info, err := provisionFileFacts(w, it.Destination, false, nil); err == nil && info.Exists {
+			out.SHA256 = info.SHA256
+		}
+		resp.Items = append(resp.Items, out)
+	}
+	resp.RecoveryNotRestored = s.restoreRecovery()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return journalRemove(w)
+}
+
+// settleFiles puts an item's files in order before the services start,
+// and says which binary is now at its destination: the new one (to be
+// tried), the old one (the backup put back), none, or an unknown one.
+// The staged file is removed.
+func (s *swapRun) settleFiles(it ops.SwapItem, removed *[]string) (string, error) {
+	dest, err := provisionFileFacts(s.w, it.Destination, false, nil)
+	if err != nil {
+		return "", err
+	}
+	_, hasBackup, err := provisionStatFile(s.w, it.Backup)
+	if err != nil {
+		return "", err
+	}
+	binary := ops.RecoveredUnknown
+	switch {
+	case dest.Exists && it.SHA256 != "" && strings.EqualFold(dest.SHA256, it.SHA256):
+		binary = ops.RecoveredNew
+	case dest.Exists && (it.OldSHA256 == "" || strings.EqualFold(dest.SHA256, it.OldSHA256)):
+		binary = ops.RecoveredOld
+	case dest.Exists:
+	case hasBackup:
+		// Killed between its two renames, or half-way through a
+		// rollback: the old binary goes back.
+		if err := s.w.Rename(it.Backup, it.Destination); err != nil {
+			return "", fmt.Errorf("put back %s from %s: %w", it.Destination, it.Backup, err)
+		}
+		binary = ops.RecoveredOld
+	default:
+		// A first install (nothing to go back to): finish it when the
+		// staged file is the verified one.
+		binary = ops.RecoveredMissing
+		staged, err := provisionFileFacts(s.w, it.Staged, false, nil)
+		if err != nil {
+			return "", err
+		}
+		if staged.Exists && it.SHA256 != "" && strings.EqualFold(staged.SHA256, it.SHA256) {
+			if err := s.w.Rename(it.Staged, it.Destination); err != nil {
+				return "", fmt.Errorf("put the staged %s into place: %w", it.Staged, err)
+			}
+			binary = ops.RecoveredNew
+		}
+	}
+	if err := swapRemoveFile(s.w, it.Staged, removed); err != nil {
+		return "", err
+	}
+	return binary, nil
 }

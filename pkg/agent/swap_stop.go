@@ -53,7 +53,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	if swapTakesNoControl(svc.Status) {
 		// A starting service takes no stop control (error 1061): it gets
 		// the stop timeout to finish starting first.
-		_, err := swapPoll(ctx, s.stopTimeout, func() (bool, error) {
+		_, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 			svc, err = s.w.Service(name)
 			return err == nil && !swapTakesNoControl(svc.Status), err
 		})
@@ -67,18 +67,22 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		// It failed to start meanwhile.
 		return nil
 	case winos.StatusStopPending:
-		s.markStopped(name)
+		if err := s.markStopped(name); err != nil {
+			return err
+		}
 	default:
 		if err := s.stopDependents(ctx, name); err != nil {
 			return err
 		}
 		// Its downtime starts now, after its dependents'.
-		s.markStopped(name)
+		if err := s.markStopped(name); err != nil {
+			return err
+		}
 		if err := s.sendStop(ctx, name); err != nil {
 			return err
 		}
 	}
-	stopped, err := swapPoll(ctx, s.stopTimeout, func() (bool, error) {
+	stopped, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		svc, err = s.w.Service(name)
 		if err == nil && pid == 0 {
 			pid = svc.PID
@@ -96,7 +100,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	// Stopped is reported before the process has exited, and the binary
 	// stays locked until it has.
-	gone, err := swapPoll(ctx, s.stopTimeout, func() (bool, error) {
+	gone, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		runs, err := s.processRuns(pid, exe)
 		return !runs, err
 	})
@@ -186,7 +190,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 	}
 	var status winos.ServiceStatus
 	restarted := false
-	down, err := swapPoll(ctx, s.stopTimeout, func() (bool, error) {
+	down, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		svc, err := s.w.Service(name)
 		if err != nil {
 			return false, err
@@ -211,7 +215,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 	if !restarted {
 		// A restart now (a recovery restart scheduled before the swap,
 		// another program) would run the binary about to be renamed.
-		restarted, err = swapPoll(ctx, swapStaysStopped, func() (bool, error) {
+		restarted, err = poll(ctx, swapStaysStopped, swapPollInterval, func() (bool, error) {
 			svc, err := s.w.Service(name)
 			if err != nil {
 				return false, err
@@ -273,6 +277,14 @@ func (s *swapRun) recoveryOff(name string) error {
 	// ChangeServiceConfig2 an absent action array means "leave the
 	// actions as they are".
 	off := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryNone}}, ResetPeriod: rec.ResetPeriod}
+	// The journal keeps them first: a swap killed from here on leaves
+	// them for the repair to put back.
+	if s.journal != nil {
+		s.journal.Recovery = append(s.journal.Recovery, journalRecovery(name, rec))
+		if err := s.save(); err != nil {
+			return err
+		}
+	}
 	if err := s.w.SetRecovery(name, off); err != nil {
 		return err
 	}
@@ -292,47 +304,23 @@ func (s *swapRun) restoreRecovery() []ops.ServiceProblem {
 	return problems
 }
 
-// markStopped records that the swap stops name now.
-func (s *swapRun) markStopped(name string) {
+// markStopped records that the swap stops name now, in the journal
+// first: a swap killed after the stop control leaves the service to the
+// repair to start again.
+func (s *swapRun) markStopped(name string) error {
 	key := strings.ToLower(name)
 	if _, ok := s.stoppedAt[key]; ok {
-		return
+		return nil
+	}
+	if s.journal != nil && !swapContains(s.journal.Stopped, name) {
+		s.journal.Stopped = append(s.journal.Stopped, name)
+		if err := s.save(); err != nil {
+			return err
+		}
 	}
 	s.stoppedAt[key] = time.Since(s.started)
 	s.stopped = append(s.stopped, name)
-}
-
-// swapPoll calls done every swapPollInterval until it reports true
-// (true), fails, limit passes (false) or ctx ends (ctx's error).
-func swapPoll(ctx context.Context, limit time.Duration, done func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		ok, err := done()
-		if ok || err != nil {
-			return ok, err
-		}
-		if !time.Now().Before(deadline) {
-			return false, nil
-		}
-		if err := swapSleep(ctx, min(swapPollInterval, time.Until(deadline))); err != nil {
-			return false, err
-		}
-	}
-}
-
-// swapSleep waits for d or until ctx ends.
-func swapSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return nil
 }
 
 // serviceExecutable is the executable of a service's command line

@@ -19,7 +19,7 @@ const swapKubelet = `C:\k\kubelet.exe`
 // swapStage stages content as the new binary of service at dest.
 func swapStage(t *testing.T, n *simnode.Node, service, dest string, content []byte, checks ...ops.HealthCheckSpec) ops.SwapItem {
 	t.Helper()
-	it := ops.SwapItem{Service: service, Destination: dest, Staged: dest + ".swdt-new", Backup: dest + ".swdt-bak", HealthChecks: checks}
+	it := ops.SwapItem{Service: service, Destination: dest, Staged: dest + ".swdt-new", Backup: dest + ".swdt-bak", HealthChecks: checks, SHA256: provSum(content)}
 	if err := n.WriteFile(it.Staged, content); err != nil {
 		t.Fatal(err)
 	}
@@ -575,66 +575,6 @@ func TestServiceSwapStopsStartPendingService(t *testing.T) {
 		t.Errorf("downtime of %v", names)
 	}
 	swapAllRunning(t, n)
-}
-
-func TestSwapRecover(t *testing.T) {
-	ts := simnode.StartTest(t)
-	n := ts.Node()
-	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
-		if err := n.StopService(name); err != nil {
-			t.Fatal(err)
-		}
-		swapWait(t, n, name, simnode.StatusStopped)
-	}
-	// An interrupted swap: the old kubelet moved to the backup, the new
-	// one still staged, every service stopped.
-	if err := n.Rename(swapKubelet, swapKubelet+".swdt-bak", false); err != nil {
-		t.Fatal(err)
-	}
-	it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ new"))
-	other := swapStage(t, n, "containerd", `C:\Program Files\containerd\containerd.exe`, []byte("MZ c"))
-	resp, err := provCall(t, ts, ops.SwapRecover, ops.SwapRecoverRequest{Items: []ops.SwapItem{it, other}, Start: []string{"containerd", "kubelet", "kube-proxy"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(resp.Restored, []string{swapKubelet}) || !slices.Equal(resp.Started, []string{"containerd", "kubelet", "kube-proxy"}) || len(resp.NotStarted) != 0 {
-		t.Errorf("resp = %+v", resp)
-	}
-	if n.Exists(it.Staged) || n.Exists(other.Staged) || n.Exists(it.Backup) {
-		t.Error("staged files or backup left behind")
-	}
-	if b, _ := n.ReadFile(swapKubelet); strings.Contains(string(b), "MZ new") {
-		t.Error("recover put the staged file into place")
-	}
-	swapAllRunning(t, n)
-
-	// Services that will not start are reported, not fatal; running ones
-	// are left alone.
-	if err := n.ConfigureService("kube-proxy", func(c *simnode.ServiceConfig) { c.StartType = simnode.StartDisabled }); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.StopService("kube-proxy"); err != nil {
-		t.Fatal(err)
-	}
-	swapWait(t, n, "kube-proxy", simnode.StatusStopped)
-	resp, err = provCall(t, ts, ops.SwapRecover, ops.SwapRecoverRequest{Start: []string{"kubelet", "kube-proxy"}})
-	if err != nil || len(resp.Started) != 0 || len(resp.NotStarted) != 1 || resp.NotStarted[0].Service != "kube-proxy" ||
-		!strings.Contains(resp.NotStarted[0].Error, "disabled") {
-		t.Errorf("resp = %+v, %v", resp, err)
-	}
-}
-
-// A service to start that does not exist is reported with the others that
-// did not start; it must not end the repair.
-func TestSwapRecoverMissingService(t *testing.T) {
-	ts := simnode.StartTest(t)
-	resp, err := provCall(t, ts, ops.SwapRecover, ops.SwapRecoverRequest{Start: []string{"nosuch", "kubelet"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.NotStarted) != 1 || resp.NotStarted[0].Service != "nosuch" || len(resp.Started) != 0 {
-		t.Errorf("resp = %+v", resp)
-	}
 }
 
 // A swap cut short (its time is up) still puts the failure actions back

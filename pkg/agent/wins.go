@@ -68,17 +68,14 @@ const (
 // "timeout" failure that names the command; a non-zero exit is not an
 // error.
 func winsExec(ctx context.Context, w winos.OS, limit time.Duration, binary string, args ...string) (winos.Result, error) {
-	cctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	res, err := w.Run(cctx, winos.Command{Path: binary, Args: args})
+	res, expired, err := runBounded(ctx, w, limit, winos.Command{Path: binary, Args: args})
 	switch {
-	case err == nil:
-		return res, nil
-	case ctx.Err() == nil && cctx.Err() != nil:
+	case expired:
 		return res, Fail("timeout", "%s did not finish within %s and was stopped: it hangs", winsCommandLine(binary, args), limit)
-	default:
+	case err != nil:
 		return res, fmt.Errorf("run %s: %w", winsCommandLine(binary, args), err)
 	}
+	return res, nil
 }
 
 // winsCommandLine names a command in messages: the program's file name
@@ -182,26 +179,4 @@ func winsRegistered(w winos.OS) (bool, error) {
 	}
 	marked, err := winsMarkedForDeletion(w)
 	return !marked, err
-}
-
-// winsPoll calls done every winsLimits.poll until it reports true (ok),
-// fails, limit passes (not ok) or ctx ends (ctx's error).
-func winsPoll(ctx context.Context, limit time.Duration, done func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(limit)
-	t := time.NewTicker(winsLimits.poll)
-	defer t.Stop()
-	for {
-		ok, err := done()
-		if ok || err != nil {
-			return ok, err
-		}
-		if !time.Now().Before(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-t.C:
-		}
-	}
 }

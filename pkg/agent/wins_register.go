@@ -62,7 +62,7 @@ func winsWaitDeleted(ctx context.Context, w winos.OS) error {
 	if err != nil || !marked {
 		return err
 	}
-	ok, err := winsPoll(ctx, winsLimits.stop, func() (bool, error) {
+	ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, func() (bool, error) {
 		_, err := w.Service(ops.WinsService)
 		if winsNotFound(err) {
 			return true, nil

@@ -44,7 +44,7 @@ func winsKill(ctx context.Context, w winos.OS, procs []ops.Process) ([]ops.Proce
 // name, so that a new process that reused a PID is not waited for.
 func winsWaitGone(ctx context.Context, w winos.OS, procs []ops.Process) ([]ops.Process, error) {
 	var left []ops.Process
-	_, err := winsPoll(ctx, winsLimits.exit, func() (bool, error) {
+	_, err := poll(ctx, winsLimits.exit, winsLimits.poll, func() (bool, error) {
 		running, err := w.Processes()
 		if err != nil {
 			return false, fmt.Errorf("list processes: %w", err)
@@ -156,7 +156,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 	switch svc.Status {
 	case winos.StatusStartPending, winos.StatusContinuePending, winos.StatusPausePending:
 		// A service in these states takes no stop control (error 1061).
-		ok, err := winsPoll(ctx, winsLimits.stop, func() (bool, error) {
+		ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, func() (bool, error) {
 			s, gone, err := status()
 			svc = s
 			return gone || (s.Status != winos.StatusStartPending && s.Status != winos.StatusContinuePending && s.Status != winos.StatusPausePending), err
@@ -181,7 +181,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 		s, gone, err := status()
 		return gone || s.Status == winos.StatusStopped, err
 	}
-	ok, err := winsPoll(ctx, winsLimits.stop, stopped)
+	ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, stopped)
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 				return fmt.Errorf("service %s did not stop within %s; killing its process %d: %w", name, winsLimits.stop, pid, err)
 			}
 		}
-		if ok, err = winsPoll(ctx, winsLimits.stop, stopped); err != nil {
+		if ok, err = poll(ctx, winsLimits.stop, winsLimits.poll, stopped); err != nil {
 			return err
 		}
 		if !ok {
@@ -236,7 +236,7 @@ func winsImage(w winos.OS, pid int) string {
 // reports whether it stayed stopped (or went away).
 func winsStaysStopped(ctx context.Context, w winos.OS) (bool, error) {
 	restarted := false
-	_, err := winsPoll(ctx, winsLimits.settle, func() (bool, error) {
+	_, err := poll(ctx, winsLimits.settle, winsLimits.poll, func() (bool, error) {
 		svc, err := w.Service(ops.WinsService)
 		if winsNotFound(err) {
 			return true, nil

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 )
 
 //go:embed dist
@@ -30,6 +31,20 @@ type Agent struct {
 
 // FileName is the name of the agent for goarch in dist/.
 func FileName(goarch string) string { return "swdt-agent-windows-" + goarch + ".exe" }
+
+// Digest returns the lower-case hex SHA-256 of the embedded agent for
+// goarch: the digest `make agent` recorded beside it, so that swdt need not
+// hash a few MB on every run to know the agent's path on a node.
+func Digest(goarch string) (string, error) {
+	raw, err := dist.ReadFile("dist/" + FileName(goarch) + ".sha256")
+	if err == nil {
+		if d := strings.TrimSpace(string(raw)); len(d) == 64 {
+			return d, nil
+		}
+	}
+	a, err := For(goarch)
+	return a.SHA256, err
+}
 
 // For returns the embedded agent for goarch, or an error wrapping
 // ErrNotBuilt that says how to build one.

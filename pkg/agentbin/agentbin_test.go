@@ -27,3 +27,15 @@ func TestEmbeddedAgentsHaveDigests(t *testing.T) {
 		}
 	}
 }
+
+// The digest make agent records is the agent's own.
+func TestRecordedDigestMatches(t *testing.T) {
+	a, err := For("amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Digest("amd64")
+	if err != nil || d != a.SHA256 {
+		t.Errorf("Digest = %q, %v; the agent's SHA-256 is %s (run make agent again)", d, err, a.SHA256)
+	}
+}

@@ -146,3 +146,31 @@ func TestAgentDeliveryIsBounded(t *testing.T) {
 		t.Fatalf("err = %v, want a *node.TimeoutError for the delivery", err)
 	}
 }
+
+// BenchmarkAgentOp is the cost of one op once the agent is on the node:
+// an SSH session, the agent's command line, the JSON request and result
+// (on simnode the agent runs in-process, so no process start is in it).
+func BenchmarkAgentOp(b *testing.B) {
+	ts := simnode.StartTest(b)
+	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.SSHConfigFile = "none"
+	c, err := remote.Dial(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	n := node.New("winworker", c, nil)
+	ctx := context.Background()
+	if _, err := n.Facts(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := n.Facts(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

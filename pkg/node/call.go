@@ -10,15 +10,15 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// run runs op with req through the agent on the node (call delivered it)
-// and decodes its result. A failure the agent reports is an *OpError;
-// transport failures are returned wrapped.
-func run[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req) (Resp, error) {
+// run runs op with req through the agent at path and decodes its result.
+// A failure the agent reports is an *OpError; transport failures are
+// returned wrapped.
+func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req) (Resp, error) {
 	var resp Resp
 	if err := ctx.Err(); err != nil {
 		return resp, fmt.Errorf("op %s: %w", op.Name, err)
 	}
-	raw, err := n.exec(ctx, n.agent(), op.Name, req)
+	raw, err := n.exec(ctx, path, op.Name, req)
 	if err != nil {
 		return resp, err
 	}

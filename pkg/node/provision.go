@@ -29,8 +29,8 @@ func (n *Node) SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (op
 	return call(ctx, n, ops.ServiceSwap, req, SwapBudget(req))
 }
 
-// RecoverSwap repairs an interrupted swap: backups back where destinations
-// are missing, staged files removed, services started.
+// RecoverSwap finishes or rolls back the node's unfinished swap (its
+// journal), and removes the request's staged files.
 func (n *Node) RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
 	return call(ctx, n, ops.SwapRecover, req, n.Timeouts.service())
 }

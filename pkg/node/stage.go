@@ -14,9 +14,9 @@ func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, err
 }
 
 // DecodeStaged turns encoded uploads into staged files on the node and
-// verifies them; it reads and writes each file once, so it is bounded
-// like a hash.
-func (n *Node) DecodeStaged(ctx context.Context, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
-	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{Items: items}, n.Timeouts.hash())
+// verifies them, for the run runID that holds the node's swap lock; it
+// reads and writes each file once, so it is bounded like a hash.
+func (n *Node) DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
+	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{RunID: runID, Items: items}, n.Timeouts.hash())
 	return resp.Results, err
 }

@@ -82,13 +82,37 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 // call runs op with a bound: the caller's deadline when ctx has one (it
 // knows better, e.g. a swap's budget), else bound. An op cut off by it is
 // a *TimeoutError.
+//
+// The agent is run where it should be without looking first, so a node
+// that has it costs no extra round trip. When it does not answer there
+// (no result at all), call looks for it, delivers it if it is missing, and
+// runs the op again: only then, since an op that did not start cannot
+// have changed anything.
 func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
-	// The agent's delivery has a bound of its own: a first contact must
-	// not eat a short op's budget.
-	if err := n.deliver(ctx); err != nil {
-		var resp Resp
+	var resp Resp
+	path, known, err := n.agentGuess()
+	if err != nil {
 		return resp, err
 	}
+	resp, err = attempt(ctx, n, path, op, req, bound)
+	if known || !noAnswer(err) {
+		n.confirmAgent(path)
+		return resp, err
+	}
+	// The agent's delivery has a bound of its own: a first contact must
+	// not eat a short op's budget.
+	delivered, fresh, derr := n.deliver(ctx)
+	if derr != nil {
+		return resp, derr
+	}
+	if delivered == path && !fresh {
+		return resp, err // the agent is there: the op itself gave no answer
+	}
+	return attempt(ctx, n, delivered, op, req, bound)
+}
+
+// attempt runs op once with the agent at path, within bound.
+func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		bound = time.Until(dl)
 	} else {
@@ -96,9 +120,16 @@ func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	resp, err := run(ctx, n, op, req)
+	resp, err := run(ctx, n, path, op, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return resp, &TimeoutError{Node: n.Name, Op: op.Name, After: bound, Err: err}
 	}
 	return resp, err
+}
+
+// noAnswer reports whether err is an op that printed no result: what a
+// shell prints for a program that does not exist.
+func noAnswer(err error) bool {
+	var oe *OpError
+	return errors.As(err, &oe) && oe.Kind == "protocol"
 }

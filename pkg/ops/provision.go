@@ -14,8 +14,8 @@ var (
 	// services, runs health checks and rolls a failed binary back, all on
 	// the node in one op so that downtime does not depend on round trips.
 	ServiceSwap = register[ServiceSwapRequest, ServiceSwapResponse]("service-swap")
-	// SwapRecover puts backups back where a destination is missing and
-	// starts services: the repair after a swap was interrupted.
+	// SwapRecover finishes or rolls back the swap recorded in the node's
+	// journal (an interrupted swap), then removes the journal.
 	SwapRecover = register[SwapRecoverRequest, SwapRecoverResponse]("swap-recover")
 )
 
@@ -83,6 +83,12 @@ type ProvisionInspectResponse struct {
 	// Services holds every target service and, transitively, every
 	// service that depends on one.
 	Services []ServiceInfo `json:"services"`
+	// Unfinished is the node's swap journal when there is one: a swap
+	// in progress, or one that was interrupted and must be repaired
+	// before anything else.
+	Unfinished *UnfinishedSwap `json:"unfinished,omitempty"`
+	// Lock is the run that holds the node's swap lock, if any.
+	Lock *LockHolder `json:"lock,omitempty"`
 }
 
 // FileHashRequest lists files to hash.
@@ -118,16 +124,28 @@ type SwapItem struct {
 	Service string `json:"service"`
 	// Destination is where the service runs the binary from.
 	Destination string `json:"destination"`
-	// Staged is the verified upload (Destination + ".swdt-new").
+	// Staged is the verified upload (Destination + ".swdt-new-" + the
+	// run's ID: unique per run).
 	Staged string `json:"staged"`
 	// Backup is where the old binary is kept (Destination + ".swdt-bak").
 	Backup string `json:"backup"`
+	// SHA256, when set, is the staged file's verified digest: the swap
+	// checks it again before it stops anything and fails the item
+	// (nothing renamed) when the file changed since.
+	SHA256 string `json:"sha256,omitempty"`
+	// OldSHA256 is the digest of the binary being replaced, as the plan
+	// saw it: a repair names which binary it left in place.
+	OldSHA256 string `json:"oldSha256,omitempty"`
 	// HealthChecks must pass after the service starts.
 	HealthChecks []HealthCheckSpec `json:"healthChecks"`
 }
 
 // ServiceSwapRequest describes one swap transaction.
 type ServiceSwapRequest struct {
+	// Owner is the run that holds the node's lock (empty RunID for a
+	// swap outside a locked run). The swap refuses, nothing stopped,
+	// while another run holds a valid lock.
+	Owner LockOwner `json:"owner"`
 	// StopOrder lists services to stop, dependents first.
 	StopOrder []string `json:"stopOrder"`
 	// Items are the binaries to put into place.
@@ -210,19 +228,52 @@ type ServiceProblem struct {
 	Error   string `json:"error"`
 }
 
-// SwapRecoverRequest lists items of an interrupted swap and the services
-// that must run.
+// SwapRecoverRequest asks to repair the node's unfinished swap.
 type SwapRecoverRequest struct {
-	Items []SwapItem `json:"items"`
-	Start []string   `json:"start"`
+	// RunID is the caller's: it must hold the node's lock, or the lock
+	// must be free or stale.
+	RunID string `json:"runId"`
+	// Staged are the caller's own staged files, removed too.
+	Staged []string `json:"staged,omitempty"`
+}
+
+// Which binary a repair left at a destination.
+const (
+	RecoveredNew     = "new"
+	RecoveredOld     = "old"
+	RecoveredMissing = "missing"
+	RecoveredUnknown = "unknown"
+)
+
+// SwapRecoverItem is what a repair left for one item.
+type SwapRecoverItem struct {
+	Service     string `json:"service"`
+	Destination string `json:"destination"`
+	// Binary is new (the swap's verified binary passed its checks), old
+	// (the binary from before the swap), missing or unknown (neither
+	// digest matches: left as it is).
+	Binary string `json:"binary"`
+	// SHA256 is the digest of the binary now in place.
+	SHA256 string `json:"sha256,omitempty"`
+	// Error says why the new binary was rolled back, or what failed.
+	Error string `json:"error,omitempty"`
 }
 
 // SwapRecoverResponse reports what was repaired.
 type SwapRecoverResponse struct {
-	// Restored lists destinations put back from their backup.
-	Restored []string `json:"restored"`
-	// Started lists services that had to be started.
+	// Found is false when the node had no unfinished swap.
+	Found bool `json:"found"`
+	// Journal is the unfinished swap that was repaired.
+	Journal *SwapJournal `json:"journal,omitempty"`
+	// Items has one entry per item of the journal.
+	Items []SwapRecoverItem `json:"items"`
+	// Started lists the services the repair started.
 	Started []string `json:"started"`
 	// NotStarted lists services that would not start.
 	NotStarted []ServiceProblem `json:"notStarted"`
+	// RecoveryNotRestored lists services whose failure actions could not
+	// be put back.
+	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
+	// Removed lists staged files that were deleted.
+	Removed []string `json:"removed"`
 }

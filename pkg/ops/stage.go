@@ -15,15 +15,15 @@ const (
 
 // StageDecodeItem is one encoded upload to decode.
 type StageDecodeItem struct {
-	// Encoded is the uploaded file (Destination + ".swdt-zst"). It is
-	// removed whatever the outcome.
+	// Encoded is the uploaded file (Staged + ".swdt-zst"). It is removed
+	// whatever the outcome.
 	Encoded string `json:"encoded"`
 	// Encoding is EncodingZstd or EncodingPatch.
 	Encoding string `json:"encoding"`
 	// Reference is the file a patch was made against (the destination).
 	Reference string `json:"reference,omitempty"`
-	// Staged is where the decoded file goes (Destination + ".swdt-new");
-	// it is removed unless its SHA-256 is SHA256.
+	// Staged is where the decoded file goes (Destination + ".swdt-new-"
+	// + the run's ID); it is removed unless its SHA-256 is SHA256.
 	Staged string `json:"staged"`
 	// SHA256 is the lower-case hex digest the decoded file must have.
 	SHA256 string `json:"sha256"`
@@ -31,6 +31,10 @@ type StageDecodeItem struct {
 
 // StageDecodeRequest lists encoded uploads.
 type StageDecodeRequest struct {
+	// RunID is the caller's: it must hold the node's swap lock (empty
+	// for a caller outside a locked run: then no other run may hold a
+	// valid lock).
+	RunID string            `json:"runId,omitempty"`
 	Items []StageDecodeItem `json:"items"`
 }
 

@@ -28,10 +28,18 @@ type Item struct {
 	// in place and no service is stopped or started for it (pkg/wins
 	// registers the service afterwards).
 	Unregistered bool
+	// StartsItself means the caller starts a stopped service itself
+	// (pkg/wins restarts wins): a stopped service alone does not make the
+	// binary an update.
+	StartsItself bool
+
+	// runID is the run's, set by Run: staged names are unique per run.
+	runID string
 }
 
-// Staged is where Item's upload lands before the swap.
-func (it Item) Staged() string { return it.Destination + ".swdt-new" }
+// Staged is where Item's upload lands before the swap: a name of the
+// run's own, so that two runs never write the same staged file.
+func (it Item) Staged() string { return it.Destination + ".swdt-new-" + it.runID }
 
 // Backup is where the old binary is kept during and after the swap.
 func (it Item) Backup() string { return it.Destination + ".swdt-bak" }
@@ -76,6 +84,16 @@ func (p *Plan) registered(service string) bool {
 	return p.services[strings.ToLower(service)].Exists
 }
 
+// current is the destination of service's step as inspected.
+func (p *Plan) current(service string) ops.FileInfo {
+	for _, s := range p.Steps {
+		if strings.EqualFold(s.Item.Service, service) {
+			return s.Current
+		}
+	}
+	return ops.FileInfo{}
+}
+
 // Reorder recomputes StopOrder and StartOrder for a subset of the updates,
 // for when some items dropped out (for example a failed upload).
 func (p *Plan) Reorder(services []string) error {
@@ -114,6 +132,12 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 	}
 	plan := &Plan{services: services}
 	changed := map[string]bool{}
+	unfinished := map[string]bool{}
+	if u := inspect.Unfinished; u != nil {
+		for _, it := range u.Journal.Request.Items {
+			unfinished[strings.ToLower(it.Destination)] = true
+		}
+	}
 	for i, it := range items {
 		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
 		switch {
@@ -129,10 +153,16 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		case step.Service.StartType == "Disabled":
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)
+		case unfinished[strings.ToLower(it.Destination)] && inspect.Unfinished.InProgress:
+			step.Action, step.Reason = ActionUpdate, "another run is swapping it now"
+		case unfinished[strings.ToLower(it.Destination)]:
+			step.Action, step.Reason = ActionUpdate, "an interrupted swap left it unverified; a run repairs that swap first"
 		case !step.Current.Exists:
 			step.Action, step.Reason = ActionUpdate, "not on the node yet"
 		case !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
 			step.Action, step.Reason = ActionUpdate, "content differs"
+		case !isActive(step.Service.Status) && !it.StartsItself:
+			step.Action, step.Reason = ActionUpdate, fmt.Sprintf("same SHA-256, but the service is %s; the swap starts it", step.Service.Status)
 		case it.Force:
 			step.Action, step.Reason = ActionUpdate, "same content, forced"
 		default:

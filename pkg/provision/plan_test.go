@@ -38,6 +38,7 @@ func TestMakePlan(t *testing.T) {
 		files       []ops.FileInfo
 		status      map[string]string
 		extra       []ops.ServiceInfo
+		unfinished  *ops.UnfinishedSwap
 		wantActions []Action
 		wantStop    []string
 		wantStart   []string
@@ -97,6 +98,25 @@ func TestMakePlan(t *testing.T) {
 			wantStop:    []string{"kube-proxy"},
 			wantStart:   []string{"kube-proxy"},
 		},
+		{
+			// An interrupted swap left kubelet and kube-proxy stopped with
+			// the new binary in place: not "unchanged".
+			name:        "same content but the service is stopped",
+			items:       []Item{item("kubelet", same, false), item("kube-proxy", same, false)},
+			files:       []ops.FileInfo{onNode(same), onNode(same)},
+			status:      map[string]string{"kubelet": "Stopped", "kube-proxy": "Stopped"},
+			wantActions: []Action{ActionUpdate, ActionUpdate},
+			wantStart:   []string{"kubelet", "kube-proxy"},
+		},
+		{
+			name:        "same content in a binary an unfinished swap covers",
+			items:       []Item{item("kubelet", same, false), item("kube-proxy", same, false)},
+			files:       []ops.FileInfo{onNode(same), onNode(same)},
+			unfinished:  &ops.UnfinishedSwap{Journal: ops.SwapJournal{Request: ops.ServiceSwapRequest{Items: []ops.SwapItem{{Destination: `C:\k\kubelet.exe`}}}}},
+			wantActions: []Action{ActionUpdate, ActionUnchanged},
+			wantStop:    []string{"kube-proxy", "kubelet"},
+			wantStart:   []string{"kubelet", "kube-proxy"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +130,7 @@ func TestMakePlan(t *testing.T) {
 					services = append(services, ops.ServiceInfo{Name: it.Service})
 				}
 			}
-			plan, err := MakePlan(tt.items, ops.ProvisionInspectResponse{Files: tt.files, Services: services})
+			plan, err := MakePlan(tt.items, ops.ProvisionInspectResponse{Files: tt.files, Services: services, Unfinished: tt.unfinished})
 			if err != nil {
 				t.Fatal(err)
 			}

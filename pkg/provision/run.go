@@ -31,6 +31,9 @@ type Node interface {
 	RemoveFiles(ctx context.Context, paths []string) ([]string, error)
 	SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error)
 	RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error)
+	Lock(ctx context.Context, req ops.NodeLockRequest) (ops.NodeLockResponse, error)
+	RenewLock(ctx context.Context, runID string, staged []string) error
+	Unlock(ctx context.Context, runID string) error
 }
 
 // Observer is told what the run is doing. Implementations must be safe
@@ -77,6 +80,11 @@ type Options struct {
 	Hashes HashCache
 	// Transfer says how staged files travel (compressed, patched).
 	Transfer Transfer
+	// Command names the run in the node's lock ("swdt kubernetes").
+	Command string
+	// LockWait is how long to wait while another run holds the node's
+	// lock (0 means DefaultLockWait).
+	LockWait time.Duration
 }
 
 // Defaults for Options' durations.
@@ -112,6 +120,12 @@ func (o *Options) defaults() {
 	if o.Hashes == nil {
 		o.Hashes = nopHashes{}
 	}
+	if o.Command == "" {
+		o.Command = "swdt"
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultLockWait
+	}
 }
 
 // Result is the outcome for one item.
@@ -145,6 +159,9 @@ func (r Result) Failed() bool { return r.Action == ActionFailed || r.Action == A
 type Report struct {
 	Plan    *Plan
 	Results []Result
+	// Repair is what the run did about an unfinished swap it found
+	// (nil when there was none).
+	Repair *Repair
 }
 
 // Failures counts results that failed or were rolled back.
@@ -159,28 +176,60 @@ func (r *Report) Failures() int {
 }
 
 // Run hot-swaps items into their services on n. It returns an error only
-// when nothing could be decided (the node could not be inspected); per-item
-// failures are in the report.
+// when nothing could be decided (the node could not be inspected or
+// locked, or an unfinished swap found on it could not be repaired);
+// per-item failures are in the report.
+//
+// A run that changes the node holds the node's lock from before it
+// inspects until it is done, and repairs an unfinished swap (the node's
+// journal) before it plans. A dry run takes no lock and repairs nothing:
+// its plan says what a run would repair.
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
+	owner := newOwner(opts.Command)
 	items = slices.Clone(items)
 	targets := make([]ops.ProvisionTarget, len(items))
 	for i, it := range items {
 		items[i].Force = it.Force || opts.Force
+		items[i].runID = owner.RunID
 		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination)}
 	}
-	opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
-	inspect, err := n.InspectProvision(ctx, targets)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: %w", err)
+	var lock *heldLock
+	if !opts.DryRun {
+		var err error
+		if lock, err = lockNode(ctx, n, owner, opts); err != nil {
+			return nil, err
+		}
+		defer lock.release()
 	}
-	for i, f := range inspect.Files {
-		if i < len(items) && !f.Cached {
-			opts.Hashes.Remember(items[i].Destination, f)
+	inspect := func() (ops.ProvisionInspectResponse, error) {
+		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
+		inspect, err := n.InspectProvision(ctx, targets)
+		if err != nil {
+			return inspect, fmt.Errorf("inspect: %w", err)
+		}
+		for i, f := range inspect.Files {
+			if i < len(items) && !f.Cached {
+				opts.Hashes.Remember(items[i].Destination, f)
+			}
+		}
+		return inspect, nil
+	}
+	found, err := inspect()
+	if err != nil {
+		return nil, err
+	}
+	var repair *Repair
+	if u := found.Unfinished; u != nil && !opts.DryRun {
+		if repair, err = repairFirst(ctx, n, u, owner.RunID, opts); err != nil {
+			return nil, err
+		}
+		if found, err = inspect(); err != nil {
+			return nil, err
 		}
 	}
-	plan, err := MakePlan(items, inspect)
+	plan, err := MakePlan(items, found)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -195,12 +244,22 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		}
 		index[strings.ToLower(s.Item.Service)] = i
 	}
-	report := &Report{Plan: plan, Results: results}
+	report := &Report{Plan: plan, Results: results, Repair: repair}
 	updates := plan.Updates()
 	if opts.DryRun || len(updates) == 0 {
 		return report, nil
 	}
 
+	var paths []string
+	for _, s := range updates {
+		paths = append(paths, s.Item.Staged())
+		if opts.Transfer.compresses() {
+			paths = append(paths, s.Item.encoded())
+		}
+	}
+	if err := lock.stage(ctx, paths); err != nil {
+		return nil, err
+	}
 	staged, stagedInfo := stage(ctx, n, updates, results, index, opts)
 	if len(staged) == 0 {
 		finish(results, started)
@@ -230,7 +289,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if err := plan.Reorder(services); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	swap(ctx, n, plan, staged, results, index, opts)
+	swap(ctx, n, plan, owner, staged, stagedInfo, results, index, opts)
 	for _, it := range staged {
 		// A rename keeps size and time: the destination is now what was
 		// verified as staged.
@@ -242,7 +301,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	return report, nil
 }
 
-// stage uploads every update to its .swdt-new name in parallel and
+// stage uploads every update to its staged name in parallel and
 // verifies the digest on the node. It returns the items ready to swap and,
 // by service, what the node reported of each staged file.
 func stage(ctx context.Context, n Node, updates []Step, results []Result, index map[string]int, opts Options) ([]Item, map[string]ops.FileInfo) {
@@ -332,8 +391,9 @@ func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (ops
 
 // swap runs the swap op. It keeps going when ctx is cancelled (services
 // are down: they must come back) and stops only when opts.Abort is done.
-func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Result, index map[string]int, opts Options) {
+func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged []Item, stagedInfo map[string]ops.FileInfo, results []Result, index map[string]int, opts Options) {
 	req := ops.ServiceSwapRequest{
+		Owner:           owner,
 		StopOrder:       plan.StopOrder,
 		StartOrder:      plan.StartOrder,
 		StopTimeoutMs:   int(opts.StopTimeout.Milliseconds()),
@@ -344,7 +404,8 @@ func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Resu
 	for _, it := range staged {
 		req.Items = append(req.Items, ops.SwapItem{
 			Service: it.Service, Destination: it.Destination, Staged: it.Staged(), Backup: it.Backup(),
-			HealthChecks: it.HealthChecks,
+			HealthChecks: it.HealthChecks, SHA256: stagedInfo[strings.ToLower(it.Service)].SHA256,
+			OldSHA256: plan.current(it.Service).SHA256,
 		})
 	}
 	// The node bounds the op by the request's timings (node.SwapBudget).
@@ -354,7 +415,7 @@ func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Resu
 	opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(plan.StopOrder), listOrNone(plan.StartOrder)))
 	resp, err := n.SwapServices(swapCtx, req)
 	if err != nil {
-		recoverSwap(ctx, n, req, staged, results, index, opts, err)
+		repairAfter(ctx, n, req, staged, results, index, opts, err)
 		return
 	}
 	killed := map[string]bool{}
@@ -394,29 +455,40 @@ func swap(ctx context.Context, n Node, plan *Plan, staged []Item, results []Resu
 	}
 }
 
-// recoverSwap repairs the node after the swap op itself failed (connection
-// lost, op error): backups go back where destinations are missing and the
-// services that should run are started.
-func recoverSwap(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, results []Result, index map[string]int, opts Options, cause error) {
-	opts.Observer.Step("swap failed; restoring services")
-	rctx, cancel := UntilAbort(ctx, opts.Abort)
-	defer cancel()
-	rctx, cancelTimeout := context.WithTimeout(rctx, time.Duration(len(req.StartOrder)+1)*(opts.StartTimeout+opts.StopTimeout))
-	defer cancelTimeout()
-	start := req.StartOrder
-	resp, err := n.RecoverSwap(rctx, ops.SwapRecoverRequest{Items: req.Items, Start: start})
+// repairAfter repairs the node after the swap op itself failed
+// (connection lost, op error): swap-recover finishes or rolls back what
+// the swap's journal records, and the report says which binary each
+// service runs.
+func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, results []Result, index map[string]int, opts Options, cause error) {
+	opts.Observer.Step("swap failed; repairing the node")
+	var paths []string
+	for _, it := range staged {
+		paths = append(paths, it.Staged())
+	}
+	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(opts, len(req.StopOrder)+len(req.StartOrder)), opts)
 	msg := "swap failed: " + cause.Error()
 	switch {
 	case err != nil:
-		msg += "; repair failed too: " + err.Error() + "; check the services on the node (Get-Service " + strings.Join(start, ",") + ")"
-	case len(resp.NotStarted) > 0:
-		var names []string
-		for _, p := range resp.NotStarted {
-			names = append(names, p.Service+": "+p.Error)
-		}
-		msg += "; repaired, but these services did not start: " + strings.Join(names, "; ")
+		msg += "; repair failed too: " + err.Error() + "; run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
+	case !resp.Found:
+		msg += "; nothing had been changed on the node"
 	default:
-		msg += "; the node was repaired (old binaries restored where missing, services started)"
+		// Each provisioner is told which binary its service runs now.
+		for _, it := range staged {
+			m := msg + "; repaired"
+			for _, r := range resp.Items {
+				if strings.EqualFold(r.Service, it.Service) {
+					m += ": " + recoveredText(r)
+				}
+			}
+			for _, p := range resp.NotStarted {
+				if strings.EqualFold(p.Service, it.Service) {
+					m += "; the service did not start: " + p.Error
+				}
+			}
+			markFailed(results, index, []Item{it}, m)
+		}
+		return
 	}
 	markFailed(results, index, staged, msg)
 }

@@ -26,14 +26,36 @@ type fakeNode struct {
 	swapResp    *ops.ServiceSwapResponse
 	cancelOnUpl context.CancelFunc
 
+	// unfinished is reported by the first inspect; recoverErrs fail the
+	// first swap-recover calls, one each.
+	unfinished  *ops.UnfinishedSwap
+	recoverErrs []error
+	// holder holds the lock for the first holdFor lock calls.
+	holder  *ops.LockHolder
+	holdFor int
+
 	uploads  []string
 	swaps    []ops.ServiceSwapRequest
 	recovers []ops.SwapRecoverRequest
 	removed  []string
+	locks    []ops.NodeLockRequest
+	renewed  [][]string
+	unlocked []string
+	calls    []string
+}
+
+// stagedKey is a staged path without the run's ID, as tests name it.
+func stagedKey(p string) string {
+	if i := strings.Index(p, ".swdt-new-"); i >= 0 {
+		return p[:i] + ".swdt-new"
+	}
+	return p
 }
 
 func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	f.calls = append(f.calls, "inspect")
 	var resp ops.ProvisionInspectResponse
+	resp.Unfinished, f.unfinished = f.unfinished, nil
 	for _, t := range targets {
 		sha, ok := f.files[t.Destination]
 		resp.Files = append(resp.Files, ops.FileInfo{Path: t.Destination, Exists: ok, SHA256: sha})
@@ -46,14 +68,14 @@ func (f *fakeNode) MkdirAll(context.Context, string) error { return nil }
 
 func (f *fakeNode) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(int64)) error {
 	f.mu.Lock()
-	f.uploads = append(f.uploads, remotePath)
+	f.uploads = append(f.uploads, stagedKey(remotePath))
 	cancel := f.cancelOnUpl
 	f.mu.Unlock()
 	if cancel != nil {
 		cancel()
 		return ctx.Err()
 	}
-	if err := f.uploadErr[remotePath]; err != nil {
+	if err := f.uploadErr[stagedKey(remotePath)]; err != nil {
 		return err
 	}
 	progress(size)
@@ -64,7 +86,7 @@ func (f *fakeNode) HashFiles(_ context.Context, paths []string) ([]ops.FileInfo,
 	var out []ops.FileInfo
 	for _, p := range paths {
 		sha := "staged-ok"
-		if f.corrupt[p] {
+		if f.corrupt[stagedKey(p)] {
 			sha = strings.Repeat("0", 64)
 		}
 		out = append(out, ops.FileInfo{Path: p, Exists: true, SHA256: sha})
@@ -75,11 +97,14 @@ func (f *fakeNode) HashFiles(_ context.Context, paths []string) ([]ops.FileInfo,
 func (f *fakeNode) RemoveFiles(_ context.Context, paths []string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.removed = append(f.removed, paths...)
+	for _, p := range paths {
+		f.removed = append(f.removed, stagedKey(p))
+	}
 	return paths, nil
 }
 
 func (f *fakeNode) SwapServices(_ context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+	f.calls = append(f.calls, "swap")
 	f.swaps = append(f.swaps, req)
 	if f.swapErr != nil {
 		return ops.ServiceSwapResponse{}, f.swapErr
@@ -95,8 +120,51 @@ func (f *fakeNode) SwapServices(_ context.Context, req ops.ServiceSwapRequest) (
 }
 
 func (f *fakeNode) RecoverSwap(_ context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
+	f.calls = append(f.calls, "recover")
 	f.recovers = append(f.recovers, req)
-	return ops.SwapRecoverResponse{Restored: []string{req.Items[0].Destination}, Started: req.Start}, nil
+	if len(f.recoverErrs) > 0 {
+		err := f.recoverErrs[0]
+		f.recoverErrs = f.recoverErrs[1:]
+		return ops.SwapRecoverResponse{}, err
+	}
+	resp := ops.SwapRecoverResponse{Found: true}
+	var items []ops.SwapItem
+	if len(f.swaps) > 0 {
+		items = f.swaps[len(f.swaps)-1].Items
+	}
+	for _, it := range items {
+		resp.Items = append(resp.Items, ops.SwapRecoverItem{Service: it.Service, Destination: it.Destination, Binary: ops.RecoveredOld, SHA256: "old-sha"})
+	}
+	return resp, nil
+}
+
+func (f *fakeNode) Lock(_ context.Context, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "lock")
+	f.locks = append(f.locks, req)
+	if f.holder != nil && req.Break != f.holder.Owner.RunID && f.holdFor != 0 {
+		f.holdFor--
+		return ops.NodeLockResponse{Holder: f.holder}, nil
+	}
+	return ops.NodeLockResponse{Acquired: true}, nil
+}
+
+func (f *fakeNode) RenewLock(_ context.Context, _ string, staged []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if staged != nil {
+		f.renewed = append(f.renewed, staged)
+	}
+	return nil
+}
+
+func (f *fakeNode) Unlock(_ context.Context, runID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "unlock")
+	f.unlocked = append(f.unlocked, runID)
+	return nil
 }
 
 // items returns the three seed provisioners with real local source files
@@ -191,7 +259,7 @@ func TestRun(t *testing.T) {
 			want:         []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
 			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
 			wantRecovers: 1,
-			wantErrIn:    map[string]string{"kubelet": "connection reset; the node was repaired"},
+			wantErrIn:    map[string]string{"kubelet": "connection reset; repaired: kubelet runs the old binary again"},
 		},
 		{
 			name: "a rolled-back item carries the service's exit code and events",

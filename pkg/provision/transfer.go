@@ -27,7 +27,7 @@ func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
 // *node.Node implements it. A Node without it gets plain uploads.
 type EncodingNode interface {
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
-	DecodeStaged(ctx context.Context, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error)
+	DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error)
 }
 
 // How a staged file travelled (Result.Transfer).
@@ -37,9 +37,13 @@ const (
 	TransferPatch      = "patch"
 )
 
-// encodedSuffix names an encoded upload beside its destination until the
-// node decodes it into the staged file.
+// encodedSuffix names an encoded upload: the staged name and this, until
+// the node decodes it into the staged file.
 const encodedSuffix = ".swdt-zst"
+
+// encoded is where Item's encoded upload lands: beside its staged file,
+// unique per run like it.
+func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 
 // stageEncoded sends it as a patch against the node's current file when
 // the store holds a copy of it, else (or when the patch fails on the
@@ -67,7 +71,8 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 				keep(tr.Store, it)
 				return info, wire, TransferPatch, nil
 			}
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || opFailed(perr, "lock-lost") {
+				// The whole file would fare no better.
 				return ops.FileInfo{}, wire, TransferPatch, perr
 			}
 			opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%v); sending the whole file", it.Name, perr))
@@ -106,7 +111,7 @@ type encodeFunc func(ctx context.Context, w io.Writer, src io.Reader, m *delta.M
 // sends, then has the node decode it into the staged file and verify its
 // SHA-256. Nothing but the staged file (verified) is left on the node.
 func sendEncoded(ctx context.Context, n Node, en EncodingNode, it Item, progress func(int64), item ops.StageDecodeItem, encode encodeFunc) (ops.FileInfo, int64, error) {
-	item.Encoded, item.Staged, item.SHA256 = it.Destination+encodedSuffix, it.Staged(), it.Source.SHA256
+	item.Encoded, item.Staged, item.SHA256 = it.encoded(), it.Staged(), it.Source.SHA256
 	open := func() (io.ReadCloser, error) {
 		src, err := it.Source.Open()
 		if err != nil {
@@ -126,7 +131,7 @@ func sendEncoded(ctx context.Context, n Node, en EncodingNode, it Item, progress
 	if err != nil {
 		return ops.FileInfo{}, sent, fmt.Errorf("stage %s: %w", item.Encoded, err)
 	}
-	results, err := en.DecodeStaged(ctx, []ops.StageDecodeItem{item})
+	results, err := en.DecodeStaged(ctx, it.runID, []ops.StageDecodeItem{item})
 	if err != nil {
 		removeQuietly(n, item.Encoded)
 		removeQuietly(n, item.Staged)

@@ -5,15 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/provision"
 	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -144,6 +147,26 @@ func TestEncodedTransfers(t *testing.T) {
 				}
 			},
 			wantTransfer: provision.TransferCompressed, wantStep: "SHA-256", maxSent: int64(len(v2))},
+		{name: "staging holds the node's lock, which names the run's encoded upload", compress: delta.Mode{Auto: true},
+			duringStage: func(t *testing.T, ts *simnode.TestServer) {
+				raw, err := ts.Node().ReadFile(ops.LockPath)
+				if err != nil {
+					t.Errorf("no lock while staging: %v", err)
+					return
+				}
+				var rec struct {
+					Owner  ops.LockOwner `json:"owner"`
+					Staged []string      `json:"staged"`
+				}
+				if err := json.Unmarshal(raw, &rec); err != nil {
+					t.Error(err)
+				}
+				want := []string{kubelet + ".swdt-new-" + rec.Owner.RunID, kubelet + ".swdt-new-" + rec.Owner.RunID + ".swdt-zst"}
+				if rec.Owner.RunID == "" || !slices.Equal(rec.Staged, want) {
+					t.Errorf("lock %s, want staged %q", raw, want)
+				}
+			},
+			wantTransfer: provision.TransferPatch, maxSent: 64 << 10},
 		{name: "the kept copy is not what the node has", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				sum := sha256.Sum256(v1)

@@ -48,7 +48,7 @@ func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) i
 //
 // Like sshd, which ends every process of a session when the session ends,
 // the handler's ctx is cancelled when the client closes the session or
-// the connection drops.
+// the connection drops, and from then on it changes nothing (agentOS).
 func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name string) int {
 	n := cs.srv.node(cs.account)
 	if fi, err := n.Stat(path); err != nil || fi.IsDir {
@@ -78,7 +78,8 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		return 1
 	}
 	var out bytes.Buffer
-	status := agent.Run(ctx, n.OS(), agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}, []string{"op", name}, bytes.NewReader(stdin), &out)
+	w := &agentOS{OS: n.OS(), ctx: ctx, m: m, op: name, cut: func() { cs.conn.Close() }}
+	status := agent.Run(ctx, w, agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}, []string{"op", name}, bytes.NewReader(stdin), &out)
 	if _, err := ch.Write(out.Bytes()); err != nil {
 		return 1
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,8 @@ type machine struct {
 	markers markerCache
 
 	faultsMu sync.Mutex
+	// holdsReached counts the AgentHold faults agents reached.
+	holdsReached atomic.Int64
 }
 
 func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine, error) {
@@ -277,6 +280,9 @@ type Faults struct {
 	// .swdt-zst) the agent reads: "truncate" ends it halfway, "corrupt"
 	// flips a byte in its middle. It applies once and is then cleared.
 	DamageEncoded string `json:"damageEncoded,omitempty"`
+	// HoldAgent stops the agent at one step of an op until its session
+	// ends (see AgentHold): the point at which a test kills swdt.
+	HoldAgent *AgentHold `json:"holdAgent,omitempty"`
 }
 
 // heldOpen reports whether Faults.HeldOpen names w.

@@ -40,6 +40,12 @@ const (
 	InSync  = "in sync"
 	Differs = "differs"
 	Missing = "missing"
+	// Unfinished is a binary an interrupted swap left unverified:
+	// whatever it holds, the next swdt kubernetes (or swdt wins)
+	// finishes or rolls back that swap first.
+	Unfinished = "unfinished swap"
+	// Swapping is a binary another run is swapping right now.
+	Swapping = "being swapped"
 )
 
 // Binary is what the node runs for one target.
@@ -65,13 +71,16 @@ type Binary struct {
 type Report struct {
 	Node     ops.NodeFactsResponse `json:"node"`
 	Binaries []Binary              `json:"binaries"`
+	// UnfinishedSwap says, when the node has a swap journal, whose swap
+	// it is and whether it is running or was interrupted.
+	UnfinishedSwap string `json:"unfinishedSwap,omitempty"`
 }
 
 // OutOfSync counts binaries that are missing or differ from the wanted one.
 func (r *Report) OutOfSync() int {
 	n := 0
 	for _, b := range r.Binaries {
-		if b.Source == Differs || b.Source == Missing {
+		if b.Source == Differs || b.Source == Missing || b.Source == Unfinished {
 			n++
 		}
 	}
@@ -108,6 +117,19 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 	for _, s := range inspect.Services {
 		services[strings.ToLower(s.Name)] = s
 	}
+	journaled := map[string]bool{}
+	unfinished := ""
+	if u := inspect.Unfinished; u != nil {
+		for _, it := range u.Journal.Request.Items {
+			journaled[strings.ToLower(it.Destination)] = true
+		}
+		unfinished = Unfinished
+		report.UnfinishedSwap = fmt.Sprintf("a swap started %s by %s was interrupted; run swdt kubernetes (or swdt wins) to finish or roll it back", u.Journal.Started, journalOwner(u.Journal.Owner))
+		if u.InProgress {
+			unfinished = Swapping
+			report.UnfinishedSwap = fmt.Sprintf("a swap by %s is in progress, started %s", journalOwner(u.Journal.Owner), u.Journal.Started)
+		}
+	}
 	for i, t := range targets {
 		f := inspect.Files[i]
 		if hashes != nil && !f.Cached {
@@ -119,6 +141,8 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 			b.Status, b.StartType, b.PID = s.Status, s.StartType, s.PID
 		}
 		switch {
+		case journaled[strings.ToLower(t.Destination)]:
+			b.Source = unfinished
 		case t.WantSHA256 == "":
 			b.Source = t.NoWant
 		case !f.Exists:
@@ -131,4 +155,12 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 		report.Binaries = append(report.Binaries, b)
 	}
 	return report, nil
+}
+
+// journalOwner names the run of a journal.
+func journalOwner(o ops.LockOwner) string {
+	if o.RunID == "" {
+		return "swdt"
+	}
+	return o.String()
 }

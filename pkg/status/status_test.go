@@ -14,6 +14,8 @@ type fakeNode struct {
 	services []ops.ServiceInfo
 	known    []*ops.FileInfo
 	err      error
+	// unfinished is the node's swap journal, if any.
+	unfinished *ops.UnfinishedSwap
 }
 
 func (f *fakeNode) Facts(context.Context) (ops.NodeFactsResponse, error) {
@@ -27,6 +29,7 @@ func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTa
 		resp.Files = append(resp.Files, f.files[t.Destination])
 	}
 	resp.Services = f.services
+	resp.Unfinished = f.unfinished
 	return resp, nil
 }
 
@@ -95,5 +98,44 @@ func TestGatherErrors(t *testing.T) {
 	r, err := Gather(context.Background(), &fakeNode{}, nil, nil)
 	if err != nil || len(r.Binaries) != 0 {
 		t.Fatalf("no targets: %+v, %v", r, err)
+	}
+}
+
+// A binary an interrupted swap covers is never "in sync", even when it
+// holds the local build: the new binary may never have passed its checks.
+func TestGatherUnfinishedSwap(t *testing.T) {
+	a := strings.Repeat("a", 64)
+	journal := ops.SwapJournal{Owner: ops.LockOwner{RunID: "r1", Command: "swdt kubernetes"}, Started: "2025-01-01T00:00:00Z",
+		Request: ops.ServiceSwapRequest{Items: []ops.SwapItem{{Service: "kubelet", Destination: `C:\k\kubelet.exe`}}}}
+	tests := []struct {
+		name       string
+		inProgress bool
+		want       string
+		wantSays   string
+	}{
+		{"interrupted", false, Unfinished, "was interrupted; run swdt kubernetes"},
+		{"in progress", true, Swapping, "is in progress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &fakeNode{
+				files:      map[string]ops.FileInfo{`C:\k\kubelet.exe`: {Exists: true, SHA256: a}, `C:\k\kube-proxy.exe`: {Exists: true, SHA256: a}},
+				services:   []ops.ServiceInfo{{Name: "kubelet", Exists: true, Status: "Stopped"}, {Name: "kube-proxy", Exists: true, Status: "Running"}},
+				unfinished: &ops.UnfinishedSwap{Journal: journal, InProgress: tt.inProgress},
+			}
+			rep, err := Gather(context.Background(), node, []Target{
+				{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, WantSHA256: a},
+				{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, WantSHA256: a},
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Binaries[0].Source != tt.want || rep.Binaries[1].Source != InSync {
+				t.Errorf("sources = %q, %q; want %q, %q", rep.Binaries[0].Source, rep.Binaries[1].Source, tt.want, InSync)
+			}
+			if !strings.Contains(rep.UnfinishedSwap, tt.wantSays) {
+				t.Errorf("unfinishedSwap = %q, want it to say %q", rep.UnfinishedSwap, tt.wantSays)
+			}
+		})
 	}
 }

@@ -171,7 +171,7 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 		return nil
 	}
 	item := provision.Item{Name: "wins", Service: ops.WinsService, Destination: p.Binary, Source: src,
-		HealthChecks: HealthChecks(p), Unregistered: !registered}
+		HealthChecks: HealthChecks(p), Unregistered: !registered, StartsItself: true}
 	running := inspect.Service.Status == "Running"
 
 	if opts.DryRun {

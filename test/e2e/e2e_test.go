@@ -30,6 +30,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/remote"
 )
 
@@ -66,6 +67,7 @@ func runSuite(t *testing.T, path string) {
 		run  func(*testing.T)
 	}{
 		{"validate", s.validate},
+		{"agent", s.agent},
 		{"setup", s.setup},
 		{"kubernetes", s.kubernetes},
 		{"wins", s.wins},
@@ -80,6 +82,54 @@ func runSuite(t *testing.T, path string) {
 // validate: the node file is valid.
 func (s *suite) validate(t *testing.T) {
 	s.swdtOK(t, "config", "validate", "-c", s.config)
+}
+
+// agent: swdt delivers swdt-agent to every node on first contact (or finds
+// it there from an earlier run), a second run sends nothing and says so at
+// -v, and exactly one version sits where the README says.
+func (s *suite) agent(t *testing.T) {
+	_, first, code := s.runAll(t, "setup", "-c", s.config, "--dry-run", "-v")
+	if code != 0 {
+		t.Fatalf("swdt setup --dry-run: exit %d", code)
+	}
+	_, second, code := s.runAll(t, "setup", "-c", s.config, "--dry-run", "-v")
+	if code != 0 {
+		t.Fatalf("swdt setup --dry-run: exit %d", code)
+	}
+	for _, n := range s.nodes {
+		if !strings.Contains(first, "swdt-agent uploaded and verified") && !strings.Contains(first, "swdt-agent is on the node, nothing sent") {
+			t.Errorf("node %s: the first run's -v output says nothing about the agent:\n%s", n.Name, first)
+		}
+	}
+	if strings.Contains(second, "swdt-agent uploaded") || strings.Count(second, "swdt-agent is on the node, nothing sent") != len(s.nodes) {
+		t.Errorf("the second run sent the agent again, or did not say it reused it on every node:\n%s", second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, n := range s.nodes {
+		cfg, err := remote.ConfigFromSpec(n.Spec.Credentials)
+		if err != nil {
+			t.Fatalf("node %s: %v", n.Name, err)
+		}
+		c, err := remote.Dial(ctx, cfg)
+		if err != nil {
+			t.Fatalf("node %s: %v", n.Name, err)
+		}
+		entries, err := c.ReadDir(ctx, ops.AgentDir)
+		c.Close()
+		if err != nil {
+			t.Fatalf("node %s: %v", n.Name, err)
+		}
+		var agents []string
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "swdt-agent-") && ops.IsAgentPath(ops.AgentDir+`\`+e.Name()) {
+				agents = append(agents, e.Name())
+			}
+		}
+		if len(agents) != 1 {
+			t.Errorf("node %s: %s holds %v, want exactly one swdt-agent", n.Name, ops.AgentDir, agents)
+		}
+	}
 }
 
 // setup brings every node to its spec.setup, and a second run changes
@@ -418,6 +468,13 @@ func (s *suite) swdtJSONAnyCode(t *testing.T, v any, args ...string) {
 // run runs swdt, logs its stderr, and returns its stdout and exit code.
 func (s *suite) run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	stdout, _, code := s.runAll(t, args...)
+	return stdout, code
+}
+
+// runAll is run that also returns stderr.
+func (s *suite) runAll(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -429,11 +486,11 @@ func (s *suite) run(t *testing.T, args ...string) (string, int) {
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return stdout.String(), exit.ExitCode()
+		return stdout.String(), stderr.String(), exit.ExitCode()
 	case err != nil:
 		t.Fatalf("swdt %s: %v", strings.Join(args, " "), err)
 	}
-	return stdout.String(), 0
+	return stdout.String(), stderr.String(), 0
 }
 
 // buildSwdt builds the swdt under test.

@@ -56,6 +56,11 @@ node file, with as little downtime as possible:
      one into place, start, settle, run health checks;
   5. roll back a binary whose service fails, and report why.
 
+A run holds the node's swap lock from inspection to the end of the swap (a
+second run waits up to --lock-wait), and first repairs a swap on the node
+that an earlier run left unfinished (killed, node lost), saying which binary
+each service was left with.
+
 Exit codes: 0 success, 1 failure (no node could be reached), 2 usage or
 config error, 3 partial (some provisioners or nodes failed).
 
@@ -291,7 +296,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	defer obs.end()
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
-	opts.Abort, opts.Observer = k.abort, obs
+	opts.Abort, opts.Observer, opts.Command = k.abort, obs, "swdt kubernetes"
 	opts.Transfer = k.f.transfer.transfer(k.f.cacheDir)
 	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
 		opts.Hashes = hashes

@@ -157,10 +157,22 @@ func (fx *kubeFixture) assertHealthy() {
 		if p, ok := n.LockedBy(c.dest); !ok || p.PID != svc.PID {
 			fx.t.Errorf("%s does not run %s", c.svc, c.dest)
 		}
-		for _, suffix := range []string{".swdt-new", ".swdt-new.swdt-part"} {
-			if n.Exists(c.dest + suffix) {
-				fx.t.Errorf("%s%s left behind", c.dest, suffix)
-			}
+		fx.assertNoStaged(c.dest)
+	}
+}
+
+// assertNoStaged checks that no staged or partial upload of dest (of any
+// run) is left in its directory.
+func (fx *kubeFixture) assertNoStaged(dest string) {
+	fx.t.Helper()
+	dir, base := dest[:strings.LastIndex(dest, `\`)], dest[strings.LastIndex(dest, `\`)+1:]
+	files, err := fx.ts.Node().List(dir)
+	if err != nil {
+		fx.t.Fatalf("list %s: %v", dir, err)
+	}
+	for _, f := range files {
+		if strings.HasPrefix(strings.ToLower(f.Name), strings.ToLower(base)+".swdt-new") {
+			fx.t.Errorf("%s left behind", f.Path)
 		}
 	}
 }
@@ -408,7 +420,8 @@ func TestKubernetesHTTPSource(t *testing.T) {
 			t.Errorf("%s was touched: %+v -> %+v", name, svc, a)
 		}
 	}
-	if fx.content(containerdExe) == "MZ containerd v3\n" || fx.ts.Node().Exists(containerdExe+".swdt-new") {
+	fx.assertNoStaged(containerdExe)
+	if fx.content(containerdExe) == "MZ containerd v3\n" {
 		t.Error("containerd was staged or swapped despite the failed source")
 	}
 }

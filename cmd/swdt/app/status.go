@@ -43,6 +43,8 @@ sha256 for a download):
   in sync    the node runs exactly your build
   differs    swdt kubernetes (or swdt wins) would replace it
   missing    there is no binary at the destination yet
+  unfinished swap   an interrupted swap left it unverified; the next
+             swdt kubernetes (or swdt wins) finishes or rolls it back
 
 Exit codes: 0 every node was read, 1 no node could be read, 2 usage or
 config error, 3 some nodes could not be read.`,
@@ -138,6 +140,9 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 			admin = "not an administrator"
 		}
 		u.Step(r.Node, "%s (%s %s, build %s.%d) as %s, %s", f.Hostname, f.ProductName, f.DisplayVersion, f.CurrentBuild, f.UBR, f.Username, admin)
+		if r.Value.UnfinishedSwap != "" {
+			u.Warn("node %s: %s", r.Node, r.Value.UnfinishedSwap)
+		}
 		for _, b := range r.Value.Binaries {
 			pid := "-"
 			if b.PID > 0 {

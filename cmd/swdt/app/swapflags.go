@@ -20,6 +20,7 @@ type swapFlags struct {
 	startTimeout  time.Duration
 	settle        time.Duration
 	healthTimeout time.Duration
+	lockWait      time.Duration
 }
 
 func (s *swapFlags) add(fl *pflag.FlagSet) {
@@ -27,6 +28,7 @@ func (s *swapFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&s.startTimeout, "start-timeout", provision.DefaultStartTimeout, "how long a service may take to reach Running")
 	fl.DurationVar(&s.settle, "settle", provision.DefaultSettle, "how long started services must stay Running before they count as up")
 	fl.DurationVar(&s.healthTimeout, "health-timeout", provision.DefaultHealthTimeout, "how long health checks are retried")
+	fl.DurationVar(&s.lockWait, "lock-wait", provision.DefaultLockWait, "how long to wait while another swdt run holds the node's swap lock")
 }
 
 // options returns hot-swap options with the flags' timings.
@@ -36,6 +38,7 @@ func (s swapFlags) options() provision.Options {
 		StartTimeout:  s.startTimeout,
 		Settle:        s.settle,
 		HealthTimeout: s.healthTimeout,
+		LockWait:      s.lockWait,
 	}
 }
 

@@ -133,7 +133,7 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	defer stop()
 	return runWinsOn(ctx, e, false, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
 		swap := f.swap.options()
-		swap.Observer, swap.Abort = obs.forNode(spec.Name), abort
+		swap.Observer, swap.Abort, swap.Command = obs.forNode(spec.Name), abort, "swdt wins"
 		if hashes := openHashes("", spec); hashes != nil {
 			swap.Hashes = hashes
 			defer func() { _ = hashes.Save() }() // without it the next run re-hashes wins.exe

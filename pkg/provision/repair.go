@@ -1,0 +1,118 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// Repair is what a run did about an unfinished swap it found on the node
+// (a swap cut short by a killed swdt or a lost node) before planning.
+type Repair struct {
+	// Owner is the run whose swap was unfinished; Started when it began.
+	Owner   ops.LockOwner `json:"owner"`
+	Started string        `json:"started"`
+	// Items says, per binary, which one the repair left in place.
+	Items []ops.SwapRecoverItem `json:"items"`
+	// NotStarted lists services that would not start.
+	NotStarted []ops.ServiceProblem `json:"notStarted,omitempty"`
+}
+
+// Summary says in one line what the repair left.
+func (r *Repair) Summary() string {
+	var parts []string
+	for _, it := range r.Items {
+		parts = append(parts, recoveredText(it))
+	}
+	msg := fmt.Sprintf("repaired the unfinished swap of %s, started %s: %s", ownerText(r.Owner), r.Started, strings.Join(parts, "; "))
+	for _, p := range r.NotStarted {
+		msg += fmt.Sprintf("; service %s did not start: %s", p.Service, p.Error)
+	}
+	return msg
+}
+
+func ownerText(o ops.LockOwner) string {
+	if o.RunID == "" {
+		return "a swap outside a locked run"
+	}
+	return o.String()
+}
+
+// recoveredText says which binary a repair left for one item.
+func recoveredText(it ops.SwapRecoverItem) string {
+	sha := it.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	var s string
+	switch it.Binary {
+	case ops.RecoveredNew:
+		s = fmt.Sprintf("%s runs the new verified binary (SHA-256 %s)", it.Service, sha)
+	case ops.RecoveredOld:
+		s = fmt.Sprintf("%s runs the old binary again (SHA-256 %s)", it.Service, sha)
+	case ops.RecoveredMissing:
+		s = fmt.Sprintf("%s has no binary at %s", it.Service, it.Destination)
+	default:
+		s = fmt.Sprintf("%s: %s holds a binary that is neither the old nor the new one (SHA-256 %s); left as it is", it.Service, it.Destination, sha)
+	}
+	if it.Error != "" {
+		s += " (" + it.Error + ")"
+	}
+	return s
+}
+
+// repairRetry is the first pause before a repair is tried again (a
+// variable for tests); it doubles up to 15 s.
+var repairRetry = time.Second
+
+// repairBudget bounds a repair: every service may stop, start, be
+// rolled back and start again, plus a minute for the transport.
+func repairBudget(opts Options, services int) time.Duration {
+	return time.Duration(services+1)*(2*opts.StopTimeout+2*opts.StartTimeout) + opts.Settle + opts.HealthTimeout + time.Minute
+}
+
+// recoverSwap runs swap-recover, trying again with a growing pause while
+// the node cannot be reached (a transport failure, not the op's own),
+// within budget. A first Ctrl-C does not stop it (stopped services must
+// come back); opts.Abort does.
+func recoverSwap(ctx context.Context, n Node, req ops.SwapRecoverRequest, budget time.Duration, opts Options) (ops.SwapRecoverResponse, error) {
+	rctx, cancel := UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	rctx, cancelBudget := context.WithTimeout(rctx, budget)
+	defer cancelBudget()
+	delay := repairRetry
+	for attempt := 1; ; attempt++ {
+		resp, err := n.RecoverSwap(rctx, req)
+		if err == nil || opFailed(err, "") {
+			return resp, err
+		}
+		if attempt == 1 {
+			opts.Observer.Step(fmt.Sprintf("the node did not answer the repair (%v); trying again for up to %s", err, budget.Round(time.Second)))
+		}
+		if sleepCtx(rctx, delay) != nil {
+			return resp, fmt.Errorf("%w (gave up after %d tries in %s)", err, attempt, budget.Round(time.Second))
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
+}
+
+// repairFirst repairs the unfinished swap that inspect found, before the
+// run plans anything.
+func repairFirst(ctx context.Context, n Node, u *ops.UnfinishedSwap, runID string, opts Options) (*Repair, error) {
+	j := u.Journal
+	opts.Observer.Step(fmt.Sprintf("the node has an unfinished swap of %s, started %s; repairing it first", ownerText(j.Owner), j.Started))
+	services := len(j.Request.StopOrder) + len(j.Request.StartOrder)
+	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: runID}, repairBudget(opts, services), opts)
+	if err != nil {
+		return nil, fmt.Errorf("repair the unfinished swap of %s: %w; nothing else was done", ownerText(j.Owner), err)
+	}
+	r := &Repair{Owner: j.Owner, Started: j.Started, Items: resp.Items, NotStarted: resp.NotStarted}
+	if resp.Journal != nil {
+		r.Owner, r.Started = resp.Journal.Owner, resp.Journal.Started
+	}
+	opts.Observer.Step(r.Summary())
+	return r, nil
+}
