@@ -78,6 +78,27 @@ func AutoLevel(rate float64, ok bool) Level {
 	return LevelBetter
 }
 
+// localRTT is the round-trip time under which auto takes a link for a
+// local network (loopback, a LAN, one cloud region): fast enough that
+// files are sent as they are. Encoding and decoding on the node would
+// cost more than the bytes saved; a patch saves a little when the two
+// builds are alike and costs several times the plain upload when they
+// are not (it indexes the old build, then sends the new one as inserts).
+const localRTT = 5 * time.Millisecond
+
+// Encodes reports whether files are sent encoded (compressed, or as a
+// patch) rather than as they are on a link whose round-trip time is rtt
+// (ok false: not measured, which encodes).
+func (m Mode) Encodes(rtt time.Duration, ok bool) bool {
+	switch {
+	case !m.Auto:
+		return m.Level != LevelOff
+	case ok && rtt < localRTT:
+		return false
+	}
+	return true
+}
+
 // inFlight is what the SFTP client reads ahead before the server has
 // acknowledged anything (pkg/sftp: 64 requests of 32 KiB): reads show the
 // link's pace only after it.

@@ -530,3 +530,25 @@ func TestStorePut(t *testing.T) {
 		}
 	}
 }
+
+func TestModeEncodes(t *testing.T) {
+	tests := []struct {
+		mode Mode
+		rtt  time.Duration
+		ok   bool
+		want bool
+	}{
+		{Mode{Auto: true}, 0, false, true},
+		{Mode{Auto: true}, 200 * time.Microsecond, true, false},
+		{Mode{Auto: true}, 4 * time.Millisecond, true, false},
+		{Mode{Auto: true}, 5 * time.Millisecond, true, true},
+		{Mode{Auto: true}, 60 * time.Millisecond, true, true},
+		{Mode{Level: LevelFastest}, 200 * time.Microsecond, true, true},
+		{Mode{Level: LevelOff}, 60 * time.Millisecond, true, false},
+	}
+	for _, tc := range tests {
+		if got := tc.mode.Encodes(tc.rtt, tc.ok); got != tc.want {
+			t.Errorf("%s.Encodes(%s, %v) = %v, want %v", tc.mode, tc.rtt, tc.ok, got, tc.want)
+		}
+	}
+}

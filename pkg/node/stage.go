@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"io"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -19,4 +20,13 @@ func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, err
 func (n *Node) DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
 	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{RunID: runID, Items: items}, n.Timeouts.hash())
 	return resp.Results, err
+}
+
+// LinkRTT is the connection's measured round-trip time, when the
+// transport measures it and has an answer (ok false otherwise).
+func (n *Node) LinkRTT() (time.Duration, bool) {
+	if m, ok := n.conn.(interface{ RTT() (time.Duration, bool) }); ok {
+		return m.RTT()
+	}
+	return 0, false
 }

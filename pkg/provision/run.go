@@ -350,8 +350,11 @@ func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, opts O
 	update := opts.Observer.Upload(it)
 	defer func() { update(read) }()
 	progress := func(s int64) { read = s; update(s) }
-	if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
-		return ops.FileInfo{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+	// A destination that exists has its directory: no round trip for it.
+	if !current.Exists {
+		if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
+			return ops.FileInfo{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+		}
 	}
 	if en, ok := n.(EncodingNode); ok && opts.Transfer.compresses() {
 		return stageEncoded(ctx, n, en, it, current, opts, progress)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -28,6 +29,8 @@ func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
 type EncodingNode interface {
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
 	DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error)
+	// LinkRTT is the link's round-trip time, when measured.
+	LinkRTT() (time.Duration, bool)
 }
 
 // How a staged file travelled (Result.Transfer).
@@ -48,10 +51,16 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // stageEncoded sends it as a patch against the node's current file when
 // the store holds a copy of it, else (or when the patch fails on the
 // node: damaged, or the file changed since the inspect) compressed, and
-// has the node decode and verify it. progress gets the source bytes
-// encoded so far; wire is what went over the link, all attempts counted.
+// has the node decode and verify it. On a local network auto sends it as
+// it is. progress gets the source bytes encoded so far; wire is what went
+// over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (info ops.FileInfo, wire int64, how string, err error) {
 	tr := opts.Transfer
+	if !tr.Compress.Encodes(en.LinkRTT()) {
+		info, sent, err := stagePlain(ctx, n, it, progress)
+		return info, sent, TransferPlain, err
+	}
+	defer keepWhileSending(tr.Store, it)()
 	if tr.Store != nil && current.Exists && current.SHA256 != "" {
 		f, size, oerr := tr.Store.Open(current.SHA256)
 		if oerr == nil {
@@ -68,7 +77,6 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 				})
 			wire += sent
 			if perr == nil {
-				keep(tr.Store, it)
 				return info, wire, TransferPatch, nil
 			}
 			if ctx.Err() != nil || opFailed(perr, "lock-lost") {
@@ -84,24 +92,28 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 			return err
 		})
 	wire += sent
-	if err == nil {
-		keep(tr.Store, it)
-	}
 	return info, wire, TransferCompressed, err
 }
 
-// keep copies the verified source into the store. A failure only costs
-// the next push its patch.
-func keep(s *delta.Store, it Item) {
+// keepWhileSending starts copying the source into the store, for the
+// next push's patch, while it is being sent; the returned function waits
+// for the copy. A failure only costs the next push its patch; a copy of a
+// file whose upload failed is only kept until pruned.
+func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 	if s == nil {
-		return
+		return func() {}
 	}
-	f, err := it.Source.Open()
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_ = s.Put(it.Source.SHA256, f, it.Source.Size)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := it.Source.Open()
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_ = s.Put(it.Source.SHA256, f, it.Source.Size)
+	}()
+	return func() { <-done }
 }
 
 // encodeFunc writes the encoding of src to w; m measures the link.

@@ -78,6 +78,15 @@ func connect(t *testing.T, ts *simnode.TestServer) *node.Node {
 	return n
 }
 
+// link is a node whose link has the round-trip time rtt: the loopback
+// the tests run on would otherwise count as a local network.
+type link struct {
+	*node.Node
+	rtt time.Duration
+}
+
+func (l link) LinkRTT() (time.Duration, bool) { return l.rtt, true }
+
 // hookObserver runs onUpload when staging starts, after the inspect.
 type hookObserver struct {
 	onUpload func()
@@ -103,9 +112,11 @@ func TestEncodedTransfers(t *testing.T) {
 	tests := []struct {
 		name string
 		// before runs after v1 is on the node and in the store.
-		before       func(t *testing.T, ts *simnode.TestServer, store *delta.Store)
-		duringStage  func(t *testing.T, ts *simnode.TestServer)
-		compress     delta.Mode
+		before      func(t *testing.T, ts *simnode.TestServer, store *delta.Store)
+		duringStage func(t *testing.T, ts *simnode.TestServer)
+		compress    delta.Mode
+		// rtt is the link's round-trip time (0: 20 ms, a VPN).
+		rtt          time.Duration
 		wantTransfer string
 		wantStep     string // a message the run must show
 		maxSent      int64
@@ -121,6 +132,22 @@ func TestEncodedTransfers(t *testing.T) {
 			wantTransfer: provision.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
 		{name: "off sends the file as it is", compress: delta.Mode{},
 			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+		{name: "auto sends a whole file as it is on a local network", compress: delta.Mode{Auto: true}, rtt: time.Millisecond,
+			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
+				if err := os.RemoveAll(store.Dir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+		{name: "auto sends no patch on a local network", compress: delta.Mode{Auto: true}, rtt: time.Millisecond,
+			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+		{name: "a fixed level compresses on a local network too", compress: delta.Mode{Level: delta.LevelFastest}, rtt: time.Millisecond,
+			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
+				if err := os.RemoveAll(store.Dir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantTransfer: provision.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
 		{name: "a truncated patch falls back to the whole file", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, ts *simnode.TestServer, _ *delta.Store) {
 				if err := ts.SetFaults(simnode.Faults{DamageEncoded: "truncate"}); err != nil {
@@ -179,7 +206,11 @@ func TestEncodedTransfers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := simnode.StartTest(t)
-			n := connect(t, ts)
+			rtt := tc.rtt
+			if rtt == 0 {
+				rtt = 20 * time.Millisecond
+			}
+			n := link{Node: connect(t, ts), rtt: rtt}
 			store := &delta.Store{Dir: t.TempDir()}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -210,6 +241,15 @@ func TestEncodedTransfers(t *testing.T) {
 			}
 			if r.Transfer != tc.wantTransfer || r.FileSize != int64(len(v2)) || r.BytesSent <= 0 || r.BytesSent > tc.maxSent {
 				t.Errorf("transfer %s, %d bytes sent for %d; want %s, at most %d", r.Transfer, r.BytesSent, r.FileSize, tc.wantTransfer, tc.maxSent)
+			}
+			if r.Transfer != provision.TransferPlain {
+				sum := sha256.Sum256(v2)
+				f, _, err := store.Open(hex.EncodeToString(sum[:]))
+				if err != nil {
+					t.Errorf("no copy of what was sent kept for the next patch: %v", err)
+				} else {
+					f.Close()
+				}
 			}
 			if tc.wantStep != "" && !strings.Contains(strings.Join(obs.steps, "\n"), tc.wantStep) {
 				t.Errorf("steps %q lack %q", obs.steps, tc.wantStep)
