@@ -7,8 +7,11 @@
 //     bytes to the same simnode;
 //   - a re-run with nothing changed vs that transfer;
 //   - service downtime per swap for a 10 MB and a 200 MB binary;
-//   - peak RSS of swdt while it sends 200 MB;
+//   - peak RSS of swdt while it sends 200 MB, whole and as a patch;
 //   - N nodes in parallel vs one node;
+//   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
+//     slow links: OpenSSH sftp, swdt plain, compressed and delta
+//     (links.go; -links-only runs just these);
 //   - swdt-agent's upload on first contact.
 //
 // It runs the built binaries as a user would (make bench builds them),
@@ -46,6 +49,8 @@ type options struct {
 	bigMB         int
 	nodes         int
 	keep          bool
+	rounds        int
+	linksOnly     bool
 }
 
 func run() error {
@@ -55,6 +60,8 @@ func run() error {
 	flag.IntVar(&o.bigMB, "big-mb", 128, "size in MB of the binary compared with sftp")
 	flag.IntVar(&o.nodes, "nodes", 10, "nodes of the parallel measurement")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the link runs (each contender once per round, order rotated)")
+	flag.BoolVar(&o.linksOnly, "links-only", false, "run only the link runs")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -98,6 +105,13 @@ func (b *bench) all() error {
 	b.key = filepath.Join(b.dir, "id_ed25519")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", b.key).CombinedOutput(); err != nil {
 		return fmt.Errorf("ssh-keygen: %w: %s", err, out)
+	}
+	if b.o.linksOnly {
+		if err := b.linkRuns(b.o.rounds); err != nil {
+			return err
+		}
+		b.print()
+		return nil
 	}
 	big := b.file("big.exe", b.o.bigMB<<20)
 	mb10 := b.file("ten.exe", 10<<20)
@@ -164,8 +178,32 @@ func (b *bench) all() error {
 		}
 		b.add("downtime per swap, "+c.name, ms(r.downtime), "< 2 s (simnode stop 200 ms + start 200 ms)")
 		if c.path == mb200 {
-			b.add("peak RSS of swdt sending 200 MB", fmt.Sprintf("%.1f MB", float64(r.maxRSSKB)/1024), "< 64 MB")
+			b.add(fmt.Sprintf("peak RSS of swdt sending 200 MB with the defaults (loopback: %s)", r.transfer), mbytes(r.maxRSSKB), "< 64 MB")
 			b.add("swdt stage+swap 200 MB (wall, 200 ms services)", secs(r.wall), "")
+			// Again compressed (a fixed level: on loopback auto sends
+			// files as they are): swdt has no copy of the node's file, so
+			// no patch, and it keeps one of this; then a changed build
+			// goes as a patch.
+			w, err := b.swdt(b.config("size", []*simnode{sim}, c.path), "--settle", "0", "--force", "--compress", "1")
+			if err != nil {
+				return err
+			}
+			if w.transfer != "compressed" {
+				return fmt.Errorf("200 MB: transfer %s, want compressed", w.transfer)
+			}
+			b.add("peak RSS of swdt sending 200 MB compressed (no patch)", mbytes(w.maxRSSKB), "< 64 MB")
+			v2, err := b.variant(c.path, "twohundred-v2.exe")
+			if err != nil {
+				return err
+			}
+			p, err := b.swdt(b.config("size-v2", []*simnode{sim}, v2), "--settle", "0", "--compress", "1")
+			if err != nil {
+				return err
+			}
+			if p.transfer != "patch" {
+				return fmt.Errorf("200 MB rebuild: transfer %s, want patch", p.transfer)
+			}
+			b.add("peak RSS of swdt sending 200 MB as a patch", mbytes(p.maxRSSKB), "< 256 MB")
 		}
 	}
 	sim.stop()
@@ -175,6 +213,9 @@ func (b *bench) all() error {
 		if err := b.parallel(); err != nil {
 			return err
 		}
+	}
+	if err := b.linkRuns(b.o.rounds); err != nil {
+		return err
 	}
 	b.print()
 	return nil
@@ -246,6 +287,21 @@ func (b *bench) file(name string, size int) string {
 		panic(err)
 	}
 	return p
+}
+
+// variant copies the file at src to name with a few bytes changed in the
+// middle, as a rebuild with a small change.
+func (b *bench) variant(src, name string) (string, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("a variant of %s: %w", src, err)
+	}
+	copy(data[len(data)/2:], "a small change in the middle")
+	p := filepath.Join(b.dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return "", fmt.Errorf("a variant of %s: %w", src, err)
+	}
+	return p, nil
 }
 
 // simnode is a running simnode process.
@@ -337,7 +393,7 @@ func (b *bench) sftpPut(s *simnode, local, remote string) (time.Duration, error)
 	}
 	host, port, _ := strings.Cut(s.addr, ":")
 	start := time.Now()
-	out, err := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port,
+	out, err := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
 		"-o", "UserKnownHostsFile="+s.knownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
 		"Administrator@"+host).CombinedOutput()
 	if err != nil {
@@ -352,10 +408,17 @@ type swdtRun struct {
 	downtime time.Duration
 	action   string
 	maxRSSKB int64
+	// transfer and bytesSent are those of the last provisioner.
+	transfer  string
+	bytesSent int64
 }
 
 func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
-	args := append([]string{"kubernetes", "-c", config, "-o", "json", "--cache-dir", filepath.Join(b.dir, "cache")}, extra...)
+	return b.swdtIn(filepath.Join(b.dir, "cache"), config, extra...)
+}
+
+func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
+	args := append([]string{"kubernetes", "-c", config, "-o", "json", "--cache-dir", cache}, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.o.swdt, args...)
@@ -372,6 +435,8 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 			Provisioners []struct {
 				Action     string `json:"action"`
 				DowntimeMs int64  `json:"downtimeMs"`
+				BytesSent  int64  `json:"bytesSent"`
+				Transfer   string `json:"transfer"`
 			} `json:"provisioners"`
 		} `json:"nodes"`
 	}
@@ -381,7 +446,7 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 	r := swdtRun{wall: wall}
 	for _, n := range doc.Nodes {
 		for _, p := range n.Provisioners {
-			r.action = p.Action
+			r.action, r.transfer, r.bytesSent = p.Action, p.Transfer, p.BytesSent
 			r.downtime = max(r.downtime, time.Duration(p.DowntimeMs)*time.Millisecond)
 		}
 	}
@@ -391,6 +456,7 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 	return r, nil
 }
 
+func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 func ms(d time.Duration) string   { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 func ratio(a, b time.Duration) string {

@@ -32,6 +32,10 @@ type Conn interface {
 	// Upload streams size bytes from src to remotePath through a staged
 	// name, reporting the bytes sent so far to progress (may be nil).
 	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
+	// UploadStream sends what open returns, up to EOF, to remotePath
+	// through a staged name and returns the bytes sent; open is called
+	// again when the upload has to restart.
+	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(ctx context.Context, remotePath string) error
 	// Addr is the address dialled (host:port): connections with one

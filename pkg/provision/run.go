@@ -78,6 +78,8 @@ type Options struct {
 	// Hashes remembers destinations' digests between runs; nil means
 	// every destination is hashed on the node every run.
 	Hashes HashCache
+	// Transfer says how staged files travel (compressed, patched).
+	Transfer Transfer
 	// Command names the run in the node's lock ("swdt kubernetes").
 	Command string
 	// LockWait is how long to wait while another run holds the node's
@@ -133,8 +135,12 @@ type Result struct {
 	// Action is unchanged, updated, rolled-back or failed (update in a dry
 	// run).
 	Action Action `json:"action"`
-	// BytesSent is what was uploaded for this item.
+	// BytesSent is what was uploaded for this item: the bytes on the wire.
 	BytesSent int64 `json:"bytesSent"`
+	// FileSize is the size of the binary staged (0 when nothing was).
+	FileSize int64 `json:"fileSize"`
+	// Transfer is how it travelled: plain, compressed or patch.
+	Transfer string `json:"transfer,omitempty"`
 	// Duration is the time spent on the item, staging included.
 	Duration time.Duration `json:"-"`
 	// Downtime is how long the item's service was not running.
@@ -247,6 +253,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	var paths []string
 	for _, s := range updates {
 		paths = append(paths, s.Item.Staged())
+		if opts.Transfer.compresses() {
+			paths = append(paths, s.Item.encoded())
+		}
 	}
 	if err := lock.stage(ctx, paths); err != nil {
 		return nil, err
@@ -307,11 +316,11 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 	for _, step := range updates {
 		it := step.Item
 		g.Go(func() error {
-			info, sent, err := stageOne(ctx, n, it, opts)
+			info, sent, how, err := stageOne(ctx, n, it, step.Current, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			res := &results[index[strings.ToLower(it.Service)]]
-			res.BytesSent = sent
+			res.BytesSent, res.FileSize, res.Transfer = sent, it.Source.Size, how
 			if err != nil {
 				res.Action, res.Error = ActionFailed, err.Error()
 				return nil
@@ -334,13 +343,28 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 	return ordered, infos
 }
 
-func stageOne(ctx context.Context, n Node, it Item, opts Options) (ops.FileInfo, int64, error) {
-	var sent int64
-	progress := opts.Observer.Upload(it)
-	defer func() { progress(sent) }()
-	if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
-		return ops.FileInfo{}, 0, fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+// stageOne puts it on the node as its staged file, verified, and returns
+// what the node reported of it, the bytes sent and how (Transfer*).
+func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, opts Options) (ops.FileInfo, int64, string, error) {
+	var read int64
+	update := opts.Observer.Upload(it)
+	defer func() { update(read) }()
+	progress := func(s int64) { read = s; update(s) }
+	// A destination that exists has its directory: no round trip for it.
+	if !current.Exists {
+		if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
+			return ops.FileInfo{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+		}
 	}
+	if en, ok := n.(EncodingNode); ok && opts.Transfer.compresses() {
+		return stageEncoded(ctx, n, en, it, current, opts, progress)
+	}
+	info, sent, err := stagePlain(ctx, n, it, progress)
+	return info, sent, TransferPlain, err
+}
+
+func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (ops.FileInfo, int64, error) {
+	var sent int64
 	f, err := it.Source.Open()
 	if err != nil {
 		return ops.FileInfo{}, 0, err

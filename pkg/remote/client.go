@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"slices"
@@ -207,6 +208,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	cn := newConn(ssh.NewClient(sconn, chans, reqs), c.log)
+	go cn.probeRTT()
 	if t.keepAlive > 0 {
 		go cn.keepAlive(t.keepAlive)
 	}
@@ -240,6 +242,9 @@ type conn struct {
 
 	sftpMu sync.Mutex // held while the subsystem starts, which may block
 	sftp   *sftp.Client
+
+	rttMu sync.Mutex
+	rtt   time.Duration // 0 until probeRTT has an answer
 }
 
 func newConn(c *ssh.Client, log *slog.Logger) *conn {
@@ -320,6 +325,31 @@ func (cn *conn) keepAlive(interval time.Duration) {
 	}
 }
 
+// probeRTT measures the connection's round-trip time once, right after
+// the handshake and alongside the first op: one keepalive@openssh.com
+// request, which every server answers (with a failure, which is an answer).
+func (cn *conn) probeRTT() {
+	start := time.Now()
+	if _, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+		return
+	}
+	cn.rttMu.Lock()
+	cn.rtt = max(time.Since(start), time.Nanosecond)
+	cn.rttMu.Unlock()
+}
+
+// RTT is the round-trip time measured on the current connection; ok is
+// false while there is no connection or no answer yet. It never waits.
+func (c *Client) RTT() (rtt time.Duration, ok bool) {
+	cn, err := c.live()
+	if cn == nil || err != nil {
+		return 0, false
+	}
+	cn.rttMu.Lock()
+	defer cn.rttMu.Unlock()
+	return cn.rtt, cn.rtt > 0
+}
+
 // sftpClient opens the SFTP subsystem on first use.
 func (cn *conn) sftpClient() (*sftp.Client, error) {
 	cn.sftpMu.Lock()
@@ -347,6 +377,9 @@ func (cn *conn) lost(err error) bool {
 	}
 	var se *sftp.StatusError
 	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrExist):
+		// The server answered (pkg/sftp maps its status codes to these).
+		return false
 	case errors.Is(err, sftp.ErrSSHFxConnectionLost), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 	case errors.As(err, &se), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

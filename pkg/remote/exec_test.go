@@ -114,3 +114,30 @@ func TestKeepAliveDetectsFrozenLink(t *testing.T) {
 		t.Errorf("proxy saw %d connections, want 3", n)
 	}
 }
+
+// TestRTT: the round-trip time is measured (a keepalive request, which
+// OpenSSH answers) once connected, and unknown once closed.
+func TestRTT(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	defer func() {
+		c.Close()
+		if _, ok := c.RTT(); ok {
+			t.Error("RTT known after Close")
+		}
+	}()
+	// The probe runs beside the first op: poll for its answer.
+	for {
+		if rtt, ok := c.RTT(); ok {
+			if rtt <= 0 {
+				t.Fatalf("RTT %s", rtt)
+			}
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("no RTT measured")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

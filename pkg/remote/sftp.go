@@ -65,7 +65,7 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 		if err != nil {
 			return fmt.Errorf("%s: create %s: %w", op, part, err)
 		}
-		r := &uploadReader{ctx: ctx, sr: io.NewSectionReader(src, 0, size), progress: progress}
+		r := &uploadReader{ctx: ctx, src: io.NewSectionReader(src, 0, size), size: size, progress: progress}
 		stalled := watchStall(c.stallTimeout(), r, func() {
 			// Dropping the socket fails the pending writes at once; a
 			// graceful close would wait on the link that stopped.
@@ -99,7 +99,8 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 // progress. Size lets sftp pipeline the writes.
 type uploadReader struct {
 	ctx      context.Context
-	sr       *io.SectionReader
+	src      io.Reader
+	size     int64
 	sent     atomic.Int64
 	progress func(int64)
 }
@@ -108,7 +109,7 @@ func (r *uploadReader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, err
 	}
-	n, err := r.sr.Read(p)
+	n, err := r.src.Read(p)
 	if n > 0 {
 		sent := r.sent.Add(int64(n))
 		if r.progress != nil {
@@ -157,7 +158,7 @@ func watchStall(timeout time.Duration, r *uploadReader, abandon func()) (stopAnd
 	}
 }
 
-func (r *uploadReader) Size() int64 { return r.sr.Size() }
+func (r *uploadReader) Size() int64 { return r.size }
 
 // replace renames oldPath onto newPath, replacing newPath. Plain SFTP
 // rename refuses an existing target, so it uses posix-rename when offered

@@ -276,6 +276,10 @@ type Faults struct {
 	// delete access (a virus scanner, an editor): as on NTFS they cannot
 	// be renamed or removed (sharing violation) while the fault is set.
 	HeldOpen []string `json:"heldOpen,omitempty"`
+	// DamageEncoded damages the next encoded upload (a file ending in
+	// .swdt-zst) the agent reads: "truncate" ends it halfway, "corrupt"
+	// flips a byte in its middle. It applies once and is then cleared.
+	DamageEncoded string `json:"damageEncoded,omitempty"`
 	// HoldAgent stops the agent at one step of an op until its session
 	// ends (see AgentHold): the point at which a test kills swdt.
 	HoldAgent *AgentHold `json:"holdAgent,omitempty"`

@@ -214,9 +214,20 @@ func (o simOS) Stat(p string) (winos.FileInfo, error) {
 	return winos.FileInfo{Size: fi.Size, ModTime: fi.ModTime, IsDir: fi.IsDir}, nil
 }
 
-func (o simOS) Open(p string) (io.ReadCloser, error) {
-	f, err := o.n.Open(p)
-	return f, winErr("open", p, err)
+func (o simOS) Open(p string) (winos.File, error) {
+	f, _, err := o.n.m.openRead(p)
+	if err != nil {
+		return nil, winErr("open", p, err)
+	}
+	return o.n.m.damageEncoded(p, f), nil
+}
+
+func (o simOS) Create(p string) (io.WriteCloser, error) {
+	f, err := o.n.Create(p)
+	if err != nil {
+		return nil, winErr("create", p, err)
+	}
+	return f, nil
 }
 
 func (o simOS) WriteFile(p string, data []byte) error {

@@ -73,10 +73,18 @@ func (windowsOS) Stat(path string) (FileInfo, error) {
 	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
 }
 
-func (windowsOS) Open(path string) (io.ReadCloser, error) {
+func (windowsOS) Open(path string) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, winErr("open", path, err)
+	}
+	return f, nil
+}
+
+func (windowsOS) Create(path string) (io.WriteCloser, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, winErr("create", path, err)
 	}
 	return f, nil
 }

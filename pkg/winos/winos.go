@@ -70,8 +70,10 @@ type OS interface {
 	// Stat describes a file or directory; a missing one wraps
 	// fs.ErrNotExist.
 	Stat(path string) (FileInfo, error)
-	// Open opens a file for reading.
-	Open(path string) (io.ReadCloser, error)
+	// Open opens a file for reading, sequentially or at offsets.
+	Open(path string) (File, error)
+	// Create creates or truncates a file and opens it for writing.
+	Create(path string) (io.WriteCloser, error)
 	// WriteFile creates or truncates a file and writes data.
 	WriteFile(path string, data []byte) error
 	// Rename moves a file within its volume. It fails when newPath
@@ -104,6 +106,13 @@ type OS interface {
 	Pipes() ([]string, error)
 	// PortListening reports whether a TCP port is in the listening state.
 	PortListening(port int) (bool, error)
+}
+
+// File is a file open for reading.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
 }
 
 // User is the account the agent runs as.

@@ -31,6 +31,7 @@ type kubernetesFlags struct {
 	watch    bool
 	debounce time.Duration
 	swap     swapFlags
+	transfer transferFlags
 	download downloadFlags
 	parallel int
 	cacheDir string
@@ -103,6 +104,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
 	f.swap.add(fl)
+	f.transfer.add(fl)
 	f.download.add(fl)
 	fl.IntVar(&f.parallel, "parallel", 4, "uploads at a time per node")
 	fl.BoolVar(&f.snapshot, "snapshot", false, "snapshot each node's VM (spec.vm) before the swap; with --watch, before every swap")
@@ -331,6 +333,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	opts := k.f.swap.options()
 	opts.Force, opts.DryRun, opts.Parallel = k.f.force, k.f.dryRun, k.f.parallel
 	opts.Abort, opts.Observer, opts.Command = k.abort, obs, "swdt kubernetes"
+	opts.Transfer = k.f.transfer.transfer(k.f.cacheDir)
 	if k.f.snapshot {
 		opts.BeforeSwap = func(ctx context.Context) error { return k.snapshotVM(ctx, w, snapshot) }
 	}
@@ -393,6 +396,8 @@ type kubeProvJSON struct {
 	Result     string `json:"result"`
 	Action     string `json:"action"`
 	BytesSent  int64  `json:"bytesSent"`
+	FileSize   int64  `json:"fileSize"`
+	Transfer   string `json:"transfer,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 	DowntimeMs int64  `json:"downtimeMs"`
 	Error      string `json:"error"`
@@ -410,7 +415,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 				n.Repair = r.Value.report.Repair
 				for _, res := range r.Value.report.Results {
 					n.Provisioners = append(n.Provisioners, kubeProvJSON{
-						Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent,
+						Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 						DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
 						Error: res.Error, Detail: res.Detail,
 					})
@@ -428,12 +433,15 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.f.dryRun {
 		headers = append(headers, "PROVISIONER", "ACTION", "REASON", "DESTINATION")
 	} else {
-		headers = append(headers, "PROVISIONER", "ACTION", "SENT", "TIME", "DOWNTIME")
+		headers = append(headers, "PROVISIONER", "ACTION", "SENT", "SAVED", "TIME", "DOWNTIME")
 	}
 	var rows [][]string
 	for _, r := range results {
 		if r.Err != nil {
-			row := []string{"-", "failed", "-", "-", "-"}
+			row := []string{"-", "failed", "-", "-", "-", "-"}
+			if k.f.dryRun {
+				row = row[:4]
+			}
 			if many {
 				row = append([]string{r.Node}, row...)
 			}
@@ -446,7 +454,7 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 				step := r.Value.report.Plan.Steps[i]
 				row = []string{res.Name, string(res.Action), step.Reason, step.Item.Destination}
 			} else {
-				row = []string{res.Name, string(res.Action), ui.Bytes(res.BytesSent), duration(res.Duration), duration(res.Downtime)}
+				row = []string{res.Name, string(res.Action), ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(res.Downtime)}
 			}
 			if many {
 				row = append([]string{r.Node}, row...)
@@ -455,6 +463,16 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 		}
 	}
 	return k.e.ui.Table(headers, rows)
+}
+
+// saved is how much less than the file went over the wire, and how:
+// "99% patch", "46% compressed"; "-" when nothing was saved.
+func saved(res provision.Result) string {
+	if res.FileSize <= 0 || res.BytesSent >= res.FileSize || res.Transfer == "" || res.Transfer == provision.TransferPlain {
+		return "-"
+	}
+	pct := 100 * (res.FileSize - res.BytesSent) / res.FileSize
+	return fmt.Sprintf("%d%% %s", pct, res.Transfer)
 }
 
 func duration(d time.Duration) string {

@@ -254,7 +254,7 @@ func TestKubernetesJSONShape(t *testing.T) {
 		t.Fatalf("provisioners = %v", provs)
 	}
 	p := provs[0].(map[string]any)
-	for _, key := range []string{"name", "action", "bytesSent", "durationMs", "downtimeMs", "error"} {
+	for _, key := range []string{"name", "action", "bytesSent", "fileSize", "transfer", "durationMs", "downtimeMs", "error"} {
 		if _, ok := p[key]; !ok {
 			t.Errorf("provisioner lacks %q: %v", key, p)
 		}
@@ -262,7 +262,7 @@ func TestKubernetesJSONShape(t *testing.T) {
 	if p["result"] != "changed" {
 		t.Errorf("result = %v, want changed", p["result"])
 	}
-	if p["action"] != "updated" || p["bytesSent"].(float64) != float64(len("MZ kubelet v2\n")) || p["downtimeMs"].(float64) <= 0 {
+	if p["action"] != "updated" || p["fileSize"].(float64) != float64(len("MZ kubelet v2\n")) || p["bytesSent"].(float64) <= 0 || p["downtimeMs"].(float64) <= 0 {
 		t.Errorf("provisioner = %v", p)
 	}
 }

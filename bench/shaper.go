@@ -1,0 +1,244 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// link is one emulated network path: rate limit and round-trip time,
+// the same in both directions.
+type link struct {
+	name string
+	// bitsPerSec is the bottleneck rate of each direction.
+	bitsPerSec float64
+	rtt        time.Duration
+}
+
+func (l link) String() string {
+	return fmt.Sprintf("%s (%g Mbit/s, %s RTT)", l.name, l.bitsPerSec/1e6, l.rtt)
+}
+
+// bdp is the link's bandwidth-delay product in bytes.
+func (l link) bdp() int { return int(l.bitsPerSec / 8 * l.rtt.Seconds()) }
+
+// shaper is a TCP proxy on loopback that makes every connection through
+// it behave like link: each direction serialises bytes at the link's rate
+// behind a queue of about twice the bandwidth-delay product, then delays
+// them by half the round-trip time. This kernel has no sch_netem, so the
+// shaping is done in user space; probe checks what it achieves.
+type shaper struct {
+	l      link
+	target string
+	ln     net.Listener
+	wg     sync.WaitGroup
+}
+
+func startShaper(l link, target string) (*shaper, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &shaper{l: l, target: target, ln: ln}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+func (s *shaper) addr() string { return s.ln.Addr().String() }
+
+func (s *shaper) close() {
+	_ = s.ln.Close()
+	s.wg.Wait()
+}
+
+func (s *shaper) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", s.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		go func() {
+			var both sync.WaitGroup
+			both.Add(2)
+			go func() { defer both.Done(); s.pipe(c, up) }()
+			go func() { defer both.Done(); s.pipe(up, c) }()
+			both.Wait()
+			_ = c.Close()
+			_ = up.Close()
+		}()
+	}
+}
+
+// chunk is a segment in flight: its bytes and when it leaves the link.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// pipe shapes one direction. The reader stamps each segment with the
+// time its last byte leaves the bottleneck plus half the RTT; the writer
+// delivers it then. Bytes held (in the queue or on the wire) are bounded
+// by the BDP in flight plus a queue of 2 BDP; past that the reader stops
+// reading, and TCP's flow control pushes back on the sender.
+func (s *shaper) pipe(src, dst net.Conn) {
+	const seg = 16 << 10
+	limit := max(3*s.l.bdp(), 4*seg)
+	var (
+		mu     sync.Mutex
+		cond   = sync.NewCond(&mu)
+		held   int
+		queue  = make(chan chunk, 4096)
+		oneWay = s.l.rtt / 2
+		perB   = time.Duration(float64(time.Second) * 8 / s.l.bitsPerSec)
+		free   time.Time // when the bottleneck is free again
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range queue {
+			if d := time.Until(c.at); d > 0 {
+				time.Sleep(d)
+			}
+			_, err := dst.Write(c.b)
+			mu.Lock()
+			held -= len(c.b)
+			cond.Broadcast()
+			mu.Unlock()
+			if err != nil {
+				_ = src.Close() // stop the reader; the connection is gone
+				for range queue {
+				}
+				return
+			}
+		}
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	buf := make([]byte, seg)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			mu.Lock()
+			for held+n > limit {
+				cond.Wait()
+			}
+			held += n
+			mu.Unlock()
+			now := time.Now()
+			free = later(free, now).Add(time.Duration(n) * perB)
+			queue <- chunk{b: append([]byte(nil), buf[:n]...), at: free.Add(oneWay)}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(queue)
+	<-done
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// probe measures the shaper with plain TCP: the median round trip of a
+// one-byte ping-pong, and the throughput of a bulk transfer of about two
+// seconds' worth of the link's rate.
+func probe(l link) (rtt time.Duration, bitsPerSec float64, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				one := make([]byte, 1)
+				for {
+					if _, err := io.ReadFull(c, one); err != nil {
+						return
+					}
+					if one[0] == 'b' { // bulk: count it, answer at the end
+						n, _ := io.Copy(io.Discard, c)
+						_, _ = fmt.Fprintf(c, "%d\n", n)
+						return
+					}
+					if _, err := c.Write(one); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	sh, err := startShaper(l, ln.Addr().String())
+	if err != nil {
+		return 0, 0, err
+	}
+	defer sh.close()
+	c, err := net.Dial("tcp", sh.addr())
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	var rtts []time.Duration
+	one := []byte{'p'}
+	for range 9 {
+		t := time.Now()
+		if _, err := c.Write(one); err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.ReadFull(c, one); err != nil {
+			return 0, 0, err
+		}
+		rtts = append(rtts, time.Since(t))
+	}
+	rtt = median(rtts)
+	size := int64(l.bitsPerSec / 8 * 2)
+	if _, err := c.Write([]byte{'b'}); err != nil {
+		return 0, 0, err
+	}
+	t := time.Now()
+	if _, err := io.CopyN(c, zeroReader{}, size); err != nil {
+		return 0, 0, err
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return 0, 0, err
+	}
+	var got int64
+	if _, err := fmt.Fscan(c, &got); err != nil {
+		return 0, 0, err
+	}
+	if got != size {
+		return 0, 0, errors.New("bulk transfer lost bytes")
+	}
+	// The answer arrives one way after the last byte: take it off.
+	el := time.Since(t) - rtt/2
+	return rtt, float64(size*8) / el.Seconds(), nil
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}

@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// stageOps are the handlers of encoded uploads.
+var stageOps = []entry{
+	handle(ops.StageDecode, stageDecode),
+}
+
+// stageDecode decodes each encoded upload into its staged file and keeps
+// the result only when its SHA-256 is the expected one. The encoded file is
+// always removed. A failed item is reported, not an error: swdt then sends
+// that file whole. Like the swap, it writes nothing unless the caller
+// holds the node's swap lock (or, outside a locked run, nobody does).
+func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (ops.StageDecodeResponse, error) {
+	resp := ops.StageDecodeResponse{Results: []ops.StageDecodeResult{}}
+	if err := lockCheck(w, req.RunID, "nothing was decoded"); err != nil {
+		return resp, err
+	}
+	for _, it := range req.Items {
+		if err := ctx.Err(); err != nil {
+			return resp, err
+		}
+		res := ops.StageDecodeResult{}
+		if err := checkStageNames(it); err != nil {
+			// Names swdt did not make: touch nothing.
+			res.Error = err.Error()
+			resp.Results = append(resp.Results, res)
+			continue
+		}
+		info, err := decodeOne(w, it)
+		if err == nil {
+			res.OK, res.File = true, info
+		} else {
+			res.Error = err.Error()
+			if rerr := removeIfExists(w, it.Staged); rerr != nil {
+				res.Error += "; " + rerr.Error()
+			}
+		}
+		if rerr := removeIfExists(w, it.Encoded); rerr != nil && res.OK {
+			// The staged file is good; a leftover upload is only clutter.
+			res.Error = rerr.Error()
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	return resp, nil
+}
+
+// stagedMark and encodedSuffix are the names of a run's files: the
+// staged file is Destination + stagedMark + the run's ID, its encoded
+// upload the staged name + encodedSuffix.
+const (
+	stagedMark    = ".swdt-new-"
+	encodedSuffix = ".swdt-zst"
+)
+
+// checkStageNames refuses an item whose files are not a staged file and
+// its encoded upload: the op removes them, so it must never be pointed at
+// a destination or anything else.
+func checkStageNames(it ops.StageDecodeItem) error {
+	i := strings.LastIndex(strings.ToLower(it.Staged), stagedMark)
+	if i <= 0 {
+		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
+	}
+	if id := it.Staged[i+len(stagedMark):]; id == "" || strings.ContainsAny(id, `\/.:`) {
+		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
+	}
+	if !strings.EqualFold(it.Encoded, it.Staged+encodedSuffix) {
+		return fmt.Errorf("encoded upload %s is not named %s%s", it.Encoded, it.Staged, encodedSuffix)
+	}
+	return nil
+}
+
+func decodeOne(w winos.OS, it ops.StageDecodeItem) (ops.FileInfo, error) {
+	enc, err := w.Open(it.Encoded)
+	if err != nil {
+		return ops.FileInfo{}, err
+	}
+	defer enc.Close()
+	out, err := w.Create(it.Staged)
+	if err != nil {
+		return ops.FileInfo{}, err
+	}
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(out, h), 1<<20)
+	var size int64
+	switch it.Encoding {
+	case ops.EncodingZstd:
+		size, err = delta.Decompress(bw, bufio.NewReaderSize(enc, 1<<20))
+	case ops.EncodingPatch:
+		size, err = applyPatch(w, it.Reference, bw, enc)
+	default:
+		err = fmt.Errorf("unknown encoding %q", it.Encoding)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return ops.FileInfo{}, fmt.Errorf("decode %s into %s: %w", it.Encoded, it.Staged, err)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if !strings.EqualFold(got, it.SHA256) {
+		return ops.FileInfo{}, fmt.Errorf("decoded %s has SHA-256 %s, want %s", it.Staged, got, it.SHA256)
+	}
+	st, err := w.Stat(it.Staged)
+	if err != nil {
+		return ops.FileInfo{}, err
+	}
+	return ops.FileInfo{Path: it.Staged, Exists: true, Size: size, SHA256: got, ModTicks: dotNetTicks(st.ModTime)}, nil
+}
+
+// applyPatch rebuilds a file from the reference on the node and a patch.
+// A reference changed since swdt inspected it gives another digest, which
+// the caller reports.
+func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (int64, error) {
+	if reference == "" {
+		return 0, errors.New("a patch needs its reference")
+	}
+	st, err := w.Stat(reference)
+	if err != nil {
+		return 0, err
+	}
+	ref, err := w.Open(reference)
+	if err != nil {
+		return 0, err
+	}
+	defer ref.Close()
+	return delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
+}
+
+func removeIfExists(w winos.OS, p string) error {
+	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

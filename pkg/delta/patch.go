@@ -1,0 +1,447 @@
+package delta
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+)
+
+// A patch is a zstd stream (Level fastest, 4 MiB window) whose content is
+//
+//	magic  uvarint(reference size)  op...  'e' uvarint(result size)
+//
+// with ops 'c' uvarint(length) varint(offset - end of the previous copy)
+// (copy from the reference) and 'l' uvarint(length) bytes (insert).
+const patchMagic = "swdt-patch-1\n"
+
+const (
+	opCopy    = 'c'
+	opLiteral = 'l'
+	opEnd     = 'e'
+)
+
+const (
+	window     = 32      // bytes hashed per index entry and per lookup
+	stride     = 32      // the reference is indexed every stride bytes
+	maxTabBits = 23      // index entries: at most 8 Mi, 64 MiB
+	segment    = 4 << 20 // new-file bytes held at a time
+	maxLiteral = 1 << 20
+	repReach   = 16 // how far past a match's end the same offset is tried again
+	hashMul    = 0x100000001b3
+)
+
+// ErrReference reports a reference whose SHA-256 is not the expected one:
+// nothing was written.
+var ErrReference = errors.New("the reference is not the file expected")
+
+// DiffStats says what Diff did.
+type DiffStats struct {
+	// Copied is the bytes of the new file taken from the reference;
+	// Inserted the bytes sent as they are (before compression).
+	Copied, Inserted int64
+	// Out is the patch's size.
+	Out int64
+}
+
+// Diff writes to dst a patch that turns the reference (refSize bytes)
+// into the content of src. It reads the reference once to index it and
+// checks its SHA-256 against wantRef (hex) before writing anything; a
+// mismatch is ErrReference. The reference is then read where matches
+// point, through a small page cache: memory is the index plus a few MiB.
+func Diff(ctx context.Context, dst io.Writer, ref io.ReaderAt, refSize int64, wantRef string, src io.Reader) (DiffStats, error) {
+	var st DiffStats
+	idx, err := indexReference(ctx, ref, refSize, wantRef)
+	if err != nil {
+		return st, err
+	}
+	cw := &countWriter{w: dst}
+	enc, err := newEncoder(LevelFastest)
+	if err != nil {
+		return st, err
+	}
+	enc.Reset(cw)
+	bw := bufio.NewWriterSize(enc, 64<<10)
+	d := &differ{idx: idx, ref: newPages(ref, refSize), out: bw, st: &st}
+	d.putString(patchMagic)
+	d.putUvarint(uint64(refSize))
+	if err := d.run(ctx, src); err != nil {
+		_ = enc.Close()
+		return st, err
+	}
+	if err := bw.Flush(); err != nil {
+		return st, fmt.Errorf("write patch: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return st, fmt.Errorf("write patch: %w", err)
+	}
+	st.Out = cw.n
+	return st, nil
+}
+
+// index maps hashes of the reference's stride-aligned windows to their
+// offsets: each entry is check<<32 | (offset/stride + 1), 0 when empty.
+type index struct {
+	tab  []uint64
+	bits uint
+}
+
+func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want string) (*index, error) {
+	n := max(size/stride, 1)
+	b := min(uint(bits.Len64(uint64(n))), maxTabBits)
+	idx := &index{tab: make([]uint64, 1<<b), bits: b}
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	var off int64
+	for off < size {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m, err := ref.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if m == 0 && err != nil {
+			return nil, fmt.Errorf("read the reference: %w", err)
+		}
+		h.Write(buf[:m])
+		// Windows that straddle two reads are left out: one in 32768.
+		for i := 0; i+window <= m; i += stride {
+			v := hashOf(buf[i : i+window])
+			idx.tab[idx.slot(v)] = uint64(check(v))<<32 | uint64((off+int64(i))/stride+1)
+		}
+		off += int64(m)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
+		return nil, fmt.Errorf("%w: SHA-256 %s, want %s", ErrReference, got, want)
+	}
+	return idx, nil
+}
+
+func (x *index) slot(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> (64 - x.bits) }
+func check(v uint64) uint32           { return uint32(v>>32) ^ uint32(v) | 1 }
+
+func hashOf(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:window] {
+		v = v*hashMul + uint64(c)
+	}
+	return v
+}
+
+// hashOut is hashMul^(window-1): the weight of the byte leaving the
+// rolling hash.
+var hashOut = func() uint64 {
+	v := uint64(1)
+	for range window - 1 {
+		v *= hashMul
+	}
+	return v
+}()
+
+type differ struct {
+	idx *index
+	ref *pages
+	out *bufio.Writer
+	st  *DiffStats
+	err error
+
+	prevEnd int64 // reference offset where the previous copy ended
+	rep     int64 // reference offset minus new offset of the last match
+	repEnd  int64 // new offset where the last match ended (-1: none)
+}
+
+func (d *differ) run(ctx context.Context, src io.Reader) error {
+	d.repEnd = -1
+	buf := make([]byte, segment+window)
+	var (
+		bufStart int64 // new-file offset of buf[0]
+		have     int   // bytes in buf
+		total    int64
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := io.ReadFull(src, buf[have:])
+		have += m
+		total += int64(m)
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return fmt.Errorf("read the new file: %w", err)
+		}
+		limit := have - window
+		if eof {
+			limit = have
+		}
+		done := d.segment(buf[:have], bufStart, max(limit, 0))
+		if d.err != nil {
+			return d.err
+		}
+		if eof {
+			d.literal(buf[done:have])
+			d.putByte(opEnd)
+			d.putUvarint(uint64(total))
+			return d.err
+		}
+		// done..have is carried over to the next segment.
+		copy(buf, buf[done:have])
+		have -= done
+		bufStart += int64(done)
+	}
+}
+
+// segment encodes buf (new-file offset base) up to limit and returns the
+// index where it stopped: everything before it has been written.
+func (d *differ) segment(buf []byte, base int64, limit int) int {
+	lit := 0 // start of pending literals in buf
+	i := 0
+	var v uint64
+	rolled := false
+	for i < limit && d.err == nil {
+		q := base + int64(i)
+		p, ok := int64(0), false
+		if d.repEnd >= 0 && q >= d.repEnd && q-d.repEnd <= repReach && i+8 <= len(buf) {
+			p = q + d.rep
+			ok = p >= 0 && p+8 <= d.ref.size && d.ref.equal(p, buf[i:i+8])
+		}
+		if !ok && i+window <= len(buf) {
+			if rolled {
+				v = (v-uint64(buf[i-1])*hashOut)*hashMul + uint64(buf[i+window-1])
+			} else {
+				v = hashOf(buf[i:])
+			}
+			rolled = true
+			if e := d.idx.tab[d.idx.slot(v)]; e != 0 && uint32(e>>32) == check(v) {
+				p = int64(uint32(e)-1) * stride
+				ok = p+window <= d.ref.size && d.ref.equal(p, buf[i:i+window])
+			}
+		}
+		if !ok {
+			step := max(((i-lit)>>10)|1, 1)
+			step = min(step, 63)
+			if step > 1 {
+				rolled = false
+			}
+			i += step
+			continue
+		}
+		for i > lit && p > 0 && d.ref.byteAt(p-1) == buf[i-1] {
+			i--
+			p--
+		}
+		n := d.ref.commonPrefix(p, buf[i:])
+		d.literal(buf[lit:i])
+		d.copyOp(p, int64(n))
+		i += n
+		lit = i
+		d.rep, d.repEnd = p-(base+int64(i-n)), base+int64(i)
+		rolled = false
+	}
+	if d.ref.err != nil && d.err == nil {
+		d.err = fmt.Errorf("read the reference: %w", d.ref.err)
+	}
+	d.literal(buf[lit:min(i, len(buf))])
+	return min(i, len(buf))
+}
+
+func (d *differ) literal(b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), maxLiteral)
+		d.putByte(opLiteral)
+		d.putUvarint(uint64(n))
+		d.put(b[:n])
+		d.st.Inserted += int64(n)
+		b = b[n:]
+	}
+}
+
+func (d *differ) copyOp(p, n int64) {
+	d.putByte(opCopy)
+	d.putUvarint(uint64(n))
+	d.putVarint(p - d.prevEnd)
+	d.prevEnd = p + n
+	d.st.Copied += n
+}
+
+func (d *differ) put(b []byte) {
+	if d.err == nil {
+		if _, err := d.out.Write(b); err != nil {
+			d.err = fmt.Errorf("write patch: %w", err)
+		}
+	}
+}
+
+func (d *differ) putByte(c byte)     { d.put([]byte{c}) }
+func (d *differ) putString(s string) { d.put([]byte(s)) }
+func (d *differ) putUvarint(v uint64) {
+	d.put(binary.AppendUvarint(nil, v))
+}
+func (d *differ) putVarint(v int64) { d.put(binary.AppendVarint(nil, v)) }
+
+// Patch errors.
+var (
+	// ErrPatch is a patch that is damaged or truncated.
+	ErrPatch = errors.New("damaged patch")
+	// ErrReferenceSize is a patch made against a reference of another size.
+	ErrReferenceSize = errors.New("the patch was made against another file")
+)
+
+// Apply writes to dst the file that patch makes of the reference (refSize
+// bytes) and returns its length. A damaged or truncated patch wraps
+// ErrPatch; one made against a reference of another size wraps
+// ErrReferenceSize. The result must still be verified by its SHA-256: a
+// patch applied to a same-size but different reference is not detected
+// here.
+func Apply(dst io.Writer, ref io.ReaderAt, refSize int64, patch io.Reader) (int64, error) {
+	zr, err := newDecoder(patch)
+	if err != nil {
+		return 0, err
+	}
+	defer zr.Close()
+	br := bufio.NewReaderSize(zr, 64<<10)
+	magic := make([]byte, len(patchMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != patchMagic {
+		return 0, fmt.Errorf("%w: no patch header (%v)", ErrPatch, err)
+	}
+	size, err := binary.ReadUvarint(br)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrPatch, err)
+	}
+	if int64(size) != refSize {
+		return 0, fmt.Errorf("%w: made against %d bytes, the file has %d", ErrReferenceSize, size, refSize)
+	}
+	var written, prevEnd int64
+	cbuf := make([]byte, 256<<10)
+	for {
+		op, err := br.ReadByte()
+		if err != nil {
+			return written, fmt.Errorf("%w: ends after %d bytes without its end mark: %w", ErrPatch, written, err)
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return written, fmt.Errorf("%w: %w", ErrPatch, err)
+		}
+		switch op {
+		case opEnd:
+			if int64(n) != written {
+				return written, fmt.Errorf("%w: promises %d bytes, made %d", ErrPatch, n, written)
+			}
+			return written, nil
+		case opCopy:
+			rel, err := binary.ReadVarint(br)
+			if err != nil {
+				return written, fmt.Errorf("%w: %w", ErrPatch, err)
+			}
+			p := prevEnd + rel
+			if p < 0 || n > uint64(refSize) || p > refSize-int64(n) {
+				return written, fmt.Errorf("%w: copies %d bytes at %d of a %d-byte file", ErrPatch, n, p, refSize)
+			}
+			m, err := io.CopyBuffer(dst, io.NewSectionReader(ref, p, int64(n)), cbuf)
+			written += m
+			if err != nil {
+				return written, fmt.Errorf("copy from the reference: %w", err)
+			}
+			prevEnd = p + int64(n)
+		case opLiteral:
+			if n > maxLiteral {
+				return written, fmt.Errorf("%w: insert of %d bytes", ErrPatch, n)
+			}
+			m, err := io.CopyN(dst, br, int64(n))
+			written += m
+			if err != nil {
+				return written, fmt.Errorf("%w: insert cut short: %w", ErrPatch, err)
+			}
+		default:
+			return written, fmt.Errorf("%w: unknown op %q", ErrPatch, op)
+		}
+	}
+}
+
+// pages reads a file at random offsets through a small FIFO cache of
+// 64 KiB pages; a read error is kept in err and reads as no match.
+type pages struct {
+	r     io.ReaderAt
+	size  int64
+	cache map[int64][]byte
+	fifo  []int64
+	err   error
+}
+
+const (
+	pageSize = 64 << 10
+	maxPages = 128
+)
+
+func newPages(r io.ReaderAt, size int64) *pages {
+	return &pages{r: r, size: size, cache: map[int64][]byte{}}
+}
+
+// at returns the cached bytes from p to the end of p's page.
+func (c *pages) at(p int64) []byte {
+	n := p / pageSize
+	pg, ok := c.cache[n]
+	if !ok {
+		if len(c.fifo) >= maxPages {
+			old := c.fifo[0]
+			c.fifo = c.fifo[1:]
+			pg = c.cache[old][:cap(c.cache[old])]
+			delete(c.cache, old)
+		} else {
+			pg = make([]byte, pageSize)
+		}
+		m, err := c.r.ReadAt(pg[:min(pageSize, c.size-n*pageSize)], n*pageSize)
+		if m < len(pg) && err != nil && err != io.EOF && c.err == nil {
+			c.err = err
+		}
+		pg = pg[:m]
+		c.cache[n] = pg
+		c.fifo = append(c.fifo, n)
+	}
+	off := int(p - n*pageSize)
+	if off >= len(pg) {
+		return nil
+	}
+	return pg[off:]
+}
+
+func (c *pages) byteAt(p int64) byte {
+	if b := c.at(p); len(b) > 0 {
+		return b[0]
+	}
+	return 0
+}
+
+func (c *pages) equal(p int64, b []byte) bool { return c.commonPrefix(p, b) == len(b) }
+
+// commonPrefix is how many leading bytes of b equal the file's from p.
+func (c *pages) commonPrefix(p int64, b []byte) int {
+	n := 0
+	for n < len(b) && p+int64(n) < c.size {
+		pg := c.at(p + int64(n))
+		if len(pg) == 0 {
+			return n
+		}
+		k := prefixLen(pg, b[n:])
+		n += k
+		if k < len(pg) {
+			return n
+		}
+	}
+	return n
+}
+
+func prefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; i < n && a[i] == b[i]; i++ {
+	}
+	return i
+}

@@ -1,0 +1,136 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// DefaultStoreSize bounds a Store when its MaxBytes is 0.
+const DefaultStoreSize = 2 << 30
+
+// Store keeps local copies of binaries swdt put on nodes, by SHA-256, so
+// that the next push to a node holding one can be a patch against it. It
+// is bounded: Put removes the least recently used copies beyond MaxBytes.
+// Copies are shared by every node that holds the same bytes.
+type Store struct {
+	// Dir holds one file per copy, named by its SHA-256.
+	Dir string
+	// MaxBytes bounds the copies' total size (0: DefaultStoreSize).
+	MaxBytes int64
+}
+
+var digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (s *Store) path(digest string) (string, error) {
+	if !digestRE.MatchString(digest) {
+		return "", fmt.Errorf("not a SHA-256: %q", digest)
+	}
+	return filepath.Join(s.Dir, digest), nil
+}
+
+// Open returns the copy whose SHA-256 is digest and its size, and marks it
+// used; a missing copy wraps fs.ErrNotExist. The content is not verified
+// here (Diff checks it while it indexes it).
+func (s *Store) Open(digest string) (*os.File, int64, error) {
+	p, err := s.path(digest)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now) // least recently used goes first
+	return f, fi.Size(), nil
+}
+
+// Put copies size bytes of src into the store as digest (a copy, never a
+// link: a build that rewrites its output in place must not change what is
+// kept), then prunes.
+func (s *Store) Put(digest string, src io.ReaderAt, size int64) error {
+	p, err := s.path(digest)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(p); err == nil && fi.Size() == size {
+		now := time.Now()
+		return os.Chtimes(p, now, now)
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", s.Dir, err)
+	}
+	tmp, err := os.CreateTemp(s.Dir, ".put-*")
+	if err != nil {
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	_, err = io.Copy(tmp, io.NewSectionReader(src, 0, size))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	return s.prune(p)
+}
+
+// prune removes the least recently used copies until the rest fit in
+// MaxBytes; keep is never removed.
+func (s *Store) prune(keep string) error {
+	limit := s.MaxBytes
+	if limit <= 0 {
+		limit = DefaultStoreSize
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", s.Dir, err)
+	}
+	type copyInfo struct {
+		path string
+		size int64
+		used time.Time
+	}
+	var all []copyInfo
+	var total int64
+	for _, e := range entries {
+		if !digestRE.MatchString(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		all = append(all, copyInfo{filepath.Join(s.Dir, e.Name()), fi.Size(), fi.ModTime()})
+		total += fi.Size()
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].used.Before(all[j].used) })
+	for _, c := range all {
+		if total <= limit {
+			break
+		}
+		if c.path == keep {
+			continue
+		}
+		if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("prune %s: %w", s.Dir, err)
+		}
+		total -= c.size
+	}
+	return nil
+}

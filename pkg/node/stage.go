@@ -1,0 +1,32 @@
+package node
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// UploadStream sends a stream made while it is sent (a compressed file, a
+// patch) to remotePath through a staged name and returns its length.
+func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error) {
+	return n.conn.UploadStream(ctx, open, remotePath, progress)
+}
+
+// DecodeStaged turns encoded uploads into staged files on the node and
+// verifies them, for the run runID that holds the node's swap lock; it
+// reads and writes each file once, so it is bounded like a hash.
+func (n *Node) DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
+	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{RunID: runID, Items: items}, n.Timeouts.hash())
+	return resp.Results, err
+}
+
+// LinkRTT is the connection's measured round-trip time, when the
+// transport measures it and has an answer (ok false otherwise).
+func (n *Node) LinkRTT() (time.Duration, bool) {
+	if m, ok := n.conn.(interface{ RTT() (time.Duration, bool) }); ok {
+		return m.RTT()
+	}
+	return 0, false
+}
