@@ -249,7 +249,7 @@ func TestConfigFromSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Password != tt.wantPW || cfg.HostKeyPolicy != "accept-new" || cfg.DialTimeout != DefaultDialTimeout {
+			if cfg.Password != tt.wantPW || cfg.HostKeyPolicy != "" || cfg.DialTimeout != DefaultDialTimeout {
 				t.Errorf("cfg = password %q policy %q timeout %s", cfg.Password, cfg.HostKeyPolicy, cfg.DialTimeout)
 			}
 		})

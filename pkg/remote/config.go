@@ -53,7 +53,8 @@ type Config struct {
 	// KnownHostsFile is where host keys are checked and, under accept-new,
 	// recorded. Default ~/.ssh/known_hosts.
 	KnownHostsFile string
-	// HostKeyPolicy is "strict", "accept-new" (default) or "insecure".
+	// HostKeyPolicy is "strict", "accept-new" or "insecure"; "" means
+	// accept-new.
 	HostKeyPolicy string
 	// SSHConfigFile is the OpenSSH client config consulted for Host
 	// aliases. "" means ~/.ssh/config (a missing file is fine); "none"
@@ -107,11 +108,10 @@ func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
 			return Config{}, fmt.Errorf("credentials.passwordEnv: environment variable %s is not set", spec.PasswordEnv)
 		}
 	}
-	if cfg.HostKeyPolicy == "" {
-		cfg.HostKeyPolicy = string(v1alpha1.HostKeyPolicyAcceptNew)
-	}
-	if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
-		return Config{}, fmt.Errorf("credentials.hostKeyPolicy: %w", err)
+	if cfg.HostKeyPolicy != "" {
+		if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
+			return Config{}, fmt.Errorf("credentials.hostKeyPolicy: %w", err)
+		}
 	}
 	return cfg, nil
 }
@@ -146,7 +146,7 @@ func resolve(cfg Config) (target, error) {
 		keepAlive:   cfg.KeepAliveInterval,
 	}
 	if t.policy == "" {
-		t.policy = string(v1alpha1.HostKeyPolicyAcceptNew)
+		t.policy = string(v1alpha1.DefaultHostKeyPolicy)
 	}
 	if err := checkPolicy(t.policy); err != nil {
 		return t, err
@@ -215,7 +215,7 @@ func resolve(cfg Config) (target, error) {
 		}
 	}
 	if t.knownHosts == "" {
-		t.knownHosts = filepath.Join(homeDir(), ".ssh", "known_hosts")
+		t.knownHosts = expandHome(v1alpha1.DefaultKnownHostsFile)
 	}
 	return t, nil
 }
