@@ -51,6 +51,9 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, t: t, log: log, creds: creds, dialSem: make(chan struct{}, 1)}
+	if t.ignored != "" {
+		c.warn(t.ignored)
+	}
 	if _, err := c.conn(ctx); err != nil {
 		creds.close()
 		return nil, err
@@ -136,7 +139,7 @@ func (c *Client) live() (*conn, error) {
 
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	t := c.t
-	hk, err := newHostKeyChecker(t.knownHosts, t.policy, c.warn)
+	hk, err := newHostKeyChecker(t.hop, c.warn)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // ErrUnknownHost is matched (errors.Is) by an *UnknownHostError: the host
-// has no key in known_hosts and the policy is strict.
+// has no key in known_hosts and the policy is strict (hostKeyPolicy strict,
+// or StrictHostKeyChecking yes or ask in the ssh config).
 var ErrUnknownHost = errors.New("unknown host")
 
 // ErrWrongPassphrase is matched by a *PrivateKeyError when the passphrase
@@ -88,13 +89,17 @@ type UnknownHostError struct {
 	Host string
 	// Fingerprint is the SHA256 fingerprint the server offered.
 	Fingerprint string
-	// KnownHostsFile is the file that was searched.
-	KnownHostsFile string
+	// KnownHostsFiles are the files that were searched.
+	KnownHostsFiles []string
+	// Policy says why unknown hosts are refused, for example
+	// "hostKeyPolicy is strict" or "StrictHostKeyChecking is ask in
+	// /home/me/.ssh/config, which swdt treats as yes because it never prompts".
+	Policy string
 }
 
 func (e *UnknownHostError) Error() string {
-	return fmt.Sprintf("host %s is not in %s (server key %s) and hostKeyPolicy is strict; verify the fingerprint and add it (for example with ssh-keyscan), or use hostKeyPolicy: accept-new",
-		e.Host, e.KnownHostsFile, e.Fingerprint)
+	return fmt.Sprintf("host %s is not in %s (server key %s) and %s; verify the fingerprint and add the key to %s (for example with ssh-keyscan), or set hostKeyPolicy: accept-new in the node file",
+		e.Host, strings.Join(e.KnownHostsFiles, ", "), e.Fingerprint, e.Policy, e.KnownHostsFiles[0])
 }
 
 // Is makes errors.Is(err, ErrUnknownHost) true.
