@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -142,11 +143,22 @@ type hop struct {
 	// policyWhy says where the policy comes from, for messages, e.g.
 	// "StrictHostKeyChecking is yes in /home/me/.ssh/config".
 	policyWhy string
+	// proxyCommand, expanded, carries the connection instead of TCP.
+	// Only the first hop of a route may have one.
+	proxyCommand string
 }
+
+// maxHops bounds a route, so that jump hosts whose ProxyJump name each
+// other are an error rather than a hang.
+const maxHops = 10
 
 // target is the node's hop and how to reach it.
 type target struct {
 	hop
+	// via are the jump hosts in the order they are dialled: via[0]
+	// directly or by its ProxyCommand, each next one through the one
+	// before it, and the node through the last.
+	via         []hop
 	dialTimeout time.Duration
 	keepAlive   time.Duration
 	// ignored is the warning about ssh config directives set for the node
@@ -181,11 +193,94 @@ func resolve(cfg Config) (target, error) {
 	if err != nil {
 		return t, err
 	}
-	if ign := sc.unsupported(host); len(ign) > 0 {
-		t.ignored = fmt.Sprintf("%s sets %s for %s, which swdt does not support: ignored (the ssh_config section of swdt's README lists what swdt honours)",
-			sc.file, strings.Join(ign, ", "), host)
+	if t.via, err = sc.reach(cfg, &t.hop, 1); err != nil {
+		return t, err
+	}
+	var ignored []string
+	for _, h := range t.route() {
+		if ign := sc.unsupported(h.name); len(ign) > 0 {
+			ignored = append(ignored, fmt.Sprintf("%s for %s", strings.Join(ign, ", "), h.name))
+		}
+	}
+	if len(ignored) > 0 {
+		t.ignored = fmt.Sprintf("%s sets %s, which swdt does not support: ignored (the ssh_config section of swdt's README lists what swdt honours)",
+			sc.file, strings.Join(ignored, "; "))
 	}
 	return t, nil
+}
+
+// route is every hop from the first dialled to the node.
+func (t target) route() []hop {
+	return append(slices.Clone(t.via), t.hop)
+}
+
+// reach finds how h is reached, as ssh would: by its ProxyCommand (set
+// on h), or through the jump hosts of its ProxyJump (returned), whichever
+// the ssh config gives first; none of either means directly. The first
+// jump host is looked up with its own ProxyJump or ProxyCommand; the
+// others are each reached through the one before. hops counts the hops
+// of the route so far, h included.
+func (sc *sshConfig) reach(cfg Config, h *hop, hops int) ([]hop, error) {
+	key, val := sc.first(h.name, "ProxyJump", "ProxyCommand")
+	if key == "" || strings.EqualFold(val, "none") {
+		return nil, nil
+	}
+	if key == "ProxyCommand" {
+		host, port, _ := net.SplitHostPort(h.addr)
+		cmd, err := expandTokens("ProxyCommand", val, map[byte]string{'h': host, 'p': port, 'r': h.user, 'n': h.name})
+		if err != nil {
+			return nil, fmt.Errorf("%s for %s: %w", sc.file, h.name, err)
+		}
+		h.proxyCommand = cmd
+		return nil, nil
+	}
+	jumps, err := parseProxyJump(val)
+	if err != nil {
+		return nil, fmt.Errorf("%s, ProxyJump for %s: %w", sc.file, h.name, err)
+	}
+	if hops += len(jumps); hops > maxHops {
+		return nil, fmt.Errorf("%s: the ProxyJump chain to %s is longer than %d hops: do two hosts name each other?", sc.file, h.name, maxHops)
+	}
+	var via []hop
+	for i, j := range jumps {
+		jh, err := sc.resolveHop(cfg, j.host, j.user, j.port, "")
+		if err != nil {
+			return nil, fmt.Errorf("jump host %s (ProxyJump for %s): %w", j.host, h.name, err)
+		}
+		if i == 0 {
+			before, err := sc.reach(cfg, &jh, hops)
+			if err != nil {
+				return nil, err
+			}
+			via = append(via, before...)
+		}
+		via = append(via, jh)
+	}
+	return via, nil
+}
+
+// jumpSpec is one entry of a ProxyJump list.
+type jumpSpec struct{ user, host, port string }
+
+// parseProxyJump reads a ProxyJump value: a comma-separated list of
+// [user@]host[:port] or ssh://[user@]host[:port].
+func parseProxyJump(v string) ([]jumpSpec, error) {
+	var out []jumpSpec
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		s := strings.TrimPrefix(e, "ssh://")
+		var j jumpSpec
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			j.user, s = s[:i], s[i+1:]
+		}
+		var err error
+		j.host, j.port, err = splitHost(s)
+		if err != nil || strings.EqualFold(e, "none") || strings.ContainsAny(e, " \t") || (j.user == "" && strings.Contains(e, "@")) {
+			return nil, fmt.Errorf("%q is not [user@]host[:port] (in the list %q)", e, v)
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 // resolveHop fills in one host as ssh would, looking alias up in the ssh
@@ -213,13 +308,13 @@ func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (
 		h.user = sc.get(alias, "User")
 	}
 	if h.user == "" {
-		h.user = os.Getenv("USER")
+		h.user = localUser()
 	}
 	if h.user == "" {
-		return h, fmt.Errorf("host %q: no user given", alias)
+		return h, fmt.Errorf("host %q: no user given: set username in the node file or User in the ssh config", alias)
 	}
 	h.addr = net.JoinHostPort(host, port)
-	tokens := map[byte]string{'d': homeDir(), 'u': os.Getenv("USER"), 'h': host, 'n': alias, 'p': port, 'r': h.user}
+	tokens := map[byte]string{'d': homeDir(), 'u': localUser(), 'h': host, 'n': alias, 'p': port, 'r': h.user}
 
 	if keyFile != "" {
 		h.keyFiles, h.keyExplicit = []string{expandHome(keyFile)}, true
@@ -390,6 +485,35 @@ func (sc *sshConfig) get(alias, key string) string {
 	return strings.TrimSpace(v)
 }
 
+// first returns whichever of keys the ssh config sets first for alias,
+// with its value (as ssh, where the first of ProxyJump and ProxyCommand
+// wins). Within one Include'd file, keys are tried in the order given.
+func (sc *sshConfig) first(alias string, keys ...string) (key, value string) {
+	if sc == nil {
+		return "", ""
+	}
+	for _, h := range sc.c.Hosts {
+		if !h.Matches(alias) {
+			continue
+		}
+		for _, n := range h.Nodes {
+			for _, k := range keys {
+				switch n := n.(type) {
+				case *ssh_config.KV:
+					if strings.EqualFold(n.Key, k) {
+						return k, strings.TrimSpace(n.Value)
+					}
+				case *ssh_config.Include:
+					if v := n.Get(alias, k); v != "" {
+						return k, strings.TrimSpace(v)
+					}
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
 // getAll is every value of a key that may repeat (IdentityFile).
 func (sc *sshConfig) getAll(alias, key string) []string {
 	if sc == nil {
@@ -397,6 +521,19 @@ func (sc *sshConfig) getAll(alias, key string) []string {
 	}
 	v, _ := sc.c.GetAll(alias, key)
 	return v
+}
+
+// localUser is the local account name, as ssh's default login name: $USER,
+// else the account the process runs as (without a Windows domain).
+func localUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username[strings.LastIndex(u.Username, `\`)+1:]
 }
 
 func homeDir() string {

@@ -11,7 +11,7 @@ import (
 // Host, Match and Include, which the parser handles. The README's
 // ssh_config section lists them too: change both together.
 var supportedDirectives = []string{
-	"HostName", "Port", "User", "IdentityFile",
+	"HostName", "Port", "User", "IdentityFile", "ProxyJump", "ProxyCommand",
 	"UserKnownHostsFile", "StrictHostKeyChecking",
 }
 

@@ -23,26 +23,49 @@ var ErrConnectionLost = errors.New("ssh connection lost")
 // ErrClosed is returned by calls on a Client after Close.
 var ErrClosed = errors.New("ssh client closed")
 
-// DialError is a failure to reach the node's SSH port or to complete the
-// SSH handshake (before authentication).
+// DialError is a failure to reach an SSH server (the node's, or a jump
+// host's) or to complete its SSH handshake (before authentication).
 type DialError struct {
 	// Addr is the host:port dialled.
 	Addr string
-	// Stage is "connect" (TCP) or "handshake" (SSH).
+	// Stage is "connect" (TCP, the jump host's forward or starting the
+	// ProxyCommand) or "handshake" (SSH).
 	Stage string
 	// Timeout is the dial timeout in force.
 	Timeout time.Duration
-	// Err is the underlying network error.
+	// Jump names the jump host that could not be reached; "" when it is
+	// the node.
+	Jump string
+	// ViaJump names the jump host Addr was dialled through, if any.
+	ViaJump string
+	// ProxyCommand is the command Addr was reached with, if any.
+	ProxyCommand string
+	// Err is the underlying error.
 	Err error
 }
 
 func (e *DialError) Error() string {
-	what := "cannot reach ssh server at " + e.Addr
-	if e.Stage == "handshake" {
-		what = "ssh handshake with " + e.Addr + " did not complete"
+	who := "ssh server"
+	if e.Jump != "" {
+		who = "jump host " + e.Jump
 	}
-	return fmt.Sprintf("%s (dial timeout %s): %v; check that the node is running, the address and port are right, sshd is started on the node and the port is open in its firewall",
-		what, e.Timeout, e.Err)
+	what := fmt.Sprintf("cannot reach %s at %s", who, e.Addr)
+	if e.Stage == "handshake" {
+		what = fmt.Sprintf("ssh handshake with %s at %s did not complete", who, e.Addr)
+	}
+	hint := "check that the node is running, the address and port are right, sshd is started on the node and the port is open in its firewall"
+	if e.Jump != "" {
+		hint = "check that the jump host is up and that its HostName and Port in the ssh config are right"
+	}
+	switch {
+	case e.ViaJump != "":
+		what += " through jump host " + e.ViaJump
+		hint = fmt.Sprintf("check that the host is running with sshd started, and that jump host %s can reach that address and port (its sshd must allow TCP forwarding)", e.ViaJump)
+	case e.ProxyCommand != "":
+		what += fmt.Sprintf(" with ProxyCommand %q", e.ProxyCommand)
+		hint += "; run the ProxyCommand by hand to see that it connects"
+	}
+	return fmt.Sprintf("%s (dial timeout %s): %v; %s", what, e.Timeout, e.Err, hint)
 }
 
 func (e *DialError) Unwrap() error { return e.Err }
@@ -52,6 +75,8 @@ func (e *DialError) Unwrap() error { return e.Err }
 type AuthError struct {
 	// User and Addr (host:port) say who logged in where.
 	User, Addr string
+	// Jump names the jump host that refused; "" when it is the node.
+	Jump string
 	// Tried describes what was offered, in order: for example
 	// "publickey (ssh-agent: 1 key; /home/me/.ssh/id_ed25519)", "password".
 	Tried []string
@@ -70,12 +95,19 @@ func (e *AuthError) Error() string {
 	} else if len(e.NotTried) == 0 {
 		tried = "none (no ssh-agent keys, private key or password available)"
 	}
-	msg := fmt.Sprintf("ssh authentication failed for %s@%s; tried: %s", e.User, e.Addr, tried)
+	where := e.User + "@" + e.Addr
+	if e.Jump != "" {
+		where = fmt.Sprintf("jump host %s (%s)", e.Jump, where)
+	}
+	msg := fmt.Sprintf("ssh authentication failed for %s; tried: %s", where, tried)
 	if len(e.NotTried) > 0 {
 		msg += fmt.Sprintf("; not tried (the server does not accept them): %s", strings.Join(e.NotTried, ", "))
 	}
 	if len(e.Allowed) > 0 {
 		msg += fmt.Sprintf("; server accepts: %s", strings.Join(e.Allowed, ", "))
+	}
+	if e.Jump != "" {
+		return msg + fmt.Sprintf("; swdt logs in to jump hosts with ssh-agent and the keys of their IdentityFile (else ~/.ssh/id_*), never a password: check the User and IdentityFile of %s in the ssh config, or add its key to ssh-agent", e.Jump)
 	}
 	return msg + "; check the username, that the public key is in the node's administrators_authorized_keys (with only Administrators and SYSTEM allowed to read it), or the password"
 }
