@@ -68,6 +68,13 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if t.ignored != "" {
 		c.warn(t.ignored)
 	}
+	if node := creds[len(creds)-1]; cfg.Password == "" && cfg.PasswordEnv != "" {
+		if len(node.agentSigners)+len(node.keySigners) == 0 {
+			keys.close()
+			return nil, &PasswordUnsetError{Var: cfg.PasswordEnv, NodeFile: cfg.NodeFile}
+		}
+		c.warn(fmt.Sprintf("%s: authenticating with the key/agent only (%s)", unsetOrEmpty(cfg.PasswordEnv), node.publicKeyDesc))
+	}
 	if _, err := c.conn(ctx); err != nil {
 		keys.close()
 		return nil, err

@@ -52,6 +52,14 @@ type Config struct {
 	// Password, already resolved by the caller (see ConfigFromSpec). Used
 	// for the password and keyboard-interactive methods. Never logged.
 	Password string
+	// PasswordEnv names the environment variable the password comes from
+	// (credentials.passwordEnv), if any. When Password is empty because it
+	// is unset or empty, Dial logs in with the private keys and ssh-agent
+	// and warns, or fails with a *PasswordUnsetError when there are none.
+	PasswordEnv string
+	// NodeFile is the node file this Config was built from, named in
+	// errors about the credentials it sets (optional).
+	NodeFile string
 	// KnownHostsFile is where host keys are checked and, under accept-new,
 	// recorded. When empty: the ssh config's UserKnownHostsFile for the
 	// host, else ~/.ssh/known_hosts.
@@ -89,9 +97,10 @@ type Config struct {
 }
 
 // ConfigFromSpec builds a Config from a node's credentials. The password
-// comes from passwordEnv when it names a set variable, else from password;
-// a passwordEnv that names an unset variable with no password to fall back
-// to is an error. Paths are expected to be resolved by the config loader.
+// comes from passwordEnv when it names a variable that is set and not
+// empty, else from password; when there is none, Dial decides whether the
+// keys can do without it. Paths are expected to be resolved by the config
+// loader.
 func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
 	cfg := Config{
 		Host:              spec.Hostname,
@@ -105,13 +114,9 @@ func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
 	if strings.TrimSpace(cfg.Host) == "" {
 		return Config{}, errors.New("credentials.hostname is empty")
 	}
-	cfg.Password = spec.Password
-	if spec.PasswordEnv != "" {
-		if v, ok := os.LookupEnv(spec.PasswordEnv); ok && v != "" {
-			cfg.Password = v
-		} else if spec.Password == "" {
-			return Config{}, fmt.Errorf("credentials.passwordEnv: environment variable %s is not set", spec.PasswordEnv)
-		}
+	cfg.Password, cfg.PasswordEnv = spec.Password, spec.PasswordEnv
+	if v := os.Getenv(spec.PasswordEnv); spec.PasswordEnv != "" && v != "" {
+		cfg.Password = v
 	}
 	if cfg.HostKeyPolicy != "" {
 		if err := checkPolicy(cfg.HostKeyPolicy); err != nil {

@@ -3,6 +3,7 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -113,6 +114,33 @@ func (e *AuthError) Error() string {
 }
 
 func (e *AuthError) Unwrap() error { return e.Err }
+
+// PasswordUnsetError is a node whose password should come from an
+// environment variable that is unset or empty, with no private key or
+// ssh-agent key to log in with instead.
+type PasswordUnsetError struct {
+	// Var is the variable credentials.passwordEnv names.
+	Var string
+	// NodeFile is the node file that names it, when known.
+	NodeFile string
+}
+
+func (e *PasswordUnsetError) Error() string {
+	where := "credentials.passwordEnv"
+	if e.NodeFile != "" {
+		where += " in " + e.NodeFile
+	}
+	return fmt.Sprintf("%s (%s), and there is no private key or ssh-agent key to log in with instead: export %s, or set credentials.privateKey, or add a key to ssh-agent",
+		unsetOrEmpty(e.Var), where, e.Var)
+}
+
+// unsetOrEmpty says "SWDT_PASSWORD is unset" or "SWDT_PASSWORD is empty".
+func unsetOrEmpty(name string) string {
+	if _, ok := os.LookupEnv(name); ok {
+		return name + " is empty"
+	}
+	return name + " is unset"
+}
 
 // UnknownHostError is a host without a known_hosts entry under the strict
 // policy.

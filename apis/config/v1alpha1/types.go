@@ -89,7 +89,9 @@ type CredentialsSpec struct {
 	Password string `json:"password,omitempty"`
 
 	// PasswordEnv names an environment variable that holds the password
-	// (extension).
+	// (extension). When it is unset or empty, the private keys and
+	// ssh-agent are used alone (with a warning); that is an error only when
+	// there are none.
 	// +optional
 	PasswordEnv string `json:"passwordEnv,omitempty"`
 
