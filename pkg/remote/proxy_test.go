@@ -135,6 +135,23 @@ func TestProxyJump(t *testing.T) {
 	}
 }
 
+// TestProxyJumpThroughSSHD: OpenSSH's sshd as the jump host, for its
+// direct-tcpip. (The node is on loopback too here: TestProxyJump proves
+// the way; this proves sshd forwards for swdt.)
+func TestProxyJumpThroughSSHD(t *testing.T) {
+	s := sshdtest.Start(t)
+	ts := simnode.StartTest(t)
+	conf := "Host winnode\n  HostName 127.0.0.1\n  Port " + port(ts.Addr()) + "\n  ProxyJump jump\n" +
+		"Host jump\n  HostName 127.0.0.1\n  Port " + port(s.Addr) + "\n  User " + s.User + "\n  IdentityFile " + s.KeyFile + "\n"
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	writeFile(t, kh, s.KnownHostsLine()+string(must(os.ReadFile(ts.KnownHostsFile))))
+	stat(t, dial(t, Config{Host: "winnode", User: ts.User(), PrivateKeyFile: ts.KeyFile, KnownHostsFile: kh,
+		HostKeyPolicy: "strict", SSHConfigFile: writeSSHConfig(t, conf)}))
+	if !strings.Contains(s.Log(), "Accepted publickey for "+s.User) {
+		t.Errorf("sshd did not log the jump login:\n%s", s.Log())
+	}
+}
+
 // TestProxyJumpReconnect: a new connection takes the same way; the
 // warning about directives swdt ignores names the jump host's too, once.
 func TestProxyJumpReconnect(t *testing.T) {
