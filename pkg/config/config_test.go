@@ -266,9 +266,9 @@ func TestLoadResolvesPaths(t *testing.T) {
 	check("wins", n.Spec.Wins.SourceURL, filepath.Join(home, "wins.exe"))
 	check("wins destination", n.Spec.Wins.Destination, v1alpha1.DefaultWinsDestination)
 
-	// The default known_hosts is under the home directory too.
+	// An unset knownHostsFile stays empty: ~/.ssh/config may name one.
 	res = mustLoad(t, filepath.Join("testdata", "valid", "experiment.yaml"))
-	check("default knownHostsFile", res.Nodes[0].Spec.Credentials.KnownHostsFile, filepath.Join(home, ".ssh", "known_hosts"))
+	check("unset knownHostsFile", res.Nodes[0].Spec.Credentials.KnownHostsFile, "")
 }
 
 func TestLoadWarnings(t *testing.T) {

@@ -23,6 +23,9 @@ type ConnectOptions struct {
 	Timeouts Timeouts
 	// Waiting is Node.Waiting.
 	Waiting func(msg string)
+	// NodeFile is the node file spec comes from, named in errors about its
+	// credentials (optional).
+	NodeFile string
 }
 
 // Connect dials the node described by spec over SSH, on its hostname (a
@@ -34,7 +37,7 @@ func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Nod
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	cfg.Logger, cfg.Warn, cfg.Passphrase = opts.Logger, opts.Warn, opts.Passphrase
+	cfg.Logger, cfg.Warn, cfg.Passphrase, cfg.NodeFile = opts.Logger, opts.Warn, opts.Passphrase, opts.NodeFile
 	client, err := remote.Dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

@@ -14,47 +14,87 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 )
 
-// credentials are the loaded means of authentication, reused on reconnect
-// so that a passphrase is asked for at most once.
-type credentials struct {
+// keySource holds the ssh-agent's keys and the key files loaded so far,
+// shared by every hop of a route and reused on reconnect, so that a
+// passphrase is asked for at most once.
+type keySource struct {
 	agentSigners []ssh.Signer
 	agentConn    net.Conn
+	agentDesc    string
+	files        map[string]loadedKey
+	passphrase   func(keyFile string) ([]byte, error)
+	log          *slog.Logger
+}
+
+type loadedKey struct {
+	signer ssh.Signer // nil: the agent holds the key
+	err    error
+}
+
+// openKeySource connects to ssh-agent when SSH_AUTH_SOCK names one.
+func openKeySource(passphrase func(string) ([]byte, error), log *slog.Logger) *keySource {
+	ks := &keySource{files: map[string]loadedKey{}, passphrase: passphrase, log: log}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return ks
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		log.Debug("ssh-agent unreachable", "socket", sock, "err", err)
+		return ks
+	}
+	signers, err := agent.NewClient(c).Signers()
+	if err != nil {
+		log.Debug("ssh-agent signers", "err", err)
+		c.Close()
+		return ks
+	}
+	ks.agentSigners, ks.agentConn = signers, c
+	ks.agentDesc = fmt.Sprintf("ssh-agent: %d key(s)", len(signers))
+	return ks
+}
+
+func (ks *keySource) close() {
+	if ks.agentConn != nil {
+		ks.agentConn.Close()
+	}
+}
+
+func (ks *keySource) load(path string) (ssh.Signer, error) {
+	k, ok := ks.files[path]
+	if !ok {
+		k.signer, k.err = loadKeyFile(path, ks.agentSigners, ks.passphrase)
+		ks.files[path] = k
+	}
+	return k.signer, k.err
+}
+
+// credentials are one hop's means of authentication.
+type credentials struct {
+	agentSigners []ssh.Signer
 	keySigners   []ssh.Signer
 	password     string
-	// described lists what is offered, for AuthError.
+	// publicKeyDesc lists the keys offered, for AuthError.
 	publicKeyDesc string
 }
 
-// loadCredentials collects ssh-agent keys, private key files and the
+// credentials collects ssh-agent keys, h's private key files and the
 // password. A key file given explicitly that cannot be used is an error;
 // default key files that are missing or locked are skipped.
-func loadCredentials(t target, cfg Config, log *slog.Logger) (*credentials, error) {
-	cr := &credentials{password: cfg.Password}
+func (ks *keySource) credentials(h hop, password string) (*credentials, error) {
+	cr := &credentials{agentSigners: ks.agentSigners, password: password}
 	var desc []string
-	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			log.Debug("ssh-agent unreachable", "socket", sock, "err", err)
-		} else {
-			signers, err := agent.NewClient(c).Signers()
-			if err != nil {
-				log.Debug("ssh-agent signers", "err", err)
-				c.Close()
-			} else {
-				cr.agentSigners, cr.agentConn = signers, c
-				desc = append(desc, fmt.Sprintf("ssh-agent: %d key(s)", len(signers)))
-			}
-		}
+	if ks.agentDesc != "" {
+		desc = append(desc, ks.agentDesc)
 	}
-	for _, f := range t.keyFiles {
-		s, err := loadKeyFile(f, cr.agentSigners, cfg.Passphrase)
+	for _, f := range h.keyFiles {
+		s, err := ks.load(f)
 		if err != nil {
 			var pe *PrivateKeyError
-			if t.keyExplicit || (errors.As(err, &pe) && errors.Is(err, ErrWrongPassphrase)) {
-				cr.close()
+			if h.keyExplicit || (errors.As(err, &pe) && errors.Is(err, ErrWrongPassphrase)) {
 				return nil, err
 			}
-			log.Debug("skip default private key", "file", f, "err", err)
+			ks.log.Debug("skip default private key", "file", f, "err", err)
 			continue
 		}
 		if s == nil {
@@ -66,12 +106,6 @@ func loadCredentials(t target, cfg Config, log *slog.Logger) (*credentials, erro
 	}
 	cr.publicKeyDesc = strings.Join(desc, "; ")
 	return cr, nil
-}
-
-func (cr *credentials) close() {
-	if cr.agentConn != nil {
-		cr.agentConn.Close()
-	}
 }
 
 // offered describes one auth method for AuthError.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/internal/sshdtest"
+	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
 // startAgent serves an in-process ssh-agent holding keyFile on a temp
@@ -233,7 +235,7 @@ func TestConfigFromSpec(t *testing.T) {
 		{name: "passwordEnv", spec: v1alpha1.CredentialsSpec{Hostname: "h", PasswordEnv: "SWDT_TEST_PW"}, wantPW: "fromenv"},
 		{name: "passwordEnv wins", spec: v1alpha1.CredentialsSpec{Hostname: "h", Password: "p", PasswordEnv: "SWDT_TEST_PW"}, wantPW: "fromenv"},
 		{name: "unset passwordEnv falls back", spec: v1alpha1.CredentialsSpec{Hostname: "h", Password: "p", PasswordEnv: "SWDT_TEST_UNSET"}, wantPW: "p"},
-		{name: "unset passwordEnv", spec: v1alpha1.CredentialsSpec{Hostname: "h", PasswordEnv: "SWDT_TEST_UNSET"}, wantErr: "SWDT_TEST_UNSET is not set"},
+		{name: "unset passwordEnv: Dial decides", spec: v1alpha1.CredentialsSpec{Hostname: "h", PasswordEnv: "SWDT_TEST_UNSET"}, wantPW: ""},
 		{name: "no host", spec: v1alpha1.CredentialsSpec{}, wantErr: "hostname is empty"},
 		{name: "bad policy", spec: v1alpha1.CredentialsSpec{Hostname: "h", HostKeyPolicy: "yolo"}, wantErr: `unknown host key policy "yolo"`},
 	}
@@ -249,7 +251,7 @@ func TestConfigFromSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Password != tt.wantPW || cfg.HostKeyPolicy != "accept-new" || cfg.DialTimeout != DefaultDialTimeout {
+			if cfg.Password != tt.wantPW || cfg.HostKeyPolicy != "" || cfg.DialTimeout != DefaultDialTimeout {
 				t.Errorf("cfg = password %q policy %q timeout %s", cfg.Password, cfg.HostKeyPolicy, cfg.DialTimeout)
 			}
 		})
@@ -296,3 +298,71 @@ func TestSplitHost(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordEnvFallback: a passwordEnv variable that is unset or empty
+// is no error while a key or ssh-agent can log in (a warning says so); it
+// is one, naming the variable and the node file, when nothing can.
+func TestPasswordEnvFallback(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithPassword("s3cret"))
+	tests := []struct {
+		name string
+		// env is the variable's value; nil leaves it unset.
+		env     *string
+		key     bool
+		agent   bool
+		wantErr string
+		// wantWarning is "" when no warning may come.
+		wantWarning string
+	}{
+		{name: "set: the password logs in", env: ptr("s3cret")},
+		{name: "set, and a key: no warning", env: ptr("s3cret"), key: true},
+		{name: "unset, a key", key: true, wantWarning: "SWDT_TEST_PW is unset: authenticating with the key/agent only (" + ts.KeyFile + ")"},
+		{name: "empty, ssh-agent", env: ptr(""), agent: true, wantWarning: "SWDT_TEST_PW is empty: authenticating with the key/agent only (ssh-agent: 1 key(s))"},
+		{name: "unset, nothing else", wantErr: "SWDT_TEST_PW is unset (credentials.passwordEnv in /nodes/win.yaml), and there is no private key or ssh-agent key to log in with instead: export SWDT_TEST_PW"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != nil {
+				t.Setenv("SWDT_TEST_PW", *tt.env)
+			} else {
+				t.Setenv("SWDT_TEST_PW", "")
+				os.Unsetenv("SWDT_TEST_PW")
+			}
+			spec := ts.Credentials()
+			spec.PrivateKey, spec.PasswordEnv = "", "SWDT_TEST_PW"
+			if tt.key {
+				spec.PrivateKey = ts.KeyFile
+			}
+			if tt.agent {
+				startAgent(t, ts.KeyFile)
+			}
+			cfg, err := ConfigFromSpec(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			cfg.SSHConfigFile, cfg.NodeFile = NoSSHConfig, "/nodes/win.yaml"
+			cfg.Warn = func(m string) { warnings = append(warnings, m) }
+			c, err := Dial(t.Context(), cfg)
+			if tt.wantErr != "" {
+				var pe *PasswordUnsetError
+				if !errors.As(err, &pe) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a *PasswordUnsetError with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			defer c.Close()
+			if _, err := c.Stat(t.Context(), `C:\k\kubelet.exe`); err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantWarning == "" && len(warnings) > 0 || tt.wantWarning != "" && !slices.Equal(warnings, []string{tt.wantWarning}) {
+				t.Errorf("warnings = %q, want %q", warnings, tt.wantWarning)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

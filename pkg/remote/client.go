@@ -24,10 +24,12 @@ const cancelGrace = time.Second
 // Client is an SSH connection to one node. It is safe for concurrent use.
 // When the connection dies, the next call dials a new one.
 type Client struct {
-	cfg   Config
-	t     target
-	log   *slog.Logger
-	creds *credentials
+	cfg  Config
+	t    target
+	log  *slog.Logger
+	keys *keySource
+	// creds are each hop's credentials, in route order.
+	creds []*credentials
 
 	dialSem chan struct{} // one dial at a time
 	mu      sync.Mutex
@@ -35,9 +37,9 @@ type Client struct {
 	closed  bool
 }
 
-// Dial connects and authenticates to the node described by cfg. The whole
-// of it (TCP connect, handshake, auth) is bounded by cfg.DialTimeout and
-// ctx.
+// Dial connects and authenticates to the node described by cfg, through
+// the jump hosts or ProxyCommand the ssh config gives for it. The whole of
+// it (TCP connect, handshakes, auth) is bounded by cfg.DialTimeout and ctx.
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	t, err := resolve(cfg)
 	if err != nil {
@@ -47,13 +49,35 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	creds, err := loadCredentials(t, cfg, log)
-	if err != nil {
-		return nil, err
+	keys := openKeySource(cfg.Passphrase, log)
+	route := t.route()
+	creds := make([]*credentials, len(route))
+	for i, h := range route {
+		password := "" // jump hosts get keys only: the password is the node's
+		if i == len(route)-1 {
+			password = cfg.Password
+		}
+		if creds[i], err = keys.credentials(h, password); err != nil {
+			keys.close()
+			if i < len(route)-1 {
+				err = fmt.Errorf("jump host %s: %w", h.name, err)
+			}
+			return nil, err
+		}
 	}
-	c := &Client{cfg: cfg, t: t, log: log, creds: creds, dialSem: make(chan struct{}, 1)}
+	c := &Client{cfg: cfg, t: t, log: log, keys: keys, creds: creds, dialSem: make(chan struct{}, 1)}
+	if t.ignored != "" {
+		c.warn(t.ignored)
+	}
+	if node := creds[len(creds)-1]; cfg.Password == "" && cfg.PasswordEnv != "" {
+		if len(node.agentSigners)+len(node.keySigners) == 0 {
+			keys.close()
+			return nil, &PasswordUnsetError{Var: cfg.PasswordEnv, NodeFile: cfg.NodeFile}
+		}
+		c.warn(fmt.Sprintf("%s: authenticating with the key/agent only (%s)", unsetOrEmpty(cfg.PasswordEnv), node.publicKeyDesc))
+	}
 	if _, err := c.conn(ctx); err != nil {
-		creds.close()
+		keys.close()
 		return nil, err
 	}
 	return c, nil
@@ -71,9 +95,7 @@ func (c *Client) Close() error {
 	cur := c.cur
 	c.closed, c.cur = true, nil
 	c.mu.Unlock()
-	if c.creds != nil {
-		c.creds.close()
-	}
+	c.keys.close()
 	if cur != nil {
 		cur.kill(ErrClosed)
 	}
@@ -137,11 +159,125 @@ func (c *Client) live() (*conn, error) {
 
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	t := c.t
-	hk, err := newHostKeyChecker(t.knownHosts, t.policy, c.warn)
+	route := t.route()
+	dctx, cancel := context.WithTimeout(ctx, t.dialTimeout)
+	defer cancel()
+	c.log.Debug("ssh dial", "addr", t.addr, "user", t.user, "via", len(t.via), "timeout", t.dialTimeout)
+
+	first := route[0]
+	base, err := c.open(dctx, first)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
+		}
+		return nil, err
+	}
+	if dl, ok := dctx.Deadline(); ok {
+		_ = base.SetDeadline(dl)
+	}
+	// The SSH library has no context: closing the connection under the
+	// first hop aborts every handshake above it.
+	stop := context.AfterFunc(dctx, func() { base.Close() })
+	var jumps []*ssh.Client
+	fail := func(err error) (*conn, error) {
+		stop()
+		for _, j := range slices.Backward(jumps) {
+			j.Close()
+		}
+		base.Close()
+		var de *DialError
+		if pc, ok := base.(*proxyConn); ok && errors.As(err, &de) {
+			de.Err = pc.explain(de.Err)
+		}
+		return nil, err
+	}
+	nc := base
+	var client *ssh.Client
+	for i, h := range route {
+		if i > 0 {
+			prev := route[i-1].name
+			if nc, err = jumps[i-1].DialContext(dctx, "tcp", h.addr); err != nil {
+				if ctx.Err() != nil {
+					return fail(fmt.Errorf("connect to %s: %w", t.addr, ctx.Err()))
+				}
+				return fail(&DialError{Addr: h.addr, Stage: "connect", Timeout: t.dialTimeout, ViaJump: prev, Jump: jumpName(route, i), Err: err})
+			}
+		}
+		if client, err = c.handshake(ctx, dctx, nc, i); err != nil {
+			// Dial and auth errors name the jump host themselves; host
+			// key errors name the host by its address only.
+			var de *DialError
+			var ae *AuthError
+			switch {
+			case errors.As(err, &de):
+				de.Jump = jumpName(route, i)
+				if i > 0 {
+					de.ViaJump = route[i-1].name
+				} else {
+					de.ProxyCommand = first.proxyCommand
+				}
+			case !errors.As(err, &ae) && i < len(route)-1 && ctx.Err() == nil:
+				err = fmt.Errorf("jump host %s: %w", h.name, err)
+			}
+			return fail(err)
+		}
+		if i < len(route)-1 {
+			jumps = append(jumps, client)
+		}
+	}
+	if !stop() {
+		client.Close()
+		if ctx.Err() != nil {
+			return fail(fmt.Errorf("connect to %s: %w", t.addr, ctx.Err()))
+		}
+		return fail(&DialError{Addr: t.addr, Stage: "handshake", Timeout: t.dialTimeout, Err: dctx.Err()})
+	}
+	_ = base.SetDeadline(time.Time{})
+	cn := newConn(client, jumps, c.log)
+	go cn.probeRTT()
+	if t.keepAlive > 0 {
+		go cn.keepAlive(t.keepAlive)
+	}
+	c.log.Debug("ssh connected", "addr", t.addr, "user", t.user, "server", string(client.ServerVersion()))
+	return cn, nil
+}
+
+// jumpName is route[i]'s name when it is a jump host, else "".
+func jumpName(route []hop, i int) string {
+	if i == len(route)-1 {
+		return ""
+	}
+	return route[i].name
+}
+
+// open connects to the first hop of a route: TCP, or its ProxyCommand.
+func (c *Client) open(ctx context.Context, h hop) (net.Conn, error) {
+	if h.proxyCommand != "" {
+		c.log.Debug("ssh proxy command", "host", h.name, "command", h.proxyCommand)
+		pc, err := startProxyCommand(h.proxyCommand)
+		if err != nil {
+			return nil, &DialError{Addr: h.addr, Stage: "connect", Timeout: c.t.dialTimeout, ProxyCommand: h.proxyCommand, Jump: jumpName(c.t.route(), 0), Err: err}
+		}
+		return pc, nil
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", h.addr)
+	if err != nil {
+		return nil, &DialError{Addr: h.addr, Stage: "connect", Timeout: c.t.dialTimeout, Jump: jumpName(c.t.route(), 0), Err: err}
+	}
+	return nc, nil
+}
+
+// handshake runs the SSH handshake and authentication of route[i] over
+// nc. Its errors are typed (*DialError, *AuthError, host key errors) but
+// do not say yet how the hop was reached.
+func (c *Client) handshake(ctx, dctx context.Context, nc net.Conn, i int) (*ssh.Client, error) {
+	h := c.t.route()[i]
+	hk, err := newHostKeyChecker(h, c.warn)
 	if err != nil {
 		return nil, err
 	}
-	methods, offer := c.creds.methods()
+	methods, offer := c.creds[i].methods()
 	var (
 		authMu      sync.Mutex
 		authStarted bool
@@ -149,11 +285,11 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		triedNames  []string
 	)
 	sc := &ssh.ClientConfig{
-		User:              t.user,
+		User:              h.user,
 		Auth:              methods,
 		HostKeyCallback:   hk.callback,
-		HostKeyAlgorithms: hk.algorithms(t.addr),
-		Timeout:           t.dialTimeout,
+		HostKeyAlgorithms: hk.algorithms(h.addr),
+		Timeout:           c.t.dialTimeout,
 		AuthCallback: func(ac *ssh.ClientAuthContext) (ssh.AuthMethod, error) {
 			authMu.Lock()
 			authStarted, allowed, triedNames = true, ac.AllowedMethods, ac.TriedMethods
@@ -161,59 +297,30 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 			return nil, nil
 		},
 	}
-
-	dctx, cancel := context.WithTimeout(ctx, t.dialTimeout)
-	defer cancel()
-	c.log.Debug("ssh dial", "addr", t.addr, "user", t.user, "policy", t.policy, "timeout", t.dialTimeout)
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", t.addr)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
-		}
-		return nil, &DialError{Addr: t.addr, Timeout: t.dialTimeout, Stage: "connect", Err: err}
+	sconn, chans, reqs, err := ssh.NewClientConn(nc, h.addr, sc)
+	if err == nil {
+		return ssh.NewClient(sconn, chans, reqs), nil
 	}
-	if dl, ok := dctx.Deadline(); ok {
-		_ = nc.SetDeadline(dl)
-	}
-	// The SSH library has no context: close the socket to abort it.
-	stop := context.AfterFunc(dctx, func() { nc.Close() })
-	sconn, chans, reqs, err := ssh.NewClientConn(nc, t.addr, sc)
-	if !stop() && err == nil {
-		sconn.Close()
-		err = dctx.Err()
-	}
-	if err != nil {
-		nc.Close()
-		authMu.Lock()
-		started, allow, triedN := authStarted, allowed, triedNames
-		authMu.Unlock()
-		switch {
-		case hk.err != nil:
-			return nil, hk.err
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("connect to %s: %w", t.addr, ctx.Err())
-		case started && !isNetErr(err) && dctx.Err() == nil:
-			ae := &AuthError{User: t.user, Addr: t.addr, Allowed: allow, Err: err}
-			for _, o := range offer {
-				if slices.Contains(triedN, o.name) {
-					ae.Tried = append(ae.Tried, o.desc)
-				} else {
-					ae.NotTried = append(ae.NotTried, o.desc)
-				}
+	authMu.Lock()
+	started, allow, triedN := authStarted, allowed, triedNames
+	authMu.Unlock()
+	switch {
+	case hk.err != nil:
+		return nil, hk.err
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("connect to %s: %w", c.t.addr, ctx.Err())
+	case started && !isNetErr(err) && dctx.Err() == nil:
+		ae := &AuthError{User: h.user, Addr: h.addr, Jump: jumpName(c.t.route(), i), Allowed: allow, Err: err}
+		for _, o := range offer {
+			if slices.Contains(triedN, o.name) {
+				ae.Tried = append(ae.Tried, o.desc)
+			} else {
+				ae.NotTried = append(ae.NotTried, o.desc)
 			}
-			return nil, ae
 		}
-		return nil, &DialError{Addr: t.addr, Timeout: t.dialTimeout, Stage: "handshake", Err: err}
+		return nil, ae
 	}
-	_ = nc.SetDeadline(time.Time{})
-	cn := newConn(ssh.NewClient(sconn, chans, reqs), c.log)
-	go cn.probeRTT()
-	if t.keepAlive > 0 {
-		go cn.keepAlive(t.keepAlive)
-	}
-	c.log.Debug("ssh connected", "addr", t.addr, "user", t.user, "server", string(sconn.ServerVersion()))
-	return cn, nil
+	return nil, &DialError{Addr: h.addr, Timeout: c.t.dialTimeout, Stage: "handshake", Err: err}
 }
 
 func (c *Client) warn(msg string) {
@@ -233,9 +340,12 @@ func isNetErr(err error) bool {
 
 // conn is one SSH connection and its lazily opened SFTP client.
 type conn struct {
-	ssh  *ssh.Client
-	log  *slog.Logger
-	done chan struct{}
+	ssh *ssh.Client
+	// jumps are the connections to the jump hosts under ssh, first
+	// dialled first; they are closed with it.
+	jumps []*ssh.Client
+	log   *slog.Logger
+	done  chan struct{}
 
 	mu     sync.Mutex // guards reason
 	reason error
@@ -247,8 +357,8 @@ type conn struct {
 	rtt   time.Duration // 0 until probeRTT has an answer
 }
 
-func newConn(c *ssh.Client, log *slog.Logger) *conn {
-	cn := &conn{ssh: c, log: log, done: make(chan struct{})}
+func newConn(c *ssh.Client, jumps []*ssh.Client, log *slog.Logger) *conn {
+	cn := &conn{ssh: c, jumps: jumps, log: log, done: make(chan struct{})}
 	go func() {
 		err := c.Wait()
 		cn.mu.Lock()
@@ -256,9 +366,18 @@ func newConn(c *ssh.Client, log *slog.Logger) *conn {
 			cn.reason = err
 		}
 		cn.mu.Unlock()
+		cn.closeJumps()
 		close(cn.done)
 	}()
 	return cn
+}
+
+// closeJumps closes the connections to the jump hosts, the last dialled
+// first; closing the first one also ends its ProxyCommand.
+func (cn *conn) closeJumps() {
+	for _, j := range slices.Backward(cn.jumps) {
+		j.Close()
+	}
 }
 
 func (cn *conn) dead() bool {
@@ -290,6 +409,7 @@ func (cn *conn) kill(reason error) {
 	}
 	cn.mu.Unlock()
 	cn.ssh.Close()
+	cn.closeJumps()
 }
 
 func (cn *conn) keepAlive(interval time.Duration) {

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,15 +52,26 @@ type Config struct {
 	// Password, already resolved by the caller (see ConfigFromSpec). Used
 	// for the password and keyboard-interactive methods. Never logged.
 	Password string
+	// PasswordEnv names the environment variable the password comes from
+	// (credentials.passwordEnv), if any. When Password is empty because it
+	// is unset or empty, Dial logs in with the private keys and ssh-agent
+	// and warns, or fails with a *PasswordUnsetError when there are none.
+	PasswordEnv string
+	// NodeFile is the node file this Config was built from, named in
+	// errors about the credentials it sets (optional).
+	NodeFile string
 	// KnownHostsFile is where host keys are checked and, under accept-new,
-	// recorded. Default ~/.ssh/known_hosts.
+	// recorded. When empty: the ssh config's UserKnownHostsFile for the
+	// host, else ~/.ssh/known_hosts.
 	KnownHostsFile string
-	// HostKeyPolicy is "strict", "accept-new" (default) or "insecure".
+	// HostKeyPolicy is "strict", "accept-new" or "insecure". When empty:
+	// the ssh config's StrictHostKeyChecking for the host (yes and ask are
+	// strict, no is insecure), else accept-new.
 	HostKeyPolicy string
-	// SSHConfigFile is the OpenSSH client config consulted for Host
-	// aliases. "" means ~/.ssh/config (a missing file is fine); "none"
-	// (NoSSHConfig) disables it. Explicit fields of this Config win over
-	// it; it only fills gaps.
+	// SSHConfigFile is the OpenSSH client config consulted for the host
+	// (see README, "ssh_config"). "" means ~/.ssh/config (a missing file is
+	// fine); "none" (NoSSHConfig) disables it. Explicit fields of this
+	// Config win over it; it only fills gaps.
 	SSHConfigFile string
 	// DialTimeout bounds TCP connect plus SSH handshake and auth
 	// (default 15s).
@@ -77,15 +90,17 @@ type Config struct {
 	Passphrase func(keyFile string) ([]byte, error)
 	// Logger receives debug detail; nil discards.
 	Logger *slog.Logger
-	// Warn receives warnings the user must see (insecure host key policy);
-	// the caller routes it to the terminal. Nil drops them to Logger.
+	// Warn receives warnings the user must see (insecure host key policy,
+	// ssh config directives swdt ignores); the caller routes it to the
+	// terminal. Nil drops them to Logger.
 	Warn func(msg string)
 }
 
 // ConfigFromSpec builds a Config from a node's credentials. The password
-// comes from passwordEnv when it names a set variable, else from password;
-// a passwordEnv that names an unset variable with no password to fall back
-// to is an error. Paths are expected to be resolved by the config loader.
+// comes from passwordEnv when it names a variable that is set and not
+// empty, else from password; when there is none, Dial decides whether the
+// keys can do without it. Paths are expected to be resolved by the config
+// loader.
 func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
 	cfg := Config{
 		Host:              spec.Hostname,
@@ -99,19 +114,14 @@ func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
 	if strings.TrimSpace(cfg.Host) == "" {
 		return Config{}, errors.New("credentials.hostname is empty")
 	}
-	cfg.Password = spec.Password
-	if spec.PasswordEnv != "" {
-		if v, ok := os.LookupEnv(spec.PasswordEnv); ok && v != "" {
-			cfg.Password = v
-		} else if spec.Password == "" {
-			return Config{}, fmt.Errorf("credentials.passwordEnv: environment variable %s is not set", spec.PasswordEnv)
+	cfg.Password, cfg.PasswordEnv = spec.Password, spec.PasswordEnv
+	if v := os.Getenv(spec.PasswordEnv); spec.PasswordEnv != "" && v != "" {
+		cfg.Password = v
+	}
+	if cfg.HostKeyPolicy != "" {
+		if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
+			return Config{}, fmt.Errorf("credentials.hostKeyPolicy: %w", err)
 		}
-	}
-	if cfg.HostKeyPolicy == "" {
-		cfg.HostKeyPolicy = string(v1alpha1.HostKeyPolicyAcceptNew)
-	}
-	if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
-		return Config{}, fmt.Errorf("credentials.hostKeyPolicy: %w", err)
 	}
 	return cfg, nil
 }
@@ -124,100 +134,292 @@ func checkPolicy(p string) error {
 	return fmt.Errorf("unknown host key policy %q (want strict, accept-new or insecure)", p)
 }
 
-// target is a Config with every gap filled.
-type target struct {
+// hop is one SSH server with every gap filled from the ssh config and
+// the defaults.
+type hop struct {
+	name        string // as written: a Host alias or an address, for messages
 	addr        string // host:port dialled and checked in known_hosts
 	user        string
 	keyFiles    []string
 	keyExplicit bool // keyFiles came from the Config or ssh config, not defaults
-	knownHosts  string
-	policy      string
-	dialTimeout time.Duration
-	keepAlive   time.Duration
+	// knownHosts are checked in order; a new key is recorded in the first.
+	knownHosts []string
+	policy     string
+	// policyWhy says where the policy comes from, for messages, e.g.
+	// "StrictHostKeyChecking is yes in /home/me/.ssh/config".
+	policyWhy string
+	// proxyCommand, expanded, carries the connection instead of TCP.
+	// Only the first hop of a route may have one.
+	proxyCommand string
 }
 
-// resolve fills gaps from the ssh config file and defaults.
+// maxHops bounds a route, so that jump hosts whose ProxyJump name each
+// other are an error rather than a hang.
+const maxHops = 10
+
+// target is the node's hop and how to reach it.
+type target struct {
+	hop
+	// via are the jump hosts in the order they are dialled: via[0]
+	// directly or by its ProxyCommand, each next one through the one
+	// before it, and the node through the last.
+	via         []hop
+	dialTimeout time.Duration
+	keepAlive   time.Duration
+	// ignored is the warning about ssh config directives set for the node
+	// that swdt does not support; "" when there are none.
+	ignored string
+}
+
+// resolve fills gaps from the ssh config file and defaults. Explicit
+// fields of cfg win over the ssh config.
 func resolve(cfg Config) (target, error) {
-	t := target{
-		user:        cfg.User,
-		knownHosts:  expandHome(cfg.KnownHostsFile),
-		policy:      cfg.HostKeyPolicy,
-		dialTimeout: cfg.DialTimeout,
-		keepAlive:   cfg.KeepAliveInterval,
-	}
-	if t.policy == "" {
-		t.policy = string(v1alpha1.HostKeyPolicyAcceptNew)
-	}
-	if err := checkPolicy(t.policy); err != nil {
-		return t, err
-	}
+	t := target{dialTimeout: cfg.DialTimeout, keepAlive: cfg.KeepAliveInterval}
 	if t.dialTimeout <= 0 {
 		t.dialTimeout = DefaultDialTimeout
 	}
 	if t.keepAlive == 0 {
 		t.keepAlive = DefaultKeepAliveInterval
 	}
+	if cfg.HostKeyPolicy != "" {
+		if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
+			return t, err
+		}
+	}
 	host, port, err := splitHost(cfg.Host)
 	if err != nil {
 		return t, err
 	}
-
 	sc, err := loadSSHConfig(cfg.SSHConfigFile)
 	if err != nil {
 		return t, err
 	}
-	alias := host
-	get := func(key string) string {
-		if sc == nil {
-			return ""
-		}
-		v, _ := sc.Get(alias, key)
-		return strings.TrimSpace(v)
+	t.hop, err = sc.resolveHop(cfg, host, cfg.User, port, cfg.PrivateKeyFile)
+	if err != nil {
+		return t, err
 	}
-	if hn := get("HostName"); hn != "" {
-		host = strings.ReplaceAll(hn, "%h", alias)
+	if t.via, err = sc.reach(cfg, &t.hop, 1); err != nil {
+		return t, err
+	}
+	var ignored []string
+	for _, h := range t.route() {
+		if ign := sc.unsupported(h.name); len(ign) > 0 {
+			ignored = append(ignored, fmt.Sprintf("%s for %s", strings.Join(ign, ", "), h.name))
+		}
+	}
+	if len(ignored) > 0 {
+		t.ignored = fmt.Sprintf("%s sets %s, which swdt does not support: ignored (the ssh_config section of swdt's README lists what swdt honours)",
+			sc.file, strings.Join(ignored, "; "))
+	}
+	return t, nil
+}
+
+// route is every hop from the first dialled to the node.
+func (t target) route() []hop {
+	return append(slices.Clone(t.via), t.hop)
+}
+
+// reach finds how h is reached, as ssh would: by its ProxyCommand (set
+// on h), or through the jump hosts of its ProxyJump (returned), whichever
+// the ssh config gives first; none of either means directly. The first
+// jump host is looked up with its own ProxyJump or ProxyCommand; the
+// others are each reached through the one before. hops counts the hops
+// of the route so far, h included.
+func (sc *sshConfig) reach(cfg Config, h *hop, hops int) ([]hop, error) {
+	key, val := sc.first(h.name, "ProxyJump", "ProxyCommand")
+	if key == "" || strings.EqualFold(val, "none") {
+		return nil, nil
+	}
+	if key == "ProxyCommand" {
+		host, port, _ := net.SplitHostPort(h.addr)
+		cmd, err := expandTokens("ProxyCommand", val, map[byte]string{'h': host, 'p': port, 'r': h.user, 'n': h.name})
+		if err != nil {
+			return nil, fmt.Errorf("%s for %s: %w", sc.file, h.name, err)
+		}
+		h.proxyCommand = cmd
+		return nil, nil
+	}
+	jumps, err := parseProxyJump(val)
+	if err != nil {
+		return nil, fmt.Errorf("%s, ProxyJump for %s: %w", sc.file, h.name, err)
+	}
+	if hops += len(jumps); hops > maxHops {
+		return nil, fmt.Errorf("%s: the ProxyJump chain to %s is longer than %d hops: do two hosts name each other?", sc.file, h.name, maxHops)
+	}
+	var via []hop
+	for i, j := range jumps {
+		jh, err := sc.resolveHop(cfg, j.host, j.user, j.port, "")
+		if err != nil {
+			return nil, fmt.Errorf("jump host %s (ProxyJump for %s): %w", j.host, h.name, err)
+		}
+		if i == 0 {
+			before, err := sc.reach(cfg, &jh, hops)
+			if err != nil {
+				return nil, err
+			}
+			via = append(via, before...)
+		}
+		via = append(via, jh)
+	}
+	return via, nil
+}
+
+// jumpSpec is one entry of a ProxyJump list.
+type jumpSpec struct{ user, host, port string }
+
+// parseProxyJump reads a ProxyJump value: a comma-separated list of
+// [user@]host[:port] or ssh://[user@]host[:port].
+func parseProxyJump(v string) ([]jumpSpec, error) {
+	var out []jumpSpec
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		s := strings.TrimPrefix(e, "ssh://")
+		var j jumpSpec
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			j.user, s = s[:i], s[i+1:]
+		}
+		var err error
+		j.host, j.port, err = splitHost(s)
+		if err != nil || strings.EqualFold(e, "none") || strings.ContainsAny(e, " \t") || (j.user == "" && strings.Contains(e, "@")) {
+			return nil, fmt.Errorf("%q is not [user@]host[:port] (in the list %q)", e, v)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// resolveHop fills in one host as ssh would, looking alias up in the ssh
+// config. user, port and keyFile win over it when set; so do cfg's
+// KnownHostsFile and HostKeyPolicy.
+func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (hop, error) {
+	h := hop{name: alias, user: user}
+	host := alias
+	if hn := sc.get(alias, "HostName"); hn != "" {
+		var err error
+		if host, err = expandTokens("HostName", hn, map[byte]string{'h': alias}); err != nil {
+			return h, err
+		}
 	}
 	if port == "" {
-		port = get("Port")
+		port = sc.get(alias, "Port")
 	}
 	if port == "" {
 		port = "22"
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return t, fmt.Errorf("host %q: bad port %q", cfg.Host, port)
+		return h, fmt.Errorf("host %q: bad port %q", alias, port)
 	}
-	if t.user == "" {
-		t.user = get("User")
+	if h.user == "" {
+		h.user = sc.get(alias, "User")
 	}
-	if t.user == "" {
-		t.user = os.Getenv("USER")
+	if h.user == "" {
+		h.user = localUser()
 	}
-	if t.user == "" {
-		return t, fmt.Errorf("host %q: no user given", cfg.Host)
+	if h.user == "" {
+		return h, fmt.Errorf("host %q: no user given: set username in the node file or User in the ssh config", alias)
 	}
-	t.addr = net.JoinHostPort(host, port)
+	h.addr = net.JoinHostPort(host, port)
+	tokens := map[byte]string{'d': homeDir(), 'u': localUser(), 'h': host, 'n': alias, 'p': port, 'r': h.user}
 
-	switch {
-	case cfg.PrivateKeyFile != "":
-		t.keyFiles = []string{expandHome(cfg.PrivateKeyFile)}
-		t.keyExplicit = true
-	case sc != nil:
-		ids, _ := sc.GetAll(alias, "IdentityFile")
-		for _, id := range ids {
-			id = strings.NewReplacer("%d", homeDir(), "%u", os.Getenv("USER"), "%h", host, "%r", t.user).Replace(id)
-			t.keyFiles = append(t.keyFiles, expandHome(id))
-			t.keyExplicit = true
+	if keyFile != "" {
+		h.keyFiles, h.keyExplicit = []string{expandHome(keyFile)}, true
+	} else {
+		for _, id := range sc.getAll(alias, "IdentityFile") {
+			id, err := expandTokens("IdentityFile", id, tokens)
+			if err != nil {
+				return h, err
+			}
+			h.keyFiles, h.keyExplicit = append(h.keyFiles, expandHome(id)), true
 		}
 	}
-	if len(t.keyFiles) == 0 {
+	if len(h.keyFiles) == 0 {
 		for _, n := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-			t.keyFiles = append(t.keyFiles, filepath.Join(homeDir(), ".ssh", n))
+			h.keyFiles = append(h.keyFiles, filepath.Join(homeDir(), ".ssh", n))
 		}
 	}
-	if t.knownHosts == "" {
-		t.knownHosts = filepath.Join(homeDir(), ".ssh", "known_hosts")
+
+	switch ukh := sc.get(alias, "UserKnownHostsFile"); {
+	case cfg.KnownHostsFile != "":
+		h.knownHosts = []string{expandHome(cfg.KnownHostsFile)}
+	case ukh != "":
+		for _, f := range strings.Fields(ukh) {
+			if strings.EqualFold(f, "none") {
+				f = os.DevNull
+			}
+			f, err := expandTokens("UserKnownHostsFile", f, tokens)
+			if err != nil {
+				return h, err
+			}
+			h.knownHosts = append(h.knownHosts, expandHome(f))
+		}
+	default:
+		h.knownHosts = []string{expandHome(v1alpha1.DefaultKnownHostsFile)}
 	}
-	return t, nil
+
+	switch shkc := sc.get(alias, "StrictHostKeyChecking"); {
+	case cfg.HostKeyPolicy != "":
+		h.policy, h.policyWhy = cfg.HostKeyPolicy, "hostKeyPolicy is "+cfg.HostKeyPolicy
+	case shkc != "":
+		var err error
+		if h.policy, h.policyWhy, err = policyFromSSHConfig(shkc, sc.file); err != nil {
+			return h, err
+		}
+	default:
+		h.policy = string(v1alpha1.DefaultHostKeyPolicy)
+		h.policyWhy = "hostKeyPolicy is " + h.policy
+	}
+	return h, nil
+}
+
+// policyFromSSHConfig maps StrictHostKeyChecking to a host key policy.
+// swdt never prompts, so ask is yes: unknown hosts are refused.
+func policyFromSSHConfig(v, file string) (policy, why string, err error) {
+	why = fmt.Sprintf("StrictHostKeyChecking is %s in %s", v, file)
+	switch strings.ToLower(v) {
+	case "yes", "true":
+		return string(v1alpha1.HostKeyPolicyStrict), why, nil
+	case "ask":
+		return string(v1alpha1.HostKeyPolicyStrict), why + ", which swdt treats as yes because it never prompts", nil
+	case "accept-new":
+		return string(v1alpha1.HostKeyPolicyAcceptNew), why, nil
+	case "no", "off", "false":
+		return string(v1alpha1.HostKeyPolicyInsecure), why + " (swdt's hostKeyPolicy insecure)", nil
+	}
+	return "", "", fmt.Errorf("StrictHostKeyChecking %q in %s is not one of yes, accept-new, no or ask: fix it there, or set hostKeyPolicy in the node file", v, file)
+}
+
+// expandTokens replaces the %-tokens of an ssh config value, as ssh does.
+// A token swdt does not know is an error rather than a wrong path.
+func expandTokens(directive, v string, tokens map[byte]string) (string, error) {
+	if !strings.Contains(v, "%") {
+		return v, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '%' {
+			b.WriteByte(v[i])
+			continue
+		}
+		if i+1 == len(v) {
+			return "", fmt.Errorf("%s %q: a lone %% at the end (write %%%% for a %%)", directive, v)
+		}
+		i++
+		if v[i] == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		val, ok := tokens[v[i]]
+		if !ok {
+			known := make([]string, 0, len(tokens)+1)
+			for k := range tokens {
+				known = append(known, "%"+string(k))
+			}
+			slices.Sort(known)
+			return "", fmt.Errorf("%s %q: swdt does not expand %%%c here (it knows %s and %%%%)", directive, v, v[i], strings.Join(known, " "))
+		}
+		b.WriteString(val)
+	}
+	return b.String(), nil
 }
 
 // splitHost splits host[:port], [v6]:port, [v6] or a bare IPv6 address.
@@ -248,7 +450,14 @@ func splitHost(s string) (host, port string, err error) {
 	return s, "", nil // a name, IPv4 address or bare IPv6 address
 }
 
-func loadSSHConfig(file string) (*ssh_config.Config, error) {
+// sshConfig is the parsed ssh config file; a nil *sshConfig (no file, or
+// NoSSHConfig) answers every lookup with nothing.
+type sshConfig struct {
+	c    *ssh_config.Config
+	file string
+}
+
+func loadSSHConfig(file string) (*sshConfig, error) {
 	if file == NoSSHConfig {
 		return nil, nil
 	}
@@ -256,7 +465,8 @@ func loadSSHConfig(file string) (*ssh_config.Config, error) {
 	if !explicit {
 		file = filepath.Join(homeDir(), ".ssh", "config")
 	}
-	f, err := os.Open(expandHome(file))
+	file = expandHome(file)
+	f, err := os.Open(file)
 	if err != nil {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -268,7 +478,67 @@ func loadSSHConfig(file string) (*ssh_config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ssh config %s: %w", file, err)
 	}
-	return c, nil
+	return &sshConfig{c: c, file: file}, nil
+}
+
+// get is the first value of key for alias, as ssh takes it.
+func (sc *sshConfig) get(alias, key string) string {
+	if sc == nil {
+		return ""
+	}
+	v, _ := sc.c.Get(alias, key)
+	return strings.TrimSpace(v)
+}
+
+// first returns whichever of keys the ssh config sets first for alias,
+// with its value (as ssh, where the first of ProxyJump and ProxyCommand
+// wins). Within one Include'd file, keys are tried in the order given.
+func (sc *sshConfig) first(alias string, keys ...string) (key, value string) {
+	if sc == nil {
+		return "", ""
+	}
+	for _, h := range sc.c.Hosts {
+		if !h.Matches(alias) {
+			continue
+		}
+		for _, n := range h.Nodes {
+			for _, k := range keys {
+				switch n := n.(type) {
+				case *ssh_config.KV:
+					if strings.EqualFold(n.Key, k) {
+						return k, strings.TrimSpace(n.Value)
+					}
+				case *ssh_config.Include:
+					if v := n.Get(alias, k); v != "" {
+						return k, strings.TrimSpace(v)
+					}
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+// getAll is every value of a key that may repeat (IdentityFile).
+func (sc *sshConfig) getAll(alias, key string) []string {
+	if sc == nil {
+		return nil
+	}
+	v, _ := sc.c.GetAll(alias, key)
+	return v
+}
+
+// localUser is the local account name, as ssh's default login name: $USER,
+// else the account the process runs as (without a Windows domain).
+func localUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username[strings.LastIndex(u.Username, `\`)+1:]
 }
 
 func homeDir() string {

@@ -3,12 +3,14 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
 
 // ErrUnknownHost is matched (errors.Is) by an *UnknownHostError: the host
-// has no key in known_hosts and the policy is strict.
+// has no key in known_hosts and the policy is strict (hostKeyPolicy strict,
+// or StrictHostKeyChecking yes or ask in the ssh config).
 var ErrUnknownHost = errors.New("unknown host")
 
 // ErrWrongPassphrase is matched by a *PrivateKeyError when the passphrase
@@ -22,26 +24,49 @@ var ErrConnectionLost = errors.New("ssh connection lost")
 // ErrClosed is returned by calls on a Client after Close.
 var ErrClosed = errors.New("ssh client closed")
 
-// DialError is a failure to reach the node's SSH port or to complete the
-// SSH handshake (before authentication).
+// DialError is a failure to reach an SSH server (the node's, or a jump
+// host's) or to complete its SSH handshake (before authentication).
 type DialError struct {
 	// Addr is the host:port dialled.
 	Addr string
-	// Stage is "connect" (TCP) or "handshake" (SSH).
+	// Stage is "connect" (TCP, the jump host's forward or starting the
+	// ProxyCommand) or "handshake" (SSH).
 	Stage string
 	// Timeout is the dial timeout in force.
 	Timeout time.Duration
-	// Err is the underlying network error.
+	// Jump names the jump host that could not be reached; "" when it is
+	// the node.
+	Jump string
+	// ViaJump names the jump host Addr was dialled through, if any.
+	ViaJump string
+	// ProxyCommand is the command Addr was reached with, if any.
+	ProxyCommand string
+	// Err is the underlying error.
 	Err error
 }
 
 func (e *DialError) Error() string {
-	what := "cannot reach ssh server at " + e.Addr
-	if e.Stage == "handshake" {
-		what = "ssh handshake with " + e.Addr + " did not complete"
+	who := "ssh server"
+	if e.Jump != "" {
+		who = "jump host " + e.Jump
 	}
-	return fmt.Sprintf("%s (dial timeout %s): %v; check that the node is running, the address and port are right, sshd is started on the node and the port is open in its firewall",
-		what, e.Timeout, e.Err)
+	what := fmt.Sprintf("cannot reach %s at %s", who, e.Addr)
+	if e.Stage == "handshake" {
+		what = fmt.Sprintf("ssh handshake with %s at %s did not complete", who, e.Addr)
+	}
+	hint := "check that the node is running, the address and port are right, sshd is started on the node and the port is open in its firewall"
+	if e.Jump != "" {
+		hint = "check that the jump host is up and that its HostName and Port in the ssh config are right"
+	}
+	switch {
+	case e.ViaJump != "":
+		what += " through jump host " + e.ViaJump
+		hint = fmt.Sprintf("check that the host is running with sshd started, and that jump host %s can reach that address and port (its sshd must allow TCP forwarding)", e.ViaJump)
+	case e.ProxyCommand != "":
+		what += fmt.Sprintf(" with ProxyCommand %q", e.ProxyCommand)
+		hint += "; run the ProxyCommand by hand to see that it connects"
+	}
+	return fmt.Sprintf("%s (dial timeout %s): %v; %s", what, e.Timeout, e.Err, hint)
 }
 
 func (e *DialError) Unwrap() error { return e.Err }
@@ -51,6 +76,8 @@ func (e *DialError) Unwrap() error { return e.Err }
 type AuthError struct {
 	// User and Addr (host:port) say who logged in where.
 	User, Addr string
+	// Jump names the jump host that refused; "" when it is the node.
+	Jump string
 	// Tried describes what was offered, in order: for example
 	// "publickey (ssh-agent: 1 key; /home/me/.ssh/id_ed25519)", "password".
 	Tried []string
@@ -69,17 +96,51 @@ func (e *AuthError) Error() string {
 	} else if len(e.NotTried) == 0 {
 		tried = "none (no ssh-agent keys, private key or password available)"
 	}
-	msg := fmt.Sprintf("ssh authentication failed for %s@%s; tried: %s", e.User, e.Addr, tried)
+	where := e.User + "@" + e.Addr
+	if e.Jump != "" {
+		where = fmt.Sprintf("jump host %s (%s)", e.Jump, where)
+	}
+	msg := fmt.Sprintf("ssh authentication failed for %s; tried: %s", where, tried)
 	if len(e.NotTried) > 0 {
 		msg += fmt.Sprintf("; not tried (the server does not accept them): %s", strings.Join(e.NotTried, ", "))
 	}
 	if len(e.Allowed) > 0 {
 		msg += fmt.Sprintf("; server accepts: %s", strings.Join(e.Allowed, ", "))
 	}
+	if e.Jump != "" {
+		return msg + fmt.Sprintf("; swdt logs in to jump hosts with ssh-agent and the keys of their IdentityFile (else ~/.ssh/id_*), never a password: check the User and IdentityFile of %s in the ssh config, or add its key to ssh-agent", e.Jump)
+	}
 	return msg + "; check the username, that the public key is in the node's administrators_authorized_keys (with only Administrators and SYSTEM allowed to read it), or the password"
 }
 
 func (e *AuthError) Unwrap() error { return e.Err }
+
+// PasswordUnsetError is a node whose password should come from an
+// environment variable that is unset or empty, with no private key or
+// ssh-agent key to log in with instead.
+type PasswordUnsetError struct {
+	// Var is the variable credentials.passwordEnv names.
+	Var string
+	// NodeFile is the node file that names it, when known.
+	NodeFile string
+}
+
+func (e *PasswordUnsetError) Error() string {
+	where := "credentials.passwordEnv"
+	if e.NodeFile != "" {
+		where += " in " + e.NodeFile
+	}
+	return fmt.Sprintf("%s (%s), and there is no private key or ssh-agent key to log in with instead: export %s, or set credentials.privateKey, or add a key to ssh-agent",
+		unsetOrEmpty(e.Var), where, e.Var)
+}
+
+// unsetOrEmpty says "SWDT_PASSWORD is unset" or "SWDT_PASSWORD is empty".
+func unsetOrEmpty(name string) string {
+	if _, ok := os.LookupEnv(name); ok {
+		return name + " is empty"
+	}
+	return name + " is unset"
+}
 
 // UnknownHostError is a host without a known_hosts entry under the strict
 // policy.
@@ -88,13 +149,17 @@ type UnknownHostError struct {
 	Host string
 	// Fingerprint is the SHA256 fingerprint the server offered.
 	Fingerprint string
-	// KnownHostsFile is the file that was searched.
-	KnownHostsFile string
+	// KnownHostsFiles are the files that were searched.
+	KnownHostsFiles []string
+	// Policy says why unknown hosts are refused, for example
+	// "hostKeyPolicy is strict" or "StrictHostKeyChecking is ask in
+	// /home/me/.ssh/config, which swdt treats as yes because it never prompts".
+	Policy string
 }
 
 func (e *UnknownHostError) Error() string {
-	return fmt.Sprintf("host %s is not in %s (server key %s) and hostKeyPolicy is strict; verify the fingerprint and add it (for example with ssh-keyscan), or use hostKeyPolicy: accept-new",
-		e.Host, e.KnownHostsFile, e.Fingerprint)
+	return fmt.Sprintf("host %s is not in %s (server key %s) and %s; verify the fingerprint and add the key to %s (for example with ssh-keyscan), or set hostKeyPolicy: accept-new in the node file",
+		e.Host, strings.Join(e.KnownHostsFiles, ", "), e.Fingerprint, e.Policy, e.KnownHostsFiles[0])
 }
 
 // Is makes errors.Is(err, ErrUnknownHost) true.

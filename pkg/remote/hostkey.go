@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
@@ -20,34 +21,44 @@ import (
 // within this process.
 var knownHostsMu sync.Mutex
 
-// hostKeyChecker verifies one dial's host key under a policy.
+// hostKeyChecker verifies one hop's host key under a policy.
 type hostKeyChecker struct {
-	file   string
+	// files are searched; a new key is recorded in the first.
+	files  []string
 	policy string
-	warn   func(string)
-	// db is nil when the file does not exist yet.
+	// why says where the policy comes from, for messages.
+	why  string
+	warn func(string)
+	// db is nil when none of the files exists yet.
 	db ssh.HostKeyCallback
 	// err is the typed refusal, kept because the SSH library wraps it.
 	err error
 }
 
-func newHostKeyChecker(file, policy string, warn func(string)) (*hostKeyChecker, error) {
-	h := &hostKeyChecker{file: file, policy: policy, warn: warn}
-	if policy == string(v1alpha1.HostKeyPolicyInsecure) {
-		return h, nil
+func newHostKeyChecker(h hop, warn func(string)) (*hostKeyChecker, error) {
+	hk := &hostKeyChecker{files: h.knownHosts, policy: h.policy, why: h.policyWhy, warn: warn}
+	if h.policy == string(v1alpha1.HostKeyPolicyInsecure) {
+		return hk, nil
 	}
-	if _, err := os.Stat(file); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return h, nil
+	var existing []string
+	for _, f := range h.knownHosts {
+		if _, err := os.Stat(f); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("known hosts: %w", err)
 		}
-		return nil, fmt.Errorf("known hosts: %w", err)
+		existing = append(existing, f)
 	}
-	db, err := knownhosts.New(file)
+	if len(existing) == 0 {
+		return hk, nil
+	}
+	db, err := knownhosts.New(existing...)
 	if err != nil {
-		return nil, fmt.Errorf("known hosts %s: %w", file, err)
+		return nil, fmt.Errorf("known hosts %s: %w", strings.Join(existing, ", "), err)
 	}
-	h.db = db
-	return h, nil
+	hk.db = db
+	return hk, nil
 }
 
 // probeKey is a key no server has; checking it against known_hosts yields
@@ -96,7 +107,7 @@ func algorithmsForKeyType(t string) []string {
 
 func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKey) error {
 	if h.policy == string(v1alpha1.HostKeyPolicyInsecure) {
-		msg := fmt.Sprintf("hostKeyPolicy is insecure: not verifying the host key of %s (%s); anyone on the network path can impersonate the node", addr, ssh.FingerprintSHA256(key))
+		msg := fmt.Sprintf("%s: not verifying the host key of %s (%s); anyone on the network path can impersonate it", h.why, addr, ssh.FingerprintSHA256(key))
 		if h.warn != nil {
 			h.warn(msg)
 		}
@@ -118,21 +129,21 @@ func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKe
 	case errors.As(err, &re):
 		h.err = fmt.Errorf("host key %s of %s is marked @revoked in %s:%d", ssh.FingerprintSHA256(key), name, re.Revoked.Filename, re.Revoked.Line)
 	case errors.As(err, &ke) && len(ke.Want) > 0:
-		ce := &HostKeyChangedError{Host: name, Got: ssh.FingerprintSHA256(key), KnownHostsFile: h.file, Line: ke.Want[0].Line}
+		ce := &HostKeyChangedError{Host: name, Got: ssh.FingerprintSHA256(key), KnownHostsFile: ke.Want[0].Filename, Line: ke.Want[0].Line}
 		for _, w := range ke.Want {
 			ce.Want = append(ce.Want, ssh.FingerprintSHA256(w.Key))
 		}
 		h.err = ce
 	case errors.As(err, &ke):
 		if h.policy == string(v1alpha1.HostKeyPolicyStrict) {
-			h.err = &UnknownHostError{Host: name, Fingerprint: ssh.FingerprintSHA256(key), KnownHostsFile: h.file}
+			h.err = &UnknownHostError{Host: name, Fingerprint: ssh.FingerprintSHA256(key), KnownHostsFiles: h.files, Policy: h.why}
 			break
 		}
-		if werr := appendKnownHost(h.file, addr, key); werr != nil {
+		if werr := appendKnownHost(h.files[0], addr, key); werr != nil {
 			h.err = werr
 		}
 	default:
-		h.err = fmt.Errorf("known hosts %s: %w", h.file, err)
+		h.err = fmt.Errorf("known hosts %s: %w", strings.Join(h.files, ", "), err)
 	}
 	return h.err
 }

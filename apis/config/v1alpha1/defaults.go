@@ -13,10 +13,13 @@ import (
 const (
 	// DefaultSSHPort is the port used when hostname names none.
 	DefaultSSHPort = 22
-	// DefaultKnownHostsFile is where host keys are checked when
-	// knownHostsFile is empty. pkg/config expands the `~`.
+	// DefaultKnownHostsFile is where host keys are checked when neither
+	// knownHostsFile nor the ssh config's UserKnownHostsFile names a file.
+	// It is applied when connecting (pkg/remote), not by SetDefaults_Node.
 	DefaultKnownHostsFile = "~/.ssh/known_hosts"
-	// DefaultHostKeyPolicy is the host key policy when none is given.
+	// DefaultHostKeyPolicy is the host key policy when neither
+	// hostKeyPolicy nor the ssh config's StrictHostKeyChecking gives one.
+	// It is applied when connecting (pkg/remote), not by SetDefaults_Node.
 	DefaultHostKeyPolicy = HostKeyPolicyAcceptNew
 	// DefaultWinsDestination is where wins.exe goes when wins.destination
 	// is empty.
@@ -41,6 +44,9 @@ func SetDefaults_NodeList(l *NodeList) {
 // CredentialsSpec.HostPort supplies port 22 when it has none. An empty
 // metadata.name defaults to the host part of the hostname, or to the VM's
 // name when there is no hostname; the VM's name defaults to metadata.name.
+// knownHostsFile and hostKeyPolicy stay empty when unset: ~/.ssh/config
+// may fill them when connecting, and only a value written in the node file
+// wins over it.
 func SetDefaults_Node(n *Node) {
 	c := &n.Spec.Credentials
 	if n.Name == "" && c.Hostname != "" {
@@ -48,12 +54,6 @@ func SetDefaults_Node(n *Node) {
 	}
 	if v := n.Spec.VM; v != nil {
 		setDefaultsVM(v, &n.ObjectMeta)
-	}
-	if c.KnownHostsFile == "" {
-		c.KnownHostsFile = DefaultKnownHostsFile
-	}
-	if c.HostKeyPolicy == "" {
-		c.HostKeyPolicy = DefaultHostKeyPolicy
 	}
 	if n.Spec.Setup.EnableRDP == nil {
 		enable := true

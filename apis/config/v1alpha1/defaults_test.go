@@ -19,8 +19,9 @@ func TestSetDefaultsNode(t *testing.T) {
 	if c.Hostname != "10.0.0.5:2222" {
 		t.Errorf("hostname changed to %q", c.Hostname)
 	}
-	if c.KnownHostsFile != DefaultKnownHostsFile || c.HostKeyPolicy != HostKeyPolicyAcceptNew {
-		t.Errorf("credentials defaults = %+v", c)
+	// Left for ~/.ssh/config to fill when connecting.
+	if c.KnownHostsFile != "" || c.HostKeyPolicy != "" {
+		t.Errorf("knownHostsFile %q and hostKeyPolicy %q were defaulted, want them empty", c.KnownHostsFile, c.HostKeyPolicy)
 	}
 	if e := n.Spec.Setup.EnableRDP; e == nil || !*e {
 		t.Errorf("enableRDP = %v, want true", e)
@@ -51,7 +52,7 @@ func TestSchemeDefaultsNodeList(t *testing.T) {
 	}
 	l := &NodeList{Items: []Node{{Spec: NodeSpec{Credentials: CredentialsSpec{Hostname: "a"}}}}}
 	s.Default(l)
-	if l.Items[0].Spec.Credentials.HostKeyPolicy != DefaultHostKeyPolicy {
+	if e := l.Items[0].Spec.Setup.EnableRDP; e == nil || !*e {
 		t.Errorf("scheme defaulting did not run: %+v", l.Items[0])
 	}
 	gvks, _, err := s.ObjectKinds(&Node{})

@@ -97,17 +97,21 @@ type CredentialsSpec struct {
 	Password string `json:"password,omitempty"`
 
 	// PasswordEnv names an environment variable that holds the password
-	// (extension).
+	// (extension). When it is unset or empty, the private keys and
+	// ssh-agent are used alone (with a warning); that is an error only when
+	// there are none.
 	// +optional
 	PasswordEnv string `json:"passwordEnv,omitempty"`
 
 	// KnownHostsFile is where host keys are checked and recorded
-	// (extension; default ~/.ssh/known_hosts).
+	// (extension). When empty: the UserKnownHostsFile of ~/.ssh/config for
+	// the host, else ~/.ssh/known_hosts. It applies to jump hosts too.
 	// +optional
 	KnownHostsFile string `json:"knownHostsFile,omitempty"`
 
-	// HostKeyPolicy is one of strict, accept-new (default) or insecure
-	// (extension).
+	// HostKeyPolicy is one of strict, accept-new or insecure (extension).
+	// When empty: the StrictHostKeyChecking of ~/.ssh/config for the host,
+	// else accept-new. It applies to jump hosts too.
 	// +optional
 	HostKeyPolicy HostKeyPolicy `json:"hostKeyPolicy,omitempty"`
 }

@@ -94,13 +94,11 @@ func validateCredentials(c *CredentialsSpec, hasVM bool, p *field.Path) field.Er
 		errs = append(errs, field.Invalid(p.Child("passwordEnv"), c.PasswordEnv,
 			"must be an environment variable name: letters, digits and _, not starting with a digit"))
 	}
-	if c.KnownHostsFile == "" {
-		errs = append(errs, field.Required(p.Child("knownHostsFile"), ""))
-	} else {
+	if c.KnownHostsFile != "" {
 		errs = append(errs, validateLocalPath(c.KnownHostsFile, p.Child("knownHostsFile"))...)
 	}
 	switch c.HostKeyPolicy {
-	case HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure:
+	case "", HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure:
 	default:
 		errs = append(errs, field.NotSupported(p.Child("hostKeyPolicy"), c.HostKeyPolicy,
 			[]HostKeyPolicy{HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure}))

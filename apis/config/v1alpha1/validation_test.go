@@ -119,14 +119,15 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueForbidden spec.credentials.password"}},
 		{name: "passwordEnv not a name", mutate: func(n *Node) { n.Spec.Credentials.PasswordEnv = "1PASS-WORD" },
 			want: []string{"FieldValueInvalid spec.credentials.passwordEnv"}},
-		{name: "knownHostsFile empty", mutate: func(n *Node) { n.Spec.Credentials.KnownHostsFile = "" },
-			want: []string{"FieldValueRequired spec.credentials.knownHostsFile"}},
+		{name: "knownHostsFile and hostKeyPolicy empty: ssh config or defaults fill them", mutate: func(n *Node) {
+			n.Spec.Credentials.KnownHostsFile, n.Spec.Credentials.HostKeyPolicy = "", ""
+		}},
 		{name: "knownHostsFile control char", mutate: func(n *Node) { n.Spec.Credentials.KnownHostsFile = "a\tb" },
 			want: []string{"FieldValueInvalid spec.credentials.knownHostsFile"}},
 		{name: "hostKeyPolicy unknown", mutate: func(n *Node) { n.Spec.Credentials.HostKeyPolicy = "yolo" },
 			want: []string{"FieldValueNotSupported spec.credentials.hostKeyPolicy"}},
-		{name: "hostKeyPolicy strict and insecure valid", mutate: func(n *Node) {
-			for _, p := range []HostKeyPolicy{HostKeyPolicyStrict, HostKeyPolicyInsecure} {
+		{name: "every hostKeyPolicy valid", mutate: func(n *Node) {
+			for _, p := range []HostKeyPolicy{HostKeyPolicyStrict, HostKeyPolicyAcceptNew, HostKeyPolicyInsecure} {
 				n.Spec.Credentials.HostKeyPolicy = p
 				if errs := ValidateNode(n); len(errs) > 0 {
 					panic(errs.ToAggregate().Error())

@@ -207,7 +207,7 @@ func (e *env) colorMode() ui.ColorMode {
 // on a terminal, a prompt for an encrypted key's passphrase.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
-	return vm.ConnectNode(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase,
+	return vm.ConnectNode(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
 		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}, e.openVM)
 }
 
