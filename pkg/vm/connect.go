@@ -43,7 +43,7 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 		if err != nil {
 			return false, err
 		}
-		cfg.Logger, cfg.Warn, cfg.Passphrase = opts.Logger, opts.Warn, opts.Passphrase
+		cfg.Logger, cfg.Warn, cfg.Passphrase, cfg.NodeFile = opts.Logger, opts.Warn, opts.Passphrase, opts.NodeFile
 		client, err = remote.Dial(ctx, cfg)
 		// Only an SSH server that does not answer (yet) is worth waiting
 		// for; a refused key or a changed host key will not go away.
@@ -62,6 +62,6 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 		opts.Logger.Info("address from the hypervisor", "node", spec.Name, "vm", p.Describe(), "address", ip)
 	}
 	n := node.New(spec.Name, client, opts.Logger)
-	n.Timeouts = opts.Timeouts
+	n.Timeouts, n.Waiting = opts.Timeouts, opts.Waiting
 	return n, nil
 }
