@@ -199,7 +199,9 @@ func passwordWarning(path string, perm fs.FileMode, n *v1alpha1.Node, src nodeSo
 }
 
 // validate checks every node and that their names are unique. docs holds
-// each node's position, so that problems point at lines.
+// each node's position, so that problems point at lines. A problem that
+// only repeats one decoding found (a required field left unset because it
+// had the wrong type) is left out.
 func validate(path string, nodes []v1alpha1.Node, docs []nodeSource) []Problem {
 	var problems []Problem
 	seen := map[string]bool{}
@@ -211,7 +213,9 @@ func validate(path string, nodes []v1alpha1.Node, docs []nodeSource) []Problem {
 		}
 		seen[n.Name] = true
 		for _, e := range errs {
-			problems = append(problems, docs[i].problem(path, n.Name, e.Field, e.ErrorBody()))
+			if !docs[i].dec.repeats(docs[i].full(e.Field)) {
+				problems = append(problems, docs[i].problem(path, n.Name, e.Field, e.ErrorBody()))
+			}
 		}
 	}
 	return problems

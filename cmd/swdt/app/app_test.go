@@ -67,6 +67,12 @@ func TestValidateInvalid(t *testing.T) {
 		{"three-mistakes.yaml", []string{
 			"three-mistakes.yaml:8: ", "three-mistakes.yaml:10: ", "three-mistakes.yaml:16: ", "3 problems",
 		}},
+		{"decode-and-validate.yaml", []string{
+			`decode-and-validate.yaml:6: metadata.namespace: unknown field "namespace"`,
+			`decode-and-validate.yaml:11: node "winworker": spec.credentials.hostKeyPolicy: Unsupported value`,
+			`decode-and-validate.yaml:14: spec.setup.enableRDP: must be true or false`,
+			"8 problems",
+		}},
 		{"empty.yaml", []string{"config file is empty"}},
 		{"no-such-file.yaml", []string{"config file not found"}},
 	}
