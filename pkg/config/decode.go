@@ -53,8 +53,9 @@ func (s nodeSource) full(fieldPath string) string {
 // decoded in full is still defaulted and validated, so that one run lists
 // its unknown fields, wrong types and invalid values together. dir is the
 // directory relative paths resolve against. perm is the file's permission
-// bits, for the password warning.
-func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem) {
+// bits, for the password warning. opts says which local files to check
+// and whether a missing one is a problem or a warning.
+func parse(file, dir string, data []byte, perm fs.FileMode, opts Options) (*Result, []Problem) {
 	var (
 		nodes    []v1alpha1.Node
 		sources  []nodeSource
@@ -96,6 +97,10 @@ func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem)
 		}
 	}
 	problems = append(problems, validate(file, nodes, sources)...)
+	fileProblems := checkFiles(file, opts.Files, nodes, sources, problems)
+	if opts.FilesRequired {
+		problems = append(problems, fileProblems...)
+	}
 	if len(problems) > 0 {
 		sortProblems(problems)
 		return nil, problems
@@ -108,6 +113,10 @@ func parse(file, dir string, data []byte, perm fs.FileMode) (*Result, []Problem)
 			res.Warnings = append(res.Warnings, sources[i].problem(file, n.Name, "spec.credentials.hostKeyPolicy",
 				"insecure accepts any host key, so a man in the middle goes unnoticed: prefer accept-new"))
 		}
+	}
+	if !opts.FilesRequired && len(fileProblems) > 0 {
+		res.Warnings = append(res.Warnings, fileProblems...)
+		sortProblems(res.Warnings)
 	}
 	return res, nil
 }
