@@ -350,6 +350,11 @@ func TestSampleMatchesEmbedded(t *testing.T) {
 	if string(data) != string(Sample) {
 		t.Error("samples/node.yaml differs from pkg/config/sample.yaml: copy one over the other")
 	}
+	// Editors with yaml-language-server complete and check what
+	// `swdt config init` writes.
+	if modeline := "# yaml-language-server: $schema=" + SchemaURL + "\n"; !strings.HasPrefix(string(Sample), modeline) {
+		t.Errorf("the sample does not start with %q", modeline)
+	}
 }
 
 func mustLoad(t *testing.T, path string) *Result {

@@ -157,11 +157,11 @@ func TestValidateLocalFiles(t *testing.T) {
 		lines int
 	}{
 		{name: "none there", code: exitcode.Usage, lines: 6, problems: []string{
-			"node.yaml:17: node \"winworker\": spec.credentials.privateKey: private key file HOME/.ssh/id_ed25519 does not exist",
-			"node.yaml:31: node \"winworker\": spec.setup.authorizedKeys[0]: public key file HOME/.ssh/id_ed25519.pub does not exist",
-			"node.yaml:38: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe does not exist",
-			"node.yaml:52: node \"winworker\": spec.kubernetes.provisioners[1].sourceURL: source HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe does not exist",
-			"node.yaml:59: node \"winworker\": spec.wins.sourceURL: source DIR/bin/wins.exe does not exist",
+			"node.yaml:18: node \"winworker\": spec.credentials.privateKey: private key file HOME/.ssh/id_ed25519 does not exist",
+			"node.yaml:32: node \"winworker\": spec.setup.authorizedKeys[0]: public key file HOME/.ssh/id_ed25519.pub does not exist",
+			"node.yaml:39: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe does not exist",
+			"node.yaml:53: node \"winworker\": spec.kubernetes.provisioners[1].sourceURL: source HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe does not exist",
+			"node.yaml:60: node \"winworker\": spec.wins.sourceURL: source DIR/bin/wins.exe does not exist",
 			"5 problems",
 		}},
 		{name: "none there, not looked at", args: []string{"--skip-local-files"}, code: exitcode.OK},
@@ -173,7 +173,7 @@ func TestValidateLocalFiles(t *testing.T) {
 			"HOME/.ssh/id_ed25519", "HOME/.ssh/id_ed25519.pub", "DIR/bin/containerd.exe/", "DIR/bin/wins.exe",
 			"HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe",
 		}, problems: []string{
-			"node.yaml:38: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe is a directory, not a file",
+			"node.yaml:39: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe is a directory, not a file",
 		}},
 	}
 	for _, tt := range tests {
@@ -233,6 +233,9 @@ func TestConfigInit(t *testing.T) {
 	code, out, _ := run(t, "config", "init")
 	if code != 0 || out != string(config.Sample) {
 		t.Errorf("exit %d, stdout is not the sample", code)
+	}
+	if first, _, _ := strings.Cut(out, "\n"); first != "# yaml-language-server: $schema="+config.SchemaURL {
+		t.Errorf("the first line is %q, not the yaml-language-server modeline", first)
 	}
 
 	path := filepath.Join(t.TempDir(), "node.yaml")
