@@ -17,7 +17,7 @@ K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 AGENT_DIR := pkg/agentbin/dist
 AGENT_LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all help agent build test test-deps test-go cross lint generate clean bench demo images
+.PHONY: all help agent build test test-deps test-go cross lint generate schema clean bench demo images
 
 all: build
 
@@ -74,10 +74,13 @@ lint: ## gofmt (must list nothing), go vet, and go vet of the Windows-only code 
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	GOOS=windows GOARCH=arm64 $(GO) vet ./cmd/swdt-agent ./pkg/winos ./pkg/agent
 
-generate: ## regenerate deep-copy functions of the Node API
+generate: schema ## regenerate deep-copy functions of the Node API, and its JSON Schema
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(K8S_VERSION) \
 		--go-header-file /dev/null --output-file zz_generated.deepcopy.go \
 		./apis/config/v1alpha1
+
+schema: ## regenerate schemas/node.schema.json from the Node API's types (a test fails when it is stale)
+	$(GO) run ./hack/genschema -api apis/config/v1alpha1 -o schemas/node.schema.json
 
 bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes, and one agent op (docs/benchmarks.md)
 	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode

@@ -3,8 +3,9 @@
 // defaults and validates the result, reporting every problem at once with
 // the line it comes from.
 //
-// It must never print, contact a node or read the binaries a file names:
-// it only turns a file into checked []v1alpha1.Node values.
+// It must never print, contact a node or read the files a node file names
+// (it may check that they exist and open them): it only turns a file into
+// checked []v1alpha1.Node values.
 package config
 
 import (
@@ -99,9 +100,17 @@ func (e *Error) Error() string {
 // (for example fs.ErrNotExist).
 func (e *Error) Unwrap() error { return e.cause }
 
-// Load reads the config file at path and returns its nodes. Every error it
+// Load reads the config file at path and returns its nodes, without
+// looking at the local files it names (LoadWith does). Every error it
 // returns is an *Error annotated with exitcode.Usage.
 func Load(path string) (*Result, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with options: opts says which local files the node file
+// names are checked, and whether one that does not exist or cannot be read
+// is a problem or a warning.
+func LoadWith(path string, opts Options) (*Result, error) {
 	data, perm, err := readFile(path)
 	if err != nil {
 		return nil, exitcode.WithCode(exitcode.Usage, err)
@@ -110,7 +119,7 @@ func Load(path string) (*Result, error) {
 	if err != nil {
 		return nil, exitcode.WithCode(exitcode.Usage, fileError(path, err, "cannot resolve the path: %v", err))
 	}
-	res, problems := parse(path, filepath.Dir(abs), data, perm)
+	res, problems := parse(path, filepath.Dir(abs), data, perm, opts)
 	if len(problems) > 0 {
 		return nil, exitcode.WithCode(exitcode.Usage, &Error{Path: path, Problems: problems})
 	}
@@ -199,7 +208,9 @@ func passwordWarning(path string, perm fs.FileMode, n *v1alpha1.Node, src nodeSo
 }
 
 // validate checks every node and that their names are unique. docs holds
-// each node's position, so that problems point at lines.
+// each node's position, so that problems point at lines. A problem that
+// only repeats one decoding found (a required field left unset because it
+// had the wrong type) is left out.
 func validate(path string, nodes []v1alpha1.Node, docs []nodeSource) []Problem {
 	var problems []Problem
 	seen := map[string]bool{}
@@ -211,7 +222,9 @@ func validate(path string, nodes []v1alpha1.Node, docs []nodeSource) []Problem {
 		}
 		seen[n.Name] = true
 		for _, e := range errs {
-			problems = append(problems, docs[i].problem(path, n.Name, e.Field, e.ErrorBody()))
+			if !docs[i].dec.repeats(docs[i].full(e.Field)) {
+				problems = append(problems, docs[i].problem(path, n.Name, e.Field, e.ErrorBody()))
+			}
 		}
 	}
 	return problems

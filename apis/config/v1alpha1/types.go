@@ -14,19 +14,26 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Node struct {
 	metav1.TypeMeta `json:",inline"`
-	// Standard object metadata. metadata.name names the node in output.
+	// Metadata of the node: only metadata.name, which names the node in
+	// output (see ObjectMetaFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the desired state of the node.
 	Spec NodeSpec `json:"spec"`
 }
 
+// ObjectMetaFields are the fields of a Node's metadata that a node file may
+// set: swdt reads metadata.name only. Any other (namespace, labels,
+// annotations, ...) is refused by the loader rather than silently ignored.
+func ObjectMetaFields() []string { return []string{"name"} }
+
 // NodeList holds several nodes, so that one file can drive a fleet.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type NodeList struct {
 	metav1.TypeMeta `json:",inline"`
-	// Standard list metadata.
+	// Metadata of the list: swdt reads none, so a node file may set no
+	// field of it (an empty metadata is accepted).
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	// Items are the nodes.

@@ -211,37 +211,49 @@ func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg st
 		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}, e.openVM)
 }
 
-// loadConfig loads the -c file, shows its warnings and keeps the nodes
-// --node names (all without it). Its errors carry exitcode.Usage.
-func (e *env) loadConfig() (*config.Result, error) {
-	res, err := e.loadAll()
-	if err != nil || len(e.nodes) == 0 {
-		return res, err
-	}
-	var kept []v1alpha1.Node
-	for _, name := range e.nodes {
-		i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name })
-		if i < 0 {
-			return nil, unknownNode(res, name)
-		}
-		if !slices.ContainsFunc(kept, func(n v1alpha1.Node) bool { return n.Name == name }) {
-			kept = append(kept, res.Nodes[i])
-		}
-	}
-	res.Nodes = kept
-	return res, nil
+// loadConfig loads the -c file, keeps the nodes --node names (all without
+// it) and shows their warnings. files are the local files the command may
+// read: one of them that does not exist or cannot be read is a warning, as
+// the command may not need it (swdt status without a local build), and one
+// it needs is reported where it is read. Its errors carry exitcode.Usage.
+func (e *env) loadConfig(files config.FileKind) (*config.Result, error) {
+	return e.loadConfigWith(config.Options{Files: files})
 }
 
-// loadAll loads the -c file and shows its warnings.
-func (e *env) loadAll() (*config.Result, error) {
-	res, err := config.Load(e.configPath)
+// loadConfigWith is loadConfig with the loader's options.
+func (e *env) loadConfigWith(opts config.Options) (*config.Result, error) {
+	res, err := config.LoadWith(e.configPath, opts)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range res.Warnings {
-		e.ui.Warn("%s", w)
+	if len(e.nodes) > 0 {
+		var kept []v1alpha1.Node
+		for _, name := range e.nodes {
+			i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name })
+			if i < 0 {
+				return nil, unknownNode(res, name)
+			}
+			if !slices.ContainsFunc(kept, func(n v1alpha1.Node) bool { return n.Name == name }) {
+				kept = append(kept, res.Nodes[i])
+			}
+		}
+		res.Nodes = kept
 	}
+	e.showWarnings(res)
 	return res, nil
+}
+
+// showWarnings keeps the warnings of res about its nodes (or about the
+// whole file) and shows them.
+func (e *env) showWarnings(res *config.Result) {
+	var kept []config.Problem
+	for _, w := range res.Warnings {
+		if w.Node == "" || slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == w.Node }) {
+			kept = append(kept, w)
+			e.ui.Warn("%s", w)
+		}
+	}
+	res.Warnings = kept
 }
 
 // interrupts is the two-stage Ctrl-C of every command that swaps a

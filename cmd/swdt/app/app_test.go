@@ -26,6 +26,9 @@ const (
 	invalid = "../../../pkg/config/testdata/invalid"
 )
 
+// The samples name files on the reader's machine (~/.ssh/id_ed25519,
+// ./bin/kubelet.exe), so they are validated without them;
+// TestValidateLocalFiles checks them.
 func TestValidateSamples(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(samples, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -33,7 +36,7 @@ func TestValidateSamples(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			code, out, errOut := run(t, "config", "validate", "-c", f)
+			code, out, errOut := run(t, "config", "validate", "-c", f, "--skip-local-files")
 			if code != exitcode.OK {
 				t.Fatalf("exit %d\n%s", code, errOut)
 			}
@@ -45,7 +48,7 @@ func TestValidateSamples(t *testing.T) {
 }
 
 func TestValidateSummary(t *testing.T) {
-	code, out, _ := run(t, "config", "validate", "-c", filepath.Join(samples, "node.yaml"), "--no-color")
+	code, out, _ := run(t, "config", "validate", "-c", filepath.Join(samples, "node.yaml"), "--no-color", "--skip-local-files")
 	want := "NODE       HOST                PROVISIONERS\nwinworker  192.168.122.220:22  2 (containerd, kubelet)\n"
 	if code != 0 || out != want {
 		t.Errorf("exit %d, stdout %q, want %q", code, out, want)
@@ -67,12 +70,20 @@ func TestValidateInvalid(t *testing.T) {
 		{"three-mistakes.yaml", []string{
 			"three-mistakes.yaml:8: ", "three-mistakes.yaml:10: ", "three-mistakes.yaml:16: ", "3 problems",
 		}},
+		{"decode-and-validate.yaml", []string{
+			`decode-and-validate.yaml:6: metadata.namespace: unknown field "namespace"`,
+			`decode-and-validate.yaml:11: node "winworker": spec.credentials.hostKeyPolicy: Unsupported value`,
+			`decode-and-validate.yaml:14: spec.setup.enableRDP: must be true or false`,
+			"8 problems",
+		}},
 		{"empty.yaml", []string{"config file is empty"}},
 		{"no-such-file.yaml", []string{"config file not found"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			code, out, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, tt.file))
+			// The files name sources that are not there: those problems
+			// are TestValidateLocalFiles's.
+			code, out, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, tt.file), "--skip-local-files")
 			if code != exitcode.Usage {
 				t.Errorf("exit %d, want %d", code, exitcode.Usage)
 			}
@@ -87,14 +98,14 @@ func TestValidateInvalid(t *testing.T) {
 		})
 	}
 	// Three mistakes are three error lines plus the count.
-	_, _, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, "three-mistakes.yaml"))
+	_, _, errOut := run(t, "config", "validate", "-c", filepath.Join(invalid, "three-mistakes.yaml"), "--skip-local-files")
 	if n := strings.Count(errOut, "✖ error:"); n != 4 {
 		t.Errorf("%d error lines, want 3 problems + 1 summary:\n%s", n, errOut)
 	}
 }
 
 func TestValidateJSON(t *testing.T) {
-	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"))
+	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"), "--skip-local-files")
 	var r validateReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
@@ -103,7 +114,7 @@ func TestValidateJSON(t *testing.T) {
 		t.Errorf("exit %d, report %+v", code, r)
 	}
 
-	code, out, _ = run(t, "config", "validate", "-o", "json", "-c", filepath.Join(invalid, "three-mistakes.yaml"))
+	code, out, _ = run(t, "config", "validate", "-o", "json", "-c", filepath.Join(invalid, "three-mistakes.yaml"), "--skip-local-files")
 	r = validateReport{}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
@@ -123,7 +134,7 @@ func TestValidateWarnings(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := run(t, "config", "validate", "-c", path)
+	code, _, errOut := run(t, "config", "validate", "-c", path, "--skip-local-files")
 	if code != 0 || !strings.Contains(errOut, "! warning: "+path+":10: node \"sample\": spec.credentials.password") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -132,9 +143,83 @@ func TestValidateWarnings(t *testing.T) {
 	}
 }
 
+// config validate reports the local files a node file names that are not
+// there as problems; --skip-local-files does not look at them.
+func TestValidateLocalFiles(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    []string
+		args     []string
+		code     int
+		problems []string
+		// lines counts the error lines: one a problem, and the count when
+		// there are several.
+		lines int
+	}{
+		{name: "none there", code: exitcode.Usage, lines: 6, problems: []string{
+			"node.yaml:18: node \"winworker\": spec.credentials.privateKey: private key file HOME/.ssh/id_ed25519 does not exist",
+			"node.yaml:34: node \"winworker\": spec.setup.authorizedKeys[0]: public key file HOME/.ssh/id_ed25519.pub does not exist",
+			"node.yaml:41: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe does not exist",
+			"node.yaml:55: node \"winworker\": spec.kubernetes.provisioners[1].sourceURL: source HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe does not exist",
+			"node.yaml:62: node \"winworker\": spec.wins.sourceURL: source DIR/bin/wins.exe does not exist",
+			"5 problems",
+		}},
+		{name: "none there, not looked at", args: []string{"--skip-local-files"}, code: exitcode.OK},
+		{name: "all there", code: exitcode.OK, files: []string{
+			"HOME/.ssh/id_ed25519", "HOME/.ssh/id_ed25519.pub", "DIR/bin/containerd.exe", "DIR/bin/wins.exe",
+			"HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe",
+		}},
+		{name: "a directory", code: exitcode.Usage, lines: 1, files: []string{
+			"HOME/.ssh/id_ed25519", "HOME/.ssh/id_ed25519.pub", "DIR/bin/containerd.exe/", "DIR/bin/wins.exe",
+			"HOME/go/src/k8s.io/kubernetes/_output/local/bin/windows/amd64/kubelet.exe",
+		}, problems: []string{
+			"node.yaml:41: node \"winworker\": spec.kubernetes.provisioners[0].sourceURL: source DIR/bin/containerd.exe is a directory, not a file",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, dir := t.TempDir(), t.TempDir()
+			t.Setenv("HOME", home)
+			t.Setenv("USERPROFILE", home)
+			paths := strings.NewReplacer("HOME/", home+string(filepath.Separator), "DIR/", dir+string(filepath.Separator))
+			path := filepath.Join(dir, "node.yaml")
+			if err := os.WriteFile(path, config.Sample, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.files {
+				p := filepath.FromSlash(paths.Replace(f))
+				if strings.HasSuffix(f, "/") {
+					if err := os.MkdirAll(p, 0o700); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, _, errOut := run(t, append([]string{"config", "validate", "-c", path}, tt.args...)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tt.code, errOut)
+			}
+			for _, p := range tt.problems {
+				if want := filepath.FromSlash(paths.Replace(p)); !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			if n := strings.Count(errOut, "✖ error:"); n != tt.lines {
+				t.Errorf("%d error lines, want %d:\n%s", n, tt.lines, errOut)
+			}
+		})
+	}
+}
+
 func TestConfigPathFromEnv(t *testing.T) {
 	t.Setenv("SWDT_CONFIG", filepath.Join(samples, "minimal.yaml"))
-	if code, _, errOut := run(t, "config", "validate"); code != 0 || !strings.Contains(errOut, "minimal.yaml is valid") {
+	if code, _, errOut := run(t, "config", "validate", "--skip-local-files"); code != 0 || !strings.Contains(errOut, "minimal.yaml is valid") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 	t.Setenv("SWDT_CONFIG", "")
@@ -149,6 +234,9 @@ func TestConfigInit(t *testing.T) {
 	if code != 0 || out != string(config.Sample) {
 		t.Errorf("exit %d, stdout is not the sample", code)
 	}
+	if first, _, _ := strings.Cut(out, "\n"); first != "# yaml-language-server: $schema="+config.SchemaURL {
+		t.Errorf("the first line is %q, not the yaml-language-server modeline", first)
+	}
 
 	path := filepath.Join(t.TempDir(), "node.yaml")
 	code, out, errOut := run(t, "config", "init", "--output-file", path)
@@ -159,8 +247,13 @@ func TestConfigInit(t *testing.T) {
 	if err != nil || string(data) != string(config.Sample) {
 		t.Fatalf("written file differs: %v", err)
 	}
-	if code, _, _ := run(t, "config", "validate", "-c", path); code != 0 {
+	if code, _, _ := run(t, "config", "validate", "-c", path, "--skip-local-files"); code != 0 {
 		t.Errorf("the written sample does not validate")
+	}
+	// It names a source beside it, to be built.
+	code, _, errOut = run(t, "config", "validate", "-c", path)
+	if want := filepath.Join(filepath.Dir(path), "bin", "containerd.exe") + " does not exist"; code != exitcode.Usage || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
 	}
 
 	if err := os.WriteFile(path, []byte("mine"), 0o600); err != nil {

@@ -224,8 +224,9 @@ func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {
 	}
 }
 
-// --node keeps the nodes it names, in its order; a typo is a usage error
-// with a suggestion, as is a typo in --only.
+// --node keeps the nodes it names, in its order, and shows only their
+// warnings; a typo is a usage error with a suggestion, as is a typo in
+// --only.
 func TestNodeAndOnlySelection(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ts := simnode.StartTest(t)
@@ -239,24 +240,32 @@ func TestNodeAndOnlySelection(t *testing.T) {
       sourceURL: ./kubelet.exe
       destination: 'C:\k\kubelet.exe'
 `
-	file := writeNodeFile(t, dir, nodeHeader("alpha", ts.Credentials())+body+"---\n"+nodeHeader("beta", ts.Credentials())+body)
+	// beta's kubelet is not built here: a warning about beta.
+	betaBody := strings.Replace(body, "./kubelet.exe", "./beta-kubelet.exe", 1)
+	file := writeNodeFile(t, dir, nodeHeader("alpha", ts.Credentials())+body+"---\n"+nodeHeader("beta", ts.Credentials())+betaBody)
+	const betaWarning = `node "beta": spec.kubernetes.provisioners[0].sourceURL: source `
 	tests := []struct {
 		args      []string
 		wantCode  int
 		wantNodes []string
 		wantErr   string
+		wantWarn  bool
 	}{
-		{[]string{"status", "-o", "json"}, exitcode.OK, []string{"alpha", "beta"}, ""},
-		{[]string{"status", "-o", "json", "--node", "beta"}, exitcode.OK, []string{"beta"}, ""},
-		{[]string{"status", "-o", "json", "--node", "beta,alpha", "--node", "beta"}, exitcode.OK, []string{"beta", "alpha"}, ""},
-		{[]string{"status", "--node", "alpah"}, exitcode.Usage, nil, `has no node "alpah"; did you mean "alpha"?; its nodes: alpha, beta`},
-		{[]string{"kubernetes", "--dry-run", "--only", "kubelte"}, exitcode.Usage, nil, `kubelte (did you mean "kubelet"?); its provisioners: kubelet`},
+		{[]string{"status", "-o", "json"}, exitcode.OK, []string{"alpha", "beta"}, "", true},
+		{[]string{"status", "-o", "json", "--node", "beta"}, exitcode.OK, []string{"beta"}, "", true},
+		{[]string{"status", "-o", "json", "--node", "alpha"}, exitcode.OK, []string{"alpha"}, "", false},
+		{[]string{"status", "-o", "json", "--node", "beta,alpha", "--node", "beta"}, exitcode.OK, []string{"beta", "alpha"}, "", true},
+		{[]string{"status", "--node", "alpah"}, exitcode.Usage, nil, `has no node "alpah"; did you mean "alpha"?; its nodes: alpha, beta`, false},
+		{[]string{"kubernetes", "--dry-run", "--only", "kubelte"}, exitcode.Usage, nil, `kubelte (did you mean "kubelet"?); its provisioners: kubelet`, true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, append([]string{"-c", file}, tt.args...)...)
 			if code != tt.wantCode || !strings.Contains(errOut, tt.wantErr) {
 				t.Fatalf("exit %d (want %d), stderr %s (want %q)", code, tt.wantCode, errOut, tt.wantErr)
+			}
+			if warned := strings.Contains(errOut, betaWarning); warned != tt.wantWarn {
+				t.Errorf("warning about beta's source shown: %v, want %v:\n%s", warned, tt.wantWarn, errOut)
 			}
 			if tt.wantNodes == nil {
 				return

@@ -146,7 +146,7 @@ type kubeRun struct {
 }
 
 func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
-	res, err := e.loadConfig()
+	res, err := e.loadConfig(config.PrivateKeyFile | config.ProvisionerSources)
 	if err != nil {
 		return err
 	}

@@ -11,16 +11,20 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
-// pickNode loads the -c file and returns its node called name: a usage
-// error listing the file's nodes when there is none.
+// pickNode loads the -c file, shows the warnings about its node called
+// name and returns it: a usage error listing the file's nodes when there
+// is none. Of the local files, only the private key is checked: the
+// commands that pick one node (exec, logs) read no other.
 func (e *env) pickNode(name string) (*v1alpha1.Node, error) {
-	res, err := e.loadAll()
+	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
 	if err != nil {
 		return nil, err
 	}
-	for i := range res.Nodes {
-		if res.Nodes[i].Name == name {
-			return &res.Nodes[i], nil
+	for _, n := range res.Nodes {
+		if n.Name == name {
+			res.Nodes = []v1alpha1.Node{n}
+			e.showWarnings(res)
+			return &res.Nodes[0], nil
 		}
 	}
 	return nil, unknownNode(res, name)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/setup"
@@ -64,7 +65,7 @@ could be done, 2 the file or a public key file is invalid.`,
 }
 
 func runSetup(ctx context.Context, e *env, f setupFlags) error {
-	res, err := e.loadConfig()
+	res, err := e.loadConfig(config.PrivateKeyFile | config.AuthorizedKeyFiles)
 	if err != nil {
 		return err
 	}

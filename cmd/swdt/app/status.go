@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
@@ -61,7 +62,7 @@ config error, 3 some nodes could not be read.`,
 }
 
 func runStatus(ctx context.Context, e *env, cacheDir string) error {
-	res, err := e.loadConfig()
+	res, err := e.loadConfig(config.PrivateKeyFile | config.ProvisionerSources | config.WinsSource)
 	if err != nil {
 		return err
 	}

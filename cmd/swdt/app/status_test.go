@@ -74,6 +74,12 @@ func TestStatus(t *testing.T) {
 	if got := statusSources(t, out); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
 	}
+	// The missing local build is a warning, with its line: status does
+	// not need it.
+	notBuilt := filepath.Join(filepath.Dir(file), "not-built.exe")
+	if !strings.Contains(errOut, "spec.kubernetes.provisioners[1].sourceURL: source "+notBuilt+" does not exist") {
+		t.Errorf("no warning about %s:\n%s", notBuilt, errOut)
+	}
 	after := ts.State()
 	for name, svc := range before.Services {
 		if a := after.Services[name]; a.PID != svc.PID || a.Status != svc.Status {

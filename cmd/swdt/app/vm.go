@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/ui"
@@ -67,7 +68,7 @@ func (e *env) openVM(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, err
 // onVMs loads the config and runs fn on every node's VM in parallel. A
 // node without spec.vm stops the run before any hypervisor is contacted.
 func onVMs[T any](ctx context.Context, e *env, fn func(ctx context.Context, p vm.Provider) (T, error)) ([]fleet.Result[T], map[string]string, error) {
-	res, err := e.loadConfig()
+	res, err := e.loadConfig(config.PrivateKeyFile)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -102,7 +103,7 @@ the default C:\etc\rancher\wins\wins.exe.
 		Example: "  swdt wins verify -c node.yaml --deep",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWinsOn(cmd.Context(), e, true, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, _ *winsObserver) (*wins.Report, error) {
+			return runWinsOn(cmd.Context(), e, true, config.PrivateKeyFile, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, _ *winsObserver) (*wins.Report, error) {
 				return wins.Verify(ctx, n, spec.Spec.Wins, f.deep)
 			}, "verified")
 		},
@@ -124,7 +125,7 @@ spec.wins is cleaned at the default C:\etc\rancher\wins.
 		Example: "  swdt wins uninstall -c node.yaml",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWinsOn(cmd.Context(), e, true, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, _ *winsObserver) (*wins.Report, error) {
+			return runWinsOn(cmd.Context(), e, true, config.PrivateKeyFile, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, _ *winsObserver) (*wins.Report, error) {
 				return wins.Uninstall(ctx, n, spec.Spec.Wins)
 			}, "uninstalled")
 		},
@@ -138,7 +139,7 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	}
 	abort, stop := e.interrupts(e.ui.Warn)
 	defer stop()
-	return runWinsOn(ctx, e, false, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
+	return runWinsOn(ctx, e, false, config.PrivateKeyFile|config.WinsSource, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
 		swap := f.swap.options()
 		swap.Observer, swap.Abort, swap.Command = obs.forNode(spec.Name), abort, "swdt wins"
 		if hashes := openHashes("", spec); hashes != nil {
@@ -151,9 +152,9 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 
 // runWinsOn runs fn on every node in parallel (only nodes with spec.wins
 // unless anyNode), prints the reports and turns them into an exit code.
-func runWinsOn(ctx context.Context, e *env, anyNode bool,
+func runWinsOn(ctx context.Context, e *env, anyNode bool, files config.FileKind,
 	fn func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error), done string) error {
-	res, err := e.loadConfig()
+	res, err := e.loadConfig(files)
 	if err != nil {
 		return err
 	}
