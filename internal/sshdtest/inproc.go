@@ -35,18 +35,7 @@ type GoServer struct {
 // StartGoServer starts a GoServer for the duration of the test.
 func StartGoServer(t testing.TB, user, password string) *GoServer {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, l := hostKeyAndListener(t)
 	s := &GoServer{Addr: l.Addr().String(), User: user, Password: password, HostKey: signer.PublicKey()}
 	cfg := &ssh.ServerConfig{
 		PasswordCallback: func(c ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
@@ -318,4 +307,23 @@ func pipe(dst io.Writer, src io.Reader, pc *proxyConn) (int64, error) {
 // isClosed reports whether the proxy side of pc was closed (by cleanup).
 func isClosed(pc *proxyConn) bool {
 	return pc.c.SetDeadline(time.Time{}) != nil
+}
+
+// hostKeyAndListener makes a throwaway ed25519 host key and a listener on
+// a free loopback port, for a test's in-process SSH server.
+func hostKeyAndListener(t testing.TB) (ssh.Signer, net.Listener) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, l
 }

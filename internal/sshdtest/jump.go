@@ -2,8 +2,6 @@ package sshdtest
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
@@ -40,18 +38,7 @@ type JumpServer struct {
 // refused.
 func StartJump(t testing.TB, user string, authorized ssh.PublicKey, routes map[string]string) *JumpServer {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, l := hostKeyAndListener(t)
 	s := &JumpServer{Addr: l.Addr().String(), HostKey: signer.PublicKey(), user: user, key: authorized, routes: routes}
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(c ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
