@@ -24,6 +24,10 @@ type Item struct {
 	Force bool
 	// HealthChecks run after the service starts.
 	HealthChecks []ops.HealthCheckSpec
+	// Helper is a binary the service uses but does not run as its
+	// program (containerd's shim): the service's program is not compared
+	// with Destination.
+	Helper bool
 	// Unregistered allows the service not to exist yet: the binary is put
 	// in place and no service is stopped or started for it (pkg/wins
 	// registers the service afterwards).
@@ -40,6 +44,10 @@ type Item struct {
 // Staged is where Item's upload lands before the swap: a name of the
 // run's own, so that two runs never write the same staged file.
 func (it Item) Staged() string { return it.Destination + ".swdt-new-" + it.runID }
+
+// key identifies an item within a run: its destination (unique in a node
+// file; several items may feed one service).
+func (it Item) key() string { return strings.ToLower(it.Destination) }
 
 // Backup is where the old binary is kept during and after the swap.
 func (it Item) Backup() string { return it.Destination + ".swdt-bak" }
@@ -84,10 +92,10 @@ func (p *Plan) registered(service string) bool {
 	return p.services[strings.ToLower(service)].Exists
 }
 
-// current is the destination of service's step as inspected.
-func (p *Plan) current(service string) ops.FileInfo {
+// current is what the inspect found at destination.
+func (p *Plan) current(destination string) ops.FileInfo {
 	for _, s := range p.Steps {
-		if strings.EqualFold(s.Item.Service, service) {
+		if strings.EqualFold(s.Item.Destination, destination) {
 			return s.Current
 		}
 	}
@@ -153,7 +161,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		case step.Service.StartType == "Disabled":
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)
-		case runsOther(step.Service, it.Destination) != "":
+		case !it.Helper && runsOther(step.Service, it.Destination) != "":
 			step.Action, step.Reason = ActionFailed, runsOther(step.Service, it.Destination)
 		case unfinished[strings.ToLower(it.Destination)] && inspect.Unfinished.InProgress:
 			step.Action, step.Reason = ActionUpdate, "another run is swapping it now"
@@ -171,9 +179,8 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256"
 		}
 		if step.Action == ActionUpdate && step.Service.Exists {
-			if changed[strings.ToLower(step.Service.Name)] {
-				return nil, fmt.Errorf("two provisioners update service %q in one run", it.Service)
-			}
+			// Several provisioners may feed one service: one stop and
+			// start for all of them.
 			changed[strings.ToLower(step.Service.Name)] = true
 		}
 		plan.Steps = append(plan.Steps, step)

@@ -242,7 +242,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		if s.Action == ActionFailed {
 			results[i].Error, results[i].Detail = s.Reason, ""
 		}
-		index[strings.ToLower(s.Item.Service)] = i
+		index[s.Item.key()] = i
 	}
 	report := &Report{Plan: plan, Results: results, Repair: repair}
 	updates := plan.Updates()
@@ -293,8 +293,8 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	for _, it := range staged {
 		// A rename keeps size and time: the destination is now what was
 		// verified as staged.
-		if results[index[strings.ToLower(it.Service)]].Action == ActionUpdated {
-			opts.Hashes.Remember(it.Destination, stagedInfo[strings.ToLower(it.Service)])
+		if results[index[it.key()]].Action == ActionUpdated {
+			opts.Hashes.Remember(it.Destination, stagedInfo[it.key()])
 		}
 	}
 	finish(results, started)
@@ -319,14 +319,14 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 			info, sent, how, err := stageOne(ctx, n, it, step.Current, opts)
 			mu.Lock()
 			defer mu.Unlock()
-			res := &results[index[strings.ToLower(it.Service)]]
+			res := &results[index[it.key()]]
 			res.BytesSent, res.FileSize, res.Transfer = sent, it.Source.Size, how
 			if err != nil {
 				res.Action, res.Error = ActionFailed, err.Error()
 				return nil
 			}
 			ready = append(ready, it)
-			infos[strings.ToLower(it.Service)] = info
+			infos[it.key()] = info
 			return nil
 		})
 	}
@@ -335,7 +335,7 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 	var ordered []Item
 	for _, step := range updates {
 		for _, it := range ready {
-			if it.Service == step.Item.Service {
+			if it.key() == step.Item.key() {
 				ordered = append(ordered, it)
 			}
 		}
@@ -407,8 +407,8 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 	for _, it := range staged {
 		req.Items = append(req.Items, ops.SwapItem{
 			Service: it.Service, Destination: it.Destination, Staged: it.Staged(), Backup: it.Backup(),
-			HealthChecks: it.HealthChecks, SHA256: stagedInfo[strings.ToLower(it.Service)].SHA256,
-			OldSHA256: plan.current(it.Service).SHA256,
+			HealthChecks: it.HealthChecks, SHA256: stagedInfo[it.key()].SHA256,
+			OldSHA256: plan.current(it.Destination).SHA256,
 		})
 	}
 	// The node bounds the op by the request's timings (node.SwapBudget).
@@ -426,7 +426,7 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 		killed[strings.ToLower(k)] = true
 	}
 	for _, r := range resp.Items {
-		i, ok := index[strings.ToLower(r.Service)]
+		i, ok := index[strings.ToLower(r.Destination)]
 		if !ok {
 			continue
 		}
@@ -452,8 +452,10 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 		res.Detail = strings.Join(detail, "; ")
 	}
 	for _, p := range resp.NotStarted {
-		if i, ok := index[strings.ToLower(p.Service)]; ok && results[i].Error == "" {
-			results[i].Action, results[i].Error = ActionFailed, p.Error
+		for _, it := range staged {
+			if i := index[it.key()]; strings.EqualFold(it.Service, p.Service) && results[i].Error == "" {
+				results[i].Action, results[i].Error = ActionFailed, p.Error
+			}
 		}
 	}
 }
@@ -480,7 +482,7 @@ func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged
 		for _, it := range staged {
 			m := msg + "; repaired"
 			for _, r := range resp.Items {
-				if strings.EqualFold(r.Service, it.Service) {
+				if strings.EqualFold(r.Destination, it.Destination) {
 					m += ": " + recoveredText(r)
 				}
 			}
@@ -528,7 +530,7 @@ func removeQuietly(n Node, remotePath string) {
 
 func markFailed(results []Result, index map[string]int, items []Item, msg string) {
 	for _, it := range items {
-		res := &results[index[strings.ToLower(it.Service)]]
+		res := &results[index[it.key()]]
 		res.Action, res.Error, res.Detail = ActionFailed, msg, ""
 	}
 }

@@ -265,9 +265,9 @@ func TestRun(t *testing.T) {
 			name: "a rolled-back item carries the service's exit code and events",
 			setup: func(f *fakeNode) {
 				f.swapResp = &ops.ServiceSwapResponse{Items: []ops.SwapItemResult{
-					{Service: "containerd", Result: ops.SwapResultSwapped},
-					{Service: "kubelet", Result: ops.SwapResultRolledBack, Error: "service stopped again", ExitCode: 1, Events: []string{"The kubelet service terminated unexpectedly."}},
-					{Service: "kube-proxy", Result: ops.SwapResultSwapped},
+					{Service: "containerd", Destination: `C:\k\containerd.exe`, Result: ops.SwapResultSwapped},
+					{Service: "kubelet", Destination: `C:\k\kubelet.exe`, Result: ops.SwapResultRolledBack, Error: "service stopped again", ExitCode: 1, Events: []string{"The kubelet service terminated unexpectedly."}},
+					{Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Result: ops.SwapResultSwapped},
 				}, Killed: []string{"containerd"}}
 			},
 			want:      []string{"containerd=updated", "kubelet=rolled-back", "kube-proxy=updated"},

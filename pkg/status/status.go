@@ -28,6 +28,9 @@ type Target struct {
 	Service string
 	// Destination is the binary's Windows path.
 	Destination string
+	// Helper is a binary the service uses but does not run as its
+	// program: what the service runs is not compared with Destination.
+	Helper bool
 	// WantSHA256 is the digest of the local build or of the spec's sha256;
 	// empty when there is nothing to compare with.
 	WantSHA256 string
@@ -150,7 +153,7 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 		switch {
 		case journaled[strings.ToLower(t.Destination)]:
 			b.Source = unfinished
-		case s.Exists && s.Executable != "" && !provision.SamePath(s.Executable, t.Destination):
+		case !t.Helper && s.Exists && s.Executable != "" && !provision.SamePath(s.Executable, t.Destination):
 			b.Source = RunsOther
 		case t.WantSHA256 == "":
 			b.Source = t.NoWant

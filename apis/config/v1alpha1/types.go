@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -151,9 +153,17 @@ type KubernetesSpec struct {
 
 // ProvisionerSpec is one binary that feeds one Windows service.
 type ProvisionerSpec struct {
-	// Name is the Windows service name (for example containerd, kubelet,
-	// kube-proxy).
+	// Name is the provisioner's name in output, and the Windows service
+	// it feeds unless service says otherwise (for example containerd,
+	// kubelet, kube-proxy).
 	Name string `json:"name"`
+
+	// Service is the Windows service the binary feeds (default: name).
+	// Several provisioners may name one service, such as containerd.exe
+	// and its shim containerd-shim-runhcs-v1.exe for containerd: they
+	// are swapped in one stop and start.
+	// +optional
+	Service string `json:"service,omitempty"`
 
 	// Version is informational: it is shown in plans and summaries.
 	// +optional
@@ -293,4 +303,20 @@ type HyperVSpec struct {
 	// Administrators).
 	// +optional
 	Host string `json:"host,omitempty"`
+}
+
+// ServiceName is the Windows service the provisioner's binary feeds.
+func (p ProvisionerSpec) ServiceName() string {
+	if p.Service != "" {
+		return p.Service
+	}
+	return p.Name
+}
+
+// Helper reports whether the binary is one its service uses but does not
+// run as its program (service names another service than name, as for
+// containerd's shim): what the service runs is then not compared with
+// the destination.
+func (p ProvisionerSpec) Helper() bool {
+	return p.Service != "" && !strings.EqualFold(p.Service, p.Name)
 }

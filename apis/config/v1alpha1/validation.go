@@ -195,9 +195,13 @@ func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case pr.Name == "":
-		errs = append(errs, field.Required(p.Child("name"), "the Windows service name, for example kubelet"))
+		errs = append(errs, field.Required(p.Child("name"), "the provisioner's name (and its Windows service's, unless service is set), for example kubelet"))
 	case !serviceNameRE.MatchString(pr.Name):
 		errs = append(errs, field.Invalid(p.Child("name"), pr.Name,
+			"must be a Windows service name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 256 characters"))
+	}
+	if pr.Service != "" && !serviceNameRE.MatchString(pr.Service) {
+		errs = append(errs, field.Invalid(p.Child("service"), pr.Service,
 			"must be a Windows service name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 256 characters"))
 	}
 	if hasControl(pr.Version) {

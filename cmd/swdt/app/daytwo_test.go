@@ -284,3 +284,53 @@ func TestNodeAndOnlySelection(t *testing.T) {
 		})
 	}
 }
+
+// Two provisioners of one service (containerd and its shim, which no
+// service runs as its program) are swapped in one stop and start.
+func TestTwoBinariesOfOneService(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ts := simnode.StartTest(t)
+	dir := t.TempDir()
+	for _, name := range []string{"containerd", "shim"} {
+		if err := os.WriteFile(filepath.Join(dir, name+".exe"), []byte("MZ new "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := writeNodeFile(t, dir, nodeHeader("winworker", ts.Credentials())+`  kubernetes:
+    provisioners:
+    - name: containerd
+      sourceURL: ./containerd.exe
+      destination: 'C:\Program Files\containerd\containerd.exe'
+    - name: containerd-shim
+      service: containerd
+      sourceURL: ./shim.exe
+      destination: 'C:\Program Files\containerd\containerd-shim-runhcs-v1.exe'
+`)
+	code, out, errOut := run(t, "kubernetes", "-c", file, "-o", "json", "--settle", "0")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var doc kubeJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 || len(doc.Nodes[0].Provisioners) != 2 {
+		t.Fatalf("bad JSON (%v): %s", err, out)
+	}
+	for _, p := range doc.Nodes[0].Provisioners {
+		if p.Result != "changed" {
+			t.Errorf("%s: %s (%s)", p.Name, p.Result, p.Error)
+		}
+	}
+	if n := strings.Count(errOut, "swapping: stop"); n != 1 {
+		t.Errorf("%d swaps, want 1:\n%s", n, errOut)
+	}
+	for dest, want := range map[string]string{
+		`C:\Program Files\containerd\containerd.exe`:               "MZ new containerd",
+		`C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`: "MZ new shim",
+	} {
+		if got, err := ts.Node().ReadFile(dest); err != nil || string(got) != want {
+			t.Errorf("%s holds %q (%v), want %q", dest, got, err, want)
+		}
+	}
+	if svc, _ := ts.Node().Service("containerd"); svc.Status != simnode.StatusRunning {
+		t.Errorf("containerd is %s after the swap", svc.Status)
+	}
+}

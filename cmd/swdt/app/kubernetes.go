@@ -321,7 +321,8 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	for _, p := range w.provs {
 		items = append(items, provision.Item{
 			Name:         p.Name,
-			Service:      p.Name,
+			Service:      p.ServiceName(),
+			Helper:       p.Helper(),
 			Destination:  p.Destination,
 			Source:       sources[keyOf(p)],
 			Force:        k.f.force || p.Overwrite,

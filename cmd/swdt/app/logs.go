@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,7 +129,9 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 func nodeServices(spec *v1alpha1.Node) []string {
 	var out []string
 	for _, p := range spec.Spec.Kubernetes.Provisioners {
-		out = append(out, p.Name)
+		if !slices.Contains(out, p.ServiceName()) {
+			out = append(out, p.ServiceName())
+		}
 	}
 	if spec.Spec.Wins != nil {
 		out = append(out, ops.WinsService)

@@ -105,7 +105,7 @@ func statusTargets(ctx context.Context, resolver *source.Resolver, spec *v1alpha
 	}
 	var targets []status.Target
 	for _, p := range spec.Spec.Kubernetes.Provisioners {
-		t := status.Target{Name: p.Name, Service: p.Name, Destination: p.Destination}
+		t := status.Target{Name: p.Name, Service: p.ServiceName(), Destination: p.Destination, Helper: p.Helper()}
 		t.WantSHA256, t.NoWant = want(p.SourceURL, p.SHA256)
 		targets = append(targets, t)
 	}
