@@ -323,7 +323,7 @@ func TestTwoBinariesOfOneService(t *testing.T) {
 		t.Errorf("%d swaps, want 1:\n%s", n, errOut)
 	}
 	for dest, want := range map[string]string{
-		`C:\Program Files\containerd\containerd.exe`:               "MZ new containerd",
+		`C:\Program Files\containerd\containerd.exe`:                "MZ new containerd",
 		`C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`: "MZ new shim",
 	} {
 		if got, err := ts.Node().ReadFile(dest); err != nil || string(got) != want {
