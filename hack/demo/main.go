@@ -363,13 +363,7 @@ func startSimnode(ctx context.Context, bin, dir string) (*simnodeProc, error) {
 
 // stop interrupts simnode and kills it if it has not exited within 5s.
 func (p *simnodeProc) stop(out io.Writer) {
-	p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
+	interrupt(p.cmd, p.exited)
 	fmt.Fprintln(out, "simnode stopped.")
 }
 
@@ -409,4 +403,16 @@ spec:
 	w := services[3]
 	fmt.Fprintf(&b, "  wins:\n    sourceURL: ./bin/%s.exe\n    destination: '%s'\n    whiteList:\n      proxyPorts: [9796]\n", w.name, w.dest)
 	return b.String()
+}
+
+// interrupt sends cmd's process an interrupt and kills it if it has not
+// exited (closed exited) within 5s.
+func interrupt(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }

@@ -204,13 +204,7 @@ func startLibvirtd(ctx context.Context) (*libvirtdProc, error) {
 // stop interrupts libvirtd, kills it if it has not exited within 5s, and
 // removes its directory.
 func (p *libvirtdProc) stop(out io.Writer) {
-	p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
+	interrupt(p.cmd, p.exited)
 	os.RemoveAll(p.dir)
 	fmt.Fprintln(out, "libvirtd stopped.")
 }
