@@ -41,7 +41,7 @@ func (c *countingConn) Upload(ctx context.Context, src io.ReaderAt, size int64, 
 
 func dial(t *testing.T, ts *simnode.TestServer) *countingConn {
 	t.Helper()
-	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	cfg, err := node.RemoteConfig(ts.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestAgentDeliveryIsBounded(t *testing.T) {
 // (on simnode the agent runs in-process, so no process start is in it).
 func BenchmarkAgentOp(b *testing.B) {
 	ts := simnode.StartTest(b)
-	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	cfg, err := node.RemoteConfig(ts.Credentials())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type ConnectOptions struct {
 // address its hypervisor reports). Errors do not name the node: callers
 // (pkg/fleet) add it.
 func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
-	cfg, err := remote.ConfigFromSpec(spec.Spec.Credentials)
+	cfg, err := RemoteConfig(spec.Spec.Credentials)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

@@ -64,7 +64,7 @@ func sourceFile(t *testing.T, name string, content []byte) *source.File {
 
 func connect(t *testing.T, ts *simnode.TestServer) *node.Node {
 	t.Helper()
-	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	cfg, err := node.RemoteConfig(ts.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

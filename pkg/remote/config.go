@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/kevinburke/ssh_config"
-
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 )
 
 // PassphraseEnv holds the passphrase of an encrypted private key, for
@@ -96,39 +94,25 @@ type Config struct {
 	Warn func(msg string)
 }
 
-// ConfigFromSpec builds a Config from a node's credentials. The password
-// comes from passwordEnv when it names a variable that is set and not
-// empty, else from password; when there is none, Dial decides whether the
-// keys can do without it. Paths are expected to be resolved by the config
-// loader.
-func ConfigFromSpec(spec v1alpha1.CredentialsSpec) (Config, error) {
-	cfg := Config{
-		Host:              spec.Hostname,
-		User:              spec.Username,
-		PrivateKeyFile:    spec.PrivateKey,
-		KnownHostsFile:    spec.KnownHostsFile,
-		HostKeyPolicy:     string(spec.HostKeyPolicy),
-		DialTimeout:       DefaultDialTimeout,
-		KeepAliveInterval: DefaultKeepAliveInterval,
-	}
-	if strings.TrimSpace(cfg.Host) == "" {
-		return Config{}, errors.New("credentials.hostname is empty")
-	}
-	cfg.Password, cfg.PasswordEnv = spec.Password, spec.PasswordEnv
-	if v := os.Getenv(spec.PasswordEnv); spec.PasswordEnv != "" && v != "" {
-		cfg.Password = v
-	}
-	if cfg.HostKeyPolicy != "" {
-		if err := checkPolicy(cfg.HostKeyPolicy); err != nil {
-			return Config{}, fmt.Errorf("credentials.hostKeyPolicy: %w", err)
-		}
-	}
-	return cfg, nil
-}
+// Host key policies (Config.HostKeyPolicy).
+const (
+	// PolicyStrict refuses hosts that are unknown or whose key changed.
+	PolicyStrict = "strict"
+	// PolicyAcceptNew records unknown hosts and refuses changed keys.
+	PolicyAcceptNew = "accept-new"
+	// PolicyInsecure accepts any key.
+	PolicyInsecure = "insecure"
+	// DefaultPolicy applies when neither the Config nor the ssh config
+	// sets one.
+	DefaultPolicy = PolicyAcceptNew
+	// DefaultKnownHostsFile applies when neither the Config nor the ssh
+	// config names one.
+	DefaultKnownHostsFile = "~/.ssh/known_hosts"
+)
 
 func checkPolicy(p string) error {
-	switch v1alpha1.HostKeyPolicy(p) {
-	case v1alpha1.HostKeyPolicyStrict, v1alpha1.HostKeyPolicyAcceptNew, v1alpha1.HostKeyPolicyInsecure:
+	switch p {
+	case PolicyStrict, PolicyAcceptNew, PolicyInsecure:
 		return nil
 	}
 	return fmt.Errorf("unknown host key policy %q (want strict, accept-new or insecure)", p)
@@ -353,7 +337,7 @@ func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (
 			h.knownHosts = append(h.knownHosts, expandHome(f))
 		}
 	default:
-		h.knownHosts = []string{expandHome(v1alpha1.DefaultKnownHostsFile)}
+		h.knownHosts = []string{expandHome(DefaultKnownHostsFile)}
 	}
 
 	switch shkc := sc.get(alias, "StrictHostKeyChecking"); {
@@ -365,7 +349,7 @@ func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (
 			return h, err
 		}
 	default:
-		h.policy = string(v1alpha1.DefaultHostKeyPolicy)
+		h.policy = DefaultPolicy
 		h.policyWhy = "hostKeyPolicy is " + h.policy
 	}
 	return h, nil
@@ -377,13 +361,13 @@ func policyFromSSHConfig(v, file string) (policy, why string, err error) {
 	why = fmt.Sprintf("StrictHostKeyChecking is %s in %s", v, file)
 	switch strings.ToLower(v) {
 	case "yes", "true":
-		return string(v1alpha1.HostKeyPolicyStrict), why, nil
+		return PolicyStrict, why, nil
 	case "ask":
-		return string(v1alpha1.HostKeyPolicyStrict), why + ", which swdt treats as yes because it never prompts", nil
+		return PolicyStrict, why + ", which swdt treats as yes because it never prompts", nil
 	case "accept-new":
-		return string(v1alpha1.HostKeyPolicyAcceptNew), why, nil
+		return PolicyAcceptNew, why, nil
 	case "no", "off", "false":
-		return string(v1alpha1.HostKeyPolicyInsecure), why + " (swdt's hostKeyPolicy insecure)", nil
+		return PolicyInsecure, why + " (swdt's hostKeyPolicy insecure)", nil
 	}
 	return "", "", fmt.Errorf("StrictHostKeyChecking %q in %s is not one of yes, accept-new, no or ask: fix it there, or set hostKeyPolicy in the node file", v, file)
 }

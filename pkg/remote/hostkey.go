@@ -13,8 +13,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
-
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 )
 
 // knownHostsMu serialises appends to known_hosts files from parallel dials
@@ -37,7 +35,7 @@ type hostKeyChecker struct {
 
 func newHostKeyChecker(h hop, warn func(string)) (*hostKeyChecker, error) {
 	hk := &hostKeyChecker{files: h.knownHosts, policy: h.policy, why: h.policyWhy, warn: warn}
-	if h.policy == string(v1alpha1.HostKeyPolicyInsecure) {
+	if h.policy == PolicyInsecure {
 		return hk, nil
 	}
 	var existing []string
@@ -106,7 +104,7 @@ func algorithmsForKeyType(t string) []string {
 }
 
 func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKey) error {
-	if h.policy == string(v1alpha1.HostKeyPolicyInsecure) {
+	if h.policy == PolicyInsecure {
 		msg := fmt.Sprintf("%s: not verifying the host key of %s (%s); anyone on the network path can impersonate it", h.why, addr, ssh.FingerprintSHA256(key))
 		if h.warn != nil {
 			h.warn(msg)
@@ -135,7 +133,7 @@ func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKe
 		}
 		h.err = ce
 	case errors.As(err, &ke):
-		if h.policy == string(v1alpha1.HostKeyPolicyStrict) {
+		if h.policy == PolicyStrict {
 			h.err = &UnknownHostError{Host: name, Fingerprint: ssh.FingerprintSHA256(key), KnownHostsFiles: h.files, Policy: h.why}
 			break
 		}

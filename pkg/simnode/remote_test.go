@@ -18,7 +18,7 @@ func TestRemoteClientAgainstSimnode(t *testing.T) {
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg, err := remote.ConfigFromSpec(ts.Credentials())
+	cfg, err := node.RemoteConfig(ts.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

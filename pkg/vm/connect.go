@@ -39,7 +39,7 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 	probe := func(ctx context.Context, ip string) (bool, error) {
 		creds := spec.Spec.Credentials
 		creds.Hostname = ip
-		cfg, err := remote.ConfigFromSpec(creds)
+		cfg, err := node.RemoteConfig(creds)
 		if err != nil {
 			return false, err
 		}

@@ -30,6 +30,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/remote"
 )
@@ -107,7 +108,7 @@ func (s *suite) agent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, n := range s.nodes {
-		cfg, err := remote.ConfigFromSpec(n.Spec.Credentials)
+		cfg, err := node.RemoteConfig(n.Spec.Credentials)
 		if err != nil {
 			t.Fatalf("node %s: %v", n.Name, err)
 		}
@@ -270,7 +271,7 @@ func (s *suite) backup(t *testing.T, paths func(v1alpha1.Node) []string) backups
 		if len(want) == 0 {
 			continue
 		}
-		cfg, err := remote.ConfigFromSpec(n.Spec.Credentials)
+		cfg, err := node.RemoteConfig(n.Spec.Credentials)
 		if err != nil {
 			t.Fatalf("node %s: %v", n.Name, err)
 		}
