@@ -13,7 +13,15 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/node"
 )
+
+// Connector dials one node of the node file, on its hostname or at the
+// address its VM's hypervisor reports. warn receives what the user must
+// see about the connection (an insecure host key policy, a password
+// variable that is unset). Workflows take one, so that they never see
+// SSH, credentials or the terminal.
+type Connector func(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error)
 
 // Result is one node's outcome.
 type Result[T any] struct {
