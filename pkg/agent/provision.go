@@ -20,6 +20,7 @@ var provisionOps = []entry{
 	handle(ops.FilesRemove, filesRemove),
 	handle(ops.ServiceSwap, serviceSwap),
 	handle(ops.SwapRecover, swapRecover),
+	handle(ops.ServiceRegister, serviceRegister),
 }
 
 // provisionInspect reads what the plan needs in one round trip: each

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/source"
 )
 
 // FileKind is a set of kinds of local files a node file names, checked by
@@ -69,32 +68,18 @@ func localFiles(n *v1alpha1.Node) []localFile {
 			fix: "fix the path (swdt setup adds the key to the node), or remove it"})
 	}
 	for i, p := range n.Spec.Kubernetes.Provisioners {
-		if path, ok := localSource(p.SourceURL); ok {
+		if path, ok := source.LocalPath(p.SourceURL); ok {
 			files = append(files, localFile{kind: ProvisionerSources, field: fmt.Sprintf("spec.kubernetes.provisioners[%d].sourceURL", i), path: path,
 				what: "source", fix: "build it first or fix sourceURL"})
 		}
 	}
 	if w := n.Spec.Wins; w != nil {
-		if path, ok := localSource(w.SourceURL); ok {
+		if path, ok := source.LocalPath(w.SourceURL); ok {
 			files = append(files, localFile{kind: WinsSource, field: "spec.wins.sourceURL", path: path, what: "source",
 				fix: "build wins.exe first or fix sourceURL"})
 		}
 	}
 	return files
-}
-
-// localSource returns the local path a sourceURL names: a local path (as
-// resolved) or the path of a file:// URL, which is the path swdt reads
-// (see pkg/source).
-func localSource(ref string) (string, bool) {
-	if v1alpha1.IsLocalPathSource(ref) {
-		return ref, true
-	}
-	u, err := url.Parse(ref)
-	if err != nil || !strings.EqualFold(u.Scheme, "file") || (u.Host != "" && u.Host != "localhost") || u.Path == "" {
-		return "", false
-	}
-	return u.Path, true
 }
 
 // checkFiles returns a problem for each local file of the nodes of the

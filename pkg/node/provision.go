@@ -34,3 +34,9 @@ func (n *Node) SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (op
 func (n *Node) RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
 	return call(ctx, n, ops.SwapRecover, req, n.Timeouts.service())
 }
+
+// RegisterService creates a stopped service that runs a program already on
+// the node.
+func (n *Node) RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error) {
+	return call(ctx, n, ops.ServiceRegister, req, n.Timeouts.service())
+}

@@ -1,5 +1,7 @@
 package ops
 
+import "strings"
+
 // Ops of the hot-swap (DESIGN.md §4).
 var (
 	// ProvisionInspect reads, in one round trip, what the plan needs: each
@@ -8,6 +10,9 @@ var (
 	ProvisionInspect = register[ProvisionInspectRequest, ProvisionInspectResponse]("provision-inspect")
 	// FileHash hashes files on the node (to verify staged uploads).
 	FileHash = register[FileHashRequest, FileHashResponse]("file-hash")
+	// ServiceRegister creates a service that runs a program already on the
+	// node (a provisioner's register step).
+	ServiceRegister = register[ServiceRegisterRequest, ServiceRegisterResponse]("service-register")
 	// FilesRemove deletes leftover files (staged uploads after a failure).
 	FilesRemove = register[FilesRemoveRequest, FilesRemoveResponse]("files-remove")
 	// ServiceSwap stops services, renames staged binaries into place, starts
@@ -282,4 +287,39 @@ type SwapRecoverResponse struct {
 	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
 	// Removed lists staged files that were deleted.
 	Removed []string `json:"removed"`
+}
+
+// Runs reports whether the service runs path as its program: Executable
+// and path name the same file as written (case-insensitive, either
+// slash). It is true when that cannot be told: the service does not exist,
+// or a wrapper does not record its program.
+func (s ServiceInfo) Runs(path string) bool {
+	norm := func(p string) string { return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(p), "/", `\`)) }
+	return !s.Exists || s.Executable == "" || norm(s.Executable) == norm(path)
+}
+
+// ServiceRegisterRequest describes a service to create. The agent builds
+// its command line from Program and Args, each quoted as one argument;
+// nothing goes through a shell.
+type ServiceRegisterRequest struct {
+	// Name is the service name.
+	Name string `json:"name"`
+	// Program is the executable the service runs (it must exist).
+	Program string `json:"program"`
+	// Args are passed to Program, one element each.
+	Args []string `json:"args,omitempty"`
+	// DisplayName defaults to Name.
+	DisplayName string `json:"displayName,omitempty"`
+	// Description is the service's description.
+	Description string `json:"description,omitempty"`
+	// StartType is Automatic (default) or Manual.
+	StartType string `json:"startType,omitempty"`
+	// DependsOn lists services that must run first.
+	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// ServiceRegisterResponse reports the service created.
+type ServiceRegisterResponse struct {
+	// Service is the new service, stopped.
+	Service ServiceInfo `json:"service"`
 }

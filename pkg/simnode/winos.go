@@ -94,6 +94,17 @@ func (o simOS) Dependents(name string) ([]string, error) {
 	return out, nil
 }
 
+func (o simOS) CreateService(cfg winos.ServiceConfig) error {
+	start := StartType(cfg.StartType)
+	if start == "" {
+		start = StartAutomatic
+	}
+	return winErr("create service", cfg.Name, o.n.CreateService(ServiceConfig{
+		Name: cfg.Name, DisplayName: cfg.DisplayName, BinaryPath: cfg.Program, Args: cfg.Args,
+		StartType: start, Dependencies: cfg.DependsOn,
+	}))
+}
+
 func (o simOS) StartService(name string) error {
 	svc, err := o.n.Service(name)
 	if err != nil {

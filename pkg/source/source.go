@@ -85,21 +85,20 @@ var ErrDigestMismatch = errors.New("sha256 mismatch")
 func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress Progress) (*File, error) {
 	wantSHA256 = strings.ToLower(strings.TrimSpace(wantSHA256))
 	name := redact.URLs(ref)
-	u, err := url.Parse(ref)
-	isURL := err == nil && len(u.Scheme) > 1 // "C:" parses as a scheme
 	var f *File
-	switch {
-	case isURL && (u.Scheme == "http" || u.Scheme == "https"):
-		f, err = r.download(ctx, ref, name, wantSHA256, progress)
-	case isURL && u.Scheme == "file":
-		if u.Host != "" && u.Host != "localhost" {
+	var err error
+	if path, ok := LocalPath(ref); ok {
+		f, err = r.local(ref, name, path)
+	} else {
+		u, _ := url.Parse(ref) // LocalPath parsed it
+		switch {
+		case u.Scheme == "http" || u.Scheme == "https":
+			f, err = r.download(ctx, ref, name, wantSHA256, progress)
+		case u.Scheme == "file":
 			return nil, fmt.Errorf("source %s: file URLs must name a local path (file:///path)", name)
+		default:
+			return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", name, u.Scheme)
 		}
-		f, err = r.local(ref, name, u.Path)
-	case isURL:
-		return nil, fmt.Errorf("source %s: unsupported scheme %q (use a local path, file://, http:// or https://)", name, u.Scheme)
-	default:
-		f, err = r.local(ref, name, ref)
 	}
 	if err != nil {
 		return nil, err
@@ -108,6 +107,25 @@ func (r *Resolver) Resolve(ctx context.Context, ref, wantSHA256 string, progress
 		return nil, fmt.Errorf("source %s: %w: expected %s, got %s; fix sha256 in the config or the source", name, ErrDigestMismatch, wantSHA256, f.SHA256)
 	}
 	return f, nil
+}
+
+// LocalPath is swdt's one answer to "is this source a local file, and
+// which?": a plain path (a drive letter such as C: is not a scheme) is
+// itself, and a file:// URL (of any case, with no host or localhost)
+// names its path; http(s):// and anything else are not local.
+func LocalPath(ref string) (string, bool) {
+	if ref == "" {
+		return "", false
+	}
+	u, err := url.Parse(ref)
+	if err != nil || len(u.Scheme) <= 1 {
+		// Not a URL: a path, including C:\x (a one-letter "scheme").
+		return ref, true
+	}
+	if u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || u.Path == "" {
+		return "", false
+	}
+	return u.Path, true
 }
 
 func (r *Resolver) cacheDir() (string, error) { return CacheDir(r.CacheDir) }

@@ -315,3 +315,30 @@ func TestResolveRehashIgnoresTheRecord(t *testing.T) {
 		t.Fatalf("after Rehash: %+v, %v; want the record put right", f, err)
 	}
 }
+
+func TestLocalPath(t *testing.T) {
+	tests := []struct {
+		ref, want string
+		local     bool
+	}{
+		{ref: "/home/me/kubelet.exe", want: "/home/me/kubelet.exe", local: true},
+		{ref: "_output/kubelet.exe", want: "_output/kubelet.exe", local: true},
+		{ref: `C:\k\kubelet.exe`, want: `C:\k\kubelet.exe`, local: true},
+		{ref: "file:///tmp/kubelet.exe", want: "/tmp/kubelet.exe", local: true},
+		{ref: "FILE:///tmp/kubelet.exe", want: "/tmp/kubelet.exe", local: true},
+		{ref: "file://localhost/tmp/kubelet.exe", want: "/tmp/kubelet.exe", local: true},
+		{ref: "file://server/share/kubelet.exe"},
+		{ref: "https://dl.k8s.io/kubelet.exe"},
+		{ref: "HTTP://dl.k8s.io/kubelet.exe"},
+		{ref: "ftp://host/kubelet.exe"},
+		{ref: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, ok := LocalPath(tt.ref)
+			if got != tt.want || ok != tt.local {
+				t.Errorf("LocalPath(%q) = %q, %t; want %q, %t", tt.ref, got, ok, tt.want, tt.local)
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hashcache"
 )
 
 // Node is what status needs from a node; *node.Node implements it.
@@ -99,7 +99,7 @@ func (r *Report) OutOfSync() int {
 // Gather asks the node in two read-only ops. hashes, when not nil, spares
 // re-reading binaries whose size and time are unchanged since swdt last
 // saw them (and learns the ones it had to read).
-func Gather(ctx context.Context, n Node, targets []Target, hashes provision.HashCache) (*Report, error) {
+func Gather(ctx context.Context, n Node, targets []Target, hashes hashcache.Cache) (*Report, error) {
 	facts, err := n.Facts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("node facts: %w", err)
@@ -153,7 +153,7 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes provision.Hash
 		switch {
 		case journaled[strings.ToLower(t.Destination)]:
 			b.Source = unfinished
-		case !t.Helper && s.Exists && s.Executable != "" && !provision.SamePath(s.Executable, t.Destination):
+		case !t.Helper && !s.Runs(t.Destination):
 			b.Source = RunsOther
 		case t.WantSHA256 == "":
 			b.Source = t.NoWant

@@ -145,6 +145,30 @@ func (windowsOS) Dependents(name string) ([]string, error) {
 	return deps, winErr("enumerate dependent services", name, err)
 }
 
+// CreateService is CreateService through mgr, which quotes the program
+// and each argument (syscall.EscapeArg) into the command line.
+func (windowsOS) CreateService(cfg ServiceConfig) error {
+	m, err := mgr.Connect()
+	if err != nil {
+		return winErr("connect to the service control manager", cfg.Name, err)
+	}
+	defer m.Disconnect()
+	start := uint32(windows.SERVICE_AUTO_START)
+	if cfg.StartType == "Manual" {
+		start = windows.SERVICE_DEMAND_START
+	}
+	s, err := m.CreateService(cfg.Name, cfg.Program, mgr.Config{
+		DisplayName:  cfg.DisplayName,
+		Description:  cfg.Description,
+		StartType:    start,
+		Dependencies: cfg.DependsOn,
+	}, cfg.Args...)
+	if err != nil {
+		return winErr("create service", cfg.Name, err)
+	}
+	return winErr("create service", cfg.Name, s.Close())
+}
+
 func (windowsOS) StartService(name string) error {
 	s, err := openService(name, windows.SERVICE_START)
 	if err != nil {

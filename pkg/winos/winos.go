@@ -45,6 +45,10 @@ type OS interface {
 	// Like the Win32 API (and unlike .NET's ServiceController.Stop) it
 	// refuses with ErrDependentServicesRunning while a dependent runs.
 	StopService(name string) error
+	// CreateService registers a new, stopped service that runs
+	// cfg.Program with cfg.Args (CreateService; each argument is quoted
+	// as one). An existing service is ErrServiceExists.
+	CreateService(cfg ServiceConfig) error
 	// Recovery reads what the service control manager does when the
 	// service's process exits without a stop control.
 	Recovery(name string) (Recovery, error)
@@ -106,6 +110,20 @@ type OS interface {
 	Pipes() ([]string, error)
 	// PortListening reports whether a TCP port is in the listening state.
 	PortListening(port int) (bool, error)
+}
+
+// ServiceConfig is a service to create.
+type ServiceConfig struct {
+	Name        string
+	DisplayName string
+	Description string
+	// Program is the executable; Args follow it on the command line.
+	Program string
+	Args    []string
+	// StartType is Automatic or Manual.
+	StartType string
+	// DependsOn lists services that must run first.
+	DependsOn []string
 }
 
 // File is a file open for reading.

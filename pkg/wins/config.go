@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/target"
 )
 
 // SmokeName is the file name of the harmless executable `--deep` runs
@@ -30,10 +31,7 @@ type Paths struct {
 // (C:\etc\rancher\wins), which is what verify and uninstall use for a
 // node without spec.wins.
 func PathsFor(spec *v1alpha1.WinsSpec) Paths {
-	binary := v1alpha1.DefaultWinsDestination
-	if spec != nil && spec.Destination != "" {
-		binary = spec.Destination
-	}
+	binary := target.WinsDestination(spec)
 	dir := binary[:strings.LastIndex(binary, `\`)+1]
 	return Paths{Binary: binary, Config: dir + "config", Smoke: dir + SmokeName}
 }
@@ -72,15 +70,4 @@ func RenderConfig(spec *v1alpha1.WinsSpec, p Paths) (string, error) {
 		return "", fmt.Errorf("render wins config: %w", err)
 	}
 	return "# Written by swdt wins; changes here are replaced on the next run.\n" + string(raw), nil
-}
-
-// HealthChecks are the swap's checks of a new wins.exe: both pipes exist
-// and a get-version round trip through the pipe works. A wins that breaks
-// the bridge fails them and is rolled back like any provisioner.
-func HealthChecks(p Paths) []ops.HealthCheckSpec {
-	return []ops.HealthCheckSpec{
-		{NamedPipe: ops.WinsPipe},
-		{NamedPipe: ops.WinsProxyPipe},
-		{Command: []string{p.Binary, "cli", "hst", "get-version"}},
-	}
 }

@@ -6,7 +6,7 @@
 // its config file, stopping its orphaned host processes before the swap,
 // registering the service, and the verification report. It talks to the
 // node only through Node and reports progress only through the
-// provision.Observer it is given: it never prints and never sees SSH.
+// hotswap.Observer it is given: it never prints and never sees SSH.
 package wins
 
 import (
@@ -17,13 +17,14 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/target"
 )
 
 // Node is what the workflow needs from a node; *node.Node implements it.
 type Node interface {
-	provision.Node
+	hotswap.Node
 	InspectWins(ctx context.Context, configPath string) (ops.WinsInspectResponse, error)
 	WriteWinsConfig(ctx context.Context, path, content string) (ops.WinsConfigWriteResponse, error)
 	RegisterWins(ctx context.Context, req ops.WinsRegisterRequest) (ops.WinsRegisterResponse, error)
@@ -56,7 +57,7 @@ const (
 type Deployment struct {
 	Action Action `json:"action"`
 	// Binary is the hot-swap's action for wins.exe.
-	Binary provision.Action `json:"binary"`
+	Binary hotswap.Action `json:"binary"`
 	// ConfigChanged is true when the config file was (or would be)
 	// rewritten; ConfigBackup is where the previous one was kept.
 	ConfigChanged bool   `json:"configChanged"`
@@ -124,7 +125,7 @@ type Options struct {
 	Resolver *source.Resolver
 	// Swap tunes the hot-swap of wins.exe (timeouts, Observer). Its
 	// DryRun and BeforeSwap are set by Deploy.
-	Swap provision.Options
+	Swap hotswap.Options
 }
 
 // Deploy puts wins on the node as spec describes and verifies the bridge:
@@ -170,23 +171,31 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 		}
 		return nil
 	}
-	item := provision.Item{Name: "wins", Service: ops.WinsService, Destination: p.Binary, Source: src,
-		HealthChecks: HealthChecks(p), Unregistered: !registered, StartsItself: true}
 	running := inspect.Service.Status == "Running"
+	bin := target.Wins(spec)
+	// wins registers its own service (wins.exe srv app run --register),
+	// with the config swdt wrote; a new config or a stopped service needs
+	// a restart even when wins.exe is unchanged.
+	item := hotswap.Item{Name: bin.Name, Service: bin.Service, Destination: bin.Destination, Source: src,
+		HealthChecks: bin.HealthChecks, Restart: d.ConfigChanged || !running,
+		Register: func(ctx context.Context) error {
+			_, err := n.RegisterWins(ctx, ops.WinsRegisterRequest{Binary: p.Binary, ConfigPath: p.Config})
+			return err
+		}}
 
 	if opts.DryRun {
-		res, err := provision.Run(ctx, n, []provision.Item{item}, swapOpts)
+		res, err := hotswap.Run(ctx, n, []hotswap.Item{item}, swapOpts)
 		if err != nil {
 			return nil, fmt.Errorf("plan wins.exe: %w", err)
 		}
 		r := res.Results[0]
 		d.Binary, d.Detail = r.Action, r.Detail
 		switch {
-		case r.Action == provision.ActionFailed:
+		case r.Action == hotswap.ActionFailed:
 			d.Action, d.Error, d.Detail = ActionFailed, r.Error, ""
 		case !registered:
 			d.Action = ActionInstall
-		case r.Action == provision.ActionUpdate:
+		case r.Action == hotswap.ActionUpdate:
 			d.Action = ActionUpdate
 		case d.ConfigChanged:
 			d.Action = ActionReconfigure
@@ -206,45 +215,31 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 		}
 		d.ConfigBackup = w.Backup
 	}
-	res, err := provision.Run(ctx, n, []provision.Item{item}, swapOpts)
+	res, err := hotswap.Run(ctx, n, []hotswap.Item{item}, swapOpts)
 	if err != nil {
 		return nil, fmt.Errorf("hot-swap wins.exe: %w", err)
 	}
 	r := res.Results[0]
 	d.Binary, d.BytesSent, d.DowntimeMs, d.Detail = r.Action, r.BytesSent, r.Downtime.Milliseconds(), r.Detail
-	switch r.Action {
-	case provision.ActionFailed, provision.ActionRolledBack:
+	d.Registered, d.Restarted = r.Registered, r.Restarted
+	switch {
+	case r.Action == hotswap.ActionRolledBack:
+		d.Action, d.Error = ActionRolledBack, r.Error
+	case r.Action == hotswap.ActionFailed:
 		d.Action, d.Error = ActionFailed, r.Error
-		if r.Action == provision.ActionRolledBack {
-			d.Action = ActionRolledBack
-		}
-		if strings.Contains(r.Error, `\\.\pipe\`+ops.WinsPipe) || strings.Contains(r.Error, `\\.\pipe\`+ops.WinsProxyPipe) {
-			d.Error += "; " + NoBridgeAdvice
-		}
+	case r.Registered:
+		d.Action = ActionInstalled
+	case r.Action == hotswap.ActionUpdated:
+		d.Action = ActionUpdated
+	case r.Restarted && d.ConfigChanged:
+		d.Action = ActionReconfigured
+	case r.Restarted:
+		d.Action = ActionStarted
+	default:
+		d.Action = ActionUnchanged
 	}
-	if d.Action == "" {
-		swapped := registered && r.Action == provision.ActionUpdated
-		switch {
-		case !registered:
-			if err := register(ctx, n, p, opts.Swap, observe); err != nil {
-				d.Action, d.Error = ActionFailed, err.Error()
-				break
-			}
-			d.Registered, d.Restarted, d.Action = true, true, ActionInstalled
-		case swapped:
-			d.Action = ActionUpdated
-		case d.ConfigChanged || !running:
-			if err := restart(ctx, n, running, opts.Swap, observe); err != nil {
-				d.Action, d.Error = ActionFailed, err.Error()
-				break
-			}
-			d.Restarted, d.Action = true, ActionStarted
-			if d.ConfigChanged {
-				d.Action = ActionReconfigured
-			}
-		default:
-			d.Action = ActionUnchanged
-		}
+	if strings.Contains(d.Error, `\\.\pipe\`+ops.WinsPipe) || strings.Contains(d.Error, `\\.\pipe\`+ops.WinsProxyPipe) {
+		d.Error += "; " + NoBridgeAdvice
 	}
 	observe.Step("verifying the bridge")
 	checks, err := verify(ctx, n, p, opts.Deep)
@@ -255,53 +250,6 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 	}
 	report.Checks = checks
 	return report, nil
-}
-
-// register registers the service from the binary now in place, with the
-// config swdt wrote, and starts it.
-func register(ctx context.Context, n Node, p Paths, swap provision.Options, observe provision.Observer) error {
-	observe.Step("registering service " + ops.WinsService)
-	if _, err := n.RegisterWins(ctx, ops.WinsRegisterRequest{Binary: p.Binary, ConfigPath: p.Config}); err != nil {
-		return fmt.Errorf("register %s: %w", ops.WinsService, err)
-	}
-	return restart(ctx, n, false, swap, observe)
-}
-
-// restart starts the service, stopping it first when it runs, with the
-// hot-swap's service op (no binary changes hands).
-func restart(ctx context.Context, n Node, running bool, swap provision.Options, observe provision.Observer) error {
-	req := ops.ServiceSwapRequest{
-		StartOrder:      []string{ops.WinsService},
-		StopTimeoutMs:   durationMs(swap.StopTimeout, provision.DefaultStopTimeout),
-		StartTimeoutMs:  durationMs(swap.StartTimeout, provision.DefaultStartTimeout),
-		SettleMs:        int(max(swap.Settle, 0).Milliseconds()),
-		HealthTimeoutMs: durationMs(swap.HealthTimeout, provision.DefaultHealthTimeout),
-	}
-	verb := "starting"
-	if running {
-		req.StopOrder, verb = []string{ops.WinsService}, "restarting"
-	}
-	observe.Step(verb + " " + ops.WinsService)
-	// Once stopped, the service must come back even if ctx is cancelled
-	// (a first Ctrl-C); a second one (swap.Abort) gives up. The op's own
-	// timeouts bound it, and the node bounds the op (node.SwapBudget).
-	sctx, cancel := provision.UntilAbort(ctx, swap.Abort)
-	defer cancel()
-	resp, err := n.SwapServices(sctx, req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", verb, ops.WinsService, err)
-	}
-	if len(resp.NotStarted) > 0 {
-		return fmt.Errorf("%s %s: %s", verb, ops.WinsService, resp.NotStarted[0].Error)
-	}
-	return nil
-}
-
-func durationMs[D ~int64](d, def D) int {
-	if d <= 0 {
-		d = def
-	}
-	return int(int64(d) / 1e6)
 }
 
 // Verify checks the bridge without changing anything on the node (the
@@ -336,7 +284,7 @@ func Uninstall(ctx context.Context, n Node, spec *v1alpha1.WinsSpec) (*Report, e
 		ConfigBackup: resp.ConfigBackup, StoppedProcesses: len(resp.Stopped)}}, nil
 }
 
-func observer(o provision.Observer) provision.Observer {
+func observer(o hotswap.Observer) hotswap.Observer {
 	if o == nil {
 		return nopObserver{}
 	}
@@ -345,6 +293,6 @@ func observer(o provision.Observer) provision.Observer {
 
 type nopObserver struct{}
 
-func (nopObserver) Planned(*provision.Plan)                {}
+func (nopObserver) Planned(*hotswap.Plan)                {}
 func (nopObserver) Step(string)                            {}
-func (nopObserver) Upload(provision.Item) func(sent int64) { return func(int64) {} }
+func (nopObserver) Upload(hotswap.Item) func(sent int64) { return func(int64) {} }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/wins"
@@ -51,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 		spec: &v1alpha1.WinsSpec{SourceURL: filepath.Join(t.TempDir(), "wins.exe"), Destination: winsExe,
 			WhiteList: v1alpha1.WinsWhiteList{ProcessPaths: []string{`C:\etc\rancher\wins\agent.exe`}, ProxyPorts: []int32{9796}}},
 		opts: wins.Options{Resolver: &source.Resolver{CacheDir: t.TempDir()},
-			Swap: provision.Options{StopTimeout: 2 * time.Second, StartTimeout: 2 * time.Second, Settle: 30 * time.Millisecond, HealthTimeout: 300 * time.Millisecond}},
+			Swap: hotswap.Options{StopTimeout: 2 * time.Second, StartTimeout: 2 * time.Second, Settle: 30 * time.Millisecond, HealthTimeout: 300 * time.Millisecond}},
 	}
 	f.build(t, goodWins)
 	return f
@@ -126,7 +126,7 @@ func TestDeployFreshNodeThenNothingChanges(t *testing.T) {
 	f := newFixture(t)
 	r := f.deploy(t)
 	d := r.Deploy
-	if d.Action != wins.ActionInstalled || d.Binary != provision.ActionUpdated || !d.Registered || !d.ConfigChanged || d.BytesSent != int64(len(goodWins)) {
+	if d.Action != wins.ActionInstalled || d.Binary != hotswap.ActionUpdated || !d.Registered || !d.ConfigChanged || d.BytesSent != int64(len(goodWins)) {
 		t.Errorf("first deploy %+v", d)
 	}
 	checksOK(t, r, wins.CheckService, wins.CheckPipes, wins.CheckGetVersion)
@@ -146,7 +146,7 @@ func TestDeployFreshNodeThenNothingChanges(t *testing.T) {
 
 	starts := svc.StartCount
 	r = f.deploy(t)
-	if r.Deploy.Action != wins.ActionUnchanged || r.Deploy.Binary != provision.ActionUnchanged || r.Deploy.ConfigChanged || r.Deploy.BytesSent != 0 || r.Deploy.Restarted {
+	if r.Deploy.Action != wins.ActionUnchanged || r.Deploy.Binary != hotswap.ActionUnchanged || r.Deploy.ConfigChanged || r.Deploy.BytesSent != 0 || r.Deploy.Restarted {
 		t.Errorf("second deploy %+v", r.Deploy)
 	}
 	checksOK(t, r, wins.CheckService, wins.CheckPipes, wins.CheckGetVersion)
@@ -193,7 +193,7 @@ func TestWhitelistChange(t *testing.T) {
 			starts := f.service(t).StartCount
 			f.spec.WhiteList.ProcessPaths = tt.paths
 			r := f.deploy(t)
-			if r.Deploy.Action != tt.action || r.Deploy.ConfigChanged != tt.restart || r.Deploy.Restarted != tt.restart || r.Deploy.Binary != provision.ActionUnchanged {
+			if r.Deploy.Action != tt.action || r.Deploy.ConfigChanged != tt.restart || r.Deploy.Restarted != tt.restart || r.Deploy.Binary != hotswap.ActionUnchanged {
 				t.Errorf("deploy %+v", r.Deploy)
 			}
 			checksOK(t, r, wins.CheckService, wins.CheckPipes, wins.CheckGetVersion)
@@ -330,7 +330,7 @@ func TestDryRun(t *testing.T) {
 	f := newFixture(t)
 	f.opts.DryRun = true
 	r := f.deploy(t)
-	if r.Deploy.Action != wins.ActionInstall || r.Deploy.Binary != provision.ActionUpdate || len(r.Checks) != 0 {
+	if r.Deploy.Action != wins.ActionInstall || r.Deploy.Binary != hotswap.ActionUpdate || len(r.Checks) != 0 {
 		t.Errorf("dry run %+v", r.Deploy)
 	}
 	if f.sim.Exists(winsExe) || f.sim.Exists(winsCfg) {

@@ -193,6 +193,41 @@ type ProvisionerSpec struct {
 	// (extension).
 	// +optional
 	HealthChecks []HealthCheck `json:"healthCheck,omitempty"`
+
+	// Register, when set, registers the service when the node does not
+	// have it yet: the binary is put in place, the service is created to
+	// run it (destination) with these arguments and started, and its
+	// health checks run, as for csi-proxy or a CNI daemon that no
+	// installer set up. A service that exists is swapped as usual
+	// (extension).
+	// +optional
+	Register *ServiceRegistration `json:"register,omitempty"`
+}
+
+// ServiceRegistration is how a provisioner's service is created when it is
+// missing (extension).
+type ServiceRegistration struct {
+	// Args are the arguments the service passes to the binary, one element
+	// each, never through a shell.
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// DisplayName is shown in the Services console (default: the service
+	// name).
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
+
+	// Description is the service's description.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// StartType is Automatic (the default) or Manual.
+	// +optional
+	StartType string `json:"startType,omitempty"`
+
+	// DependsOn lists services that must run before this one.
+	// +optional
+	DependsOn []string `json:"dependsOn,omitempty"`
 }
 
 // HealthCheck is one check run on the node after a service starts. Exactly

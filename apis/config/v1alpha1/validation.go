@@ -213,6 +213,36 @@ func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
 	for i := range pr.HealthChecks {
 		errs = append(errs, validateHealthCheck(&pr.HealthChecks[i], p.Child("healthCheck").Index(i))...)
 	}
+	if pr.Register != nil {
+		errs = append(errs, validateRegistration(pr.Register, p.Child("register"))...)
+	}
+	return errs
+}
+
+func validateRegistration(r *ServiceRegistration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, a := range r.Args {
+		if hasControl(a) || strings.ContainsRune(a, 0) {
+			errs = append(errs, field.Invalid(p.Child("args").Index(i), a, "must not contain control characters"))
+		}
+	}
+	if hasControl(r.DisplayName) {
+		errs = append(errs, field.Invalid(p.Child("displayName"), r.DisplayName, "must not contain control characters"))
+	}
+	if hasControl(r.Description) {
+		errs = append(errs, field.Invalid(p.Child("description"), r.Description, "must not contain control characters"))
+	}
+	switch r.StartType {
+	case "", "Automatic", "Manual":
+	default:
+		errs = append(errs, field.NotSupported(p.Child("startType"), r.StartType, []string{"Automatic", "Manual"}))
+	}
+	for i, d := range r.DependsOn {
+		if !serviceNameRE.MatchString(d) {
+			errs = append(errs, field.Invalid(p.Child("dependsOn").Index(i), d,
+				"must be a Windows service name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 256 characters"))
+		}
+	}
 	return errs
 }
 

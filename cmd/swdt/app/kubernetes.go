@@ -16,9 +16,10 @@ import (
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
@@ -275,7 +276,7 @@ func (k *kubeRun) resolve(ctx context.Context, work []nodeWork) (map[sourceKey]*
 
 // nodeOutcome is what one node's run produced.
 type nodeOutcome struct {
-	report *provision.Report
+	report *hotswap.Report
 	// snapshot names the VM snapshot --snapshot took, if any.
 	snapshot string
 }
@@ -302,7 +303,7 @@ func (k *kubeRun) run(ctx context.Context, work []nodeWork, sources map[sourceKe
 
 // runNode swaps w's provisioners on one node; with --snapshot, the name of
 // the snapshot taken before the swap goes to *snapshot.
-func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File, snapshot *string) (*provision.Report, error) {
+func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey]*source.File, snapshot *string) (*hotswap.Report, error) {
 	kn := w.node
 	name := kn.spec.Name
 	if kn.conn == nil {
@@ -317,9 +318,9 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 		}
 		kn.conn = conn
 	}
-	items := make([]provision.Item, 0, len(w.provs))
+	items := make([]hotswap.Item, 0, len(w.provs))
 	for _, p := range w.provs {
-		items = append(items, provision.Item{
+		items = append(items, hotswap.Item{
 			Name:         p.Name,
 			Service:      p.ServiceName(),
 			Helper:       p.Helper(),
@@ -338,7 +339,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 	if k.f.snapshot {
 		opts.BeforeSwap = func(ctx context.Context) error { return k.snapshotVM(ctx, w, snapshot) }
 	}
-	if hashes := openHashes(k.f.cacheDir, kn.spec); hashes != nil {
+	if hashes := hashcache.ForNode(k.f.cacheDir, kn.spec); hashes != nil {
 		opts.Hashes = hashes
 		defer func() {
 			if err := hashes.Save(); err != nil {
@@ -346,7 +347,7 @@ func (k *kubeRun) runNode(ctx context.Context, w nodeWork, sources map[sourceKey
 			}
 		}()
 	}
-	return provision.Run(ctx, kn.conn, items, opts)
+	return hotswap.Run(ctx, kn.conn, items, opts)
 }
 
 func healthChecks(in []v1alpha1.HealthCheck) []ops.HealthCheckSpec {
@@ -385,7 +386,7 @@ type kubeNodeJSON struct {
 	Error string `json:"error,omitempty"`
 	// Repair is what the run found of an interrupted swap and repaired
 	// before anything else.
-	Repair       *provision.Repair `json:"repair,omitempty"`
+	Repair       *hotswap.Repair `json:"repair,omitempty"`
 	Provisioners []kubeProvJSON    `json:"provisioners"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
@@ -468,8 +469,8 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 
 // saved is how much less than the file went over the wire, and how:
 // "99% patch", "46% compressed"; "-" when nothing was saved.
-func saved(res provision.Result) string {
-	if res.FileSize <= 0 || res.BytesSent >= res.FileSize || res.Transfer == "" || res.Transfer == provision.TransferPlain {
+func saved(res hotswap.Result) string {
+	if res.FileSize <= 0 || res.BytesSent >= res.FileSize || res.Transfer == "" || res.Transfer == hotswap.TransferPlain {
 		return "-"
 	}
 	pct := 100 * (res.FileSize - res.BytesSent) / res.FileSize
@@ -490,7 +491,7 @@ func duration(d time.Duration) string {
 // and returns the latest run's outcome (last is the first run's).
 // watcher starts watching the local sources of every selected provisioner,
 // named node/provisioner.
-func (k *kubeRun) watcher(sources map[sourceKey]*source.File) (*provision.Watcher, error) {
+func (k *kubeRun) watcher(sources map[sourceKey]*source.File) (*hotswap.Watcher, error) {
 	paths := map[string]string{}
 	for _, kn := range k.nodes {
 		for _, p := range kn.provs {
@@ -502,11 +503,11 @@ func (k *kubeRun) watcher(sources map[sourceKey]*source.File) (*provision.Watche
 	if len(paths) == 0 {
 		return nil, exitcode.WithCode(exitcode.Usage, errors.New("--watch: no provisioner has a local source to watch; nothing was changed on any node"))
 	}
-	return provision.NewWatcher(paths, k.f.debounce)
+	return hotswap.NewWatcher(paths, k.f.debounce)
 }
 
 // watch re-runs the provisioners whose source changed until ctx is done.
-func (k *kubeRun) watch(ctx context.Context, watcher *provision.Watcher, last error) error {
+func (k *kubeRun) watch(ctx context.Context, watcher *hotswap.Watcher, last error) error {
 	k.progress.Note("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources())
 	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
 		want := map[string]bool{}
@@ -567,12 +568,12 @@ type kubeObserver struct {
 	transfers map[string]*ui.Transfer
 }
 
-func (o *kubeObserver) Planned(plan *provision.Plan) {
+func (o *kubeObserver) Planned(plan *hotswap.Plan) {
 	var b strings.Builder
 	b.WriteString("plan:")
 	for _, s := range plan.Steps {
 		line := fmt.Sprintf("\n%-12s %-10s %s", s.Item.Name, s.Action, s.Reason)
-		if s.Action == provision.ActionUpdate && s.Item.Source != nil {
+		if s.Action == hotswap.ActionUpdate && s.Item.Source != nil {
 			line += fmt.Sprintf(" (%s -> %s)", ui.Bytes(s.Item.Source.Size), s.Item.Destination)
 		}
 		b.WriteString(line)
@@ -592,7 +593,7 @@ func orNothing(names []string) string {
 
 func (o *kubeObserver) Step(msg string) { o.progress.Step(o.node, "%s", msg) }
 
-func (o *kubeObserver) Upload(item provision.Item) func(sent int64) {
+func (o *kubeObserver) Upload(item hotswap.Item) func(sent int64) {
 	t := o.progress.Transfer(fmt.Sprintf("node %s: stage %s", o.node, item.Name), item.Source.Size)
 	o.mu.Lock()
 	o.transfers[item.Name] = t

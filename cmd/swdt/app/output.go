@@ -2,7 +2,7 @@ package app
 
 import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 )
 
 // docMeta opens every JSON document swdt prints, so a script can tell
@@ -29,15 +29,15 @@ const (
 )
 
 // provisionResult maps a provisioner's action to the shared vocabulary.
-func provisionResult(a provision.Action) string {
+func provisionResult(a hotswap.Action) string {
 	switch a {
-	case provision.ActionUpdated:
+	case hotswap.ActionUpdated:
 		return resultChanged
-	case provision.ActionUnchanged:
+	case hotswap.ActionUnchanged:
 		return resultUnchanged
-	case provision.ActionUpdate:
+	case hotswap.ActionUpdate:
 		return resultWouldChange
-	case provision.ActionRolledBack:
+	case hotswap.ActionRolledBack:
 		return resultRolledBack
 	default:
 		return resultFailed

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/status"
@@ -74,7 +75,7 @@ func runStatus(ctx context.Context, e *env, cacheDir string) error {
 			return nil, err
 		}
 		defer n.Close()
-		hashes := openHashes(cacheDir, spec)
+		hashes := hashcache.ForNode(cacheDir, spec)
 		if hashes == nil {
 			return status.Gather(ctx, n, targets, nil)
 		}

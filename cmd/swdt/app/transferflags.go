@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sigs.k8s.io/swdt/pkg/delta"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 
@@ -28,8 +28,8 @@ func (t *transferFlags) add(fl *pflag.FlagSet) {
 
 // transfer returns the run's transfer settings; the copies for patches
 // live under the cache directory.
-func (t transferFlags) transfer(cacheDir string) provision.Transfer {
-	tr := provision.Transfer{Compress: delta.Mode(t.compress)}
+func (t transferFlags) transfer(cacheDir string) hotswap.Transfer {
+	tr := hotswap.Transfer{Compress: delta.Mode(t.compress)}
 	if !t.delta {
 		return tr
 	}

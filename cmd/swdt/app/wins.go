@@ -11,8 +11,9 @@ import (
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/node"
-	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/wins"
 )
@@ -142,7 +143,7 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	return runWinsOn(ctx, e, false, config.PrivateKeyFile|config.WinsSource, func(ctx context.Context, n *node.Node, spec *v1alpha1.Node, obs *winsObserver) (*wins.Report, error) {
 		swap := f.swap.options()
 		swap.Observer, swap.Abort, swap.Command = obs.forNode(spec.Name), abort, "swdt wins"
-		if hashes := openHashes("", spec); hashes != nil {
+		if hashes := hashcache.ForNode("", spec); hashes != nil {
 			swap.Hashes = hashes
 			defer func() { _ = hashes.Save() }() // without it the next run re-hashes wins.exe
 		}
@@ -287,7 +288,7 @@ type winsObserver struct {
 	ui *ui.UI
 }
 
-func (o *winsObserver) forNode(name string) provision.Observer {
+func (o *winsObserver) forNode(name string) hotswap.Observer {
 	return &winsNodeObserver{o: o, node: name}
 }
 
@@ -295,13 +296,13 @@ func (o *winsObserver) step(nodeName, msg string) { o.ui.Step(nodeName, "%s", ms
 
 func (o *winsObserver) warn(nodeName, msg string) { o.ui.Warn("node %s: %s", nodeName, msg) }
 
-// winsNodeObserver is one node's provision.Observer.
+// winsNodeObserver is one node's hotswap.Observer.
 type winsNodeObserver struct {
 	o    *winsObserver
 	node string
 }
 
-func (w *winsNodeObserver) Planned(p *provision.Plan) {
+func (w *winsNodeObserver) Planned(p *hotswap.Plan) {
 	for _, s := range p.Steps {
 		w.o.step(w.node, fmt.Sprintf("plan: wins.exe: %s (%s)", s.Action, s.Reason))
 	}
@@ -309,7 +310,7 @@ func (w *winsNodeObserver) Planned(p *provision.Plan) {
 
 func (w *winsNodeObserver) Step(msg string) { w.o.step(w.node, msg) }
 
-func (w *winsNodeObserver) Upload(it provision.Item) func(sent int64) {
+func (w *winsNodeObserver) Upload(it hotswap.Item) func(sent int64) {
 	w.o.step(w.node, fmt.Sprintf("staging %s (%d bytes)", it.Staged(), it.Source.Size))
 	return func(int64) {}
 }

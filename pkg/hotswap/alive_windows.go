@@ -1,6 +1,6 @@
 //go:build windows
 
-package provision
+package hotswap
 
 import "golang.org/x/sys/windows"
 

@@ -1,4 +1,4 @@
-package provision_test
+package hotswap_test
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/provision"
 	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/source"
@@ -93,9 +93,9 @@ type hookObserver struct {
 	steps    []string
 }
 
-func (o *hookObserver) Planned(*provision.Plan) {}
-func (o *hookObserver) Step(msg string)         { o.steps = append(o.steps, msg) }
-func (o *hookObserver) Upload(provision.Item) func(int64) {
+func (o *hookObserver) Planned(*hotswap.Plan) {}
+func (o *hookObserver) Step(msg string)       { o.steps = append(o.steps, msg) }
+func (o *hookObserver) Upload(hotswap.Item) func(int64) {
 	if o.onUpload != nil {
 		o.onUpload()
 		o.onUpload = nil
@@ -122,46 +122,46 @@ func TestEncodedTransfers(t *testing.T) {
 		maxSent      int64
 	}{
 		{name: "a patch against the binary on the node", compress: delta.Mode{Auto: true},
-			wantTransfer: provision.TransferPatch, maxSent: 64 << 10},
+			wantTransfer: hotswap.TransferPatch, maxSent: 64 << 10},
 		{name: "compressed at a fixed level when no copy is kept", compress: delta.Mode{Level: delta.LevelDefault},
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				if err := os.RemoveAll(store.Dir); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
+			wantTransfer: hotswap.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
 		{name: "off sends the file as it is", compress: delta.Mode{},
-			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferPlain, maxSent: int64(len(v2))},
 		{name: "auto sends a whole file as it is on a local network", compress: delta.Mode{Auto: true}, rtt: time.Millisecond,
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				if err := os.RemoveAll(store.Dir); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferPlain, maxSent: int64(len(v2))},
 		{name: "auto sends no patch on a local network", compress: delta.Mode{Auto: true}, rtt: time.Millisecond,
-			wantTransfer: provision.TransferPlain, maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferPlain, maxSent: int64(len(v2))},
 		{name: "a fixed level compresses on a local network too", compress: delta.Mode{Level: delta.LevelFastest}, rtt: time.Millisecond,
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				if err := os.RemoveAll(store.Dir); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
+			wantTransfer: hotswap.TransferCompressed, maxSent: int64(len(v2)) * 3 / 4},
 		{name: "a truncated patch falls back to the whole file", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, ts *simnode.TestServer, _ *delta.Store) {
 				if err := ts.SetFaults(simnode.Faults{DamageEncoded: "truncate"}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, wantStep: "the patch did not work", maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferCompressed, wantStep: "the patch did not work", maxSent: int64(len(v2))},
 		{name: "a corrupted patch falls back to the whole file", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, ts *simnode.TestServer, _ *delta.Store) {
 				if err := ts.SetFaults(simnode.Faults{DamageEncoded: "corrupt"}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, wantStep: "the patch did not work", maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferCompressed, wantStep: "the patch did not work", maxSent: int64(len(v2))},
 		{name: "the binary on the node changed after the inspect", compress: delta.Mode{Auto: true},
 			duringStage: func(t *testing.T, ts *simnode.TestServer) {
 				// Same size, other bytes: only the digest can tell. The
@@ -173,7 +173,7 @@ func TestEncodedTransfers(t *testing.T) {
 					t.Error(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, wantStep: "SHA-256", maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferCompressed, wantStep: "SHA-256", maxSent: int64(len(v2))},
 		{name: "staging holds the node's lock, which names the run's encoded upload", compress: delta.Mode{Auto: true},
 			duringStage: func(t *testing.T, ts *simnode.TestServer) {
 				raw, err := ts.Node().ReadFile(ops.LockPath)
@@ -193,7 +193,7 @@ func TestEncodedTransfers(t *testing.T) {
 					t.Errorf("lock %s, want staged %q", raw, want)
 				}
 			},
-			wantTransfer: provision.TransferPatch, maxSent: 64 << 10},
+			wantTransfer: hotswap.TransferPatch, maxSent: 64 << 10},
 		{name: "the kept copy is not what the node has", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				sum := sha256.Sum256(v1)
@@ -201,7 +201,7 @@ func TestEncodedTransfers(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantTransfer: provision.TransferCompressed, wantStep: "not the file expected", maxSent: int64(len(v2))},
+			wantTransfer: hotswap.TransferCompressed, wantStep: "not the file expected", maxSent: int64(len(v2))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,18 +214,18 @@ func TestEncodedTransfers(t *testing.T) {
 			store := &delta.Store{Dir: t.TempDir()}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			push := func(content []byte, compress delta.Mode, obs provision.Observer) provision.Result {
+			push := func(content []byte, compress delta.Mode, obs hotswap.Observer) hotswap.Result {
 				t.Helper()
-				item := provision.Item{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "kubelet.exe", content)}
-				rep, err := provision.Run(ctx, n, []provision.Item{item}, provision.Options{
-					Settle: 0, Transfer: provision.Transfer{Compress: compress, Store: store}, Observer: obs,
+				item := hotswap.Item{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "kubelet.exe", content)}
+				rep, err := hotswap.Run(ctx, n, []hotswap.Item{item}, hotswap.Options{
+					Settle: 0, Transfer: hotswap.Transfer{Compress: compress, Store: store}, Observer: obs,
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return rep.Results[0]
 			}
-			if r := push(v1, delta.Mode{Auto: true}, nil); r.Action != provision.ActionUpdated {
+			if r := push(v1, delta.Mode{Auto: true}, nil); r.Action != hotswap.ActionUpdated {
 				t.Fatalf("first push: %+v", r)
 			}
 			if tc.before != nil {
@@ -236,13 +236,13 @@ func TestEncodedTransfers(t *testing.T) {
 				obs.onUpload = func() { tc.duringStage(t, ts) }
 			}
 			r := push(v2, tc.compress, obs)
-			if r.Action != provision.ActionUpdated || r.Error != "" {
+			if r.Action != hotswap.ActionUpdated || r.Error != "" {
 				t.Fatalf("second push: %+v", r)
 			}
 			if r.Transfer != tc.wantTransfer || r.FileSize != int64(len(v2)) || r.BytesSent <= 0 || r.BytesSent > tc.maxSent {
 				t.Errorf("transfer %s, %d bytes sent for %d; want %s, at most %d", r.Transfer, r.BytesSent, r.FileSize, tc.wantTransfer, tc.maxSent)
 			}
-			if r.Transfer != provision.TransferPlain {
+			if r.Transfer != hotswap.TransferPlain {
 				sum := sha256.Sum256(v2)
 				f, _, err := store.Open(hex.EncodeToString(sum[:]))
 				if err != nil {

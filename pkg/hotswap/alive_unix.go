@@ -1,6 +1,6 @@
 //go:build unix
 
-package provision
+package hotswap
 
 import (
 	"errors"

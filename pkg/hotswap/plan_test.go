@@ -1,6 +1,7 @@
-package provision
+package hotswap
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -188,7 +189,7 @@ func TestMakePlanErrors(t *testing.T) {
 
 func TestMakePlanUnregistered(t *testing.T) {
 	sha := strings.Repeat("a", 64)
-	wins := Item{Name: "wins", Service: "rancher-wins", Destination: `C:\etc\rancher\wins\wins.exe`, Source: &source.File{SHA256: sha}, Unregistered: true}
+	wins := Item{Name: "wins", Service: "rancher-wins", Destination: `C:\etc\rancher\wins\wins.exe`, Source: &source.File{SHA256: sha}, Register: func(context.Context) error { return nil }}
 	tests := []struct {
 		name       string
 		file       ops.FileInfo

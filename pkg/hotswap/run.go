@@ -1,11 +1,13 @@
-// Package provision is the hot-swap workflow of DESIGN.md §4: inspect the
+// Package hotswap is the hot-swap engine of DESIGN.md §4, the one swap
+// path of every workflow that puts a binary into a service (pkg/provision
+// for swdt kubernetes, pkg/wins): inspect the
 // node, plan, stage changed binaries beside their destinations while the
 // services keep running, swap them in one op in dependency order, verify,
 // and roll back or repair on failure.
 //
 // It talks to the node only through the Node interface and reports
 // progress only through Observer: it never prints and never sees SSH.
-package provision
+package hotswap
 
 import (
 	"context"
@@ -19,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -77,7 +80,7 @@ type Options struct {
 	Observer Observer
 	// Hashes remembers destinations' digests between runs; nil means
 	// every destination is hashed on the node every run.
-	Hashes HashCache
+	Hashes hashcache.Cache
 	// Transfer says how staged files travel (compressed, patched).
 	Transfer Transfer
 	// Command names the run in the node's lock ("swdt kubernetes").
@@ -147,6 +150,12 @@ type Result struct {
 	Downtime time.Duration `json:"-"`
 	// Error says what failed (empty on success).
 	Error string `json:"error,omitempty"`
+	// Registered is true when the run registered the item's service
+	// (Item.Register).
+	Registered bool `json:"registered,omitempty"`
+	// Restarted is true when the run started or restarted the service
+	// outside the swap (after registering it, or for Item.Restart).
+	Restarted bool `json:"restarted,omitempty"`
 	// Detail is extra context: the plan's reason, a killed process, the
 	// service's last exit code and events.
 	Detail string `json:"detail,omitempty"`
@@ -246,7 +255,12 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	}
 	report := &Report{Plan: plan, Results: results, Repair: repair}
 	updates := plan.Updates()
-	if opts.DryRun || len(updates) == 0 {
+	if opts.DryRun {
+		return report, nil
+	}
+	if len(updates) == 0 {
+		serviceSteps(ctx, n, plan, owner, results, index, opts)
+		finish(results, started)
 		return report, nil
 	}
 
@@ -290,6 +304,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	swap(ctx, n, plan, owner, staged, stagedInfo, results, index, opts)
+	serviceSteps(ctx, n, plan, owner, results, index, opts)
 	for _, it := range staged {
 		// A rename keeps size and time: the destination is now what was
 		// verified as staged.
@@ -458,6 +473,69 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 			}
 		}
 	}
+}
+
+// serviceSteps runs the optional steps of items after the swap: it
+// registers and starts the services of items that asked for it, and
+// restarts the services of items whose binary was unchanged but that asked
+// for a restart. Items that failed are left alone.
+func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, results []Result, index map[string]int, opts Options) {
+	for _, s := range plan.Steps {
+		it := s.Item
+		res := &results[index[it.key()]]
+		switch {
+		case res.Failed():
+		case !s.Service.Exists && it.Register != nil:
+			opts.Observer.Step("registering service " + it.Service)
+			if err := it.Register(ctx); err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, fmt.Sprintf("register %s: %v", it.Service, err), ""
+				continue
+			}
+			res.Registered = true
+			if err := restart(ctx, n, it.Service, false, owner, opts); err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				continue
+			}
+			res.Restarted = true
+		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
+			if err := restart(ctx, n, it.Service, isActive(s.Service.Status), owner, opts); err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				continue
+			}
+			res.Restarted = true
+		}
+	}
+}
+
+// restart starts service, stopping it first when it runs, with the swap's
+// service op (no binary changes hands).
+func restart(ctx context.Context, n Node, service string, running bool, owner ops.LockOwner, opts Options) error {
+	req := ops.ServiceSwapRequest{
+		Owner:           owner,
+		StartOrder:      []string{service},
+		StopTimeoutMs:   int(opts.StopTimeout.Milliseconds()),
+		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
+		SettleMs:        int(opts.Settle.Milliseconds()),
+		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+	}
+	verb := "starting"
+	if running {
+		req.StopOrder, verb = []string{service}, "restarting"
+	}
+	opts.Observer.Step(verb + " " + service)
+	// Once stopped, the service must come back even if ctx is cancelled
+	// (a first Ctrl-C); a second one (opts.Abort) gives up. The op's own
+	// timeouts bound it, and the node bounds the op (node.SwapBudget).
+	sctx, cancel := UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	resp, err := n.SwapServices(sctx, req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, service, err)
+	}
+	if len(resp.NotStarted) > 0 {
+		return fmt.Errorf("%s %s: %s", verb, service, resp.NotStarted[0].Error)
+	}
+	return nil
 }
 
 // repairAfter repairs the node after the swap op itself failed

@@ -1,6 +1,7 @@
-package provision
+package hotswap
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +11,9 @@ import (
 )
 
 // Item is one binary to put into one service: a kubernetes provisioner, or
-// wins.exe for pkg/wins.
+// wins.exe for pkg/wins. Registering the service and restarting it are
+// optional steps of an item, so that a binary whose service swdt creates
+// (wins, csi-proxy) takes the same path as any other.
 type Item struct {
 	// Name is the provisioner's name as shown to the user.
 	Name string
@@ -28,14 +31,16 @@ type Item struct {
 	// program (containerd's shim): the service's program is not compared
 	// with Destination.
 	Helper bool
-	// Unregistered allows the service not to exist yet: the binary is put
-	// in place and no service is stopped or started for it (pkg/wins
-	// registers the service afterwards).
-	Unregistered bool
-	// StartsItself means the caller starts a stopped service itself
-	// (pkg/wins restarts wins): a stopped service alone does not make the
-	// binary an update.
-	StartsItself bool
+	// Register, when set, registers Service when the node does not have
+	// it yet: the binary is put in place (no service stops or starts for
+	// it), then Register runs and the service is started. Without it, a
+	// missing service fails the item.
+	Register func(ctx context.Context) error
+	// Restart (re)starts the service even when its binary is unchanged,
+	// for example after its config changed: a running service is stopped
+	// and started, a stopped one started. A stopped service alone then
+	// does not make the binary an update.
+	Restart bool
 
 	// runID is the run's, set by Run: staged names are unique per run.
 	runID string
@@ -149,11 +154,11 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 	for i, it := range items {
 		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
 		switch {
-		case !step.Service.Exists && it.Unregistered && !step.Current.Exists:
+		case !step.Service.Exists && it.Register != nil && !step.Current.Exists:
 			step.Action, step.Reason = ActionUpdate, "not on the node yet; service not registered"
-		case !step.Service.Exists && it.Unregistered && !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
+		case !step.Service.Exists && it.Register != nil && !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
 			step.Action, step.Reason = ActionUpdate, "content differs; service not registered"
-		case !step.Service.Exists && it.Unregistered:
+		case !step.Service.Exists && it.Register != nil:
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256; service not registered"
 		case !step.Service.Exists:
 			step.Action = ActionFailed
@@ -171,7 +176,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Action, step.Reason = ActionUpdate, "not on the node yet"
 		case !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
 			step.Action, step.Reason = ActionUpdate, "content differs"
-		case !isActive(step.Service.Status) && !it.StartsItself:
+		case !isActive(step.Service.Status) && !it.Restart:
 			step.Action, step.Reason = ActionUpdate, fmt.Sprintf("same SHA-256, but the service is %s; the swap starts it", step.Service.Status)
 		case it.Force:
 			step.Action, step.Reason = ActionUpdate, "same content, forced"
@@ -289,7 +294,7 @@ func keys(m map[string]bool) []string {
 // runs. It is "" when the service runs destination, or when what it runs
 // cannot be told (a wrapper whose program is not recorded).
 func runsOther(svc ops.ServiceInfo, destination string) string {
-	if !svc.Exists || svc.Executable == "" || SamePath(svc.Executable, destination) {
+	if svc.Runs(destination) {
 		return ""
 	}
 	via := ""
@@ -298,11 +303,4 @@ func runsOther(svc ops.ServiceInfo, destination string) string {
 	}
 	return fmt.Sprintf("service %q runs %s%s, not the destination %s: replacing the destination would not change what it runs; "+
 		"set destination to %s, or point the service at %s first", svc.Name, svc.Executable, via, destination, svc.Executable, destination)
-}
-
-// SamePath reports whether two Windows paths name the same file as
-// written: case-insensitive, either slash.
-func SamePath(a, b string) bool {
-	norm := func(p string) string { return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(p), "/", `\`)) }
-	return norm(a) == norm(b)
 }

@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// serviceRegister creates a stopped service that runs a program already
+// on the node: a provisioner's register step, after its binary was put in
+// place. The service control manager builds the command line from the
+// program and each argument; nothing goes through a shell. An existing
+// service is refused rather than changed: it is swapped like any other.
+func serviceRegister(_ context.Context, w winos.OS, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error) {
+	if req.Name == "" || req.Program == "" {
+		return ops.ServiceRegisterResponse{}, Fail("invalid", "a service to register needs a name and a program")
+	}
+	switch req.StartType {
+	case "", "Automatic", "Manual":
+	default:
+		return ops.ServiceRegisterResponse{}, Fail("invalid", "start type %q is not Automatic or Manual", req.StartType)
+	}
+	exists, err := winsFileExists(w, req.Program)
+	if err != nil {
+		return ops.ServiceRegisterResponse{}, fmt.Errorf("look for %s: %w", req.Program, err)
+	}
+	if !exists {
+		return ops.ServiceRegisterResponse{}, Fail("not-found", "%s does not exist: the service %s would have nothing to run", req.Program, req.Name)
+	}
+	start := req.StartType
+	if start == "" {
+		start = "Automatic"
+	}
+	err = w.CreateService(winos.ServiceConfig{
+		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description,
+		Program: req.Program, Args: req.Args, StartType: start, DependsOn: req.DependsOn,
+	})
+	switch {
+	case errors.Is(err, winos.ErrServiceExists):
+		return ops.ServiceRegisterResponse{}, Fail("exists", "service %s already exists", req.Name)
+	case errors.Is(err, winos.ErrServiceMarkedForDelete):
+		return ops.ServiceRegisterResponse{}, Fail("marked-for-deletion", "service %s is marked for deletion: close the Services console and other service tools, or reboot the node, then run swdt again", req.Name)
+	case err != nil:
+		return ops.ServiceRegisterResponse{}, fmt.Errorf("register service %s: %w", req.Name, err)
+	}
+	svc, err := w.Service(req.Name)
+	if err != nil {
+		return ops.ServiceRegisterResponse{}, fmt.Errorf("read service %s: %w", req.Name, err)
+	}
+	return ops.ServiceRegisterResponse{Service: ops.ServiceInfo{
+		Name: svc.Name, Exists: true, Status: string(svc.Status), StartType: svc.StartType, PID: svc.PID,
+		BinaryPath: svc.CommandLine, Executable: req.Program,
+		DependsOn: provisionNonNil(svc.Dependencies), Dependents: []string{},
+	}}, nil
+}

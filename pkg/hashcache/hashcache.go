@@ -1,0 +1,112 @@
+// Package hashcache remembers, on this machine and per node, the size,
+// last-write time and SHA-256 of the binaries swdt put on the node, so
+// that a run with nothing changed does not read every binary on the node
+// again. Nothing is stored on the node.
+package hashcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// Cache remembers the size, last-write time and digest of destinations
+// on one node. Implementations must be safe for concurrent use.
+type Cache interface {
+	// Known returns the record of destination, or nil.
+	Known(destination string) *ops.FileInfo
+	// Remember records what destination holds now.
+	Remember(destination string, f ops.FileInfo)
+}
+
+// File is a Cache kept in a JSON file on this machine (one file per
+// node).
+type File struct {
+	path    string
+	mu      sync.Mutex
+	entries map[string]ops.FileInfo
+	dirty   bool
+}
+
+// Open loads the cache at path; a missing or unreadable file starts an
+// empty cache (it only costs a re-hash).
+func Open(path string) *File {
+	c := &File{path: path, entries: map[string]ops.FileInfo{}}
+	raw, err := os.ReadFile(path)
+	if err == nil && json.Unmarshal(raw, &c.entries) != nil {
+		c.entries = map[string]ops.FileInfo{}
+	}
+	return c
+}
+
+// ForNode opens the cache of one node in swdt's cache directory (cacheDir,
+// or the default when empty), keyed by the host and user it is reached
+// as. It is nil when there is no cache directory: every destination is
+// then hashed on the node.
+func ForNode(cacheDir string, spec *v1alpha1.Node) *File {
+	dir, err := source.CacheDir(cacheDir)
+	if err != nil {
+		return nil
+	}
+	c := spec.Spec.Credentials
+	key := sha256.Sum256([]byte(c.Hostname + "\x00" + c.Username))
+	return Open(filepath.Join(dir, "nodes", hex.EncodeToString(key[:12])+".json"))
+}
+
+// Known implements Cache.
+func (c *File) Known(destination string) *ops.FileInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.entries[strings.ToLower(destination)]
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+// Remember implements Cache.
+func (c *File) Remember(destination string, f ops.FileInfo) {
+	if !f.Exists || len(f.SHA256) != 64 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[strings.ToLower(destination)] = ops.FileInfo{Path: destination, Exists: true, Size: f.Size, SHA256: f.SHA256, ModTicks: f.ModTicks}
+	c.dirty = true
+}
+
+// Save writes the cache back if it changed.
+func (c *File) Save() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dirty {
+		return nil
+	}
+	raw, err := json.Marshal(c.entries)
+	if err != nil {
+		return fmt.Errorf("encode hash cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("save hash cache: %w", err)
+	}
+	tmp := c.path + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("save hash cache: %w", err)
+	}
+	if err := os.Rename(tmp, c.path); err != nil {
+		return fmt.Errorf("save hash cache: %w", err)
+	}
+	c.dirty = false
+	return nil
+}
