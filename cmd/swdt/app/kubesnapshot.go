@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui"
 )
 
 // snapshotTimeout bounds taking a VM snapshot before a swap: a snapshot
@@ -35,32 +36,30 @@ func checkSnapshotNodes(path string, nodes []v1alpha1.Node) error {
 
 // swapSnapshotName is swdt-<local time>-<provisioners>, cut to the length
 // a snapshot name may have.
-func swapSnapshotName(now time.Time, provs []v1alpha1.ProvisionerSpec) string {
+func swapSnapshotName(now time.Time, provisioners []string) string {
 	name := "swdt-" + now.Format("20060102-150405")
-	for _, p := range provs {
-		name += "-" + p.Name
+	for _, p := range provisioners {
+		name += "-" + p
 	}
 	return name[:min(len(name), maxSnapshotName)]
 }
 
-// snapshotVM takes the snapshot of w's VM that precedes its swap and
-// stores its name in *taken. An error leaves every service running
-// (provision.Options.BeforeSwap).
-func (k *kubeRun) snapshotVM(ctx context.Context, w nodeWork, taken *string) error {
+// snapshotVM takes the snapshot of spec's VM that precedes its swap and
+// returns its name: swdt kubernetes --snapshot, composing pkg/vm with the
+// swap of pkg/provision. An error leaves every service running.
+func (e *env) snapshotVM(ctx context.Context, progress *ui.Progress, spec *v1alpha1.Node, provisioners []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
 	defer cancel()
-	name := w.node.spec.Name
-	snap := swapSnapshotName(time.Now(), w.provs)
-	k.progress.Step(name, "taking snapshot %s of VM %s", snap, w.node.spec.Spec.VM.Name)
-	p, err := k.e.openVM(ctx, w.node.spec)
+	snap := swapSnapshotName(time.Now(), provisioners)
+	progress.Step(spec.Name, "taking snapshot %s of VM %s", snap, spec.Spec.VM.Name)
+	p, err := e.openVM(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return "", fmt.Errorf("snapshot: %w", err)
 	}
 	defer p.Close()
 	if err := p.Snapshot(ctx, snap); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return "", fmt.Errorf("snapshot: %w", err)
 	}
-	*taken = snap
-	k.progress.Step(name, "snapshot %s taken: 'swdt vm revert %s' undoes this swap", snap, snap)
-	return nil
+	progress.Step(spec.Name, "snapshot %s taken: 'swdt vm revert %s' undoes this swap", snap, snap)
+	return snap, nil
 }

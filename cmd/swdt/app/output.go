@@ -3,6 +3,7 @@ package app
 import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/ui"
 )
 
 // docMeta opens every JSON document swdt prints, so a script can tell
@@ -50,4 +51,12 @@ func checkResult(ok bool) string {
 		return resultPassed
 	}
 	return resultFailed
+}
+
+// printDoc prints a command's outcome: doc with -o json, else the table.
+func printDoc(u *ui.UI, doc any, headers []string, rows [][]string) error {
+	if u.Format() == ui.FormatJSON {
+		return u.JSON(doc)
+	}
+	return u.Table(headers, rows)
 }

@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/hashcache"
-	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/status"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
@@ -67,55 +62,11 @@ func runStatus(ctx context.Context, e *env, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	resolver := &source.Resolver{CacheDir: cacheDir}
-	results := fleet.Run(ctx, res.Nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*status.Report, error) {
-		targets := statusTargets(ctx, resolver, spec)
-		n, err := e.connect(ctx, spec, func(msg string) { e.ui.Warn("node %s: %s", spec.Name, msg) })
-		if err != nil {
-			return nil, err
-		}
-		defer n.Close()
-		hashes := hashcache.ForNode(cacheDir, spec)
-		if hashes == nil {
-			return status.Gather(ctx, n, targets, nil)
-		}
-		defer func() { _ = hashes.Save() }() // without it the next run reads the binaries again
-		return status.Gather(ctx, n, targets, hashes)
-	})
+	results := status.Run(ctx, res.Nodes, e.connect, status.Options{CacheDir: cacheDir, Warn: func(msg string) { e.ui.Warn("%s", msg) }})
 	if err := printStatus(e.ui, results); err != nil {
 		return err
 	}
 	return fleet.Err(results, nil)
-}
-
-// statusTargets lists the node's provisioners and wins with the digest each
-// binary should have: the local build's, or the spec's sha256.
-func statusTargets(ctx context.Context, resolver *source.Resolver, spec *v1alpha1.Node) []status.Target {
-	want := func(ref, sha string) (string, string) {
-		if !v1alpha1.IsLocalPathSource(ref) && !strings.HasPrefix(ref, "file://") {
-			if sha != "" {
-				return strings.ToLower(sha), ""
-			}
-			return "", "not compared (download without sha256)"
-		}
-		f, err := resolver.Resolve(ctx, ref, "", nil)
-		if err != nil {
-			return "", "no local build"
-		}
-		return f.SHA256, ""
-	}
-	var targets []status.Target
-	for _, p := range spec.Spec.Kubernetes.Provisioners {
-		t := status.Target{Name: p.Name, Service: p.ServiceName(), Destination: p.Destination, Helper: p.Helper()}
-		t.WantSHA256, t.NoWant = want(p.SourceURL, p.SHA256)
-		targets = append(targets, t)
-	}
-	if w := spec.Spec.Wins; w != nil {
-		t := status.Target{Name: "wins", Service: ops.WinsService, Destination: w.Destination}
-		t.WantSHA256, t.NoWant = want(w.SourceURL, w.SHA256)
-		targets = append(targets, t)
-	}
-	return targets
 }
 
 // printStatus shows each node's facts and a table of its binaries, or JSON.

@@ -1,4 +1,4 @@
-package hotswap
+package provision
 
 import (
 	"context"

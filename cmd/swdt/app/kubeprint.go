@@ -1,0 +1,182 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// kubeJSON is the -o json document of swdt kubernetes.
+type kubeJSON struct {
+	docMeta
+	Nodes []kubeNodeJSON `json:"nodes"`
+}
+
+type kubeNodeJSON struct {
+	Name string `json:"name"`
+	// Error is set when the node could not be reached or inspected.
+	Error string `json:"error,omitempty"`
+	// Repair is what the run found of an interrupted swap and repaired
+	// before anything else.
+	Repair       *hotswap.Repair `json:"repair,omitempty"`
+	Provisioners []kubeProvJSON  `json:"provisioners"`
+	// Snapshot names the VM snapshot taken before the swap (--snapshot).
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+type kubeProvJSON struct {
+	Name string `json:"name"`
+	// Result is Action in the vocabulary every command shares.
+	Result     string `json:"result"`
+	Action     string `json:"action"`
+	BytesSent  int64  `json:"bytesSent"`
+	FileSize   int64  `json:"fileSize"`
+	Transfer   string `json:"transfer,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+	DowntimeMs int64  `json:"downtimeMs"`
+	Error      string `json:"error"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+// printKubernetes shows one run of swdt kubernetes as a table or JSON.
+func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.NodeReport]) error {
+	doc := kubeJSON{docMeta: meta("KubernetesReport"), Nodes: []kubeNodeJSON{}}
+	many := len(results) > 1
+	headers := []string{"PROVISIONER", "ACTION", "SENT", "SAVED", "TIME", "DOWNTIME"}
+	if dryRun {
+		headers = []string{"PROVISIONER", "ACTION", "REASON", "DESTINATION"}
+	}
+	unreached := []string{"-", "failed", "-", "-", "-", "-"}[:len(headers)]
+	if many {
+		headers = append([]string{"NODE"}, headers...)
+	}
+	var rows [][]string
+	row := func(node string, cells ...string) {
+		if many {
+			cells = append([]string{node}, cells...)
+		}
+		rows = append(rows, cells)
+	}
+	for _, r := range results {
+		n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Snapshot: r.Value.Snapshot}
+		if r.Err != nil {
+			n.Error = r.Err.Error()
+			doc.Nodes = append(doc.Nodes, n)
+			row(r.Node, unreached...)
+			continue
+		}
+		n.Repair = r.Value.Repair
+		for i, res := range r.Value.Results {
+			n.Provisioners = append(n.Provisioners, kubeProvJSON{
+				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
+				DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
+				Error: res.Error, Detail: res.Detail,
+			})
+			if dryRun {
+				step := r.Value.Plan.Steps[i]
+				row(r.Node, res.Name, string(res.Action), step.Reason, step.Item.Destination)
+			} else {
+				row(r.Node, res.Name, string(res.Action), ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(res.Downtime))
+			}
+		}
+		doc.Nodes = append(doc.Nodes, n)
+	}
+	return printDoc(u, doc, headers, rows)
+}
+
+// saved is how much less than the file went over the wire, and how:
+// "99% patch", "46% compressed"; "-" when nothing was saved.
+func saved(res hotswap.Result) string {
+	if res.FileSize <= 0 || res.BytesSent >= res.FileSize || res.Transfer == "" || res.Transfer == hotswap.TransferPlain {
+		return "-"
+	}
+	pct := 100 * (res.FileSize - res.BytesSent) / res.FileSize
+	return fmt.Sprintf("%d%% %s", pct, res.Transfer)
+}
+
+func duration(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// kubeObserver shows a swdt kubernetes run on the terminal: steps, a bar
+// per download and per staged file.
+type kubeObserver struct {
+	progress *ui.Progress
+}
+
+func (o *kubeObserver) Step(node, msg string) { o.progress.Step(node, "%s", msg) }
+func (o *kubeObserver) Warn(msg string)       { o.progress.Warn("%s", msg) }
+func (o *kubeObserver) Note(msg string)       { o.progress.Note("%s", msg) }
+
+func (o *kubeObserver) Download(what string, total int64) (func(int64), func()) {
+	t := o.progress.Transfer(what, total)
+	return t.Update, t.End
+}
+
+func (o *kubeObserver) Node(name string) provision.NodeObserver {
+	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}}
+}
+
+// kubeNodeObserver shows one node's run: the plan, its steps and a
+// transfer per staged file.
+type kubeNodeObserver struct {
+	node     string
+	progress *ui.Progress
+
+	mu        sync.Mutex
+	transfers map[string]*ui.Transfer
+}
+
+func (o *kubeNodeObserver) Planned(plan *hotswap.Plan) {
+	var b strings.Builder
+	b.WriteString("plan:")
+	for _, s := range plan.Steps {
+		line := fmt.Sprintf("\n%-12s %-10s %s", s.Item.Name, s.Action, s.Reason)
+		if s.Action == hotswap.ActionUpdate && s.Item.Source != nil {
+			line += fmt.Sprintf(" (%s -> %s)", ui.Bytes(s.Item.Source.Size), s.Item.Destination)
+		}
+		b.WriteString(line)
+	}
+	if len(plan.Updates()) > 0 {
+		fmt.Fprintf(&b, "\nstop %s; start %s", orNothing(plan.StopOrder), orNothing(plan.StartOrder))
+	}
+	o.progress.Step(o.node, "%s", b.String())
+}
+
+func orNothing(names []string) string {
+	if len(names) == 0 {
+		return "nothing"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (o *kubeNodeObserver) Step(msg string) { o.progress.Step(o.node, "%s", msg) }
+
+func (o *kubeNodeObserver) Upload(item hotswap.Item) func(sent int64) {
+	t := o.progress.Transfer(fmt.Sprintf("node %s: stage %s", o.node, item.Name), item.Source.Size)
+	o.mu.Lock()
+	o.transfers[item.Name] = t
+	o.mu.Unlock()
+	return t.Update
+}
+
+// End finishes transfers that did not complete (a failed upload).
+func (o *kubeNodeObserver) End() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, t := range o.transfers {
+		t.End()
+	}
+}

@@ -1,0 +1,406 @@
+// Package provision is the swdt kubernetes workflow (DESIGN.md §4): it
+// selects the provisioners of the loaded nodes, resolves every source
+// before any node is touched, hot-swaps them into their services on every
+// node in parallel through pkg/hotswap, and with Watch swaps again each
+// provisioner whose local build changes.
+//
+// It owns mapping the node file to hot-swap items (through pkg/target),
+// the hash cache and cancellation; it reaches nodes through a
+// fleet.Connector and reports through Observer, so it never prints and
+// never sees SSH.
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/target"
+)
+
+// Observer shows a run. Implementations must be safe for concurrent use:
+// nodes run in parallel.
+type Observer interface {
+	// Step reports what one node is doing.
+	Step(node, msg string)
+	// Warn reports something the user must see.
+	Warn(msg string)
+	// Note reports what the run as a whole is doing (--watch).
+	Note(msg string)
+	// Download reports a download starting; the returned functions take
+	// the bytes received so far and end it.
+	Download(what string, total int64) (update func(received int64), end func())
+	// Node returns the observer of one node's hot-swap; End is called when
+	// the node's run is over.
+	Node(name string) NodeObserver
+}
+
+// NodeObserver is one node's hot-swap observer.
+type NodeObserver interface {
+	hotswap.Observer
+	End()
+}
+
+// Options tune a run.
+type Options struct {
+	// Only selects provisioners by name (case-insensitive; empty: all).
+	Only []string
+	// Force replaces binaries with the same bytes and hashes every local
+	// source again; DryRun only plans.
+	Force, DryRun bool
+	// Watch swaps a provisioner again whenever its local source changes,
+	// after the first run, until ctx ends; Debounce is how long a source
+	// must be quiet first.
+	Watch    bool
+	Debounce time.Duration
+	// CacheDir is swdt's cache ("" for the default): downloads and the
+	// nodes' hash caches.
+	CacheDir string
+	// Resolver resolves sources (downloads into CacheDir).
+	Resolver *source.Resolver
+	// Swap tunes the hot-swap (timings, transfer, parallel uploads, lock
+	// wait); its Force, DryRun, Observer, Hashes, BeforeSwap and Command
+	// are set here.
+	Swap hotswap.Options
+	// Snapshot, when set, runs on each node after staging and before the
+	// first service stops, and returns the name of the snapshot it took
+	// (--snapshot). An error leaves every service running.
+	Snapshot func(ctx context.Context, spec *v1alpha1.Node, provisioners []string) (string, error)
+	// Observer shows the run.
+	Observer Observer
+	// Report receives the outcome of every run: the first and, with
+	// Watch, each one a change makes. Its error ends the workflow.
+	Report func(results []fleet.Result[NodeReport]) error
+}
+
+// NodeReport is the outcome on one node.
+type NodeReport struct {
+	*hotswap.Report
+	// Snapshot names the VM snapshot taken before the swap, if any.
+	Snapshot string
+}
+
+// Run hot-swaps the selected provisioners of nodes. Its error is the
+// outcome over every node (fleet.Err): a usage error when Only names no
+// provisioner, a source that cannot be resolved (nothing is changed on
+// any node), or the nodes and provisioners that failed.
+func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, opts Options) error {
+	selected, err := selectProvisioners(nodes, opts.Only)
+	if err != nil {
+		return exitcode.WithCode(exitcode.Usage, err)
+	}
+	r := &run{opts: opts, connect: connect, nodes: selected}
+	defer r.close()
+	// Every source first: a missing build output or a wrong digest must
+	// stop the run before any node is touched.
+	sources, err := r.resolve(ctx, allWork(selected))
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed on any node", err)
+	}
+	if !opts.Watch {
+		return r.run(ctx, allWork(selected), sources)
+	}
+	// Watch before the first run, so that a rebuild during it is not missed.
+	watcher, err := r.watcher(sources)
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
+	runErr := r.run(ctx, allWork(selected), sources)
+	if ctx.Err() != nil {
+		return runErr
+	}
+	return r.watch(ctx, watcher, runErr)
+}
+
+// selected is one node of a run: its config, the provisioners selected
+// for it and, once connected, its connection (kept for Watch).
+type selected struct {
+	spec  *v1alpha1.Node
+	provs []target.Binary
+	conn  *node.Node
+}
+
+// work is what one run does on one node: some of its provisioners.
+type work struct {
+	node  *selected
+	provs []target.Binary
+}
+
+func allWork(nodes []*selected) []work {
+	out := make([]work, len(nodes))
+	for i, n := range nodes {
+		out[i] = work{node: n, provs: n.provs}
+	}
+	return out
+}
+
+// selectProvisioners applies Only. Every name in only must be a
+// provisioner of some node.
+func selectProvisioners(specs []v1alpha1.Node, only []string) ([]*selected, error) {
+	want := map[string]bool{}
+	for _, name := range only {
+		if name = strings.TrimSpace(name); name != "" {
+			want[strings.ToLower(name)] = true
+		}
+	}
+	seen := map[string]bool{}
+	var nodes []*selected
+	for i := range specs {
+		n := &selected{spec: &specs[i]}
+		for _, b := range target.Provisioners(&specs[i]) {
+			if len(want) == 0 || want[strings.ToLower(b.Name)] {
+				n.provs = append(n.provs, b)
+				seen[strings.ToLower(b.Name)] = true
+			}
+		}
+		if len(n.provs) > 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	var unknown []string
+	for name := range want {
+		if !seen[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		names := Names(specs)
+		msg := fmt.Sprintf("--only names no provisioner of the node file: %s", strings.Join(unknown, ", "))
+		if s := config.Closest(unknown[0], names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return nil, fmt.Errorf("%s; its provisioners: %s", msg, strings.Join(names, ", "))
+	}
+	if len(nodes) == 0 {
+		return nil, errors.New("the node file has no kubernetes provisioners (spec.kubernetes.provisioners)")
+	}
+	return nodes, nil
+}
+
+// Names lists the provisioner names of every node, each once, in file
+// order.
+func Names(specs []v1alpha1.Node) []string {
+	var names []string
+	for _, n := range specs {
+		for _, p := range n.Spec.Kubernetes.Provisioners {
+			if !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	return names
+}
+
+// run is one invocation of the workflow.
+type run struct {
+	opts    Options
+	connect fleet.Connector
+	nodes   []*selected
+}
+
+// resolve resolves the sources of the work's provisioners, each once.
+func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, error) {
+	out := map[string]*source.File{}
+	var errs []error
+	for _, w := range ws {
+		for _, b := range w.provs {
+			if _, done := out[b.SourceKey()]; done {
+				continue
+			}
+			var update func(int64)
+			var end func()
+			f, err := r.opts.Resolver.Resolve(ctx, b.SourceURL, b.SHA256, func(received, total int64) {
+				if update == nil {
+					update, end = r.opts.Observer.Download("download "+b.SourceURL, total)
+				}
+				update(received)
+			})
+			if end != nil {
+				end()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("provisioner %s: %w", b.Name, err))
+				continue
+			}
+			out[b.SourceKey()] = f
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// run swaps the work's provisioners on every node in parallel and reports.
+func (r *run) run(ctx context.Context, ws []work, sources map[string]*source.File) error {
+	specs := make([]v1alpha1.Node, len(ws))
+	byName := map[string]work{}
+	for i, w := range ws {
+		specs[i] = *w.node.spec
+		byName[w.node.spec.Name] = w
+	}
+	results := fleet.Run(ctx, specs, 0, func(ctx context.Context, spec *v1alpha1.Node) (NodeReport, error) {
+		return r.runNode(ctx, byName[spec.Name], sources)
+	})
+	if r.opts.Report != nil {
+		if err := r.opts.Report(results); err != nil {
+			return err
+		}
+	}
+	return fleet.Err(results, Failures)
+}
+
+// runNode swaps w's provisioners on one node.
+func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.File) (NodeReport, error) {
+	n := w.node
+	name := n.spec.Name
+	out := NodeReport{}
+	if n.conn == nil {
+		if h := n.spec.Spec.Credentials.Hostname; h != "" {
+			r.opts.Observer.Step(name, "connecting to "+h)
+		} else {
+			r.opts.Observer.Step(name, "connecting to VM "+n.spec.Spec.VM.Name+" at the address its hypervisor reports")
+		}
+		conn, err := r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
+		if err != nil {
+			return out, err
+		}
+		n.conn = conn
+	}
+	items := make([]hotswap.Item, 0, len(w.provs))
+	for _, b := range w.provs {
+		items = append(items, item(n.conn, b, sources[b.SourceKey()], r.opts.Force))
+	}
+	obs := r.opts.Observer.Node(name)
+	defer obs.End()
+	opts := r.opts.Swap
+	opts.Force, opts.DryRun, opts.Observer, opts.Command = r.opts.Force, r.opts.DryRun, obs, "swdt kubernetes"
+	if r.opts.Snapshot != nil {
+		opts.BeforeSwap = func(ctx context.Context) (err error) {
+			var names []string
+			for _, b := range w.provs {
+				names = append(names, b.Name)
+			}
+			out.Snapshot, err = r.opts.Snapshot(ctx, n.spec, names)
+			return err
+		}
+	}
+	if hashes := hashcache.ForNode(r.opts.CacheDir, n.spec); hashes != nil {
+		opts.Hashes = hashes
+		defer func() {
+			if err := hashes.Save(); err != nil {
+				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))
+			}
+		}()
+	}
+	var err error
+	out.Report, err = hotswap.Run(ctx, n.conn, items, opts)
+	return out, err
+}
+
+// item is the hot-swap item of one provisioner: with a register step when
+// the node file says how to register its service.
+func item(n *node.Node, b target.Binary, src *source.File, force bool) hotswap.Item {
+	it := hotswap.Item{Name: b.Name, Service: b.Service, Helper: b.Helper, Destination: b.Destination,
+		Source: src, Force: force || b.Overwrite, HealthChecks: b.HealthChecks}
+	if req := b.Register; req != nil {
+		it.Register = func(ctx context.Context) error {
+			_, err := n.RegisterService(ctx, *req)
+			return err
+		}
+	}
+	return it
+}
+
+// Failures lists the provisioners of one node's run that failed or were
+// rolled back.
+func Failures(o NodeReport) []error {
+	var errs []error
+	for _, res := range o.Results {
+		if res.Failed() {
+			msg := fmt.Sprintf("provisioner %s %s: %s", res.Name, res.Action, res.Error)
+			if res.Detail != "" {
+				msg += " (" + res.Detail + ")"
+			}
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	return errs
+}
+
+func (r *run) close() {
+	for _, n := range r.nodes {
+		if n.conn != nil {
+			_ = n.conn.Close()
+		}
+	}
+}
+
+// watcher starts watching the local sources of every selected
+// provisioner, named node/provisioner.
+func (r *run) watcher(sources map[string]*source.File) (*Watcher, error) {
+	paths := map[string]string{}
+	for _, n := range r.nodes {
+		for _, b := range n.provs {
+			if _, local := b.LocalPath(); local && sources[b.SourceKey()] != nil {
+				paths[n.spec.Name+"/"+b.Name] = sources[b.SourceKey()].Path
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return nil, exitcode.WithCode(exitcode.Usage, errors.New("--watch: no provisioner has a local source to watch; nothing was changed on any node"))
+	}
+	return NewWatcher(paths, r.opts.Debounce)
+}
+
+// watch re-runs the provisioners whose source changed until ctx is done,
+// and returns the latest run's outcome (last is the first run's).
+func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
+	r.opts.Observer.Note(fmt.Sprintf("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources()))
+	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
+		want := map[string]bool{}
+		for _, n := range names {
+			want[n] = true
+		}
+		var ws []work
+		for _, n := range r.nodes {
+			w := work{node: n}
+			for _, b := range n.provs {
+				if want[n.spec.Name+"/"+b.Name] {
+					w.provs = append(w.provs, b)
+				}
+			}
+			if len(w.provs) > 0 {
+				ws = append(ws, w)
+			}
+		}
+		r.opts.Observer.Note("changed: " + strings.Join(names, ", "))
+		changed, err := r.resolve(ctx, ws)
+		if err != nil {
+			last = err
+			r.opts.Observer.Warn(fmt.Sprintf("%v; waiting for the next change", err))
+			return
+		}
+		last = r.run(ctx, ws, changed)
+		if last != nil {
+			r.opts.Observer.Warn(last.Error())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return last
+}

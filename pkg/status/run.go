@@ -1,0 +1,68 @@
+package status
+
+import (
+	"context"
+	"strings"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/target"
+)
+
+// Options tune Run.
+type Options struct {
+	// CacheDir is swdt's cache ("" for the default): the local builds'
+	// and the nodes' hash caches.
+	CacheDir string
+	// Warn receives what the user must see about a connection.
+	Warn func(msg string)
+}
+
+// Run reads every node in parallel and changes nothing: swdt status. Each
+// node's binaries are its provisioners and, with spec.wins, wins.exe.
+func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, opts Options) []fleet.Result[*Report] {
+	resolver := &source.Resolver{CacheDir: opts.CacheDir}
+	return fleet.Run(ctx, nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*Report, error) {
+		targets := Targets(ctx, resolver, spec)
+		n, err := connect(ctx, spec, func(msg string) { opts.Warn("node " + spec.Name + ": " + msg) })
+		if err != nil {
+			return nil, err
+		}
+		defer n.Close()
+		hashes := hashcache.ForNode(opts.CacheDir, spec)
+		if hashes == nil {
+			return Gather(ctx, n, targets, nil)
+		}
+		defer func() { _ = hashes.Save() }() // without it the next run reads the binaries again
+		return Gather(ctx, n, targets, hashes)
+	})
+}
+
+// Targets lists the node's provisioners and wins with the digest each
+// binary should have: the local build's, or the spec's sha256.
+func Targets(ctx context.Context, resolver *source.Resolver, spec *v1alpha1.Node) []Target {
+	bins := target.Provisioners(spec)
+	if w := spec.Spec.Wins; w != nil {
+		bins = append(bins, target.Wins(w))
+	}
+	targets := make([]Target, 0, len(bins))
+	for _, b := range bins {
+		t := Target{Name: b.Name, Service: b.Service, Destination: b.Destination, Helper: b.Helper}
+		switch _, local := b.LocalPath(); {
+		case local:
+			if f, err := resolver.Resolve(ctx, b.SourceURL, "", nil); err == nil {
+				t.WantSHA256 = f.SHA256
+			} else {
+				t.NoWant = "no local build"
+			}
+		case b.SHA256 != "":
+			t.WantSHA256 = strings.ToLower(b.SHA256)
+		default:
+			t.NoWant = "not compared (download without sha256)"
+		}
+		targets = append(targets, t)
+	}
+	return targets
+}
