@@ -42,4 +42,3 @@ func TestRemoteConfig(t *testing.T) {
 		})
 	}
 }
-

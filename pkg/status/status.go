@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Node is what status needs from a node; *node.Node implements it.

@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -294,5 +294,5 @@ func observer(o hotswap.Observer) hotswap.Observer {
 type nopObserver struct{}
 
 func (nopObserver) Planned(*hotswap.Plan)                {}
-func (nopObserver) Step(string)                            {}
+func (nopObserver) Step(string)                          {}
 func (nopObserver) Upload(hotswap.Item) func(sent int64) { return func(int64) {} }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/wins"

@@ -117,7 +117,9 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 		CacheDir: f.cacheDir, Resolver: f.download.resolver(f.cacheDir, f.force),
 		Swap:     f.swap.options(),
 		Observer: &kubeObserver{progress: progress},
-		Report:   func(results []fleet.Result[provision.NodeReport]) error { return printKubernetes(e.ui, f.dryRun, results) },
+		Report: func(results []fleet.Result[provision.NodeReport]) error {
+			return printKubernetes(e.ui, f.dryRun, results)
+		},
 	}
 	opts.Swap.Parallel, opts.Swap.Abort, opts.Swap.Transfer = f.parallel, abort, f.transfer.transfer(f.cacheDir)
 	if f.snapshot {
