@@ -2,16 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
-	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/setup"
 	"sigs.k8s.io/swdt/pkg/ui"
@@ -69,31 +65,11 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 	if err != nil {
 		return err
 	}
-	// Key files are checked before any node is contacted.
-	desired := make(map[string]setup.Desired, len(res.Nodes))
-	var problems []error
-	for _, n := range res.Nodes {
-		d, err := setup.DesiredFrom(n.Spec.Setup)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("node %s: %w", n.Name, err))
-			continue
-		}
-		desired[n.Name] = d
-	}
-	if len(problems) > 0 {
-		return exitcode.WithCode(exitcode.Usage, errors.Join(problems...))
-	}
-
 	obs := &setupObserver{ui: e.ui}
-	results := fleet.Run(ctx, res.Nodes, 0, func(ctx context.Context, spec *v1alpha1.Node) (*setup.Report, error) {
-		n, err := e.connect(ctx, spec, func(msg string) { obs.warn(spec.Name, msg) })
-		if err != nil {
-			return nil, err
-		}
-		defer n.Close()
-		return setup.Run(ctx, spec.Name, n, desired[spec.Name], setup.Options{DryRun: f.dryRun, Observer: obs})
-	})
-
+	results, err := setup.Apply(ctx, res.Nodes, e.connect, setup.Options{DryRun: f.dryRun, Observer: obs}, obs.warn)
+	if err != nil {
+		return err
+	}
 	if err := printSetup(e.ui, results); err != nil {
 		return err
 	}
@@ -105,7 +81,7 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 			e.ui.Warn("node %s needs a reboot to finish: %s", r.Node, strings.Join(steps, ", "))
 		}
 	}
-	if err := fleet.Err(results, failedSteps); err != nil {
+	if err := fleet.Err(results, setup.Failures); err != nil {
 		return err
 	}
 	switch {
@@ -115,20 +91,6 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 		e.ui.Success("setup done on %d node(s)", len(results))
 	}
 	return nil
-}
-
-// failedSteps names the failed steps of one node's setup, as one error.
-func failedSteps(r *setup.Report) []error {
-	var failed []string
-	for _, s := range r.Steps {
-		if s.Result == setup.Failed {
-			failed = append(failed, s.Name)
-		}
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	return []error{fmt.Errorf("setup failed for %d step(s): %s (see DETAIL above)", len(failed), strings.Join(failed, ", "))}
 }
 
 // printSetup shows every node's steps as a table or as JSON. A node that
@@ -149,10 +111,7 @@ func printSetup(u *ui.UI, results []fleet.Result[*setup.Report]) error {
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
-	if u.Format() == ui.FormatJSON {
-		return u.JSON(out)
-	}
-	return u.Table([]string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
+	return printDoc(u, out, []string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
 }
 
 // setupObserver shows progress on stderr; nodes run concurrently, so it
@@ -192,8 +151,8 @@ func (o *setupObserver) StepDone(nodeName string, s setup.Step) {
 	o.ui.Step(nodeName, "%s %s: %s", s.Name, s.Result, s.Detail)
 }
 
-func (o *setupObserver) warn(nodeName, msg string) {
+func (o *setupObserver) warn(msg string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.ui.Warn("node %s: %s", nodeName, msg)
+	o.ui.Warn("%s", msg)
 }

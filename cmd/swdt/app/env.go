@@ -1,0 +1,64 @@
+package app
+
+import (
+	"context"
+	"slices"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/vm"
+)
+
+// connect dials a node with the run's logger, warnings routed to warn and,
+// on a terminal, a prompt for an encrypted key's passphrase.
+func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
+	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
+	return vm.ConnectNode(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
+		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}, e.openVM)
+}
+
+// loadConfig loads the -c file, keeps the nodes --node names (all without
+// it) and shows their warnings. files are the local files the command may
+// read: one of them that does not exist or cannot be read is a warning, as
+// the command may not need it (swdt status without a local build), and one
+// it needs is reported where it is read. Its errors carry exitcode.Usage.
+func (e *env) loadConfig(files config.FileKind) (*config.Result, error) {
+	return e.loadConfigWith(config.Options{Files: files})
+}
+
+// loadConfigWith is loadConfig with the loader's options.
+func (e *env) loadConfigWith(opts config.Options) (*config.Result, error) {
+	res, err := config.LoadWith(e.configPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.nodes) > 0 {
+		var kept []v1alpha1.Node
+		for _, name := range e.nodes {
+			i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name })
+			if i < 0 {
+				return nil, unknownNode(res, name)
+			}
+			if !slices.ContainsFunc(kept, func(n v1alpha1.Node) bool { return n.Name == name }) {
+				kept = append(kept, res.Nodes[i])
+			}
+		}
+		res.Nodes = kept
+	}
+	e.showWarnings(res)
+	return res, nil
+}
+
+// showWarnings keeps the warnings of res about its nodes (or about the
+// whole file) and shows them.
+func (e *env) showWarnings(res *config.Result) {
+	var kept []config.Problem
+	for _, w := range res.Warnings {
+		if w.Node == "" || slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == w.Node }) {
+			kept = append(kept, w)
+			e.ui.Warn("%s", w)
+		}
+	}
+	res.Warnings = kept
+}
