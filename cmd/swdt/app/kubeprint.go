@@ -42,6 +42,9 @@ type kubeProvJSON struct {
 	DowntimeMs int64  `json:"downtimeMs"`
 	Error      string `json:"error"`
 	Detail     string `json:"detail,omitempty"`
+	// Registered is true when the run registered the service
+	// (provisioner's register).
+	Registered bool `json:"registered,omitempty"`
 }
 
 // printKubernetes shows one run of swdt kubernetes as a table or JSON.
@@ -76,7 +79,7 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			n.Provisioners = append(n.Provisioners, kubeProvJSON{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 				DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
-				Error: res.Error, Detail: res.Detail,
+				Error: res.Error, Detail: res.Detail, Registered: res.Registered,
 			})
 			if dryRun {
 				step := r.Value.Plan.Steps[i]

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// A provisioner that registers its own service (csi-proxy, which no
+// installer set up) takes the same swap path as any other: no workflow of
+// its own, only a register section in the node file.
+func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	yaml := nodeHeader("sim", fx.ts.Credentials()) + fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: ["-windows-service", "-log_file=C:\\k\\csi-proxy.log", "-v", "4"]
+        displayName: CSI Proxy
+        startType: Automatic
+`, dest)
+	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, doc, errOut := fx.runJSON()
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	got := actions(doc)["csi-proxy"]
+	if got.Result != resultChanged || !got.Registered {
+		t.Fatalf("csi-proxy = %+v, want changed and registered\n%s", got, errOut)
+	}
+	svc := fx.ts.State().Services["csi-proxy"]
+	if svc == nil {
+		t.Fatal("no csi-proxy service on the node")
+	}
+	if svc.Status != "Running" || svc.StartType != "Automatic" || svc.DisplayName != "CSI Proxy" || svc.BinaryPath != dest ||
+		!slices.Equal(svc.Args, []string{"-windows-service", `-log_file=C:\k\csi-proxy.log`, "-v", "4"}) {
+		t.Errorf("service = %+v", svc)
+	}
+	if fx.content(dest) != "MZ csi-proxy v1\n" {
+		t.Errorf("%s holds %q", dest, fx.content(dest))
+	}
+	fx.assertNoStaged(dest)
+
+	// Registered now: the next run leaves it alone, the one after a
+	// rebuild swaps it like any service.
+	starts := svc.StartCount
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" || got.Registered {
+		t.Fatalf("second run: exit %d, %+v\n%s", code, got, errOut)
+	}
+	if fx.ts.State().Services["csi-proxy"].StartCount != starts {
+		t.Error("the second run restarted csi-proxy")
+	}
+	fx.writeSource("csi-proxy", "MZ csi-proxy v2\n")
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "updated" || got.Registered {
+		t.Fatalf("rebuild: exit %d, %+v\n%s", code, got, errOut)
+	}
+	if fx.content(dest) != "MZ csi-proxy v2\n" {
+		t.Errorf("%s holds %q after the rebuild", dest, fx.content(dest))
+	}
+}
+
+// Without a register section, a missing service still fails the
+// provisioner, and says how to register it.
+func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	yaml := nodeHeader("sim", fx.ts.Credentials()) + `  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: 'C:\k\csi-proxy.exe'
+`
+	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := fx.run(context.Background())
+	if code != exitcode.Partial || !strings.Contains(errOut, `service "csi-proxy" is not registered`) {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}
