@@ -493,7 +493,7 @@ func TestServiceSwapNewDirectory(t *testing.T) {
 	if err := n.CreateService(simnode.ServiceConfig{Name: "flannel", BinaryPath: `C:\opt\flannel\flanneld.exe`, StartType: simnode.StartAutomatic}); err != nil {
 		t.Fatal(err)
 	}
-	// Staged next to a destination whose directory pkg/provision created.
+	// Staged next to a destination whose directory pkg/hotswap created.
 	if err := n.MkdirAll(`C:\opt\flannel`); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package wins is the `swdt wins` workflow of DESIGN.md §5: deploy
 // rancher/wins on a node and verify its named-pipe bridge.
 //
-// wins.exe itself goes through the hot-swap of pkg/provision (stage, swap,
+// wins.exe itself goes through the hot-swap of pkg/hotswap (stage, swap,
 // health checks, rollback); this package adds what is particular to wins:
 // its config file, stopping its orphaned host processes before the swap,
 // registering the service, and the verification report. It talks to the

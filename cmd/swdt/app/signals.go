@@ -37,7 +37,7 @@ func NotifyContext(parent context.Context) (ctx context.Context, stop context.Ca
 // binary into a running service (DESIGN.md §9). The first interrupt
 // cancels the run's context (main), which stops staging but lets a swap in
 // progress finish so that its services run again; the second ends the
-// returned context, to be passed as provision.Options.Abort, which gives
+// returned context, to be passed as hotswap.Options.Abort, which gives
 // up on the swap at once. warn tells the user which stage they are in.
 // stop releases the signals.
 func (e *env) interrupts(warn func(format string, args ...any)) (abort context.Context, stop func()) {
