@@ -36,7 +36,9 @@ func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectReq
 			return resp, err
 		}
 		resp.Files = append(resp.Files, info)
-		queue = append(queue, t.Service)
+		if t.Service != "" { // "" feeds no service: a plain file push
+			queue = append(queue, t.Service)
+		}
 	}
 	seen := map[string]bool{}
 	for len(queue) > 0 {

@@ -220,6 +220,9 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		return resp, fmt.Errorf("%w; nothing was stopped", err)
 	}
 	for _, i := range active {
+		if items[i].Service == "" {
+			continue // a plain file push: no service to guard
+		}
 		if err := s.recoveryOff(items[i].Service); err != nil {
 			return resp, fmt.Errorf("switch off the failure actions of service %s for the swap (nothing was stopped): %w", items[i].Service, err)
 		}
@@ -409,6 +412,9 @@ func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
 	var keep []string
 	for _, i := range active {
 		svc := s.req.Items[i].Service
+		if svc == "" {
+			continue
+		}
 		keep = append(keep, svc)
 		if deps, err := s.w.Dependents(svc); err == nil {
 			keep = append(keep, deps...)

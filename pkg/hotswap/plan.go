@@ -17,7 +17,9 @@ import (
 type Item struct {
 	// Name is the provisioner's name as shown to the user.
 	Name string
-	// Service is the Windows service the binary feeds.
+	// Service is the Windows service the binary feeds; "" for none (a
+	// plain file push: staged, verified and renamed into place, nothing
+	// stopped or started).
 	Service string
 	// Destination is the absolute Windows path of the binary.
 	Destination string
@@ -154,6 +156,8 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 	for i, it := range items {
 		step := Step{Item: it, Current: inspect.Files[i], Service: services[strings.ToLower(it.Service)]}
 		switch {
+		case it.Service == "":
+			step.Action, step.Reason = fileOnly(it, step.Current, unfinished[strings.ToLower(it.Destination)], inspect.Unfinished)
 		case !step.Service.Exists && it.Register != nil && !step.Current.Exists:
 			step.Action, step.Reason = ActionUpdate, "not on the node yet; service not registered"
 		case !step.Service.Exists && it.Register != nil && !strings.EqualFold(step.Current.SHA256, it.Source.SHA256):
@@ -198,6 +202,24 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		return nil, err
 	}
 	return plan, nil
+}
+
+// fileOnly plans an item that feeds no service (a plain file push): it is
+// replaced when its content differs, and nothing stops or starts for it.
+func fileOnly(it Item, current ops.FileInfo, journaled bool, u *ops.UnfinishedSwap) (Action, string) {
+	switch {
+	case journaled && u != nil && u.InProgress:
+		return ActionUpdate, "another run is swapping it now"
+	case journaled:
+		return ActionUpdate, "an interrupted swap left it unverified; a run repairs that swap first"
+	case !current.Exists:
+		return ActionUpdate, "not on the node yet; no service"
+	case !strings.EqualFold(current.SHA256, it.Source.SHA256):
+		return ActionUpdate, "content differs; no service"
+	case it.Force:
+		return ActionUpdate, "same content, forced; no service"
+	}
+	return ActionUnchanged, "same SHA-256; no service"
 }
 
 // order computes which services stop and start around the swap of the

@@ -49,6 +49,9 @@ const (
 	Unfinished = "unfinished swap"
 	// Swapping is a binary another run is swapping right now.
 	Swapping = "being swapped"
+	// NoService is the status of a binary that feeds no service (a
+	// provisioner with service None).
+	NoService = "no service"
 	// RunsOther is a destination the service does not run: Binary's
 	// ServiceRuns names what it runs.
 	RunsOther = "service runs another file"
@@ -147,6 +150,9 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes hashcache.Cach
 		b := Binary{Name: t.Name, Service: t.Service, Destination: t.Destination, Status: "not registered",
 			Present: f.Exists, Size: f.Size, Version: f.Version, SHA256: f.SHA256}
 		s := services[strings.ToLower(t.Service)]
+		if t.Service == "" {
+			b.Status = NoService
+		}
 		if s.Exists {
 			b.Status, b.StartType, b.PID, b.ServiceRuns = s.Status, s.StartType, s.PID, s.Executable
 		}

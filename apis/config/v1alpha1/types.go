@@ -66,6 +66,10 @@ type NodeSpec struct {
 	VM *VMSpec `json:"vm,omitempty"`
 }
 
+// NoService as a provisioner's service says that its binary feeds no
+// service: a plain file push.
+const NoService = "None"
+
 // HostKeyPolicy says how an SSH host key is checked against known_hosts.
 type HostKeyPolicy string
 
@@ -161,7 +165,10 @@ type ProvisionerSpec struct {
 	// Service is the Windows service the binary feeds (default: name).
 	// Several provisioners may name one service, such as containerd.exe
 	// and its shim containerd-shim-runhcs-v1.exe for containerd: they
-	// are swapped in one stop and start.
+	// are swapped in one stop and start. None (as Kubernetes' clusterIP:
+	// None) means the binary feeds no service, as a CNI plugin: it is
+	// staged, verified and renamed into place, and nothing is stopped or
+	// started.
 	// +optional
 	Service string `json:"service,omitempty"`
 
@@ -340,8 +347,12 @@ type HyperVSpec struct {
 	Host string `json:"host,omitempty"`
 }
 
-// ServiceName is the Windows service the provisioner's binary feeds.
+// ServiceName is the Windows service the provisioner's binary feeds; "" when
+// its service is None (a plain file push).
 func (p ProvisionerSpec) ServiceName() string {
+	if strings.EqualFold(p.Service, NoService) {
+		return ""
+	}
 	if p.Service != "" {
 		return p.Service
 	}

@@ -216,6 +216,14 @@ func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
 	if pr.Register != nil {
 		errs = append(errs, validateRegistration(pr.Register, p.Child("register"))...)
 	}
+	if strings.EqualFold(pr.Service, NoService) {
+		if pr.Register != nil {
+			errs = append(errs, field.Invalid(p.Child("register"), "", "a provisioner with service None has no service to register: drop register, or name the service"))
+		}
+		if len(pr.HealthChecks) > 0 {
+			errs = append(errs, field.Invalid(p.Child("healthCheck"), "", "a provisioner with service None starts nothing that could be checked: drop healthCheck, or name the service the binary feeds"))
+		}
+	}
 	return errs
 }
 

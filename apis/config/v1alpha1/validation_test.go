@@ -229,6 +229,11 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].register.args[1]"}},
 		{name: "register dependency name", mutate: func(n *Node) { prov(n, 0).Register = &ServiceRegistration{DependsOn: []string{"no spaces"}} },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].register.dependsOn[0]"}},
+		{name: "service None with register", mutate: func(n *Node) {
+			prov(n, 0).Service, prov(n, 0).HealthChecks, prov(n, 0).Register = "none", nil, &ServiceRegistration{}
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].register"}},
+		{name: "service None with a health check", mutate: func(n *Node) { prov(n, 1).Service = NoService },
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthCheck"}},
 		{name: "wins source missing", mutate: func(n *Node) { n.Spec.Wins.SourceURL = "" },
 			want: []string{"FieldValueRequired spec.wins.sourceURL"}},
 		{name: "wins destination relative", mutate: func(n *Node) { n.Spec.Wins.Destination = "wins.exe" },

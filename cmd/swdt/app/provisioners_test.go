@@ -92,3 +92,49 @@ func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
+
+// A provisioner with service None is a plain file push (a CNI plugin):
+// staged, verified and renamed into place, with no service stopped or
+// started; status says it feeds no service.
+func TestKubernetesPlainFilePush(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("win-overlay", "MZ win-overlay v1\n")
+	const dest = `C:\k\cni\bin\win-overlay.exe`
+	yaml := nodeHeader("sim", fx.ts.Credentials()) + fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: win-overlay
+      service: None
+      sourceURL: ./win-overlay.exe
+      destination: '%s'
+`, dest)
+	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := fx.ts.State()
+	for i, want := range []struct{ action, content string }{{"updated", "MZ win-overlay v1\n"}, {"unchanged", "MZ win-overlay v1\n"}, {"updated", "MZ win-overlay v2\n"}} {
+		if i == 2 {
+			fx.writeSource("win-overlay", "MZ win-overlay v2\n")
+		}
+		code, doc, errOut := fx.runJSON()
+		got := actions(doc)["win-overlay"]
+		if code != exitcode.OK || got.Action != want.action || got.DowntimeMs != 0 {
+			t.Fatalf("run %d: exit %d, %+v, want %s\n%s", i+1, code, got, want.action, errOut)
+		}
+		if c := fx.content(dest); c != want.content {
+			t.Fatalf("run %d: %s holds %q", i+1, dest, c)
+		}
+		fx.assertNoStaged(dest)
+	}
+	after := fx.ts.State()
+	for name, svc := range before.Services {
+		if after.Services[name].StartCount != svc.StartCount {
+			t.Errorf("service %s was restarted by a plain file push", name)
+		}
+	}
+	var out, errb strings.Builder
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+		[]string{"status", "-c", fx.config, "--cache-dir", fx.cache, "--no-color"})
+	if code != exitcode.OK || !strings.Contains(out.String(), "no service") || !strings.Contains(out.String(), "in sync") {
+		t.Errorf("status: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
