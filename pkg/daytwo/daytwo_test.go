@@ -18,12 +18,15 @@ import (
 )
 
 // simNode starts a simulated node and returns its spec and a connector
-// that counts the connections it makes.
+// that counts the connections it makes. Its passwordEnv is empty, so
+// every connection warns.
 func simNode(t *testing.T) (*v1alpha1.Node, fleet.Connector, *int) {
 	t.Helper()
 	ts := simnode.StartTest(t)
 	spec := &v1alpha1.Node{}
 	spec.Name, spec.Spec.Credentials = "win", ts.Credentials()
+	spec.Spec.Credentials.PasswordEnv = "SWDT_DAYTWO_TEST_PASSWORD"
+	t.Setenv(spec.Spec.Credentials.PasswordEnv, "")
 	connects := 0
 	return spec, func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
 		connects++
@@ -56,7 +59,9 @@ func TestExec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			opts := ExecOptions{Timeout: cmp.Or(tt.timeout, time.Minute), Stdout: &stdout, Stderr: &stderr}
+			var warnings []string
+			opts := ExecOptions{Timeout: cmp.Or(tt.timeout, time.Minute), Stdout: &stdout, Stderr: &stderr,
+				Warn: func(msg string) { warnings = append(warnings, msg) }}
 			c := tt.connect
 			if c == nil {
 				c = connect
@@ -67,6 +72,9 @@ func TestExec(t *testing.T) {
 			}
 			if err != nil && tt.connect == nil && !strings.HasPrefix(err.Error(), "node win: ") {
 				t.Errorf("error %q does not name the node", err)
+			}
+			if tt.connect == nil && (len(warnings) == 0 || !strings.HasPrefix(warnings[0], "node win: SWDT_DAYTWO_TEST_PASSWORD")) {
+				t.Errorf("warnings %q, want the empty passwordEnv's, naming the node", warnings)
 			}
 			if code != tt.code || stdout.String() != tt.out {
 				t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout.String(), tt.code, tt.out)
@@ -102,7 +110,7 @@ func TestLogs(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			before := *connects
-			tt.opts.Lines, tt.opts.Since = 5, time.Hour
+			tt.opts.Lines, tt.opts.Since, tt.opts.Warn = 5, time.Hour, func(string) {}
 			var reads []Read
 			err := Logs(ctx, tt.spec, connect, tt.opts, func(r Read) error {
 				if reads = append(reads, r); len(reads) == tt.reads && tt.opts.Follow {

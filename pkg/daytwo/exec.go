@@ -18,7 +18,8 @@ type ExecOptions struct {
 	// Stdout and Stderr receive the program's output as it writes it,
 	// byte for byte.
 	Stdout, Stderr io.Writer
-	// Warn receives what the user must see about the connection.
+	// Warn receives what the user must see about the connection, naming
+	// the node.
 	Warn func(msg string)
 }
 
@@ -28,7 +29,7 @@ type ExecOptions struct {
 // swdt cannot pass on (0xC0000005...) or was cut short by ctx is an error
 // naming the node.
 func Exec(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, command []string, opts ExecOptions) (int, error) {
-	n, err := connect(ctx, spec, opts.Warn)
+	n, err := connect(ctx, spec, func(msg string) { opts.Warn("node " + spec.Name + ": " + msg) })
 	if err != nil {
 		return 0, err
 	}

@@ -28,7 +28,8 @@ type LogsOptions struct {
 	// ctx is cancelled.
 	Follow   bool
 	Interval time.Duration
-	// Warn receives what the user must see about the connection.
+	// Warn receives what the user must see about the connection, naming
+	// the node.
 	Warn func(msg string)
 }
 
@@ -80,7 +81,7 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 	if len(services) == 0 {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("node %s has no provisioners and no wins: name the services to show", spec.Name))
 	}
-	n, err := connect(ctx, spec, opts.Warn)
+	n, err := connect(ctx, spec, func(msg string) { opts.Warn("node " + spec.Name + ": " + msg) })
 	if err != nil {
 		return err
 	}

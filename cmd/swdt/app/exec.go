@@ -70,7 +70,7 @@ func runExec(ctx context.Context, e *env, name string, command []string, timeout
 	}
 	stdout, stderr := e.ui.Passthrough()
 	code, err := daytwo.Exec(ctx, spec, e.connect, command, daytwo.ExecOptions{
-		Timeout: timeout, Stdout: stdout, Stderr: stderr, Warn: e.nodeWarn(spec.Name)})
+		Timeout: timeout, Stdout: stdout, Stderr: stderr, Warn: func(msg string) { e.ui.Warn("%s", msg) }})
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 		return err
 	}
 	return daytwo.Logs(ctx, spec, e.connect, daytwo.LogsOptions{Services: services, Lines: o.lines, Since: o.since,
-		Follow: o.follow, Interval: o.interval, Warn: e.nodeWarn(spec.Name)},
+		Follow: o.follow, Interval: o.interval, Warn: func(msg string) { e.ui.Warn("%s", msg) }},
 		func(r daytwo.Read) error { return printLogs(e.ui, r, o.follow) })
 }
 

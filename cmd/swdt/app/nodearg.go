@@ -30,12 +30,6 @@ func (e *env) pickNode(name string) (*v1alpha1.Node, error) {
 	return nil, unknownNode(res, name)
 }
 
-// nodeWarn shows what the user must see about the connection to the node
-// called name.
-func (e *env) nodeWarn(name string) func(msg string) {
-	return func(msg string) { e.ui.Warn("node %s: %s", name, msg) }
-}
-
 // unknownNode is the usage error for a node name the file does not have,
 // with the closest name when one is near and the names it has.
 func unknownNode(res *config.Result, name string) error {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
@@ -113,21 +112,13 @@ func (n vmNodeJSON) MarshalJSON() ([]byte, error) {
 // rows come from rows (several per node, or none); a node that failed
 // gets one row saying so, its error is reported once at the end.
 func printVM[T any](e *env, reports []vm.Report[T], headers []string, rows func(T) [][]string) error {
-	if e.ui.Format() == ui.FormatJSON {
-		doc := struct {
-			docMeta
-			Nodes []vmNodeJSON `json:"nodes"`
-		}{docMeta: meta("VMReport"), Nodes: []vmNodeJSON{}}
-		for _, r := range reports {
-			doc.Nodes = append(doc.Nodes, vmNodeJSON{Name: r.Node, VM: r.VM, Result: r.Value, Error: r.Err})
-		}
-		if err := e.ui.JSON(doc); err != nil {
-			return err
-		}
-		return vm.Err(reports)
-	}
+	doc := struct {
+		docMeta
+		Nodes []vmNodeJSON `json:"nodes"`
+	}{docMeta: meta("VMReport"), Nodes: []vmNodeJSON{}}
 	var table [][]string
 	for _, r := range reports {
+		doc.Nodes = append(doc.Nodes, vmNodeJSON{Name: r.Node, VM: r.VM, Result: r.Value, Error: r.Err})
 		if r.Err != nil {
 			row := []string{r.Node, r.VM, "failed: see the error below"}
 			for len(row) < len(headers) {
@@ -140,7 +131,7 @@ func printVM[T any](e *env, reports []vm.Report[T], headers []string, rows func(
 			table = append(table, append([]string{r.Node, r.VM}, row...))
 		}
 	}
-	if err := e.ui.Table(append([]string{"NODE", "VM"}, headers...), table); err != nil {
+	if err := printDoc(e.ui, doc, append([]string{"NODE", "VM"}, headers...), table); err != nil {
 		return err
 	}
 	return vm.Err(reports)
