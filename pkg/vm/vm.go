@@ -4,7 +4,8 @@
 // PowerShell scripts with names passed as JSON data, on a Hyper-V host
 // reached over SSH like a node, or in this process when swdt runs on the
 // Hyper-V host). It reports state, starts and stops the VM, takes, lists
-// and reverts snapshots, and reads the VM's IP addresses.
+// and reverts snapshots, and reads the VM's IP addresses. Fleet is the
+// workflow of swdt vm: one verb on the VMs of several nodes in parallel.
 //
 // It never prints. It talks to the Windows guest only to find an address
 // on which SSH answers (WaitForAddress, used by ConnectNode to dial a node

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
@@ -67,27 +68,11 @@ func runExec(ctx context.Context, e *env, name string, command []string, timeout
 	if err != nil {
 		return err
 	}
-	n, err := e.connect(ctx, spec, func(msg string) { e.ui.Warn("node %s: %s", spec.Name, msg) })
+	stdout, stderr := e.ui.Passthrough()
+	code, err := daytwo.Exec(ctx, spec, e.connect, command, daytwo.ExecOptions{
+		Timeout: timeout, Stdout: stdout, Stderr: stderr, Warn: func(msg string) { e.ui.Warn("%s", msg) }})
 	if err != nil {
 		return err
 	}
-	defer n.Close()
-	// The agent stops the program at timeout; the rest is for the agent's
-	// delivery on first contact and for the answer to come back.
-	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
-	defer cancel()
-	stdout, stderr := e.ui.Passthrough()
-	res, err := n.Exec(ctx, command, timeout, stdout, stderr)
-	switch {
-	case err != nil && errors.Is(err, context.Canceled):
-		return fmt.Errorf("node %s: interrupted: swdt stopped waiting for %s; the node ends it when the session closes", spec.Name, command[0])
-	case err != nil:
-		return fmt.Errorf("node %s: %w", spec.Name, err)
-	case res.TimedOut:
-		return fmt.Errorf("node %s: %s ran longer than --timeout %s and was stopped", spec.Name, command[0], timeout)
-	case res.ExitCode < 0 || res.ExitCode > 255:
-		// An exit status such as 0xC0000005 does not fit in ours.
-		return fmt.Errorf("node %s: %s exited with status %d (0x%08X)", spec.Name, command[0], res.ExitCode, uint32(res.ExitCode))
-	}
-	return exitcode.Quiet(res.ExitCode)
+	return exitcode.Quiet(code)
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
 
@@ -19,8 +17,8 @@ import (
 // --follow prints a stream of them.
 type logsJSON struct {
 	docMeta
-	Node     string                    `json:"node"`
-	Services []ops.ServiceLogsResponse `json:"services"`
+	Node     string              `json:"node"`
+	Services []daytwo.ServiceLog `json:"services"`
 }
 
 type logsOptions struct {
@@ -78,70 +76,15 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 	if err != nil {
 		return err
 	}
-	if len(services) == 0 {
-		services = nodeServices(spec)
-	}
-	if len(services) == 0 {
-		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("node %s has no provisioners and no wins: name the services to show", spec.Name))
-	}
-	n, err := e.connect(ctx, spec, func(msg string) { e.ui.Warn("node %s: %s", spec.Name, msg) })
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-
-	reqs := make([]ops.ServiceLogsRequest, len(services))
-	for i, s := range services {
-		reqs[i] = ops.ServiceLogsRequest{Service: s, Lines: o.lines, Offset: -1, MaxEvents: 50}
-	}
-	since := time.Now().Add(-o.since)
-	for first := true; ; first = false {
-		doc := logsJSON{docMeta: meta("ServiceLogs"), Node: spec.Name}
-		for i := range reqs {
-			if first {
-				reqs[i].Since = since
-			}
-			resp, err := n.ServiceLogs(ctx, reqs[i])
-			if err != nil {
-				if o.follow && errors.Is(err, context.Canceled) {
-					return nil
-				}
-				return fmt.Errorf("node %s: read the log of %s: %w", spec.Name, reqs[i].Service, err)
-			}
-			reqs[i].Offset, reqs[i].Since = resp.Offset, resp.Now
-			doc.Services = append(doc.Services, resp)
-		}
-		if err := printLogs(e.ui, doc, first, o.follow, len(services) > 1); err != nil {
-			return err
-		}
-		if !o.follow {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil // Ctrl-C ends a follow: that is how it is used
-		case <-time.After(o.interval):
-		}
-	}
-}
-
-// nodeServices are the services swdt manages on a node.
-func nodeServices(spec *v1alpha1.Node) []string {
-	var out []string
-	for _, p := range spec.Spec.Kubernetes.Provisioners {
-		if !slices.Contains(out, p.ServiceName()) {
-			out = append(out, p.ServiceName())
-		}
-	}
-	if spec.Spec.Wins != nil {
-		out = append(out, ops.WinsService)
-	}
-	return out
+	return daytwo.Logs(ctx, spec, e.connect, daytwo.LogsOptions{Services: services, Lines: o.lines, Since: o.since,
+		Follow: o.follow, Interval: o.interval, Warn: func(msg string) { e.ui.Warn("%s", msg) }},
+		func(r daytwo.Read) error { return printLogs(e.ui, r, o.follow) })
 }
 
 // printLogs prints one read: with headers the first time, prefixed by the
 // service's name when there are several.
-func printLogs(u *ui.UI, doc logsJSON, first, follow, prefix bool) error {
+func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
+	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Services: r.Services}
 	if u.Format() == ui.FormatJSON {
 		if follow {
 			return u.JSONLine(doc)
@@ -149,7 +92,7 @@ func printLogs(u *ui.UI, doc logsJSON, first, follow, prefix bool) error {
 		return u.JSON(doc)
 	}
 	for _, s := range doc.Services {
-		if first {
+		if r.First {
 			switch {
 			case s.LogFile == "":
 				u.Step(doc.Node, "%s (%s): no log file (no --log-file in its command line, no nssm redirection); events only", s.Service, s.Status)
@@ -163,7 +106,7 @@ func printLogs(u *ui.UI, doc logsJSON, first, follow, prefix bool) error {
 			u.Warn("node %s: %s: cannot read the event log: %s", doc.Node, s.Service, s.EventsError)
 		}
 		lead := ""
-		if prefix {
+		if len(doc.Services) > 1 {
 			lead = s.Service + " | "
 		}
 		for _, ev := range s.Events {

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/vm"
+)
+
+func newVMSnapshotCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "snapshot NAME",
+		Short: "Take a snapshot (Hyper-V: checkpoint) of each VM",
+		Long: `Take a snapshot named NAME of every node's VM: under libvirt an internal
+snapshot of disks and, for a running VM, memory; under Hyper-V a checkpoint
+of the VM's configured type. NAME is letters, digits, '.', '_', '+' and
+'-'; a VM that already has a snapshot of that name is left alone and
+reported. 'swdt vm revert NAME' goes back to it.
+
+` + vmExitCodes,
+		Example: "  swdt vm snapshot -c node.yaml before-containerd-1.7",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vm.CheckSnapshotName(args[0]); err != nil {
+				return err
+			}
+			f, err := e.vmFleet()
+			if err != nil {
+				return err
+			}
+			return printVM(e, f.Snapshot(cmd.Context(), args[0]), []string{"SNAPSHOT", "RESULT"}, func(r vm.SnapshotResult) [][]string {
+				return [][]string{{r.Snapshot, "taken"}}
+			})
+		},
+	}
+}
+
+func newVMRevertCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revert NAME",
+		Short: "Put each VM back to its snapshot NAME",
+		Long: `Revert every node's VM to its snapshot NAME: the disks (and, for a snapshot
+of a running VM, the memory) go back to what they were, and so does the
+power state. Whatever changed since is lost. A VM without a snapshot of
+that name is left alone and reported.
+
+` + vmExitCodes,
+		Example: "  swdt vm revert -c node.yaml before-containerd-1.7",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := e.vmFleet()
+			if err != nil {
+				return err
+			}
+			return printVM(e, f.Revert(cmd.Context(), args[0]), []string{"SNAPSHOT", "STATE"}, func(r vm.RevertResult) [][]string {
+				return [][]string{{r.Snapshot, string(r.State)}}
+			})
+		},
+	}
+}
+
+func newVMSnapshotsCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "snapshots",
+		Short: "List each VM's snapshots",
+		Long: `List the snapshots (Hyper-V: checkpoints) of every node's VM, oldest first,
+with the one the VM's state descends from marked current. Nothing is
+changed.
+
+` + vmExitCodes,
+		Example: "  swdt vm snapshots -c node.yaml -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := e.vmFleet()
+			if err != nil {
+				return err
+			}
+			return printVM(e, f.Snapshots(cmd.Context()), []string{"SNAPSHOT", "CREATED", "PARENT", "CURRENT"}, func(r vm.SnapshotsResult) [][]string {
+				if len(r.Snapshots) == 0 {
+					return [][]string{{"(none)", "-", "-", "-"}}
+				}
+				var rows [][]string
+				for _, s := range r.Snapshots {
+					current := ""
+					if s.Current {
+						current = "*"
+					}
+					rows = append(rows, []string{s.Name, s.Created.Local().Format(time.DateTime), orDash(s.Parent), current})
+				}
+				return rows
+			})
+		},
+	}
+}

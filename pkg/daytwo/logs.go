@@ -1,0 +1,137 @@
+package daytwo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// LogsOptions are what Logs reads and how often.
+type LogsOptions struct {
+	// Services are the Windows services whose logs to read; none means
+	// the services swdt manages on the node: its provisioners' and, with
+	// spec.wins, wins's.
+	Services []string
+	// Lines is how many of each log file's last lines the first read
+	// returns.
+	Lines int
+	// Since is how far back the first read looks for events.
+	Since time.Duration
+	// Follow reads again every Interval, returning only what is new, until
+	// ctx is cancelled.
+	Follow   bool
+	Interval time.Duration
+	// Warn receives what the user must see about the connection, naming
+	// the node.
+	Warn func(msg string)
+}
+
+// Read is one read of the logs of a node's services.
+type Read struct {
+	// Node is the node's name.
+	Node string
+	// First says this is the first read (with Follow, the others return
+	// only what is new).
+	First bool
+	// Services are the logs, one per service, in the order asked.
+	Services []ServiceLog
+}
+
+// ServiceLog is one service's log as read now. Its fields are those of
+// swdt logs -o json.
+type ServiceLog struct {
+	// Service is the Windows service's name.
+	Service string `json:"service"`
+	// Status is its state: Running, Stopped, ...
+	Status string `json:"status"`
+	// LogFile is the file it logs to; empty when its command line and
+	// nssm name none.
+	LogFile string `json:"logFile,omitempty"`
+	// Lines are the lines of LogFile read now.
+	Lines []string `json:"lines"`
+	// Offset is where this read of LogFile ended.
+	Offset int64 `json:"offset"`
+	// LogError says why LogFile could not be read.
+	LogError string `json:"logError,omitempty"`
+	// Events are the service control manager's entries about the
+	// service, oldest first.
+	Events []string `json:"events"`
+	// EventsError says why the event log could not be read.
+	EventsError string `json:"eventsError,omitempty"`
+	// Now is the node's clock at the read.
+	Now time.Time `json:"now"`
+}
+
+// Logs reads the logs of services on the node spec and hands each read
+// to show: once, or with opts.Follow again every opts.Interval until ctx
+// is cancelled, which ends a follow without error. A node with no
+// services to name is a usage error, before it is contacted.
+func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opts LogsOptions, show func(Read) error) error {
+	services := opts.Services
+	if len(services) == 0 {
+		services = nodeServices(spec)
+	}
+	if len(services) == 0 {
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("node %s has no provisioners and no wins: name the services to show", spec.Name))
+	}
+	n, err := connect(ctx, spec, func(msg string) { opts.Warn("node " + spec.Name + ": " + msg) })
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+
+	reqs := make([]ops.ServiceLogsRequest, len(services))
+	for i, s := range services {
+		reqs[i] = ops.ServiceLogsRequest{Service: s, Lines: opts.Lines, Offset: -1, MaxEvents: 50}
+	}
+	since := time.Now().Add(-opts.Since)
+	for first := true; ; first = false {
+		read := Read{Node: spec.Name, First: first}
+		for i := range reqs {
+			if first {
+				reqs[i].Since = since
+			}
+			resp, err := n.ServiceLogs(ctx, reqs[i])
+			if err != nil {
+				if opts.Follow && errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return fmt.Errorf("node %s: read the log of %s: %w", spec.Name, reqs[i].Service, err)
+			}
+			reqs[i].Offset, reqs[i].Since = resp.Offset, resp.Now
+			read.Services = append(read.Services, ServiceLog(resp))
+		}
+		if err := show(read); err != nil {
+			return err
+		}
+		if !opts.Follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // Ctrl-C ends a follow: that is how it is used
+		case <-time.After(opts.Interval):
+		}
+	}
+}
+
+// nodeServices are the services swdt manages on a node.
+func nodeServices(spec *v1alpha1.Node) []string {
+	var out []string
+	for _, p := range spec.Spec.Kubernetes.Provisioners {
+		if !slices.Contains(out, p.ServiceName()) {
+			out = append(out, p.ServiceName())
+		}
+	}
+	if spec.Spec.Wins != nil {
+		out = append(out, ops.WinsService)
+	}
+	return out
+}
