@@ -44,30 +44,9 @@ type Read struct {
 	Services []ServiceLog
 }
 
-// ServiceLog is one service's log as read now. Its fields are those of
-// swdt logs -o json.
-type ServiceLog struct {
-	// Service is the Windows service's name.
-	Service string `json:"service"`
-	// Status is its state: Running, Stopped, ...
-	Status string `json:"status"`
-	// LogFile is the file it logs to; empty when its command line and
-	// nssm name none.
-	LogFile string `json:"logFile,omitempty"`
-	// Lines are the lines of LogFile read now.
-	Lines []string `json:"lines"`
-	// Offset is where this read of LogFile ended.
-	Offset int64 `json:"offset"`
-	// LogError says why LogFile could not be read.
-	LogError string `json:"logError,omitempty"`
-	// Events are the service control manager's entries about the
-	// service, oldest first.
-	Events []string `json:"events"`
-	// EventsError says why the event log could not be read.
-	EventsError string `json:"eventsError,omitempty"`
-	// Now is the node's clock at the read.
-	Now time.Time `json:"now"`
-}
+// ServiceLog is one service's log as read now: the agent's answer, whose
+// fields are those of swdt logs -o json.
+type ServiceLog = ops.ServiceLogsResponse
 
 // Logs reads the logs of services on the node spec and hands each read
 // to show: once, or with opts.Follow again every opts.Interval until ctx
@@ -106,7 +85,7 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 				return fmt.Errorf("node %s: read the log of %s: %w", spec.Name, reqs[i].Service, err)
 			}
 			reqs[i].Offset, reqs[i].Since = resp.Offset, resp.Now
-			read.Services = append(read.Services, ServiceLog(resp))
+			read.Services = append(read.Services, resp)
 		}
 		if err := show(read); err != nil {
 			return err
@@ -126,8 +105,8 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 func nodeServices(spec *v1alpha1.Node) []string {
 	var out []string
 	for _, p := range spec.Spec.Kubernetes.Provisioners {
-		if !slices.Contains(out, p.ServiceName()) {
-			out = append(out, p.ServiceName())
+		if svc := p.ServiceName(); svc != "" && !slices.Contains(out, svc) { // "": service None
+			out = append(out, svc)
 		}
 	}
 	if spec.Spec.Wins != nil {
