@@ -14,6 +14,18 @@ func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, err
 	return n.conn.UploadStream(ctx, open, remotePath, progress)
 }
 
+// PrepareUploads starts what uploads need (the SFTP subsystem) ahead of
+// them, so that it can run alongside an op; uploads wait for it. A
+// transport without such a step has nothing to do.
+func (n *Node) PrepareUploads(ctx context.Context) error {
+	if p, ok := n.conn.(interface {
+		StartSFTP(ctx context.Context) error
+	}); ok {
+		return p.StartSFTP(ctx)
+	}
+	return nil
+}
+
 // DecodeStaged turns encoded uploads into staged files on the node and
 // verifies them, for the run runID that holds the node's swap lock; it
 // reads and writes each file once, so it is bounded like a hash.
