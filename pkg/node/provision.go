@@ -19,12 +19,6 @@ func (n *Node) InspectLocked(ctx context.Context, lock ops.NodeLockRequest, targ
 	return call(ctx, n, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: targets, Lock: &lock}, n.Timeouts.hash())
 }
 
-// HashFiles hashes files on the node.
-func (n *Node) HashFiles(ctx context.Context, paths []string) ([]ops.FileInfo, error) {
-	resp, err := call(ctx, n, ops.FileHash, ops.FileHashRequest{Paths: paths}, n.Timeouts.hash())
-	return resp.Files, err
-}
-
 // RemoveFiles deletes files on the node; missing ones are skipped.
 func (n *Node) RemoveFiles(ctx context.Context, paths []string) ([]string, error) {
 	resp, err := call(ctx, n, ops.FilesRemove, ops.FilesRemoveRequest{Paths: paths}, n.Timeouts.query())

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"time"
-
-	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // UploadStream sends a stream made while it is sent (a compressed file, a
@@ -24,14 +22,6 @@ func (n *Node) PrepareUploads(ctx context.Context) error {
 		return p.StartSFTP(ctx)
 	}
 	return nil
-}
-
-// DecodeStaged turns encoded uploads into staged files on the node and
-// verifies them, for the run runID that holds the node's swap lock; it
-// reads and writes each file once, so it is bounded like a hash.
-func (n *Node) DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
-	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{RunID: runID, Items: items}, n.Timeouts.hash())
-	return resp.Results, err
 }
 
 // LinkRTT is the connection's measured round-trip time, when the
