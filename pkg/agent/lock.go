@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -48,7 +49,7 @@ func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeL
 	if err := w.MkdirAll(ops.AgentDir); err != nil {
 		return resp, fmt.Errorf("create %s for the swap lock: %w", ops.AgentDir, err)
 	}
-	rec := lockRecord{Owner: req.Owner, StaleAfterMs: req.StaleAfterMs}
+	rec := lockRecord{Owner: req.Owner, StaleAfterMs: req.StaleAfterMs, Staged: req.Staged}
 	// A holder that releases or is broken meanwhile makes another round
 	// necessary; a few are plenty.
 	for range 3 {
@@ -67,7 +68,10 @@ func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeL
 		case holder.Owner.RunID == req.Owner.RunID:
 			// Taken again by its own run (a retry after a lost answer).
 			resp.Acquired = true
-			return resp, lockWrite(w, ops.LockPath, lockRecord{Owner: req.Owner, StaleAfterMs: req.StaleAfterMs, Staged: holder.Staged})
+			if rec.Staged == nil {
+				rec.Staged = holder.Staged
+			}
+			return resp, lockWrite(w, ops.LockPath, rec)
 		case !holder.Stale() && holder.Owner.RunID != req.Break:
 			resp.Holder = holder
 			return resp, nil
@@ -240,6 +244,37 @@ func lockOwned(holder *ops.LockHolder, runID string) error {
 		return Fail("lock-lost", "run %s no longer holds the node's swap lock: %s took it after it went stale; run again", runID, holder.Owner)
 	}
 	return nil
+}
+
+// lockRenewEvery is how often an op that runs for a locked run (a swap)
+// renews its lock, as swdt does while it waits for the op: swdt stops
+// renewing while such an op runs, so that a renewal of its can never
+// write the lock again after the op released it.
+const lockRenewEvery = 10 * time.Second
+
+// renewWhile renews runID's lock every lockRenewEvery until the returned
+// function is called; that function waits for a renewal in progress. A
+// renewal that fails is tried again at the next tick: the lock is lost
+// only when another run broke it, which the op's own checks see.
+func renewWhile(w winos.OS, runID string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(lockRenewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_, _ = nodeLockRenew(context.Background(), w, ops.NodeLockRenewRequest{RunID: runID})
+			}
+		}
+	}()
+	return sync.OnceFunc(func() {
+		close(done)
+		<-finished
+	})
 }
 
 // nodeUnlock releases the caller's lock; another run's is left alone.

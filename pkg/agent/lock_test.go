@@ -204,6 +204,14 @@ func TestServiceSwapReverifiesStagedFiles(t *testing.T) {
 				if r.Result == ops.SwapResultFailed && !strings.Contains(r.Error, "changed since swdt verified it") {
 					t.Errorf("%s: error %q", r.Service, r.Error)
 				}
+				if r.Result == ops.SwapResultFailed && !strings.Contains(r.Error, "the upload was corrupted") {
+					t.Errorf("%s: error %q does not say the upload may be corrupted", r.Service, r.Error)
+				}
+			}
+			for _, it := range items {
+				if tt.wantResults[it.Service] == ops.SwapResultFailed && n.Exists(it.Staged) {
+					t.Errorf("the staged file %s that failed its check was kept", it.Staged)
+				}
 			}
 			if b, _ := n.ReadFile(swapKubelet); strings.Contains(string(b), "run B") || strings.Contains(string(b), "run A") {
 				t.Errorf("kubelet.exe holds %q", b)

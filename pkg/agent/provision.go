@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,11 +25,23 @@ var provisionOps = []entry{
 }
 
 // provisionInspect reads what the plan needs in one round trip: each
-// destination, and each target service with every service that depends
-// on it, transitively (the plan must stop those first); and the node's
-// swap lock and unfinished swap, if any.
-func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectRequest) (ops.ProvisionInspectResponse, error) {
+// destination (and whether its directory exists), and each target service
+// with every service that depends on it, transitively (the plan must stop
+// those first); and the node's swap lock and unfinished swap, if any.
+// With a lock request it takes the lock first, and reads nothing else
+// while another run holds it.
+func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectRequest) (ops.ProvisionInspectResponse, error) {
 	resp := ops.ProvisionInspectResponse{Files: []ops.FileInfo{}, Services: []ops.ServiceInfo{}}
+	if req.Lock != nil {
+		locked, err := nodeLock(ctx, w, *req.Lock)
+		if err != nil {
+			return resp, err
+		}
+		resp.Locked = &locked
+		if !locked.Acquired {
+			return resp, nil
+		}
+	}
 	var queue []string
 	for _, t := range req.Targets {
 		info, err := provisionFileFacts(w, t.Destination, true, t.Known)
@@ -39,6 +52,16 @@ func provisionInspect(_ context.Context, w winos.OS, req ops.ProvisionInspectReq
 		if t.Service != "" { // "" feeds no service: a plain file push
 			queue = append(queue, t.Service)
 		}
+		if info.Exists {
+			continue
+		}
+		dir := swapParentDir(t.Destination)
+		if st, err := w.Stat(dir); err == nil && st.IsDir || slices.ContainsFunc(resp.MissingDirs, func(d string) bool { return strings.EqualFold(d, dir) }) {
+			continue
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return resp, err
+		}
+		resp.MissingDirs = append(resp.MissingDirs, dir)
 	}
 	seen := map[string]bool{}
 	for len(queue) > 0 {

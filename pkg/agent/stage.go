@@ -36,28 +36,40 @@ func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (o
 			return resp, err
 		}
 		res := ops.StageDecodeResult{}
-		if err := checkStageNames(it); err != nil {
-			// Names swdt did not make: touch nothing.
+		info, leftover, err := decodeStaged(w, it)
+		switch {
+		case err != nil:
 			res.Error = err.Error()
-			resp.Results = append(resp.Results, res)
-			continue
-		}
-		info, err := decodeOne(w, it)
-		if err == nil {
-			res.OK, res.File = true, info
-		} else {
-			res.Error = err.Error()
-			if rerr := removeIfExists(w, it.Staged); rerr != nil {
-				res.Error += "; " + rerr.Error()
-			}
-		}
-		if rerr := removeIfExists(w, it.Encoded); rerr != nil && res.OK {
+		case leftover != nil:
 			// The staged file is good; a leftover upload is only clutter.
-			res.Error = rerr.Error()
+			res.OK, res.File, res.Error = true, info, leftover.Error()
+		default:
+			res.OK, res.File = true, info
 		}
 		resp.Results = append(resp.Results, res)
 	}
 	return resp, nil
+}
+
+// decodeStaged decodes one encoded upload into its staged file and keeps
+// the result only when its SHA-256 is the expected one; the encoded file
+// is always removed (leftover says why it could not be, after a good
+// decode). Names that are not a run's staged file and its upload are
+// refused, and nothing is touched.
+func decodeStaged(w winos.OS, it ops.StageDecodeItem) (info ops.FileInfo, leftover, err error) {
+	if err := checkStageNames(it); err != nil {
+		return ops.FileInfo{}, nil, err
+	}
+	info, err = decodeOne(w, it)
+	if err != nil {
+		if rerr := removeIfExists(w, it.Staged); rerr != nil {
+			err = fmt.Errorf("%w; %w", err, rerr)
+		}
+	}
+	if rerr := removeIfExists(w, it.Encoded); rerr != nil && err == nil {
+		return info, rerr, nil
+	}
+	return info, nil, err
 }
 
 // stagedMark and encodedSuffix are the names of a run's files: the

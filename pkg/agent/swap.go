@@ -36,11 +36,16 @@ import (
 // restarted. They are put back at the end, on every path.
 //
 // Before anything stops, the swap checks that the caller holds the
-// node's lock, that no earlier swap is unfinished, and that each staged
-// file still has the digest swdt verified (an item whose file changed
-// fails, and no service is stopped for it alone). It then writes the
-// journal (journal.go) and keeps it ahead of every change; swap-recover
-// finishes or rolls back from it a swap that was cut short.
+// node's lock and that no earlier swap is unfinished, decodes encoded
+// uploads into their staged files (as stage-decode does), and checks that
+// each staged file has the digest swdt sent (an item whose file differs
+// fails and its staged file is removed, and no service is stopped for it
+// alone). An upload that does not decode, when swdt can send it again
+// another way, ends the op there with nothing stopped. The swap then
+// writes the journal (journal.go) and keeps it ahead of every change;
+// swap-recover finishes or rolls back from it a swap that was cut short.
+// It renews the caller's lock while it runs and, when asked, releases it
+// at the end: a run's last round trip to the node.
 
 // swapHealthPoll is the pause between rounds of health checks.
 const swapHealthPoll = 250 * time.Millisecond
@@ -81,6 +86,9 @@ type swapRun struct {
 	// verified holds, by item, the staged file as it was when its
 	// digest was checked: a change since means hashing it again.
 	verified map[int]winos.FileInfo
+	// decoded holds the items whose staged file was decoded (and so
+	// verified) by this op.
+	decoded map[int]bool
 	// renamed is true once a destination was renamed.
 	renamed bool
 }
@@ -100,6 +108,11 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
+	stopRenewing := func() {}
+	if req.Owner.RunID != "" {
+		stopRenewing = renewWhile(w, req.Owner.RunID)
+	}
+	defer stopRenewing()
 	if j, err := journalRead(w); err != nil {
 		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
 	} else if j != nil {
@@ -111,6 +124,13 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		resp.RecoveryNotRestored = problems
 		if err := journalRemove(w); err != nil {
 			return resp, fmt.Errorf("the swap is done, but: %w", err)
+		}
+		if req.Unlock && req.Owner.RunID != "" && len(resp.Undecoded) == 0 {
+			// A failed release is not the swap's failure: swdt then
+			// releases the lock itself.
+			stopRenewing()
+			released, _ := nodeUnlock(ctx, w, ops.NodeUnlockRequest{RunID: req.Owner.RunID})
+			resp.Unlocked = released.Released
 		}
 		return resp, nil
 	}
@@ -138,7 +158,7 @@ func newSwapRun(w winos.OS, req ops.ServiceSwapRequest) *swapRun {
 	return &swapRun{
 		w: w, req: req, started: time.Now(), stopTimeout: time.Duration(req.StopTimeoutMs) * time.Millisecond,
 		stoppedAt: map[string]time.Duration{}, runningAt: map[string]time.Duration{}, stopping: map[string]bool{},
-		verified: map[int]winos.FileInfo{},
+		verified: map[int]winos.FileInfo{}, decoded: map[int]bool{},
 	}
 }
 
@@ -199,6 +219,20 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination}
 		key := strings.ToLower(it.Service)
 		byService[key] = append(byService[key], i)
+	}
+	undecoded, err := s.decode(ctx, results)
+	if err != nil {
+		return resp, err
+	}
+	if len(undecoded) > 0 {
+		// swdt sends these again: nothing stops before it has.
+		resp.Undecoded = undecoded
+		for _, r := range results {
+			if r.Result == ops.SwapResultFailed {
+				resp.Items = append(resp.Items, r)
+			}
+		}
+		return resp, nil
 	}
 	if err := s.check(results); err != nil {
 		return resp, err
@@ -318,6 +352,12 @@ func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures
 			}
 		}
 	}
+	for i, it := range s.req.Items {
+		if st, ok := s.verified[i]; ok && results[i].Result == ops.SwapResultSwapped {
+			// A rename keeps size and time.
+			results[i].File = &ops.FileInfo{Path: it.Destination, Exists: true, Size: st.Size, SHA256: strings.ToLower(it.SHA256), ModTicks: dotNetTicks(st.ModTime)}
+		}
+	}
 	end := time.Since(s.started)
 	for _, name := range s.stopped {
 		key := strings.ToLower(name)
@@ -337,12 +377,42 @@ func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures
 	resp.AlsoStopped = append(resp.AlsoStopped, s.alsoStopped...)
 }
 
+// decode turns each item's encoded upload into its staged file, before
+// anything stops. An item that does not decode is returned when swdt can
+// send it again (Fallback), else it fails (in results); either way its
+// staged file and upload are removed.
+func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]ops.SwapUndecoded, error) {
+	var undecoded []ops.SwapUndecoded
+	for i, it := range s.req.Items {
+		if it.Encoded == "" {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w; nothing was stopped", err)
+		}
+		_, _, err := decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256})
+		switch {
+		case err == nil:
+			// A leftover upload is only clutter; the file is verified.
+			s.decoded[i] = true
+		case it.Fallback:
+			undecoded = append(undecoded, ops.SwapUndecoded{Destination: it.Destination, Error: err.Error()})
+		default:
+			results[i].Result, results[i].Error = ops.SwapResultFailed, err.Error()
+		}
+	}
+	return undecoded, nil
+}
+
 // check makes sure, before anything stops, that every staged file is
 // there and every service to stop exists, and clears old backups so that
-// the renames cannot fail on them. A staged file whose digest is no longer
-// the one swdt verified fails its item (in results), nothing renamed.
+// the renames cannot fail on them. A staged file whose digest is not the
+// item's fails its item (in results) and is removed, nothing renamed.
 func (s *swapRun) check(results []ops.SwapItemResult) error {
 	for i, it := range s.req.Items {
+		if results[i].Result == ops.SwapResultFailed {
+			continue
+		}
 		st, ok, err := provisionStatFile(s.w, it.Staged)
 		if err != nil {
 			return err
@@ -353,11 +423,16 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 		if it.SHA256 == "" {
 			continue
 		}
-		if why, err := s.verifyStaged(it); err != nil {
-			return fmt.Errorf("%w; nothing was stopped", err)
-		} else if why != "" {
-			results[i].Result, results[i].Error = ops.SwapResultFailed, why
-			continue
+		if !s.decoded[i] {
+			if why, err := s.verifyStaged(it); err != nil {
+				return fmt.Errorf("%w; nothing was stopped", err)
+			} else if why != "" {
+				if err := removeIfExists(s.w, it.Staged); err != nil {
+					why += "; " + err.Error()
+				}
+				results[i].Result, results[i].Error = ops.SwapResultFailed, why
+				continue
+			}
 		}
 		s.verified[i] = st
 	}
@@ -392,7 +467,7 @@ func (s *swapRun) verifyStaged(it ops.SwapItem) (string, error) {
 	if strings.EqualFold(sum, it.SHA256) {
 		return "", nil
 	}
-	return fmt.Sprintf("staged file %s changed since swdt verified it (SHA-256 %s, want %s): another program or run wrote it; the binary was not swapped, run again", it.Staged, sum, it.SHA256), nil
+	return fmt.Sprintf("staged file %s has SHA-256 %s, want %s: the upload was corrupted, or the file changed since swdt verified it (another program or run wrote it); the binary was not swapped, run again", it.Staged, sum, it.SHA256), nil
 }
 
 // narrow drops the items that failed their check from the swap: the stop
@@ -459,6 +534,7 @@ func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
 				res.Result, res.Error = ops.SwapResultFailed, why
 				return
 			}
+			s.verified[i] = st
 		}
 	}
 	_, hadOld, err := provisionStatFile(s.w, it.Destination)

@@ -41,6 +41,13 @@ func (r *recordingNode) InspectProvision(ctx context.Context, targets []ops.Prov
 	return r.fakeNode.InspectProvision(ctx, targets)
 }
 
+func (r *recordingNode) InspectLocked(ctx context.Context, lock ops.NodeLockRequest, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	for _, t := range targets {
+		r.known = append(r.known, t.Known)
+	}
+	return r.fakeNode.InspectLocked(ctx, lock, targets)
+}
+
 func TestRunRemembersWhatItSwapped(t *testing.T) {
 	hashes := &mapHashes{m: map[string]ops.FileInfo{}}
 	node := &recordingNode{fakeNode: &fakeNode{files: map[string]string{}, services: seedServices(nil)}}

@@ -15,9 +15,9 @@ import (
 )
 
 // The client side of the node's swap lock (the agent's lock ops decide who
-// holds it): a run takes it before it inspects, renews it while it works
-// and releases it at the end, so that two runs against one node never
-// stage or swap at the same time.
+// holds it): a run takes it in the op that inspects, renews it while it
+// works and has the swap op release it at the end, so that two runs
+// against one node never stage or swap at the same time.
 
 // Lock timings. A holder renews every LockRenewEvery; a lock not renewed
 // for LockStaleAfter is stale and may be broken by another run.
@@ -54,15 +54,16 @@ func newOwner(command string) ops.LockOwner {
 }
 
 // heldLock is a lock this run holds: it is renewed in the background
-// until release.
+// until release, except while an op that renews it itself (the swap)
+// runs.
 type heldLock struct {
 	n     Node
 	owner ops.LockOwner
-	stop  context.CancelFunc
-	done  chan struct{}
-
-	mu     sync.Mutex
-	staged []string
+	// stop and done are the renewing goroutine's (nil while paused).
+	stop context.CancelFunc
+	done chan struct{}
+	// released is true once the node released the lock (the swap did).
+	released bool
 }
 
 // liveRuns are the runs of this process that ask for or hold a node's
@@ -98,11 +99,12 @@ func ownerAlive(o ops.LockOwner) bool {
 	return processAlive(o.PID)
 }
 
-// lockNode takes the node's lock for owner, waiting up to opts.LockWait
-// (saying so) while another live run holds it. A holder that is this
-// machine's and is not alive (a killed swdt, or an ended run of this
-// process) is broken at once.
-func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (held *heldLock, err error) {
+// lockAndInspect takes the node's lock for owner, recording the files the
+// run may stage, and inspects targets under it, in one op. It waits up
+// to opts.LockWait (saying so) while another live run holds the lock; a
+// holder that is this machine's and is not alive (a killed swdt, or an
+// ended run of this process) is broken at once.
+func lockAndInspect(ctx context.Context, n Node, owner ops.LockOwner, staged []string, targets []ops.ProvisionTarget, opts Options) (held *heldLock, found ops.ProvisionInspectResponse, err error) {
 	// Live before the node is asked: another run of this process must
 	// never take this one's fresh lock for a dead one.
 	setLive(owner.RunID, true)
@@ -115,11 +117,14 @@ func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (h
 	announced := ""
 	breakID := ""
 	for {
-		lctx, cancel := context.WithTimeout(ctx, lockOpLimit)
-		resp, err := n.Lock(lctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID})
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("take the node's swap lock: %w", err)
+		got, ierr := n.InspectLocked(ctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID, Staged: staged}, targets)
+		if ierr != nil {
+			return nil, got, fmt.Errorf("take the node's swap lock and inspect: %w", ierr)
+		}
+		found = got
+		resp := found.Locked
+		if resp == nil {
+			return nil, found, errors.New("take the node's swap lock: the node did not answer the lock request")
 		}
 		if resp.Broken != nil {
 			msg := fmt.Sprintf("took over the swap lock of %s (not renewed for %s, or its process is gone)", resp.Broken.Owner,
@@ -130,7 +135,9 @@ func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (h
 			opts.Observer.Step(msg)
 		}
 		if resp.Acquired {
-			return startRenewing(n, owner), nil
+			l := &heldLock{n: n, owner: owner}
+			l.renew()
+			return l, found, nil
 		}
 		h := resp.Holder
 		if h == nil {
@@ -142,26 +149,30 @@ func lockNode(ctx context.Context, n Node, owner ops.LockOwner, opts Options) (h
 		}
 		waited := time.Since(started)
 		if waited >= opts.LockWait {
-			return nil, &LockedError{Holder: *h, Waited: waited}
+			return nil, found, &LockedError{Holder: *h, Waited: waited}
 		}
 		if announced != h.Owner.RunID {
 			announced = h.Owner.RunID
 			opts.Observer.Step(fmt.Sprintf("waiting for the node's swap lock, held by %s (up to %s)", h.Owner, opts.LockWait))
 		}
 		if err := sleepCtx(ctx, lockPoll); err != nil {
-			return nil, fmt.Errorf("waiting for the node's swap lock held by %s: %w", h.Owner, err)
+			return nil, found, fmt.Errorf("waiting for the node's swap lock held by %s: %w", h.Owner, err)
 		}
 	}
 }
 
-// startRenewing renews the lock every LockRenewEvery until release. A
-// failed renewal is tried again at the next tick: the swap itself checks
-// that the run still holds the lock.
-func startRenewing(n Node, owner ops.LockOwner) *heldLock {
+// renew starts renewing the lock every LockRenewEvery, until pause or
+// release. A failed renewal is tried again at the next tick: the swap
+// itself checks that the run still holds the lock.
+func (l *heldLock) renew() {
+	if l.stop != nil || l.released {
+		return
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	l := &heldLock{n: n, owner: owner, stop: stop, done: make(chan struct{})}
+	done := make(chan struct{})
+	l.stop, l.done = stop, done
 	go func() {
-		defer close(l.done)
+		defer close(done)
 		t := time.NewTicker(LockRenewEvery)
 		defer t.Stop()
 		for {
@@ -170,33 +181,34 @@ func startRenewing(n Node, owner ops.LockOwner) *heldLock {
 				return
 			case <-t.C:
 				rctx, cancel := context.WithTimeout(ctx, lockOpLimit)
-				_ = n.RenewLock(rctx, owner.RunID, nil)
+				_ = l.n.RenewLock(rctx, l.owner.RunID, nil)
 				cancel()
 			}
 		}
 	}()
-	return l
 }
 
-// stage records the files the run is about to stage, so that a run that
-// breaks this lock after a crash removes them.
-func (l *heldLock) stage(ctx context.Context, paths []string) error {
-	rctx, cancel := context.WithTimeout(ctx, lockOpLimit)
-	defer cancel()
-	if err := l.n.RenewLock(rctx, l.owner.RunID, paths); err != nil {
-		return fmt.Errorf("record the staged files in the node's swap lock: %w", err)
+// pause stops renewing, waiting for a renewal in progress: the swap op
+// renews the lock while it runs and may release it, and no renewal of
+// swdt's may write it again after that.
+func (l *heldLock) pause() {
+	if l.stop == nil {
+		return
 	}
-	return nil
-}
-
-// release stops renewing and releases the lock. It runs after a Ctrl-C
-// too, so it has a bound of its own.
-func (l *heldLock) release() {
 	l.stop()
 	<-l.done
-	ctx, cancel := context.WithTimeout(context.Background(), lockOpLimit)
-	defer cancel()
-	_ = l.n.Unlock(ctx, l.owner.RunID)
+	l.stop, l.done = nil, nil
+}
+
+// release stops renewing and releases the lock, unless the swap op did.
+// It runs after a Ctrl-C too, so it has a bound of its own.
+func (l *heldLock) release() {
+	l.pause()
+	if !l.released {
+		ctx, cancel := context.WithTimeout(context.Background(), lockOpLimit)
+		defer cancel()
+		_ = l.n.Unlock(ctx, l.owner.RunID)
+	}
 	setLive(l.owner.RunID, false)
 }
 

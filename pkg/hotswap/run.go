@@ -28,15 +28,22 @@ import (
 // Node is what the hot-swap needs from a node; *node.Node implements it.
 type Node interface {
 	InspectProvision(ctx context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error)
+	// InspectLocked takes the node's swap lock and inspects under it, in
+	// one op (only the lock's answer while another run holds it).
+	InspectLocked(ctx context.Context, lock ops.NodeLockRequest, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error)
 	MkdirAll(ctx context.Context, remotePath string) error
 	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
-	HashFiles(ctx context.Context, paths []string) ([]ops.FileInfo, error)
 	RemoveFiles(ctx context.Context, paths []string) ([]string, error)
 	SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error)
 	RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error)
-	Lock(ctx context.Context, req ops.NodeLockRequest) (ops.NodeLockResponse, error)
 	RenewLock(ctx context.Context, runID string, staged []string) error
 	Unlock(ctx context.Context, runID string) error
+}
+
+// uploadPreparer is a Node that can start what uploads need (the SFTP
+// subsystem) while an op runs; *node.Node is one.
+type uploadPreparer interface {
+	PrepareUploads(ctx context.Context) error
 }
 
 // Observer is told what the run is doing. Implementations must be safe
@@ -189,28 +196,39 @@ func (r *Report) Failures() int {
 // locked, or an unfinished swap found on it could not be repaired);
 // per-item failures are in the report.
 //
-// A run that changes the node holds the node's lock from before it
-// inspects until it is done, and repairs an unfinished swap (the node's
-// journal) before it plans. A dry run takes no lock and repairs nothing:
-// its plan says what a run would repair.
+// A run that changes the node takes the node's lock in the op that
+// inspects, holds it until it is done (the swap op releases it), and
+// repairs an unfinished swap (the node's journal) before it plans. A dry
+// run takes no lock and repairs nothing: its plan says what a run would
+// repair.
+//
+// Its round trips to the node are the lock and inspect op (the SFTP
+// subsystem starts alongside it), the uploads, and the swap op, which
+// decodes and verifies the staged files before it stops anything.
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
 	owner := newOwner(opts.Command)
 	items = slices.Clone(items)
 	targets := make([]ops.ProvisionTarget, len(items))
+	// The files the run may stage, recorded in the lock as it is taken:
+	// a run that breaks the lock after a crash removes them.
+	var staged []string
 	for i, it := range items {
 		items[i].Force = it.Force || opts.Force
 		items[i].runID = owner.RunID
 		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination)}
-	}
-	var lock *heldLock
-	if !opts.DryRun {
-		var err error
-		if lock, err = lockNode(ctx, n, owner, opts); err != nil {
-			return nil, err
+		staged = append(staged, items[i].Staged())
+		if opts.Transfer.compresses() {
+			staged = append(staged, items[i].encoded())
 		}
-		defer lock.release()
+	}
+	remember := func(found ops.ProvisionInspectResponse) {
+		for i, f := range found.Files {
+			if i < len(items) && !f.Cached {
+				opts.Hashes.Remember(items[i].Destination, f)
+			}
+		}
 	}
 	inspect := func() (ops.ProvisionInspectResponse, error) {
 		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
@@ -218,16 +236,36 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		if err != nil {
 			return inspect, fmt.Errorf("inspect: %w", err)
 		}
-		for i, f := range inspect.Files {
-			if i < len(items) && !f.Cached {
-				opts.Hashes.Remember(items[i].Destination, f)
-			}
-		}
+		remember(inspect)
 		return inspect, nil
 	}
-	found, err := inspect()
-	if err != nil {
-		return nil, err
+	var (
+		lock  *heldLock
+		found ops.ProvisionInspectResponse
+		err   error
+	)
+	if opts.DryRun {
+		if found, err = inspect(); err != nil {
+			return nil, err
+		}
+	} else {
+		if p, ok := n.(uploadPreparer); ok {
+			// Uploads wait for it; a failure shows in the upload.
+			pctx, cancel := context.WithTimeout(ctx, lockOpLimit)
+			prepared := make(chan struct{})
+			go func() {
+				defer close(prepared)
+				defer cancel()
+				_ = p.PrepareUploads(pctx)
+			}()
+			defer func() { <-prepared }()
+		}
+		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
+		if lock, found, err = lockAndInspect(ctx, n, owner, staged, targets, opts); err != nil {
+			return nil, err
+		}
+		defer lock.release()
+		remember(found)
 	}
 	var repair *Repair
 	if u := found.Unfinished; u != nil && !opts.DryRun {
@@ -264,84 +302,91 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		return report, nil
 	}
 
-	var paths []string
-	for _, s := range updates {
-		paths = append(paths, s.Item.Staged())
-		if opts.Transfer.compresses() {
-			paths = append(paths, s.Item.encoded())
-		}
-	}
-	if err := lock.stage(ctx, paths); err != nil {
-		return nil, err
-	}
-	staged, stagedInfo := stage(ctx, n, updates, results, index, opts)
-	if len(staged) == 0 {
+	ready, sent := stage(ctx, n, updates, found.MissingDirs, results, index, opts)
+	if len(ready) == 0 {
 		finish(results, started)
 		return report, nil
 	}
 	if ctx.Err() != nil {
 		// Interrupted while staging: no service was touched yet.
-		cleanupStaged(n, staged)
-		markFailed(results, index, staged, "interrupted before the swap; no service was touched")
+		cleanupStaged(n, ready, sent)
+		markFailed(results, index, ready, "interrupted before the swap; no service was touched")
 		finish(results, started)
 		return report, nil
 	}
 	if opts.BeforeSwap != nil {
 		if err := opts.BeforeSwap(ctx); err != nil {
-			cleanupStaged(n, staged)
-			markFailed(results, index, staged, "before the swap: "+err.Error()+"; no service was touched")
+			cleanupStaged(n, ready, sent)
+			markFailed(results, index, ready, "before the swap: "+err.Error()+"; no service was touched")
 			finish(results, started)
 			return report, nil
 		}
 	}
-	var services []string
-	for _, it := range staged {
-		if plan.registered(it.Service) {
-			services = append(services, it.Service)
-		}
+	if err := reorder(plan, ready); err != nil {
+		return nil, err
 	}
-	if err := plan.Reorder(services); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	swap(ctx, n, plan, owner, staged, stagedInfo, results, index, opts)
+	files := swap(ctx, n, plan, lock, owner, ready, sent, results, index, opts)
 	serviceSteps(ctx, n, plan, owner, results, index, opts)
-	for _, it := range staged {
-		// A rename keeps size and time: the destination is now what was
-		// verified as staged.
-		if results[index[it.key()]].Action == ActionUpdated {
-			opts.Hashes.Remember(it.Destination, stagedInfo[it.key()])
+	for _, it := range ready {
+		// A rename keeps size and time: the destination is now what the
+		// swap verified as staged.
+		if f, ok := files[it.key()]; ok && results[index[it.key()]].Action == ActionUpdated {
+			opts.Hashes.Remember(it.Destination, f)
 		}
 	}
 	finish(results, started)
 	return report, nil
 }
 
-// stage uploads every update to its staged name in parallel and
-// verifies the digest on the node. It returns the items ready to swap and,
-// by service, what the node reported of each staged file.
-func stage(ctx context.Context, n Node, updates []Step, results []Result, index map[string]int, opts Options) ([]Item, map[string]ops.FileInfo) {
+// reorder narrows the plan's stop and start orders to the services of
+// the items to swap.
+func reorder(plan *Plan, items []Item) error {
+	var services []string
+	for _, it := range items {
+		if plan.registered(it.Service) {
+			services = append(services, it.Service)
+		}
+	}
+	if err := plan.Reorder(services); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	return nil
+}
+
+// upload is how an item's file went to the node: as it is (encoding
+// empty), or as an encoded upload the swap op decodes into the staged
+// file.
+type upload struct {
+	encoding string
+}
+
+// stage uploads every update to its staged name in parallel. It returns
+// the items ready to swap and, by item, how each was sent. The node
+// verifies them in the swap op, before it stops anything.
+func stage(ctx context.Context, n Node, updates []Step, missingDirs []string, results []Result, index map[string]int, opts Options) ([]Item, map[string]upload) {
 	opts.Observer.Step("staging " + plural(len(updates), "binary") + " while services keep running")
 	var (
 		mu    sync.Mutex
 		ready []Item
-		infos = map[string]ops.FileInfo{}
+		sent  = map[string]upload{}
 	)
 	var g errgroup.Group
 	g.SetLimit(opts.Parallel)
 	for _, step := range updates {
 		it := step.Item
+		needDir := slices.ContainsFunc(missingDirs, func(d string) bool { return strings.EqualFold(d, windowsDir(it.Destination)) })
 		g.Go(func() error {
-			info, sent, how, err := stageOne(ctx, n, it, step.Current, opts)
+			how, wire, transfer, err := stageOne(ctx, n, it, step.Current, needDir, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			res := &results[index[it.key()]]
-			res.BytesSent, res.FileSize, res.Transfer = sent, it.Source.Size, how
+			res.BytesSent, res.FileSize, res.Transfer = wire, it.Source.Size, transfer
 			if err != nil {
 				res.Action, res.Error = ActionFailed, err.Error()
 				return nil
 			}
 			ready = append(ready, it)
-			infos[it.key()] = info
+			sent[it.key()] = how
 			return nil
 		})
 	}
@@ -355,34 +400,36 @@ func stage(ctx context.Context, n Node, updates []Step, results []Result, index 
 			}
 		}
 	}
-	return ordered, infos
+	return ordered, sent
 }
 
-// stageOne puts it on the node as its staged file, verified, and returns
-// what the node reported of it, the bytes sent and how (Transfer*).
-func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, opts Options) (ops.FileInfo, int64, string, error) {
+// stageOne puts it on the node, as its staged file or as an encoded
+// upload, and returns how, the bytes sent and the Transfer* name.
+func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, needDir bool, opts Options) (upload, int64, string, error) {
 	var read int64
 	update := opts.Observer.Upload(it)
 	defer func() { update(read) }()
 	progress := func(s int64) { read = s; update(s) }
-	// A destination that exists has its directory: no round trip for it.
-	if !current.Exists {
+	// The inspect said which directories are missing: no round trip for
+	// the others.
+	if needDir {
 		if err := n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
-			return ops.FileInfo{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+			return upload{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
 		}
 	}
 	if en, ok := n.(EncodingNode); ok && opts.Transfer.compresses() {
 		return stageEncoded(ctx, n, en, it, current, opts, progress)
 	}
-	info, sent, err := stagePlain(ctx, n, it, progress)
-	return info, sent, TransferPlain, err
+	sent, err := stagePlain(ctx, n, it, progress)
+	return upload{}, sent, TransferPlain, err
 }
 
-func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (ops.FileInfo, int64, error) {
+// stagePlain uploads it as it is to its staged name.
+func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (int64, error) {
 	var sent int64
 	f, err := it.Source.Open()
 	if err != nil {
-		return ops.FileInfo{}, 0, err
+		return 0, err
 	}
 	defer f.Close()
 	err = n.Upload(ctx, f, it.Source.Size, it.Staged(), func(s int64) {
@@ -390,26 +437,57 @@ func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (ops
 		progress(s)
 	})
 	if err != nil {
-		return ops.FileInfo{}, sent, fmt.Errorf("stage %s: %w", it.Staged(), err)
+		return sent, fmt.Errorf("stage %s: %w", it.Staged(), err)
 	}
-	files, err := n.HashFiles(ctx, []string{it.Staged()})
-	if err != nil {
-		return ops.FileInfo{}, sent, fmt.Errorf("verify %s: %w", it.Staged(), err)
-	}
-	if len(files) != 1 || !strings.EqualFold(files[0].SHA256, it.Source.SHA256) {
-		got := "nothing"
-		if len(files) == 1 {
-			got = files[0].SHA256
-		}
-		removeQuietly(n, it.Staged())
-		return ops.FileInfo{}, sent, fmt.Errorf("staged %s has SHA-256 %s, want %s; the upload was corrupted, run again", it.Staged(), got, it.Source.SHA256)
-	}
-	return files[0], sent, nil
+	return sent, nil
 }
 
-// swap runs the swap op. It keeps going when ctx is cancelled (services
-// are down: they must come back) and stops only when opts.Abort is done.
-func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged []Item, stagedInfo map[string]ops.FileInfo, results []Result, index map[string]int, opts Options) {
+// swap runs the swap op, which decodes and verifies the staged files,
+// swaps and releases the node's lock. When a patch did not decode on the
+// node (damaged, or the file changed since the inspect), nothing was
+// stopped: that file is sent again compressed and the op runs again. It
+// keeps going when ctx is cancelled once services may be down (they must
+// come back) and stops only when opts.Abort is done. It returns, by item,
+// the binaries swapped in as the node verified them.
+func swap(ctx context.Context, n Node, plan *Plan, lock *heldLock, owner ops.LockOwner, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options) map[string]ops.FileInfo {
+	// The node bounds the op by the request's timings (node.SwapBudget).
+	swapCtx, cancel := UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	for {
+		req := swapRequest(plan, owner, staged, sent, opts)
+		opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(plan.StopOrder), listOrNone(plan.StartOrder)))
+		// The op renews the lock while it runs, and releases it.
+		lock.pause()
+		resp, err := n.SwapServices(swapCtx, req)
+		if err != nil {
+			lock.renew()
+			repairAfter(ctx, n, req, staged, sent, results, index, opts, err)
+			return nil
+		}
+		lock.released = resp.Unlocked
+		if len(resp.Undecoded) == 0 {
+			return swapped(resp, staged, results, index, opts)
+		}
+		lock.renew()
+		if staged = resend(ctx, n, resp, staged, sent, results, index, opts); len(staged) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			cleanupStaged(n, staged, sent)
+			markFailed(results, index, staged, "interrupted before the swap; no service was touched")
+			return nil
+		}
+		if err := reorder(plan, staged); err != nil {
+			cleanupStaged(n, staged, sent)
+			markFailed(results, index, staged, err.Error()+"; no service was touched")
+			return nil
+		}
+	}
+}
+
+// swapRequest is the swap op of the staged items: each with the digest
+// its staged file must have and, when it went encoded, how to decode it.
+func swapRequest(plan *Plan, owner ops.LockOwner, staged []Item, sent map[string]upload, opts Options) ops.ServiceSwapRequest {
 	req := ops.ServiceSwapRequest{
 		Owner:           owner,
 		StopOrder:       plan.StopOrder,
@@ -418,24 +496,31 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
 		SettleMs:        int(opts.Settle.Milliseconds()),
 		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+		// The lock is kept when a register or restart step follows.
+		Unlock: !plan.hasServiceSteps(),
 	}
 	for _, it := range staged {
-		req.Items = append(req.Items, ops.SwapItem{
+		item := ops.SwapItem{
 			Service: it.Service, Destination: it.Destination, Staged: it.Staged(), Backup: it.Backup(),
-			HealthChecks: it.HealthChecks, SHA256: stagedInfo[it.key()].SHA256,
+			HealthChecks: it.HealthChecks, SHA256: strings.ToLower(it.Source.SHA256),
 			OldSHA256: plan.current(it.Destination).SHA256,
-		})
+		}
+		if u := sent[it.key()]; u.encoding != "" {
+			item.Encoded, item.Encoding = it.encoded(), u.encoding
+			if u.encoding == ops.EncodingPatch {
+				// A patch that fails is sent again compressed.
+				item.Reference, item.Fallback = it.Destination, true
+			}
+		}
+		req.Items = append(req.Items, item)
 	}
-	// The node bounds the op by the request's timings (node.SwapBudget).
-	swapCtx, cancel := UntilAbort(ctx, opts.Abort)
-	defer cancel()
+	return req
+}
 
-	opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(plan.StopOrder), listOrNone(plan.StartOrder)))
-	resp, err := n.SwapServices(swapCtx, req)
-	if err != nil {
-		repairAfter(ctx, n, req, staged, results, index, opts, err)
-		return
-	}
+// swapped reports the swap op's outcome in results and returns, by item,
+// the binaries it swapped in.
+func swapped(resp ops.ServiceSwapResponse, staged []Item, results []Result, index map[string]int, opts Options) map[string]ops.FileInfo {
+	files := map[string]ops.FileInfo{}
 	killed := map[string]bool{}
 	for _, k := range resp.Killed {
 		killed[strings.ToLower(k)] = true
@@ -451,6 +536,9 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 		switch r.Result {
 		case ops.SwapResultSwapped:
 			res.Action = ActionUpdated
+			if r.File != nil {
+				files[strings.ToLower(r.Destination)] = *r.File
+			}
 		case ops.SwapResultRolledBack:
 			res.Action, res.Error = ActionRolledBack, r.Error
 		default:
@@ -473,6 +561,73 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 			}
 		}
 	}
+	return files
+}
+
+// resend handles a swap op that stopped because patches did not decode:
+// the items it failed fail, each undecoded one is sent again compressed,
+// and the others' staged files are decoded already. It returns the items
+// still to swap.
+func resend(ctx context.Context, n Node, resp ops.ServiceSwapResponse, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options) []Item {
+	failed := map[string]string{}
+	for _, r := range resp.Items {
+		failed[strings.ToLower(r.Destination)] = r.Error
+	}
+	undecoded := map[string]string{}
+	for _, u := range resp.Undecoded {
+		undecoded[strings.ToLower(u.Destination)] = u.Error
+	}
+	var (
+		mu   sync.Mutex
+		next []Item
+		g    errgroup.Group
+	)
+	g.SetLimit(opts.Parallel)
+	for _, it := range staged {
+		res := &results[index[it.key()]]
+		if why, ok := failed[it.key()]; ok {
+			res.Action, res.Error, res.Detail = ActionFailed, why, ""
+			continue
+		}
+		why, ok := undecoded[it.key()]
+		if !ok {
+			// Decoded into the staged file: it is staged as it is now.
+			sent[it.key()] = upload{}
+			next = append(next, it)
+			continue
+		}
+		en, isEncoding := n.(EncodingNode)
+		if !isEncoding {
+			res.Action, res.Error, res.Detail = ActionFailed, why, ""
+			continue
+		}
+		opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%s); sending the whole file", it.Name, why))
+		g.Go(func() error {
+			var read int64
+			update := opts.Observer.Upload(it)
+			wire, err := sendCompressed(ctx, en, it, opts, func(s int64) { read = s; update(s) })
+			update(read)
+			mu.Lock()
+			defer mu.Unlock()
+			res.BytesSent += wire
+			res.Transfer = TransferCompressed
+			if err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				return nil
+			}
+			sent[it.key()] = upload{encoding: ops.EncodingZstd}
+			next = append(next, it)
+			return nil
+		})
+	}
+	_ = g.Wait() // per-item errors are in results
+	var ordered []Item
+	for _, it := range staged {
+		if slices.ContainsFunc(next, func(x Item) bool { return x.key() == it.key() }) {
+			ordered = append(ordered, it)
+		}
+	}
+	return ordered
 }
 
 // serviceSteps runs the optional steps of items after the swap: it
@@ -505,6 +660,17 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 			res.Restarted = true
 		}
 	}
+}
+
+// hasServiceSteps reports whether an item of the plan may register or
+// restart its service after the swap.
+func (p *Plan) hasServiceSteps() bool {
+	for _, s := range p.Steps {
+		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) {
+			return true
+		}
+	}
+	return false
 }
 
 // restart starts service, stopping it first when it runs, with the swap's
@@ -542,12 +708,9 @@ func restart(ctx context.Context, n Node, service string, running bool, owner op
 // (connection lost, op error): swap-recover finishes or rolls back what
 // the swap's journal records, and the report says which binary each
 // service runs.
-func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, results []Result, index map[string]int, opts Options, cause error) {
+func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options, cause error) {
 	opts.Observer.Step("swap failed; repairing the node")
-	var paths []string
-	for _, it := range staged {
-		paths = append(paths, it.Staged())
-	}
+	paths := stagedPaths(staged, sent)
 	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(opts, len(req.StopOrder)+len(req.StartOrder)), opts)
 	msg := "swap failed: " + cause.Error()
 	switch {
@@ -592,18 +755,29 @@ func UntilAbort(ctx, abort context.Context) (context.Context, context.CancelFunc
 	}
 }
 
-func cleanupStaged(n Node, staged []Item) {
+// stagedPaths are the files the items left on the node: each staged file
+// and, for an encoded upload not yet decoded, the upload.
+func stagedPaths(staged []Item, sent map[string]upload) []string {
+	var paths []string
 	for _, it := range staged {
-		removeQuietly(n, it.Staged())
+		paths = append(paths, it.Staged())
+		if sent[it.key()].encoding != "" {
+			paths = append(paths, it.encoded())
+		}
 	}
+	return paths
 }
 
-// removeQuietly deletes a leftover staged file. It is best effort: a
+func cleanupStaged(n Node, staged []Item, sent map[string]upload) {
+	removeQuietly(n, stagedPaths(staged, sent)...)
+}
+
+// removeQuietly deletes leftover staged files. It is best effort: a
 // leftover .swdt-new is harmless and is replaced by the next run.
-func removeQuietly(n Node, remotePath string) {
+func removeQuietly(n Node, remotePaths ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _ = n.RemoveFiles(ctx, []string{remotePath})
+	_, _ = n.RemoveFiles(ctx, remotePaths)
 }
 
 func markFailed(results []Result, index map[string]int, items []Item, msg string) {

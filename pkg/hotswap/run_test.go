@@ -54,6 +54,27 @@ func stagedKey(p string) string {
 
 func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
 	f.calls = append(f.calls, "inspect")
+	return f.inspect(targets), nil
+}
+
+// InspectLocked takes the lock unless holder holds it; then it inspects.
+func (f *fakeNode) InspectLocked(_ context.Context, req ops.NodeLockRequest, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	f.mu.Lock()
+	f.locks = append(f.locks, req)
+	if f.holder != nil && req.Break != f.holder.Owner.RunID && f.holdFor != 0 {
+		f.holdFor--
+		f.calls = append(f.calls, "lock")
+		f.mu.Unlock()
+		return ops.ProvisionInspectResponse{Locked: &ops.NodeLockResponse{Holder: f.holder}}, nil
+	}
+	f.calls = append(f.calls, "lock+inspect")
+	f.mu.Unlock()
+	resp := f.inspect(targets)
+	resp.Locked = &ops.NodeLockResponse{Acquired: true}
+	return resp, nil
+}
+
+func (f *fakeNode) inspect(targets []ops.ProvisionTarget) ops.ProvisionInspectResponse {
 	var resp ops.ProvisionInspectResponse
 	resp.Unfinished, f.unfinished = f.unfinished, nil
 	for _, t := range targets {
@@ -61,7 +82,7 @@ func (f *fakeNode) InspectProvision(_ context.Context, targets []ops.ProvisionTa
 		resp.Files = append(resp.Files, ops.FileInfo{Path: t.Destination, Exists: ok, SHA256: sha})
 	}
 	resp.Services = f.services
-	return resp, nil
+	return resp
 }
 
 func (f *fakeNode) MkdirAll(context.Context, string) error { return nil }
@@ -82,18 +103,6 @@ func (f *fakeNode) Upload(ctx context.Context, src io.ReaderAt, size int64, remo
 	return nil
 }
 
-func (f *fakeNode) HashFiles(_ context.Context, paths []string) ([]ops.FileInfo, error) {
-	var out []ops.FileInfo
-	for _, p := range paths {
-		sha := "staged-ok"
-		if f.corrupt[stagedKey(p)] {
-			sha = strings.Repeat("0", 64)
-		}
-		out = append(out, ops.FileInfo{Path: p, Exists: true, SHA256: sha})
-	}
-	return out, nil
-}
-
 func (f *fakeNode) RemoveFiles(_ context.Context, paths []string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -103,18 +112,32 @@ func (f *fakeNode) RemoveFiles(_ context.Context, paths []string) ([]string, err
 	return paths, nil
 }
 
+// SwapServices checks each staged file's digest as the agent does (a
+// corrupt one fails its item) and releases the lock when asked.
 func (f *fakeNode) SwapServices(_ context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
-	f.calls = append(f.calls, "swap")
 	f.swaps = append(f.swaps, req)
 	if f.swapErr != nil {
+		f.calls = append(f.calls, "swap")
 		return ops.ServiceSwapResponse{}, f.swapErr
 	}
-	if f.swapResp != nil {
-		return *f.swapResp, nil
-	}
 	var resp ops.ServiceSwapResponse
-	for _, it := range req.Items {
-		resp.Items = append(resp.Items, ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultSwapped, DowntimeMs: 1200})
+	if f.swapResp != nil {
+		resp = *f.swapResp
+	} else {
+		for _, it := range req.Items {
+			r := ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultSwapped, DowntimeMs: 1200,
+				File: &ops.FileInfo{Path: it.Destination, Exists: true, SHA256: it.SHA256}}
+			if f.corrupt[stagedKey(it.Staged)] {
+				r = ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultFailed,
+					Error: "staged file " + it.Staged + " has SHA-256 " + strings.Repeat("0", 64) + ", want " + it.SHA256 + ": the upload was corrupted"}
+			}
+			resp.Items = append(resp.Items, r)
+		}
+	}
+	f.calls = append(f.calls, "swap")
+	if req.Unlock {
+		f.calls[len(f.calls)-1], resp.Unlocked = "swap+unlock", true
+		f.unlocked = append(f.unlocked, req.Owner.RunID)
 	}
 	return resp, nil
 }
@@ -138,18 +161,6 @@ func (f *fakeNode) RecoverSwap(_ context.Context, req ops.SwapRecoverRequest) (o
 	return resp, nil
 }
 
-func (f *fakeNode) Lock(_ context.Context, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, "lock")
-	f.locks = append(f.locks, req)
-	if f.holder != nil && req.Break != f.holder.Owner.RunID && f.holdFor != 0 {
-		f.holdFor--
-		return ops.NodeLockResponse{Holder: f.holder}, nil
-	}
-	return ops.NodeLockResponse{Acquired: true}, nil
-}
-
 func (f *fakeNode) RenewLock(_ context.Context, _ string, staged []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -168,7 +179,7 @@ func (f *fakeNode) Unlock(_ context.Context, runID string) error {
 }
 
 // items returns the three seed provisioners with real local source files
-// whose digest is "staged-ok", matching what fakeNode.HashFiles reports.
+// whose digest is "staged-ok".
 func items(t *testing.T) []Item {
 	dir := t.TempDir()
 	var out []Item
@@ -228,14 +239,14 @@ func TestRun(t *testing.T) {
 			want: []string{"containerd=update", "kubelet=update", "kube-proxy=update"},
 		},
 		{
-			name: "a corrupted staged file is removed and only the others swap",
+			// The swap op removes it (TestServiceSwapReverifiesStagedFiles).
+			name: "a corrupted staged file fails and only the others swap",
 			setup: func(f *fakeNode) {
 				f.corrupt = map[string]bool{`C:\k\kubelet.exe.swdt-new`: true}
 			},
-			want:        []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
-			wantStops:   []string{"kube-proxy", "kubelet", "containerd"},
-			wantRemoved: []string{`C:\k\kubelet.exe.swdt-new`},
-			wantErrIn:   map[string]string{"kubelet": "the upload was corrupted"},
+			want:      []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantErrIn: map[string]string{"kubelet": "the upload was corrupted"},
 		},
 		{
 			name: "a failed upload leaves its service alone",

@@ -2,7 +2,6 @@ package hotswap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -28,7 +27,6 @@ func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
 // *node.Node implements it. A Node without it gets plain uploads.
 type EncodingNode interface {
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
-	DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error)
 	// LinkRTT is the link's round-trip time, when measured.
 	LinkRTT() (time.Duration, bool)
 }
@@ -49,50 +47,54 @@ const encodedSuffix = ".swdt-zst"
 func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 
 // stageEncoded sends it as a patch against the node's current file when
-// the store holds a copy of it, else (or when the patch fails on the
-// node: damaged, or the file changed since the inspect) compressed, and
-// has the node decode and verify it. On a local network auto sends it as
-// it is. progress gets the source bytes encoded so far; wire is what went
-// over the link, all attempts counted.
-func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (info ops.FileInfo, wire int64, how string, err error) {
+// the store holds a copy of it, else (or when the patch cannot be made)
+// compressed; the swap op decodes and verifies it, and a patch that fails
+// there is sent again compressed (resend). On a local network auto sends
+// it as it is. progress gets the source bytes encoded so far; wire is
+// what went over the link, all attempts counted.
+func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
 	if !tr.Compress.Encodes(en.LinkRTT()) {
-		info, sent, err := stagePlain(ctx, n, it, progress)
-		return info, sent, TransferPlain, err
+		sent, err := stagePlain(ctx, n, it, progress)
+		return upload{}, sent, TransferPlain, err
 	}
 	defer keepWhileSending(tr.Store, it)()
 	if tr.Store != nil && current.Exists && current.SHA256 != "" {
 		f, size, oerr := tr.Store.Open(current.SHA256)
 		if oerr == nil {
 			f.Close()
-			info, sent, perr := sendEncoded(ctx, n, en, it, progress, ops.StageDecodeItem{Encoding: ops.EncodingPatch, Reference: it.Destination},
-				func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
-					ref, _, err := tr.Store.Open(current.SHA256)
-					if err != nil {
-						return err
-					}
-					defer ref.Close()
-					_, err = delta.Diff(ctx, w, ref, size, current.SHA256, src)
+			sent, perr := sendEncoded(ctx, en, it, progress, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
+				ref, _, err := tr.Store.Open(current.SHA256)
+				if err != nil {
 					return err
-				})
+				}
+				defer ref.Close()
+				_, err = delta.Diff(ctx, w, ref, size, current.SHA256, src)
+				return err
+			})
 			wire += sent
 			if perr == nil {
-				return info, wire, TransferPatch, nil
+				return upload{encoding: ops.EncodingPatch}, wire, TransferPatch, nil
 			}
 			if ctx.Err() != nil || opFailed(perr, "lock-lost") {
 				// The whole file would fare no better.
-				return ops.FileInfo{}, wire, TransferPatch, perr
+				return upload{}, wire, TransferPatch, perr
 			}
 			opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%v); sending the whole file", it.Name, perr))
 		}
 	}
-	info, sent, err := sendEncoded(ctx, n, en, it, progress, ops.StageDecodeItem{Encoding: ops.EncodingZstd},
-		func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
-			_, err := delta.Compress(ctx, w, src, tr.Compress.Chooser(m))
-			return err
-		})
+	sent, err := sendCompressed(ctx, en, it, opts, progress)
 	wire += sent
-	return info, wire, TransferCompressed, err
+	return upload{encoding: ops.EncodingZstd}, wire, TransferCompressed, err
+}
+
+// sendCompressed uploads it zstd-compressed, at the level the transfer's
+// mode chooses as it measures the link.
+func sendCompressed(ctx context.Context, en EncodingNode, it Item, opts Options, progress func(int64)) (int64, error) {
+	return sendEncoded(ctx, en, it, progress, func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
+		_, err := delta.Compress(ctx, w, src, opts.Transfer.Compress.Chooser(m))
+		return err
+	})
 }
 
 // keepWhileSending starts copying the source into the store, for the
@@ -120,10 +122,9 @@ func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 type encodeFunc func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error
 
 // sendEncoded uploads what encode makes of the source, encoding while it
-// sends, then has the node decode it into the staged file and verify its
-// SHA-256. Nothing but the staged file (verified) is left on the node.
-func sendEncoded(ctx context.Context, n Node, en EncodingNode, it Item, progress func(int64), item ops.StageDecodeItem, encode encodeFunc) (ops.FileInfo, int64, error) {
-	item.Encoded, item.Staged, item.SHA256 = it.encoded(), it.Staged(), it.Source.SHA256
+// sends, to the item's encoded name; the swap op decodes it into the
+// staged file and verifies its SHA-256 there.
+func sendEncoded(ctx context.Context, en EncodingNode, it Item, progress func(int64), encode encodeFunc) (int64, error) {
 	open := func() (io.ReadCloser, error) {
 		src, err := it.Source.Open()
 		if err != nil {
@@ -139,23 +140,11 @@ func sendEncoded(ctx context.Context, n Node, en EncodingNode, it Item, progress
 		}()
 		return &encodedStream{Meter: meter, pr: pr, done: done}, nil
 	}
-	sent, err := en.UploadStream(ctx, open, item.Encoded, nil)
+	sent, err := en.UploadStream(ctx, open, it.encoded(), nil)
 	if err != nil {
-		return ops.FileInfo{}, sent, fmt.Errorf("stage %s: %w", item.Encoded, err)
+		return sent, fmt.Errorf("stage %s: %w", it.encoded(), err)
 	}
-	results, err := en.DecodeStaged(ctx, it.runID, []ops.StageDecodeItem{item})
-	if err != nil {
-		removeQuietly(n, item.Encoded)
-		removeQuietly(n, item.Staged)
-		return ops.FileInfo{}, sent, fmt.Errorf("decode %s: %w", item.Encoded, err)
-	}
-	if len(results) != 1 {
-		return ops.FileInfo{}, sent, fmt.Errorf("decode %s: %d results for one file", item.Encoded, len(results))
-	}
-	if r := results[0]; !r.OK {
-		return ops.FileInfo{}, sent, errors.New(r.Error)
-	}
-	return results[0].File, sent, nil
+	return sent, nil
 }
 
 // encodedStream is the reading end of an encoding in progress; Close

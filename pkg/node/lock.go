@@ -6,12 +6,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// Lock asks for the node's swap lock; a holder that is not stale is
-// reported in the response, not waited for.
-func (n *Node) Lock(ctx context.Context, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
-	return call(ctx, n, ops.NodeLock, req, n.Timeouts.query())
-}
-
 // RenewLock renews the run's lock and, when staged is not nil, records
 // the files it stages.
 func (n *Node) RenewLock(ctx context.Context, runID string, staged []string) error {

@@ -12,10 +12,11 @@ func (n *Node) InspectProvision(ctx context.Context, targets []ops.ProvisionTarg
 	return call(ctx, n, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: targets}, n.Timeouts.hash())
 }
 
-// HashFiles hashes files on the node.
-func (n *Node) HashFiles(ctx context.Context, paths []string) ([]ops.FileInfo, error) {
-	resp, err := call(ctx, n, ops.FileHash, ops.FileHashRequest{Paths: paths}, n.Timeouts.hash())
-	return resp.Files, err
+// InspectLocked takes the node's swap lock for lock's owner and, when it
+// did, inspects targets under it, in one op. A lock held by another run
+// is reported in the response's Locked, and nothing else is read.
+func (n *Node) InspectLocked(ctx context.Context, lock ops.NodeLockRequest, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	return call(ctx, n, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: targets, Lock: &lock}, n.Timeouts.hash())
 }
 
 // RemoveFiles deletes files on the node; missing ones are skipped.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"time"
-
-	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // UploadStream sends a stream made while it is sent (a compressed file, a
@@ -14,12 +12,16 @@ func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, err
 	return n.conn.UploadStream(ctx, open, remotePath, progress)
 }
 
-// DecodeStaged turns encoded uploads into staged files on the node and
-// verifies them, for the run runID that holds the node's swap lock; it
-// reads and writes each file once, so it is bounded like a hash.
-func (n *Node) DecodeStaged(ctx context.Context, runID string, items []ops.StageDecodeItem) ([]ops.StageDecodeResult, error) {
-	resp, err := call(ctx, n, ops.StageDecode, ops.StageDecodeRequest{RunID: runID, Items: items}, n.Timeouts.hash())
-	return resp.Results, err
+// PrepareUploads starts what uploads need (the SFTP subsystem) ahead of
+// them, so that it can run alongside an op; uploads wait for it. A
+// transport without such a step has nothing to do.
+func (n *Node) PrepareUploads(ctx context.Context) error {
+	if p, ok := n.conn.(interface {
+		StartSFTP(ctx context.Context) error
+	}); ok {
+		return p.StartSFTP(ctx)
+	}
+	return nil
 }
 
 // LinkRTT is the connection's measured round-trip time, when the

@@ -43,7 +43,10 @@ func TestOpWithoutDeadlineTimesOut(t *testing.T) {
 
 	calls := map[string]func() error{
 		"node-facts": func() error { _, err := n.Facts(context.Background()); return err },
-		"file-hash":  func() error { _, err := n.HashFiles(context.Background(), []string{`C:\k\kubelet.exe`}); return err },
+		"provision-inspect": func() error {
+			_, err := n.InspectProvision(context.Background(), []ops.ProvisionTarget{{Service: "kubelet", Destination: `C:\k\kubelet.exe`}})
+			return err
+		},
 	}
 	for op, call := range calls {
 		start := time.Now()

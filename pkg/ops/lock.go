@@ -54,6 +54,9 @@ type NodeLockRequest struct {
 	// process is gone from the caller's own machine): that lock is broken
 	// even though it is not stale yet.
 	Break string `json:"break,omitempty"`
+	// Staged are the files the run will stage (removed if its lock is
+	// ever broken as stale), recorded with the lock as it is taken.
+	Staged []string `json:"staged,omitempty"`
 }
 
 // LockHolder is a lock as another run found it.

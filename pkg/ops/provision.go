@@ -6,7 +6,9 @@ import "strings"
 var (
 	// ProvisionInspect reads, in one round trip, what the plan needs: each
 	// destination's size, hash and version, and the state of each service
-	// and of every service that depends on it.
+	// and of every service that depends on it. With a Lock it first takes
+	// the node's swap lock (as node-lock does), so that a run locks and
+	// inspects in one op.
 	ProvisionInspect = register[ProvisionInspectRequest, ProvisionInspectResponse]("provision-inspect")
 	// FileHash hashes files on the node (to verify staged uploads).
 	FileHash = register[FileHashRequest, FileHashResponse]("file-hash")
@@ -40,6 +42,10 @@ type ProvisionTarget struct {
 // ProvisionInspectRequest lists the targets to inspect.
 type ProvisionInspectRequest struct {
 	Targets []ProvisionTarget `json:"targets"`
+	// Lock, when set, takes the node's swap lock for its owner before
+	// anything is read. When another run holds it, nothing is inspected:
+	// the response has only Locked.
+	Lock *NodeLockRequest `json:"lock,omitempty"`
 }
 
 // FileInfo describes one file on the node.
@@ -100,6 +106,11 @@ type ProvisionInspectResponse struct {
 	Unfinished *UnfinishedSwap `json:"unfinished,omitempty"`
 	// Lock is the run that holds the node's swap lock, if any.
 	Lock *LockHolder `json:"lock,omitempty"`
+	// Locked answers the request's Lock (nil without one).
+	Locked *NodeLockResponse `json:"locked,omitempty"`
+	// MissingDirs lists the directories of destinations that do not
+	// exist (a staged file needs its directory).
+	MissingDirs []string `json:"missingDirs,omitempty"`
 }
 
 // FileHashRequest lists files to hash.
@@ -135,20 +146,33 @@ type SwapItem struct {
 	Service string `json:"service"`
 	// Destination is where the service runs the binary from.
 	Destination string `json:"destination"`
-	// Staged is the verified upload (Destination + ".swdt-new-" + the
-	// run's ID: unique per run).
+	// Staged is the upload (Destination + ".swdt-new-" + the run's ID:
+	// unique per run).
 	Staged string `json:"staged"`
 	// Backup is where the old binary is kept (Destination + ".swdt-bak").
 	Backup string `json:"backup"`
-	// SHA256, when set, is the staged file's verified digest: the swap
-	// checks it again before it stops anything and fails the item
-	// (nothing renamed) when the file changed since.
+	// SHA256, when set, is the digest the staged file must have: the
+	// swap checks it before it stops anything and fails the item (nothing
+	// renamed, the staged file removed) when the file has another.
 	SHA256 string `json:"sha256,omitempty"`
 	// OldSHA256 is the digest of the binary being replaced, as the plan
 	// saw it: a repair names which binary it left in place.
 	OldSHA256 string `json:"oldSha256,omitempty"`
 	// HealthChecks must pass after the service starts.
 	HealthChecks []HealthCheckSpec `json:"healthChecks"`
+	// Encoded, when set, is an encoded upload (Staged + ".swdt-zst") that
+	// the swap first decodes into Staged, before it stops anything (as
+	// stage-decode does): Encoding says how, Reference is a patch's
+	// reference (the destination). The decoded file must have SHA256;
+	// the encoded upload is removed whatever the outcome.
+	Encoded   string `json:"encoded,omitempty"`
+	Encoding  string `json:"encoding,omitempty"`
+	Reference string `json:"reference,omitempty"`
+	// Fallback says the caller can send the file again another way when
+	// Encoded does not decode into it: the swap then stops and renames
+	// nothing and reports the item in Undecoded. Without it such an item
+	// fails alone.
+	Fallback bool `json:"fallback,omitempty"`
 }
 
 // ServiceSwapRequest describes one swap transaction.
@@ -172,6 +196,10 @@ type ServiceSwapRequest struct {
 	SettleMs int `json:"settleMs"`
 	// HealthTimeoutMs is how long health checks are retried.
 	HealthTimeoutMs int `json:"healthTimeoutMs"`
+	// Unlock releases the owner's lock when the swap is done (its
+	// response says whether it did). The swap renews the lock itself
+	// while it runs.
+	Unlock bool `json:"unlock,omitempty"`
 }
 
 // Swap item results.
@@ -197,6 +225,9 @@ type SwapItemResult struct {
 	// again (after rollback if any); 0 when the swap did not stop it (it
 	// was not running) or it is not Running at the end.
 	DowntimeMs int64 `json:"downtimeMs"`
+	// File is the binary now at Destination as the swap verified it
+	// (when swapped): size, last-write time and SHA-256.
+	File *FileInfo `json:"file,omitempty"`
 }
 
 // ServiceSwapResponse reports the transaction.
@@ -220,6 +251,21 @@ type ServiceSwapResponse struct {
 	// switched off (to kill a process, or while a new binary was on
 	// trial) and could not put back.
 	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
+	// Undecoded lists the items with Fallback whose encoded upload did not
+	// decode into the expected file. The swap then stopped nothing,
+	// renamed nothing and kept the lock; the other items' staged files
+	// are decoded and stay for the next try.
+	Undecoded []SwapUndecoded `json:"undecoded,omitempty"`
+	// Unlocked is true when the swap released the owner's lock (Unlock).
+	Unlocked bool `json:"unlocked,omitempty"`
+}
+
+// SwapUndecoded is an item whose encoded upload did not decode.
+type SwapUndecoded struct {
+	Destination string `json:"destination"`
+	// Error says why (a damaged stream, another reference, a digest
+	// that differs).
+	Error string `json:"error"`
 }
 
 // ServiceDowntime is how long one service the swap stopped was down.

@@ -47,6 +47,13 @@ func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.
 	})
 }
 
+// StartSFTP starts the SFTP subsystem on the connection, when it is not
+// running yet: calls that need it wait for a start in progress, so a
+// caller may start it while it runs an exec.
+func (c *Client) StartSFTP(ctx context.Context) error {
+	return c.idempotent(ctx, "start sftp on "+c.t.addr, func(context.Context, *sftp.Client, int, *conn) error { return nil })
+}
+
 // Upload streams size bytes of src to remotePath. The bytes go to
 // remotePath+".swdt-part" first, which is renamed onto remotePath once
 // complete (an existing remotePath is replaced), so remotePath never holds

@@ -1,0 +1,185 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/agent"
+	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// The inspect of a run takes the node's lock first, recording the files
+// the run may stage, and reads nothing while another run holds it.
+func TestProvisionInspectTakesTheLock(t *testing.T) {
+	const newDest = `C:\opt\new\tool.exe`
+	staged := []string{swapKubelet + ".swdt-new-b", newDest + ".swdt-new-b"}
+	tests := []struct {
+		name         string
+		held         string // the run holding the lock first ("" for none)
+		wantAcquired bool
+	}{
+		{name: "a free lock is taken and the node inspected under it", wantAcquired: true},
+		{name: "its own run takes it again", held: "b", wantAcquired: true},
+		{name: "a live holder is reported and nothing inspected", held: "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			if tt.held != "" {
+				lockTake(t, ts, tt.held, time.Minute)
+			}
+			req := ops.ProvisionInspectRequest{
+				Targets: []ops.ProvisionTarget{{Service: "kubelet", Destination: swapKubelet}, {Service: "kubelet", Destination: newDest}},
+				Lock:    &ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000, Staged: staged},
+			}
+			resp, err := provCall(t, ts, ops.ProvisionInspect, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Locked == nil || resp.Locked.Acquired != tt.wantAcquired {
+				t.Fatalf("locked %+v, want acquired %v", resp.Locked, tt.wantAcquired)
+			}
+			if !tt.wantAcquired {
+				if resp.Locked.Holder == nil || resp.Locked.Holder.Owner.RunID != tt.held || len(resp.Files)+len(resp.Services) != 0 {
+					t.Errorf("response %+v, want only the holder %s", resp, tt.held)
+				}
+				return
+			}
+			if len(resp.Files) != 2 || !resp.Files[0].Exists || resp.Files[1].Exists || len(resp.Services) == 0 {
+				t.Errorf("files %+v, services %+v", resp.Files, resp.Services)
+			}
+			if !slices.Equal(resp.MissingDirs, []string{`C:\opt\new`}) {
+				t.Errorf("missing directories %q, want C:\\opt\\new", resp.MissingDirs)
+			}
+			if resp.Lock == nil || resp.Lock.Owner.RunID != "b" || !slices.Equal(resp.Lock.Staged, staged) {
+				t.Errorf("lock %+v, want run b's with staged %q", resp.Lock, staged)
+			}
+		})
+	}
+}
+
+// The swap decodes encoded uploads and checks their digest before it
+// stops anything; a patch that fails there, when swdt can send the file
+// again, ends the op with nothing stopped and the lock kept. A swap that
+// is done releases the lock when asked.
+func TestServiceSwapDecodes(t *testing.T) {
+	const runID = "run1"
+	staged := swapKubelet + ".swdt-new-" + runID
+	patchOf := func(t *testing.T, ref, nw []byte) []byte {
+		var b bytes.Buffer
+		if _, err := delta.Diff(context.Background(), &b, bytes.NewReader(ref), int64(len(ref)), "", bytes.NewReader(nw)); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	compressed := func(t *testing.T, _, nw []byte) []byte {
+		var b bytes.Buffer
+		if _, err := delta.Compress(context.Background(), &b, bytes.NewReader(nw), func() delta.Level { return delta.LevelFastest }); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	tests := []struct {
+		name     string
+		encoding string
+		encode   func(t *testing.T, ref, nw []byte) []byte
+		fallback bool
+		damage   string
+		// changeDest replaces the destination after the patch was made.
+		changeDest bool
+		// want is the item's result; "" means it is in Undecoded.
+		want    string
+		wantErr string
+	}{
+		{name: "a patch is decoded, verified and swapped", encoding: ops.EncodingPatch, encode: patchOf, fallback: true, want: ops.SwapResultSwapped},
+		{name: "a compressed upload is decoded and swapped", encoding: ops.EncodingZstd, encode: compressed, want: ops.SwapResultSwapped},
+		{name: "a truncated patch stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true, damage: "truncate", wantErr: "decode"},
+		{name: "a corrupted patch stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true, damage: "corrupt", wantErr: "decode"},
+		{name: "a patch against a destination changed since stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true,
+			changeDest: true, wantErr: "SHA-256"},
+		{name: "a corrupted upload without a fallback fails alone", encoding: ops.EncodingZstd, encode: compressed, damage: "corrupt",
+			want: ops.SwapResultFailed, wantErr: "decode"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{DamageEncoded: tc.damage}))
+			n := ts.Node()
+			old, err := n.ReadFile(swapKubelet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nw := append(bytes.Clone(old), []byte(" and a rebuilt function")...)
+			it := ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: staged, Backup: swapKubelet + ".swdt-bak",
+				SHA256: provSum(nw), Encoded: staged + ".swdt-zst", Encoding: tc.encoding, Fallback: tc.fallback}
+			if tc.encoding == ops.EncodingPatch {
+				it.Reference = swapKubelet
+			}
+			if err := n.WriteFile(it.Encoded, tc.encode(t, old, nw)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.changeDest {
+				// Same size, other bytes, as a rebuild by another tool.
+				if err := n.Rename(swapKubelet, swapKubelet+".moved", false); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.WriteFile(swapKubelet, bytes.ToUpper(old)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lockTake(t, ts, runID, time.Minute)
+			before, _ := n.Service("kubelet")
+			req := swapKubeletRequest(it)
+			req.Owner, req.Unlock = lockOwner(runID), true
+			resp, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Exists(it.Encoded) {
+				t.Error("the encoded upload was left on the node")
+			}
+			after, _ := n.Service("kubelet")
+			got, _ := n.ReadFile(swapKubelet)
+			switch tc.want {
+			case ops.SwapResultSwapped:
+				if len(resp.Items) != 1 || resp.Items[0].Result != tc.want || !bytes.Equal(got, nw) {
+					t.Fatalf("items %+v, destination holds the new binary: %v", resp.Items, bytes.Equal(got, nw))
+				}
+				if f := resp.Items[0].File; f == nil || f.SHA256 != provSum(nw) || f.Size != int64(len(nw)) || f.ModTicks == 0 {
+					t.Errorf("file %+v, want the new binary's size, time and digest", f)
+				}
+			case ops.SwapResultFailed:
+				if len(resp.Items) != 1 || resp.Items[0].Result != tc.want || !strings.Contains(resp.Items[0].Error, tc.wantErr) {
+					t.Fatalf("items %+v, want failed with %q", resp.Items, tc.wantErr)
+				}
+			default:
+				if len(resp.Undecoded) != 1 || resp.Undecoded[0].Destination != swapKubelet || !strings.Contains(resp.Undecoded[0].Error, tc.wantErr) {
+					t.Fatalf("undecoded %+v, want %s with %q", resp.Undecoded, swapKubelet, tc.wantErr)
+				}
+			}
+			if tc.want != ops.SwapResultSwapped {
+				if after.PID != before.PID {
+					t.Error("kubelet was restarted for an item that was not swapped")
+				}
+				if bytes.Equal(got, nw) || n.Exists(staged) {
+					t.Error("a file that failed its check was kept or swapped in")
+				}
+			}
+			// The lock is released once the swap is done, and kept for
+			// the next try when swdt sends a file again.
+			if wantReleased := tc.want != ""; resp.Unlocked != wantReleased || n.Exists(ops.LockPath) == wantReleased {
+				raw, _ := json.Marshal(resp)
+				t.Errorf("unlocked %v, lock file there %v, want released %v (%s)", resp.Unlocked, n.Exists(ops.LockPath), wantReleased, raw)
+			}
+			if n.Exists(ops.JournalPath) {
+				t.Error("the journal was left behind")
+			}
+		})
+	}
+}
