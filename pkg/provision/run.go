@@ -162,6 +162,23 @@ type Report struct {
 	// Repair is what the run did about an unfinished swap it found
 	// (nil when there was none).
 	Repair *Repair
+	// Services are the services the swap stopped, the provisioners' own
+	// and their dependents, in the order it stopped them, with how long
+	// each was down (empty when nothing was swapped, or the swap op
+	// failed and the node was repaired).
+	Services []ServiceDowntime
+}
+
+// ServiceDowntime is how long one service the swap stopped was down.
+type ServiceDowntime struct {
+	// Service is the service's name.
+	Service string
+	// Downtime is from the start of its stop to its Running again; for a
+	// service that is not Running at the end of the swap, up to the end
+	// of the swap.
+	Downtime time.Duration
+	// Running is true when the service was Running at the end of the swap.
+	Running bool
 }
 
 // Failures counts results that failed or were rolled back.
@@ -289,7 +306,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if err := plan.Reorder(services); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	swap(ctx, n, plan, owner, staged, stagedInfo, results, index, opts)
+	report.Services = swap(ctx, n, plan, owner, staged, stagedInfo, results, index, opts)
 	for _, it := range staged {
 		// A rename keeps size and time: the destination is now what was
 		// verified as staged.
@@ -394,7 +411,8 @@ func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (ops
 
 // swap runs the swap op. It keeps going when ctx is cancelled (services
 // are down: they must come back) and stops only when opts.Abort is done.
-func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged []Item, stagedInfo map[string]ops.FileInfo, results []Result, index map[string]int, opts Options) {
+// It returns the downtime of every service the op stopped.
+func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged []Item, stagedInfo map[string]ops.FileInfo, results []Result, index map[string]int, opts Options) []ServiceDowntime {
 	req := ops.ServiceSwapRequest{
 		Owner:           owner,
 		StopOrder:       plan.StopOrder,
@@ -419,7 +437,7 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 	resp, err := n.SwapServices(swapCtx, req)
 	if err != nil {
 		repairAfter(ctx, n, req, staged, results, index, opts, err)
-		return
+		return nil
 	}
 	killed := map[string]bool{}
 	for _, k := range resp.Killed {
@@ -458,6 +476,11 @@ func swap(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, staged [
 			}
 		}
 	}
+	var down []ServiceDowntime
+	for _, d := range resp.Downtime {
+		down = append(down, ServiceDowntime{Service: d.Service, Downtime: time.Duration(d.DowntimeMs) * time.Millisecond, Running: d.Running})
+	}
+	return down
 }
 
 // repairAfter repairs the node after the swap op itself failed

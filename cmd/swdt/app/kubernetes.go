@@ -387,6 +387,9 @@ type kubeNodeJSON struct {
 	// before anything else.
 	Repair       *provision.Repair `json:"repair,omitempty"`
 	Provisioners []kubeProvJSON    `json:"provisioners"`
+	// Services are the services the swap stopped (the provisioners' own
+	// and their dependents), in stop order, with their downtime.
+	Services []kubeServiceJSON `json:"services"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
 }
@@ -405,11 +408,18 @@ type kubeProvJSON struct {
 	Detail     string `json:"detail,omitempty"`
 }
 
+type kubeServiceJSON struct {
+	Name       string `json:"name"`
+	DowntimeMs int64  `json:"downtimeMs"`
+	// Running is false when the service is not Running after the swap.
+	Running bool `json:"running"`
+}
+
 func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 	if k.e.ui.Format() == ui.FormatJSON {
 		doc := kubeJSON{docMeta: meta("KubernetesReport"), Nodes: []kubeNodeJSON{}}
 		for _, r := range results {
-			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Snapshot: r.Value.snapshot}
+			n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Services: []kubeServiceJSON{}, Snapshot: r.Value.snapshot}
 			if r.Err != nil {
 				n.Error = r.Err.Error()
 			} else {
@@ -420,6 +430,9 @@ func (k *kubeRun) print(results []fleet.Result[nodeOutcome]) error {
 						DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
 						Error: res.Error, Detail: res.Detail,
 					})
+				}
+				for _, d := range r.Value.report.Services {
+					n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
 				}
 			}
 			doc.Nodes = append(doc.Nodes, n)
