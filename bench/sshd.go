@@ -165,14 +165,15 @@ func (b *bench) debianSSHD(rounds int) error {
 	runs := map[string][]run{}
 	for round := range rounds {
 		for i := range contenders {
-			name := contenders[(i+round)%len(contenders)]
-			dst := filepath.Join(s.root, fmt.Sprintf("%d.bin", i))
+			k := (i + round) % len(contenders)
+			name := contenders[k]
+			dst := filepath.Join(s.root, fmt.Sprintf("%d.bin", k))
 			// Each put creates its file: neither pays for truncating or
 			// unlinking the other's 128 MB.
 			_ = os.Remove(dst)
 			server := procCPU(s.cmd.Process.Pid, true)
 			var r run
-			if name == contenders[0] {
+			if k == 0 {
 				r.wall, r.client, err = b.sftp(s.addr, s.user, s.knownHosts, big, dst)
 			} else {
 				r.wall, r.client, err = b.uploadProcess(self, s, big, dst)
