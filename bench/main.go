@@ -6,12 +6,17 @@
 //   - stage+swap of a large binary vs OpenSSH's sftp -b sending the same
 //     bytes to the same simnode;
 //   - a re-run with nothing changed vs that transfer;
-//   - service downtime per swap for a 10 MB and a 200 MB binary;
+//   - service downtime per swap for a 10 MB and a 200 MB binary, and of
+//     every service the swap stopped;
 //   - peak RSS of swdt while it sends 200 MB, whole and as a patch;
-//   - N nodes in parallel vs one node;
+//   - N nodes in parallel vs one node, with services that take 200 ms to
+//     stop and start and with instant ones, and the CPU time swdt and the
+//     simnodes spent;
+//   - on Debian's sshd with the same cipher on both sides: swdt's upload
+//     (pkg/remote) vs sftp -b (sshd.go; -only sshd runs just this);
 //   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
 //     slow links: OpenSSH sftp, swdt plain, compressed and delta
-//     (links.go; -links-only runs just these);
+//     (links.go; -only links runs just these);
 //   - swdt-agent's upload on first contact.
 //
 // It runs the built binaries as a user would (make bench builds them),
@@ -31,6 +36,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -38,6 +45,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "upload" {
+		// A child of the Debian sshd comparison (sshd.go).
+		if err := upload(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench upload:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -50,7 +65,8 @@ type options struct {
 	nodes         int
 	keep          bool
 	rounds        int
-	linksOnly     bool
+	sshdRounds    int
+	only          string
 }
 
 func run() error {
@@ -61,7 +77,8 @@ func run() error {
 	flag.IntVar(&o.nodes, "nodes", 10, "nodes of the parallel measurement")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the link runs (each contender once per round, order rotated)")
-	flag.BoolVar(&o.linksOnly, "links-only", false, "run only the link runs")
+	flag.IntVar(&o.sshdRounds, "sshd-rounds", 5, "rounds of the Debian sshd comparison (each client once per round, order rotated)")
+	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison) or fanout (N nodes vs one)")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -106,8 +123,16 @@ func (b *bench) all() error {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", b.key).CombinedOutput(); err != nil {
 		return fmt.Errorf("ssh-keygen: %w: %s", err, out)
 	}
-	if b.o.linksOnly {
-		if err := b.linkRuns(b.o.rounds); err != nil {
+	if b.o.only != "" {
+		part, ok := map[string]func() error{
+			"links":  func() error { return b.linkRuns(b.o.rounds) },
+			"sshd":   func() error { return b.debianSSHD(b.o.sshdRounds) },
+			"fanout": b.parallel,
+		}[b.o.only]
+		if !ok {
+			return fmt.Errorf("-only %s: want links, sshd or fanout", b.o.only)
+		}
+		if err := part(); err != nil {
 			return err
 		}
 		b.print()
@@ -177,6 +202,7 @@ func (b *bench) all() error {
 			return err
 		}
 		b.add("downtime per swap, "+c.name, ms(r.downtime), "< 2 s (simnode stop 200 ms + start 200 ms)")
+		b.add("downtime of every stopped service, "+c.name, strings.Join(r.services, ", "), "")
 		if c.path == mb200 {
 			b.add(fmt.Sprintf("peak RSS of swdt sending 200 MB with the defaults (loopback: %s)", r.transfer), mbytes(r.maxRSSKB), "< 64 MB")
 			b.add("swdt stage+swap 200 MB (wall, 200 ms services)", secs(r.wall), "")
@@ -209,10 +235,11 @@ func (b *bench) all() error {
 	sim.stop()
 	fast.stop()
 
-	if b.o.nodes > 1 {
-		if err := b.parallel(); err != nil {
-			return err
-		}
+	if err := b.parallel(); err != nil {
+		return err
+	}
+	if err := b.debianSSHD(b.o.sshdRounds); err != nil {
+		return err
 	}
 	if err := b.linkRuns(b.o.rounds); err != nil {
 		return err
@@ -223,9 +250,31 @@ func (b *bench) all() error {
 
 // parallel compares one node with N nodes swapping a 1 MB binary each, so
 // that the figure shows swdt's concurrency rather than the loopback's
-// encryption throughput on a small machine.
+// encryption throughput on a small machine: once with services that take
+// simnode's default 200 ms to stop and 200 ms to start, once with instant
+// ones, where swdt's and the simnodes' own work is all there is.
 func (b *bench) parallel() error {
-	fmt.Fprintf(os.Stderr, "bench: %d nodes in parallel\n", b.o.nodes)
+	if b.o.nodes < 2 {
+		return nil
+	}
+	for _, v := range []struct {
+		name, prefix string
+		flags        []string
+	}{
+		{"200 ms services", "par", nil},
+		{"instant services", "inst", []string{"--start-delay", "0", "--stop-delay", "0"}},
+	} {
+		if err := b.fanOut(v.name, v.prefix, v.flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fanOut measures one node against N, simnodes started with flags, and
+// the CPU time swdt and the simnodes spent in each run.
+func (b *bench) fanOut(name, prefix string, flags []string) error {
+	fmt.Fprintf(os.Stderr, "bench: %d nodes in parallel, %s\n", b.o.nodes, name)
 	var sims []*simnode
 	defer func() {
 		for _, s := range sims {
@@ -233,30 +282,83 @@ func (b *bench) parallel() error {
 		}
 	}()
 	for i := 0; i < b.o.nodes; i++ {
-		s, err := b.startSimnode(fmt.Sprintf("par%d", i))
+		s, err := b.startSimnode(fmt.Sprintf("%s%d", prefix, i), flags...)
 		if err != nil {
 			return err
 		}
 		sims = append(sims, s)
 	}
-	small := b.file("one.exe", 1<<20)
-	if err := b.deliver(b.config("many", sims, small)); err != nil {
+	small := b.file(prefix+"-one.exe", 1<<20)
+	if err := b.deliver(b.config(prefix+"-many", sims, small)); err != nil {
 		return err
 	}
-	one, err := b.swdt(b.config("one", sims[:1], small), "--settle", "0")
+	run := func(sims []*simnode, config string) (swdtRun, time.Duration, error) {
+		before := simnodesCPU(sims)
+		r, err := b.swdt(config, "--settle", "0")
+		return r, simnodesCPU(sims) - before, err
+	}
+	one, oneSim, err := run(sims[:1], b.config(prefix+"-one", sims[:1], small))
 	if err != nil {
 		return err
 	}
-	small2 := b.file("one-v2.exe", 1<<20)
-	many, err := b.swdt(b.config("many", sims, small2), "--settle", "0")
+	many, manySim, err := run(sims, b.config(prefix+"-many", sims, b.file(prefix+"-one-v2.exe", 1<<20)))
 	if err != nil {
 		return err
 	}
-	b.add("1 node, 1 MB swap (wall)", secs(one.wall), "")
-	b.add(fmt.Sprintf("%d nodes, 1 MB swap each (wall)", b.o.nodes), secs(many.wall), "")
-	b.add(fmt.Sprintf("ratio %d nodes / 1 node", b.o.nodes), ratio(many.wall, one.wall), "<= 1.5")
+	cpu := func(r swdtRun, sim time.Duration) string {
+		return fmt.Sprintf("%s (CPU: swdt %s, simnodes %s, of %s on %d cores)", secs(r.wall), secs(r.cpu), secs(sim),
+			secs(r.wall*time.Duration(runtime.NumCPU())), runtime.NumCPU())
+	}
+	b.add(fmt.Sprintf("%s: 1 node, 1 MB swap (wall)", name), cpu(one, oneSim), "")
+	b.add(fmt.Sprintf("%s: %d nodes, 1 MB swap each (wall)", name, b.o.nodes), cpu(many, manySim), "")
+	goal := ""
+	if flags == nil {
+		goal = "<= 1.5"
+	}
+	b.add(fmt.Sprintf("%s: ratio %d nodes / 1 node", name, b.o.nodes), ratio(many.wall, one.wall), goal)
 	return nil
 }
+
+// simnodesCPU is the CPU time (user and system) the simnodes' processes
+// have used so far.
+func simnodesCPU(sims []*simnode) time.Duration {
+	var total time.Duration
+	for _, s := range sims {
+		total += procCPU(s.cmd.Process.Pid, false)
+	}
+	return total
+}
+
+// procCPU is the CPU time (user and system) process pid has used so far,
+// from /proc/<pid>/stat; with children, that of its children it has
+// waited for instead (0 when it cannot be read).
+func procCPU(pid int, children bool) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which may hold spaces: state is the
+	// 3rd field of proc_pid_stat(5), utime and stime the 14th and 15th,
+	// cutime and cstime the 16th and 17th.
+	_, rest, _ := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	i := 11
+	if children {
+		i = 13
+	}
+	if len(f) < i+2 {
+		return 0
+	}
+	var total time.Duration
+	for _, v := range f[i : i+2] {
+		ticks, _ := strconv.ParseInt(v, 10, 64)
+		total += time.Duration(ticks) * time.Second / clockTicks
+	}
+	return total
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
 
 func (b *bench) print() {
 	fmt.Println()
@@ -387,19 +489,28 @@ spec:
 }
 
 func (b *bench) sftpPut(s *simnode, local, remote string) (time.Duration, error) {
+	wall, _, err := b.sftp(s.addr, "Administrator", s.knownHosts, local, remote)
+	return wall, err
+}
+
+// sftp times OpenSSH's sftp -b putting local to remote on addr as user,
+// process start to exit, with the cipher pinned; cpu is that of sftp and
+// its ssh.
+func (b *bench) sftp(addr, user, knownHosts, local, remote string) (wall, cpu time.Duration, err error) {
 	batch := filepath.Join(b.dir, "sftp.batch")
 	if err := os.WriteFile(batch, []byte(fmt.Sprintf("put %s %s\n", local, remote)), 0o600); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	host, port, _ := strings.Cut(s.addr, ":")
+	host, port, _ := strings.Cut(addr, ":")
 	start := time.Now()
-	out, err := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
-		"-o", "UserKnownHostsFile="+s.knownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-		"Administrator@"+host).CombinedOutput()
+	cmd := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
+		"-o", "UserKnownHostsFile="+knownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+		user+"@"+host)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("sftp: %w: %s", err, out)
+		return 0, 0, fmt.Errorf("sftp: %w: %s", err, out)
 	}
-	return time.Since(start), nil
+	return time.Since(start), cpuOf(cmd.ProcessState), nil
 }
 
 // swdtRun is one timed swdt kubernetes run.
@@ -408,6 +519,11 @@ type swdtRun struct {
 	downtime time.Duration
 	action   string
 	maxRSSKB int64
+	// cpu is the user and system CPU time of the swdt process.
+	cpu time.Duration
+	// services is every stopped service's downtime, "name N ms", in stop
+	// order, on every node.
+	services []string
 	// transfer and bytesSent are those of the last provisioner.
 	transfer  string
 	bytesSent int64
@@ -432,6 +548,10 @@ func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
 	}
 	var doc struct {
 		Nodes []struct {
+			Services []struct {
+				Name       string `json:"name"`
+				DowntimeMs int64  `json:"downtimeMs"`
+			} `json:"services"`
 			Provisioners []struct {
 				Action     string `json:"action"`
 				DowntimeMs int64  `json:"downtimeMs"`
@@ -445,6 +565,9 @@ func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
 	}
 	r := swdtRun{wall: wall}
 	for _, n := range doc.Nodes {
+		for _, s := range n.Services {
+			r.services = append(r.services, fmt.Sprintf("%s %d ms", s.Name, s.DowntimeMs))
+		}
 		for _, p := range n.Provisioners {
 			r.action, r.transfer, r.bytesSent = p.Action, p.Transfer, p.BytesSent
 			r.downtime = max(r.downtime, time.Duration(p.DowntimeMs)*time.Millisecond)
@@ -453,7 +576,14 @@ func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSSKB = int64(ru.Maxrss) // kilobytes on Linux
 	}
+	r.cpu = cpuOf(cmd.ProcessState)
 	return r, nil
+}
+
+// cpuOf is the user and system CPU time of an exited process, with that
+// of the children it waited for.
+func cpuOf(ps *os.ProcessState) time.Duration {
+	return ps.UserTime() + ps.SystemTime()
 }
 
 func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }

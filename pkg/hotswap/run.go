@@ -178,6 +178,23 @@ type Report struct {
 	// Repair is what the run did about an unfinished swap it found
 	// (nil when there was none).
 	Repair *Repair
+	// Services are the services the swap stopped, the provisioners' own
+	// and their dependents, in the order it stopped them, with how long
+	// each was down (empty when nothing was swapped, or the swap op
+	// failed and the node was repaired).
+	Services []ServiceDowntime
+}
+
+// ServiceDowntime is how long one service the swap stopped was down.
+type ServiceDowntime struct {
+	// Service is the service's name.
+	Service string
+	// Downtime is from the start of its stop to its Running again; for a
+	// service that is not Running at the end of the swap, up to the end
+	// of the swap.
+	Downtime time.Duration
+	// Running is true when the service was Running at the end of the swap.
+	Running bool
 }
 
 // Failures counts results that failed or were rolled back.
@@ -325,7 +342,8 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if err := reorder(plan, ready); err != nil {
 		return nil, err
 	}
-	files := swap(ctx, n, plan, lock, owner, ready, sent, results, index, opts)
+	files, down := swap(ctx, n, plan, lock, owner, ready, sent, results, index, opts)
+	report.Services = down
 	serviceSteps(ctx, n, plan, owner, results, index, opts)
 	for _, it := range ready {
 		// A rename keeps size and time: the destination is now what the
@@ -448,8 +466,9 @@ func stagePlain(ctx context.Context, n Node, it Item, progress func(int64)) (int
 // stopped: that file is sent again compressed and the op runs again. It
 // keeps going when ctx is cancelled once services may be down (they must
 // come back) and stops only when opts.Abort is done. It returns, by item,
-// the binaries swapped in as the node verified them.
-func swap(ctx context.Context, n Node, plan *Plan, lock *heldLock, owner ops.LockOwner, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options) map[string]ops.FileInfo {
+// the binaries swapped in as the node verified them, and the downtime of
+// every service the op stopped.
+func swap(ctx context.Context, n Node, plan *Plan, lock *heldLock, owner ops.LockOwner, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options) (map[string]ops.FileInfo, []ServiceDowntime) {
 	// The node bounds the op by the request's timings (node.SwapBudget).
 	swapCtx, cancel := UntilAbort(ctx, opts.Abort)
 	defer cancel()
@@ -462,27 +481,36 @@ func swap(ctx context.Context, n Node, plan *Plan, lock *heldLock, owner ops.Loc
 		if err != nil {
 			lock.renew()
 			repairAfter(ctx, n, req, staged, sent, results, index, opts, err)
-			return nil
+			return nil, nil
 		}
 		lock.released = resp.Unlocked
 		if len(resp.Undecoded) == 0 {
-			return swapped(resp, staged, results, index, opts)
+			return swapped(resp, staged, results, index, opts), downtimes(resp)
 		}
 		lock.renew()
 		if staged = resend(ctx, n, resp, staged, sent, results, index, opts); len(staged) == 0 {
-			return nil
+			return nil, nil
 		}
 		if ctx.Err() != nil {
 			cleanupStaged(n, staged, sent)
 			markFailed(results, index, staged, "interrupted before the swap; no service was touched")
-			return nil
+			return nil, nil
 		}
 		if err := reorder(plan, staged); err != nil {
 			cleanupStaged(n, staged, sent)
 			markFailed(results, index, staged, err.Error()+"; no service was touched")
-			return nil
+			return nil, nil
 		}
 	}
+}
+
+// downtimes is the downtime of every service the swap op stopped.
+func downtimes(resp ops.ServiceSwapResponse) []ServiceDowntime {
+	var down []ServiceDowntime
+	for _, d := range resp.Downtime {
+		down = append(down, ServiceDowntime{Service: d.Service, Downtime: time.Duration(d.DowntimeMs) * time.Millisecond, Running: d.Running})
+	}
+	return down
 }
 
 // swapRequest is the swap op of the staged items: each with the digest

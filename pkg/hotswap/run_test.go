@@ -133,6 +133,9 @@ func (f *fakeNode) SwapServices(_ context.Context, req ops.ServiceSwapRequest) (
 			}
 			resp.Items = append(resp.Items, r)
 		}
+		for i, name := range req.StopOrder {
+			resp.Downtime = append(resp.Downtime, ops.ServiceDowntime{Service: name, DowntimeMs: int64(1200 - 100*i), Running: true})
+		}
 	}
 	f.calls = append(f.calls, "swap")
 	if req.Unlock {
@@ -201,6 +204,20 @@ func actions(r *Report) []string {
 	return out
 }
 
+// downtimeList lists the report's stopped services as "name=downtime",
+// with "(down)" for one that did not run again.
+func downtimeList(r *Report) []string {
+	var out []string
+	for _, d := range r.Services {
+		s := d.Service + "=" + d.Downtime.String()
+		if !d.Running {
+			s += "(down)"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func TestRun(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -211,11 +228,14 @@ func TestRun(t *testing.T) {
 		wantRecovers int
 		wantRemoved  []string
 		wantErrIn    map[string]string
+		// wantDown is the report's downtime of every stopped service.
+		wantDown []string
 	}{
 		{
 			name:      "all updated in dependency order",
 			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
 		},
 		{
 			name: "unchanged binaries are skipped and nothing is swapped",
@@ -232,6 +252,7 @@ func TestRun(t *testing.T) {
 			opts:      Options{Force: true},
 			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
 		},
 		{
 			name: "dry run changes nothing",
@@ -247,6 +268,7 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "the upload was corrupted"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
 		},
 		{
 			name: "a failed upload leaves its service alone",
@@ -256,6 +278,17 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet"},
 			wantErrIn: map[string]string{"containerd": "connection lost"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+		},
+		{
+			name: "a dependent the swap stopped has its downtime reported",
+			setup: func(f *fakeNode) {
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost"), `C:\k\kube-proxy.exe.swdt-new`: errors.New("connection lost")}
+			},
+			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=failed"},
+			wantStops: []string{"kube-proxy", "kubelet"},
+			wantErrIn: map[string]string{"containerd": "connection lost", "kube-proxy": "connection lost"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s"},
 		},
 		{
 			name:        "a failing before-swap hook touches no service",
@@ -271,6 +304,7 @@ func TestRun(t *testing.T) {
 			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
 			wantRecovers: 1,
 			wantErrIn:    map[string]string{"kubelet": "connection reset; repaired: kubelet runs the old binary again"},
+			wantDown:     nil, // the op's own report is lost with it
 		},
 		{
 			name: "a rolled-back item carries the service's exit code and events",
@@ -279,11 +313,16 @@ func TestRun(t *testing.T) {
 					{Service: "containerd", Destination: `C:\k\containerd.exe`, Result: ops.SwapResultSwapped},
 					{Service: "kubelet", Destination: `C:\k\kubelet.exe`, Result: ops.SwapResultRolledBack, Error: "service stopped again", ExitCode: 1, Events: []string{"The kubelet service terminated unexpectedly."}},
 					{Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Result: ops.SwapResultSwapped},
-				}, Killed: []string{"containerd"}}
+				}, Killed: []string{"containerd"}, Downtime: []ops.ServiceDowntime{
+					{Service: "kube-proxy", DowntimeMs: 3000, Running: true},
+					{Service: "kubelet", DowntimeMs: 3500},
+					{Service: "containerd", DowntimeMs: 800, Running: true},
+				}}
 			},
 			want:      []string{"containerd=updated", "kubelet=rolled-back", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "service stopped again"},
+			wantDown:  []string{"kube-proxy=3s", "kubelet=3.5s(down)", "containerd=800ms"},
 		},
 	}
 	for _, tt := range tests {
@@ -311,6 +350,9 @@ func TestRun(t *testing.T) {
 			}
 			if strings.Join(f.removed, ",") != strings.Join(tt.wantRemoved, ",") {
 				t.Errorf("removed = %v, want %v", f.removed, tt.wantRemoved)
+			}
+			if got := downtimeList(report); strings.Join(got, " ") != strings.Join(tt.wantDown, " ") {
+				t.Errorf("services' downtime = %v, want %v", got, tt.wantDown)
 			}
 			for _, res := range report.Results {
 				if want, ok := tt.wantErrIn[res.Name]; ok && !strings.Contains(res.Error, want) {

@@ -26,6 +26,9 @@ type kubeNodeJSON struct {
 	// before anything else.
 	Repair       *hotswap.Repair `json:"repair,omitempty"`
 	Provisioners []kubeProvJSON  `json:"provisioners"`
+	// Services are the services the swap stopped (the provisioners' own
+	// and their dependents), in stop order, with their downtime.
+	Services []kubeServiceJSON `json:"services"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
 }
@@ -45,6 +48,13 @@ type kubeProvJSON struct {
 	// Registered is true when the run registered the service
 	// (provisioner's register).
 	Registered bool `json:"registered,omitempty"`
+}
+
+type kubeServiceJSON struct {
+	Name       string `json:"name"`
+	DowntimeMs int64  `json:"downtimeMs"`
+	// Running is false when the service is not Running after the swap.
+	Running bool `json:"running"`
 }
 
 // printKubernetes shows one run of swdt kubernetes as a table or JSON.
@@ -67,7 +77,7 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 		rows = append(rows, cells)
 	}
 	for _, r := range results {
-		n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Snapshot: r.Value.Snapshot}
+		n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Services: []kubeServiceJSON{}, Snapshot: r.Value.Snapshot}
 		if r.Err != nil {
 			n.Error = r.Err.Error()
 			doc.Nodes = append(doc.Nodes, n)
@@ -75,6 +85,9 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			continue
 		}
 		n.Repair = r.Value.Repair
+		for _, d := range r.Value.Services {
+			n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
+		}
 		for i, res := range r.Value.Results {
 			n.Provisioners = append(n.Provisioners, kubeProvJSON{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,

@@ -223,6 +223,9 @@ func TestKubernetesUpdatesAllThenNothing(t *testing.T) {
 			t.Errorf("second run %s = %+v, want unchanged with nothing sent", name, p)
 		}
 	}
+	if s := doc.Nodes[0].Services; s == nil || len(s) != 0 {
+		t.Errorf("second run: services = %v, want none stopped", s)
+	}
 	if starts := fx.ts.State().Services["kubelet"].StartCount; starts != st.Services["kubelet"].StartCount {
 		t.Errorf("the second run restarted kubelet")
 	}
@@ -264,6 +267,23 @@ func TestKubernetesJSONShape(t *testing.T) {
 	}
 	if p["action"] != "updated" || p["fileSize"].(float64) != float64(len("MZ kubelet v2\n")) || p["bytesSent"].(float64) <= 0 || p["downtimeMs"].(float64) <= 0 {
 		t.Errorf("provisioner = %v", p)
+	}
+	// Swapping kubelet stops kube-proxy (its dependent) too: the node
+	// lists every stopped service's downtime, in stop order.
+	services, _ := nodes[0]["services"].([]any)
+	var names []string
+	for _, s := range services {
+		s := s.(map[string]any)
+		names = append(names, fmt.Sprint(s["name"]))
+		if d, _ := s["downtimeMs"].(float64); d <= 0 || s["running"] != true {
+			t.Errorf("service %v", s)
+		}
+		if s["name"] == "kubelet" && s["downtimeMs"] != p["downtimeMs"] {
+			t.Errorf("kubelet down %v ms, its provisioner %v ms", s["downtimeMs"], p["downtimeMs"])
+		}
+	}
+	if strings.Join(names, ",") != "kube-proxy,kubelet" {
+		t.Errorf("services = %v, want kube-proxy and kubelet", services)
 	}
 }
 
