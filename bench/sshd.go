@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/remote"
 )
 
@@ -104,7 +104,7 @@ AllowUsers %s
 		return nil, fmt.Errorf("start sshd: %w", err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if banner(s.addr) {
+		if sshdtest.Banner(s.addr) {
 			return s, nil
 		}
 		if time.Now().After(deadline) {
@@ -113,18 +113,6 @@ AllowUsers %s
 			return nil, fmt.Errorf("sshd did not answer on %s within 10 s:\n%s", s.addr, out)
 		}
 	}
-}
-
-// banner reports whether addr answers with an SSH identification string.
-func banner(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "SSH-")
 }
 
 func (s *sshd) stop() {

@@ -289,7 +289,7 @@ func (s *Server) start() {
 			t.Fatalf("sshd exited during start-up:\n%s", s.log.String())
 		default:
 		}
-		if banner(s.Addr) {
+		if Banner(s.Addr) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -302,8 +302,9 @@ func (s *Server) start() {
 	}
 }
 
-// banner reports whether addr answers with an SSH identification string.
-func banner(addr string) bool {
+// Banner reports whether addr answers with an SSH identification string
+// (an sshd that is up). The bench uses it too.
+func Banner(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return false
