@@ -309,11 +309,22 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 }
 
 // healthAll runs the health checks of the swapped items of every service
-// that started, and records a failure as the service's.
+// that started (and the request's ServiceChecks of a service no item
+// feeds), and records a failure as the service's.
 func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[string]string, byService map[string][]int, results []ops.SwapItemResult) error {
 	for _, name := range start {
 		key := strings.ToLower(name)
 		if _, failed := failures[key]; failed {
+			continue
+		}
+		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(byService[key]) == 0 {
+			failure, err := s.health(ctx, checks)
+			if err != nil {
+				return err
+			}
+			if failure != "" {
+				failures[key] = "health check failed: " + failure
+			}
 			continue
 		}
 		for _, i := range byService[key] {

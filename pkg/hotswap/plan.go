@@ -43,6 +43,10 @@ type Item struct {
 	// and started, a stopped one started. A stopped service alone then
 	// does not make the binary an update.
 	Restart bool
+	// StartChecks run when the register or restart step starts the
+	// service (HealthChecks run after a swap). pkg/wins leaves them empty:
+	// its verification report checks the bridge after every deploy.
+	StartChecks []ops.HealthCheckSpec
 
 	// runID is the run's, set by Run: staged names are unique per run.
 	runID string

@@ -675,13 +675,13 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 				continue
 			}
 			res.Registered = true
-			if err := restart(ctx, n, it.Service, false, owner, opts); err != nil {
+			if err := restart(ctx, n, it, false, owner, opts); err != nil {
 				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
 				continue
 			}
 			res.Restarted = true
 		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
-			if err := restart(ctx, n, it.Service, isActive(s.Service.Status), owner, opts); err != nil {
+			if err := restart(ctx, n, it, isActive(s.Service.Status), owner, opts); err != nil {
 				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
 				continue
 			}
@@ -701,9 +701,11 @@ func (p *Plan) hasServiceSteps() bool {
 	return false
 }
 
-// restart starts service, stopping it first when it runs, with the swap's
-// service op (no binary changes hands).
-func restart(ctx context.Context, n Node, service string, running bool, owner ops.LockOwner, opts Options) error {
+// restart starts the item's service, stopping it first when it runs, with
+// the swap's service op (no binary changes hands), and runs the item's
+// StartChecks once it is up.
+func restart(ctx context.Context, n Node, it Item, running bool, owner ops.LockOwner, opts Options) error {
+	service := it.Service
 	req := ops.ServiceSwapRequest{
 		Owner:           owner,
 		StartOrder:      []string{service},
@@ -711,6 +713,9 @@ func restart(ctx context.Context, n Node, service string, running bool, owner op
 		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
 		SettleMs:        int(opts.Settle.Milliseconds()),
 		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+	}
+	if len(it.StartChecks) > 0 {
+		req.ServiceChecks = map[string][]ops.HealthCheckSpec{service: it.StartChecks}
 	}
 	verb := "starting"
 	if running {

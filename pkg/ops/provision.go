@@ -200,6 +200,10 @@ type ServiceSwapRequest struct {
 	// response says whether it did). The swap renews the lock itself
 	// while it runs.
 	Unlock bool `json:"unlock,omitempty"`
+	// ServiceChecks are health checks of services in StartOrder that no
+	// item feeds (a service just registered and started for the first
+	// time), by service name; a failure is reported in NotStarted.
+	ServiceChecks map[string][]HealthCheckSpec `json:"serviceChecks,omitempty"`
 }
 
 // Swap item results.

@@ -315,7 +315,7 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 // the node file says how to register its service.
 func item(n *node.Node, b target.Binary, src *source.File, force bool) hotswap.Item {
 	it := hotswap.Item{Name: b.Name, Service: b.Service, Helper: b.Helper, Destination: b.Destination,
-		Source: src, Force: force || b.Overwrite, HealthChecks: b.HealthChecks}
+		Source: src, Force: force || b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks}
 	if req := b.Register; req != nil {
 		it.Register = func(ctx context.Context) error {
 			_, err := n.RegisterService(ctx, *req)

@@ -204,9 +204,9 @@ type ProvisionerSpec struct {
 	// Register, when set, registers the service when the node does not
 	// have it yet: the binary is put in place, the service is created to
 	// run it (destination) with these arguments and started, and it must
-	// stay Running for the settle time, as for csi-proxy or a CNI daemon
-	// that no installer set up. A service that exists is swapped as usual,
-	// health checks included (extension).
+	// stay Running for the settle time and pass its health checks, as for
+	// csi-proxy or a CNI daemon that no installer set up. A service that
+	// exists is swapped as usual (extension).
 	// +optional
 	Register *ServiceRegistration `json:"register,omitempty"`
 }

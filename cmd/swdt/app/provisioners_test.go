@@ -138,3 +138,28 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 		t.Errorf("status: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
+
+// A service swdt registers has its health checks run on its first start:
+// one that fails is reported, not taken for a working service.
+func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	yaml := nodeHeader("sim", fx.ts.Credentials()) + `  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: 'C:\k\csi-proxy.exe'
+      register: {}
+      healthCheck:
+      - namedPipe: csi-proxy-filesystem-v1
+`
+	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, doc, errOut := fx.runJSON()
+	got := actions(doc)["csi-proxy"]
+	if code != exitcode.Partial || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
+		!strings.Contains(got.Error, "csi-proxy-filesystem-v1") {
+		t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
+	}
+}
