@@ -95,6 +95,9 @@ type Options struct {
 	// LockWait is how long to wait while another run holds the node's
 	// lock (0 means DefaultLockWait).
 	LockWait time.Duration
+	// Ahead is what Prepare started for this run before it reached the
+	// node (nil: nothing).
+	Ahead *Ahead
 }
 
 // Defaults for Options' durations.
@@ -225,6 +228,10 @@ func (r *Report) Failures() int {
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
+	if en, ok := n.(EncodingNode); !ok || !opts.Transfer.Compress.Encodes(en.LinkRTT()) {
+		// Files go as they are: no patch made ahead is needed.
+		opts.Ahead.stop()
+	}
 	owner := newOwner(opts.Command)
 	items = slices.Clone(items)
 	targets := make([]ops.ProvisionTarget, len(items))
@@ -373,9 +380,11 @@ func reorder(plan *Plan, items []Item) error {
 
 // upload is how an item's file went to the node: as it is (encoding
 // empty), or as an encoded upload the swap op decodes into the staged
-// file.
+// file; data, when set, is that upload, not sent yet: it travels in the
+// swap op's request.
 type upload struct {
 	encoding string
+	data     []byte
 }
 
 // stage uploads every update to its staged name in parallel. It returns
@@ -534,7 +543,7 @@ func swapRequest(plan *Plan, owner ops.LockOwner, staged []Item, sent map[string
 			OldSHA256: plan.current(it.Destination).SHA256,
 		}
 		if u := sent[it.key()]; u.encoding != "" {
-			item.Encoded, item.Encoding = it.encoded(), u.encoding
+			item.Encoded, item.Encoding, item.Data = it.encoded(), u.encoding, u.data
 			if u.encoding == ops.EncodingPatch {
 				// A patch that fails is sent again compressed.
 				item.Reference, item.Fallback = it.Destination, true
