@@ -105,8 +105,8 @@ func (p *aheadPatch) report(read int64) {
 	}
 }
 
-// stop cancels what is still running, without waiting: the link turned
-// out to be one where files are sent as they are.
+// stop cancels what is still running, without waiting: files turned out
+// to go as they are (a local network).
 func (a *Ahead) stop() {
 	if a != nil {
 		a.cancel()

@@ -228,10 +228,6 @@ func (r *Report) Failures() int {
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
-	if en, ok := n.(EncodingNode); !ok || !opts.Transfer.Compress.Encodes(en.LinkRTT()) {
-		// Files go as they are: no patch made ahead is needed.
-		opts.Ahead.stop()
-	}
 	owner := newOwner(opts.Command)
 	items = slices.Clone(items)
 	targets := make([]ops.ProvisionTarget, len(items))
@@ -447,6 +443,7 @@ func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, needDi
 	if en, ok := n.(EncodingNode); ok && opts.Transfer.compresses() {
 		return stageEncoded(ctx, n, en, it, current, opts, progress)
 	}
+	opts.Ahead.stop() // files go as they are
 	sent, err := stagePlain(ctx, n, it, progress)
 	return upload{}, sent, TransferPlain, err
 }

@@ -55,6 +55,8 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
 	if !tr.Compress.Encodes(en.LinkRTT()) {
+		// A local network: no patch made ahead is needed.
+		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)
 		return upload{}, sent, TransferPlain, err
 	}
