@@ -33,6 +33,8 @@ type aheadPatch struct {
 	// base is the digest of the destination the patch was made against.
 	base string
 	out  *spill
+	// cancel stops making it.
+	cancel context.CancelFunc
 	// kept is closed once the source's copy is in the store (or failed).
 	kept chan struct{}
 
@@ -66,13 +68,15 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		if err != nil {
 			continue
 		}
-		p := &aheadPatch{base: known.SHA256, out: newSpill(InlineLimit), kept: make(chan struct{})}
+		pctx, pcancel := context.WithCancel(actx)
+		p := &aheadPatch{base: known.SHA256, out: newSpill(InlineLimit), cancel: pcancel, kept: make(chan struct{})}
 		a.patches[it.key()] = p
 		a.wg.Add(2)
 		go func() {
 			defer a.wg.Done()
 			defer ref.Close()
-			p.out.finish(p.make(actx, ref, size, it))
+			defer pcancel()
+			p.out.finish(p.build(pctx, ref, size, it))
 		}()
 		go func() {
 			defer a.wg.Done()
@@ -83,8 +87,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 	return a
 }
 
-// make writes the patch of it's source against ref to p.out.
-func (p *aheadPatch) make(ctx context.Context, ref io.ReaderAt, size int64, it Item) error {
+// build writes the patch of the item's source against ref to p.out.
+func (p *aheadPatch) build(ctx context.Context, ref io.ReaderAt, size int64, it Item) error {
 	src, err := it.Source.Open()
 	if err != nil {
 		return err
@@ -120,12 +124,18 @@ func (a *Ahead) Close() {
 	}
 	a.cancel()
 	for _, p := range a.patches {
-		p.out.drop()
+		p.drop()
 	}
 	a.wg.Wait()
 }
 
-// patch returns it's patch made ahead against base, once: whole when it
+// drop stops making the patch and frees what it holds.
+func (p *aheadPatch) drop() {
+	p.cancel()
+	p.out.drop()
+}
+
+// patch returns the item's patch made ahead against base, once: whole when it
 // fits in InlineLimit (stream nil), else as a stream of the patch that
 // continues as it is read (data nil); ok is false when there is none (not
 // made ahead, made against another file, or it failed), and Run then
@@ -135,7 +145,12 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 		return nil, nil, false
 	}
 	p := a.patches[it.key()]
-	if p == nil || p.base != base {
+	if p == nil {
+		return nil, nil, false
+	}
+	if p.base != base {
+		// Made against a file the node no longer has.
+		p.drop()
 		return nil, nil, false
 	}
 	p.mu.Lock()
@@ -156,7 +171,7 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 	return nil, p.out, true
 }
 
-// kept returns a function that waits for it's source to be copied into
+// kept returns a function that waits for the item's source to be copied into
 // the store when Prepare started that copy, else nil.
 func (a *Ahead) kept(it Item) func() {
 	if a == nil || a.patches[it.key()] == nil {
@@ -166,7 +181,7 @@ func (a *Ahead) kept(it Item) func() {
 	return func() { <-p.kept }
 }
 
-// keep copies it's source into the store, for the next run's patch; a
+// keep copies the item's source into the store, for the next run's patch; a
 // failure only costs that patch.
 func keep(ctx context.Context, s *delta.Store, it Item) {
 	f, err := it.Source.Open()

@@ -223,8 +223,9 @@ func (r *Report) Failures() int {
 // repair.
 //
 // Its round trips to the node are the lock and inspect op (the SFTP
-// subsystem starts alongside it), the uploads, and the swap op, which
-// decodes and verifies the staged files before it stops anything.
+// subsystem starts alongside it), the uploads (none for a small patch
+// made ahead, which travels in the swap op's request), and the swap op,
+// which decodes and verifies the staged files before it stops anything.
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()

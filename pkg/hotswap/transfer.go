@@ -49,8 +49,11 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // stageEncoded sends it as a patch against the node's current file when
 // the store holds a copy of it, else (or when the patch cannot be made)
 // compressed; the swap op decodes and verifies it, and a patch that fails
-// there is sent again compressed (resend). On a local network auto sends
-// it as it is. progress gets the source bytes encoded so far; wire is
+// there is sent again compressed (resend). A patch made ahead
+// (Options.Ahead) against the file the inspect found is used as it is:
+// one of at most InlineLimit bytes is not uploaded but travels in the
+// swap op's request (how.data). On a local network auto sends it as it
+// is. progress gets the source bytes encoded so far; wire is
 // what went over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
