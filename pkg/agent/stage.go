@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,7 +37,7 @@ func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (o
 			return resp, err
 		}
 		res := ops.StageDecodeResult{}
-		info, leftover, err := decodeStaged(w, it)
+		info, leftover, err := decodeStaged(w, it, nil)
 		switch {
 		case err != nil:
 			res.Error = err.Error()
@@ -55,12 +56,13 @@ func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (o
 // the result only when its SHA-256 is the expected one; the encoded file
 // is always removed (leftover says why it could not be, after a good
 // decode). Names that are not a run's staged file and its upload are
-// refused, and nothing is touched.
-func decodeStaged(w winos.OS, it ops.StageDecodeItem) (info ops.FileInfo, leftover, err error) {
+// refused, and nothing is touched. A non-nil inline is the encoded upload
+// itself, sent in the request: Encoded is then only removed if it exists.
+func decodeStaged(w winos.OS, it ops.StageDecodeItem, inline []byte) (info ops.FileInfo, leftover, err error) {
 	if err := checkStageNames(it); err != nil {
 		return ops.FileInfo{}, nil, err
 	}
-	info, err = decodeOne(w, it)
+	info, err = decodeOne(w, it, inline)
 	if err != nil {
 		if rerr := removeIfExists(w, it.Staged); rerr != nil {
 			err = fmt.Errorf("%w; %w", err, rerr)
@@ -97,12 +99,16 @@ func checkStageNames(it ops.StageDecodeItem) error {
 	return nil
 }
 
-func decodeOne(w winos.OS, it ops.StageDecodeItem) (ops.FileInfo, error) {
-	enc, err := w.Open(it.Encoded)
-	if err != nil {
-		return ops.FileInfo{}, err
+func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo, error) {
+	var enc io.Reader = bytes.NewReader(inline)
+	if inline == nil {
+		f, err := w.Open(it.Encoded)
+		if err != nil {
+			return ops.FileInfo{}, err
+		}
+		defer f.Close()
+		enc = f
 	}
-	defer enc.Close()
 	out, err := w.Create(it.Staged)
 	if err != nil {
 		return ops.FileInfo{}, err

@@ -94,6 +94,8 @@ func TestServiceSwapDecodes(t *testing.T) {
 		damage   string
 		// changeDest replaces the destination after the patch was made.
 		changeDest bool
+		// inline sends the encoding in the request (SwapItem.Data).
+		inline bool
 		// want is the item's result; "" means it is in Undecoded.
 		want    string
 		wantErr string
@@ -106,6 +108,12 @@ func TestServiceSwapDecodes(t *testing.T) {
 			changeDest: true, wantErr: "SHA-256"},
 		{name: "a corrupted upload without a fallback fails alone", encoding: ops.EncodingZstd, encode: compressed, damage: "corrupt",
 			want: ops.SwapResultFailed, wantErr: "decode"},
+		{name: "a patch in the request is decoded, verified and swapped", encoding: ops.EncodingPatch, encode: patchOf, fallback: true,
+			inline: true, want: ops.SwapResultSwapped},
+		{name: "a truncated patch in the request stops nothing", encoding: ops.EncodingPatch, fallback: true, inline: true, wantErr: "decode",
+			encode: func(t *testing.T, ref, nw []byte) []byte { p := patchOf(t, ref, nw); return p[:len(p)/2] }},
+		{name: "a patch in the request against a destination changed since stops nothing", encoding: ops.EncodingPatch, encode: patchOf,
+			fallback: true, inline: true, changeDest: true, wantErr: "SHA-256"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +129,9 @@ func TestServiceSwapDecodes(t *testing.T) {
 			if tc.encoding == ops.EncodingPatch {
 				it.Reference = swapKubelet
 			}
-			if err := n.WriteFile(it.Encoded, tc.encode(t, old, nw)); err != nil {
+			if tc.inline {
+				it.Data = tc.encode(t, old, nw)
+			} else if err := n.WriteFile(it.Encoded, tc.encode(t, old, nw)); err != nil {
 				t.Fatal(err)
 			}
 			if tc.changeDest {

@@ -106,48 +106,62 @@ const inFlight = 2<<20 + 512<<10
 
 // Meter wraps the reader an upload takes its bytes from and measures the
 // link: the rate at which the uploader takes bytes, not counting the time
-// it waited for the encoder to produce them.
+// the link sat idle waiting for the encoder. A wait counts as idle only
+// beyond the time the bytes in flight take to drain at the rate measured
+// so far: while the uploader waits, the link still moves what it was
+// given, and counting that as idle would take the link for a faster one.
 type Meter struct {
-	r io.Reader
+	r   io.Reader
+	now func() time.Time
 
 	mu      sync.Mutex
 	n       int64
-	waited  time.Duration
-	startAt time.Time // when n first passed inFlight
+	idle    time.Duration // since startAt
+	startAt time.Time     // when n first passed inFlight
 	startN  int64
-	waitAt  time.Duration
 }
 
 // NewMeter measures reads from r.
-func NewMeter(r io.Reader) *Meter { return &Meter{r: r} }
+func NewMeter(r io.Reader) *Meter { return &Meter{r: r, now: time.Now} }
 
 // Read reads from the wrapped reader; the time it blocks is time the
 // uploader waited for the encoder.
 func (m *Meter) Read(p []byte) (int, error) {
-	t := time.Now()
+	t := m.now()
 	n, err := m.r.Read(p)
-	d := time.Since(t)
+	d := m.now().Sub(t)
 	m.mu.Lock()
-	m.n += int64(n)
-	m.waited += d
-	if m.startAt.IsZero() && m.n >= inFlight {
-		m.startAt, m.startN, m.waitAt = time.Now(), m.n, m.waited
+	defer m.mu.Unlock()
+	if !m.startAt.IsZero() {
+		if rate, ok := m.rate(t); ok {
+			drain := time.Duration(float64(inFlight) / rate * float64(time.Second))
+			m.idle += max(d-drain, 0)
+		}
 	}
-	m.mu.Unlock()
+	m.n += int64(n)
+	if m.startAt.IsZero() && m.n >= inFlight {
+		m.startAt, m.startN = m.now(), m.n
+	}
 	return n, err
 }
 
 // LinkRate is the bytes/s the link took since the read-ahead filled, not
-// counting time spent waiting for the encoder; ok is false until 1 MiB
-// more than the read-ahead went through.
+// counting the time it sat idle waiting for the encoder; ok is false
+// until 1 MiB more than the read-ahead went through.
 func (m *Meter) LinkRate() (rate float64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.startAt.IsZero() || m.n-m.startN < 1<<20 {
 		return 0, false
 	}
-	busy := time.Since(m.startAt) - (m.waited - m.waitAt)
-	if busy <= 0 {
+	return m.rate(m.now())
+}
+
+// rate is the link's rate up to now, once anything went through since
+// the read-ahead filled; m.mu is held.
+func (m *Meter) rate(now time.Time) (float64, bool) {
+	busy := now.Sub(m.startAt) - m.idle
+	if busy <= 0 || m.n == m.startN {
 		return 0, false
 	}
 	return float64(m.n-m.startN) / busy.Seconds(), true

@@ -414,6 +414,62 @@ func TestMeter(t *testing.T) {
 	}
 }
 
+// TestMeterRate checks the rate a Meter measures on a link that moves
+// 12.5 MB/s (100 Mbit/s), on a clock the upload advances: the link takes
+// the time of each 32 KiB the uploader passes on, and every 4 MiB the
+// uploader waits for the encoder, while the link drains what is in
+// flight.
+func TestMeterRate(t *testing.T) {
+	const link = 12.5e6
+	drain := time.Duration(float64(inFlight) / link * float64(time.Second))
+	tests := []struct {
+		name string
+		wait time.Duration // for the encoder, every 4 MiB
+	}{
+		{name: "link-bound"},
+		{name: "short waits, while the link drains what is in flight", wait: drain / 4},
+		{name: "long waits, that leave the link idle", wait: 10 * drain},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			var read int64
+			var credit time.Duration // link time spent while the uploader waited
+			m := NewMeter(io.LimitReader(readFunc(func(p []byte) (int, error) {
+				if read > 0 && read%(4<<20) == 0 {
+					now = now.Add(tc.wait)
+					credit = min(tc.wait, drain)
+				}
+				read += int64(len(p))
+				return len(p), nil
+			}), 24<<20))
+			m.now = func() time.Time { return now }
+			wire := writeFunc(func(p []byte) (int, error) {
+				d := time.Duration(float64(len(p)) / link * float64(time.Second))
+				used := min(credit, d)
+				credit -= used
+				now = now.Add(d - used)
+				return len(p), nil
+			})
+			if _, err := io.CopyBuffer(wire, m, make([]byte, 32<<10)); err != nil {
+				t.Fatal(err)
+			}
+			rate, ok := m.LinkRate()
+			if !ok || rate < 11.5e6 || rate > 13.5e6 {
+				t.Errorf("LinkRate = %.1f MB/s, %v; want 12.5 MB/s within 1", rate/1e6, ok)
+			}
+		})
+	}
+}
+
+type readFunc func(p []byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+type writeFunc func(p []byte) (int, error)
+
+func (f writeFunc) Write(p []byte) (int, error) { return f(p) }
+
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -95,6 +95,9 @@ type Options struct {
 	// LockWait is how long to wait while another run holds the node's
 	// lock (0 means DefaultLockWait).
 	LockWait time.Duration
+	// Ahead is what Prepare started for this run before it reached the
+	// node (nil: nothing).
+	Ahead *Ahead
 }
 
 // Defaults for Options' durations.
@@ -220,8 +223,9 @@ func (r *Report) Failures() int {
 // repair.
 //
 // Its round trips to the node are the lock and inspect op (the SFTP
-// subsystem starts alongside it), the uploads, and the swap op, which
-// decodes and verifies the staged files before it stops anything.
+// subsystem starts alongside it), the uploads (none for a small patch
+// made ahead, which travels in the swap op's request), and the swap op,
+// which decodes and verifies the staged files before it stops anything.
 func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, error) {
 	opts.defaults()
 	started := time.Now()
@@ -373,9 +377,11 @@ func reorder(plan *Plan, items []Item) error {
 
 // upload is how an item's file went to the node: as it is (encoding
 // empty), or as an encoded upload the swap op decodes into the staged
-// file.
+// file; data, when set, is that upload, not sent yet: it travels in the
+// swap op's request.
 type upload struct {
 	encoding string
+	data     []byte
 }
 
 // stage uploads every update to its staged name in parallel. It returns
@@ -438,6 +444,7 @@ func stageOne(ctx context.Context, n Node, it Item, current ops.FileInfo, needDi
 	if en, ok := n.(EncodingNode); ok && opts.Transfer.compresses() {
 		return stageEncoded(ctx, n, en, it, current, opts, progress)
 	}
+	opts.Ahead.stop() // files go as they are
 	sent, err := stagePlain(ctx, n, it, progress)
 	return upload{}, sent, TransferPlain, err
 }
@@ -534,7 +541,7 @@ func swapRequest(plan *Plan, owner ops.LockOwner, staged []Item, sent map[string
 			OldSHA256: plan.current(it.Destination).SHA256,
 		}
 		if u := sent[it.key()]; u.encoding != "" {
-			item.Encoded, item.Encoding = it.encoded(), u.encoding
+			item.Encoded, item.Encoding, item.Data = it.encoded(), u.encoding, u.data
 			if u.encoding == ops.EncodingPatch {
 				// A patch that fails is sent again compressed.
 				item.Reference, item.Fallback = it.Destination, true

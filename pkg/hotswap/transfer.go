@@ -49,21 +49,35 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // stageEncoded sends it as a patch against the node's current file when
 // the store holds a copy of it, else (or when the patch cannot be made)
 // compressed; the swap op decodes and verifies it, and a patch that fails
-// there is sent again compressed (resend). On a local network auto sends
-// it as it is. progress gets the source bytes encoded so far; wire is
+// there is sent again compressed (resend). A patch made ahead
+// (Options.Ahead) against the file the inspect found is used as it is:
+// one of at most InlineLimit bytes is not uploaded but travels in the
+// swap op's request (how.data). On a local network auto sends it as it
+// is. progress gets the source bytes encoded so far; wire is
 // what went over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
 	if !tr.Compress.Encodes(en.LinkRTT()) {
+		// A local network: no patch made ahead is needed.
+		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)
 		return upload{}, sent, TransferPlain, err
 	}
-	defer keepWhileSending(tr.Store, it)()
+	if wait := opts.Ahead.kept(it); wait != nil {
+		defer wait()
+	} else {
+		defer keepWhileSending(tr.Store, it)()
+	}
 	if tr.Store != nil && current.Exists && current.SHA256 != "" {
+		data, ahead, made := opts.Ahead.patch(it, current.SHA256, progress)
+		if made && data != nil {
+			// Small enough to travel in the swap op's request.
+			return upload{encoding: ops.EncodingPatch, data: data}, int64(len(data)), TransferPatch, nil
+		}
 		f, size, oerr := tr.Store.Open(current.SHA256)
 		if oerr == nil {
 			f.Close()
-			sent, perr := sendEncoded(ctx, en, it, progress, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
+			sent, perr := sendEncoded(ctx, en, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
 				ref, _, err := tr.Store.Open(current.SHA256)
 				if err != nil {
 					return err
@@ -91,7 +105,7 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 // sendCompressed uploads it zstd-compressed, at the level the transfer's
 // mode chooses as it measures the link.
 func sendCompressed(ctx context.Context, en EncodingNode, it Item, opts Options, progress func(int64)) (int64, error) {
-	return sendEncoded(ctx, en, it, progress, func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
+	return sendEncoded(ctx, en, it, progress, nil, func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
 		_, err := delta.Compress(ctx, w, src, opts.Transfer.Compress.Chooser(m))
 		return err
 	})
@@ -123,9 +137,15 @@ type encodeFunc func(ctx context.Context, w io.Writer, src io.Reader, m *delta.M
 
 // sendEncoded uploads what encode makes of the source, encoding while it
 // sends, to the item's encoded name; the swap op decodes it into the
-// staged file and verifies its SHA-256 there.
-func sendEncoded(ctx context.Context, en EncodingNode, it Item, progress func(int64), encode encodeFunc) (int64, error) {
+// staged file and verifies its SHA-256 there. A non-nil ahead is that
+// encoding, made ahead and still being made: the first attempt sends it.
+func sendEncoded(ctx context.Context, en EncodingNode, it Item, progress func(int64), ahead io.ReadCloser, encode encodeFunc) (int64, error) {
 	open := func() (io.ReadCloser, error) {
+		if ahead != nil {
+			r := ahead
+			ahead = nil
+			return r, nil
+		}
 		src, err := it.Source.Open()
 		if err != nil {
 			return nil, err

@@ -37,7 +37,7 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 	if err != nil {
 		return nil, fmt.Errorf("op %s: encode request: %w", name, err)
 	}
-	n.logger.Debug("run op", "op", name, "params", string(params))
+	n.logger.Debug("run op", "op", name, "params", logged(params))
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), &stdout, &stderr)
@@ -97,4 +97,16 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// maxLogged bounds a request in the debug log: a swap may carry a patch.
+const maxLogged = 4 << 10
+
+// logged is params as the debug log shows them: cut after maxLogged
+// bytes, saying how long it was.
+func logged(params []byte) string {
+	if len(params) <= maxLogged {
+		return string(params)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", params[:maxLogged], len(params))
 }

@@ -33,8 +33,8 @@ type Conn interface {
 	// name, reporting the bytes sent so far to progress (may be nil).
 	Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error
 	// UploadStream sends what open returns, up to EOF, to remotePath
-	// through a staged name and returns the bytes sent; open is called
-	// again when the upload has to restart.
+	// (itself: for uploads the node verifies before use) and returns the
+	// bytes sent; open is called again when the upload has to restart.
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(ctx context.Context, remotePath string) error

@@ -7,7 +7,8 @@ import (
 )
 
 // UploadStream sends a stream made while it is sent (a compressed file, a
-// patch) to remotePath through a staged name and returns its length.
+// patch) to remotePath and returns its length. It writes remotePath
+// itself, with no staged name: the swap op decodes and verifies it.
 func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error) {
 	return n.conn.UploadStream(ctx, open, remotePath, progress)
 }

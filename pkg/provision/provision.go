@@ -268,6 +268,20 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	n := w.node
 	name := n.spec.Name
 	out := NodeReport{}
+	items := make([]hotswap.Item, 0, len(w.provs))
+	for _, b := range w.provs {
+		items = append(items, item(n, b, sources[b.SourceKey()], r.opts.Force))
+	}
+	opts := r.opts.Swap
+	opts.Force, opts.DryRun, opts.Command = r.opts.Force, r.opts.DryRun, "swdt kubernetes"
+	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
+	if hashes != nil {
+		opts.Hashes = hashes
+	}
+	// The patches against what the node had last time are made while
+	// the node is reached and inspected.
+	opts.Ahead = hotswap.Prepare(ctx, items, opts)
+	defer opts.Ahead.Close()
 	if n.conn == nil {
 		if h := n.spec.Spec.Credentials.Hostname; h != "" {
 			r.opts.Observer.Step(name, "connecting to "+h)
@@ -280,14 +294,9 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		}
 		n.conn = conn
 	}
-	items := make([]hotswap.Item, 0, len(w.provs))
-	for _, b := range w.provs {
-		items = append(items, item(n.conn, b, sources[b.SourceKey()], r.opts.Force))
-	}
 	obs := r.opts.Observer.Node(name)
 	defer obs.End()
-	opts := r.opts.Swap
-	opts.Force, opts.DryRun, opts.Observer, opts.Command = r.opts.Force, r.opts.DryRun, obs, "swdt kubernetes"
+	opts.Observer = obs
 	if r.opts.Snapshot != nil {
 		opts.BeforeSwap = func(ctx context.Context) (err error) {
 			var names []string
@@ -298,8 +307,7 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			return err
 		}
 	}
-	if hashes := hashcache.ForNode(r.opts.CacheDir, n.spec); hashes != nil {
-		opts.Hashes = hashes
+	if hashes != nil {
 		defer func() {
 			if err := hashes.Save(); err != nil {
 				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))
@@ -312,13 +320,14 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 }
 
 // item is the hot-swap item of one provisioner: with a register step when
-// the node file says how to register its service.
-func item(n *node.Node, b target.Binary, src *source.File, force bool) hotswap.Item {
+// the node file says how to register its service (on n's connection,
+// made by then).
+func item(n *selected, b target.Binary, src *source.File, force bool) hotswap.Item {
 	it := hotswap.Item{Name: b.Name, Service: b.Service, Helper: b.Helper, Destination: b.Destination,
 		Source: src, Force: force || b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks}
 	if req := b.Register; req != nil {
 		it.Register = func(ctx context.Context) error {
-			_, err := n.RegisterService(ctx, *req)
+			_, err := n.conn.RegisterService(ctx, *req)
 			return err
 		}
 	}

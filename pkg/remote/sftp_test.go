@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"sigs.k8s.io/swdt/internal/sshdtest"
@@ -330,5 +332,50 @@ func TestStalledUploadIsRetried(t *testing.T) {
 	}
 	if fileSum(t, dst) != src.sum(t) {
 		t.Fatal("uploaded file differs")
+	}
+}
+
+// TestUploadStream: a stream is written at the path itself, with no
+// staged name; one whose source fails leaves nothing there.
+func TestUploadStream(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	content := bytes.Repeat([]byte("encoded "), 1<<17) // 1 MiB
+	tests := []struct {
+		name    string
+		failAt  int // the source fails after this many bytes (0: never)
+		wantErr bool
+	}{
+		{name: "a complete stream", failAt: 0},
+		{name: "a source that fails half-way", failAt: len(content) / 2, wantErr: true},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(s.Dir, fmt.Sprintf("stream-%d.swdt-zst", i))
+			open := func() (io.ReadCloser, error) {
+				var r io.Reader = bytes.NewReader(content)
+				if tc.failAt > 0 {
+					r = io.MultiReader(io.LimitReader(r, int64(tc.failAt)), iotest.ErrReader(errors.New("the encoder failed")))
+				}
+				return io.NopCloser(r), nil
+			}
+			sent, err := c.UploadStream(t.Context(), open, dst, nil)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("UploadStream: %v, want error %v", err, tc.wantErr)
+			}
+			if _, err := os.Stat(dst + PartSuffix); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a staged name was used: %v", err)
+			}
+			got, rerr := os.ReadFile(dst)
+			if tc.wantErr {
+				if !errors.Is(rerr, fs.ErrNotExist) {
+					t.Errorf("a failed stream left %s (%v)", dst, rerr)
+				}
+				return
+			}
+			if rerr != nil || !bytes.Equal(got, content) || sent != int64(len(content)) {
+				t.Errorf("sent %d, file %d bytes (%v), want %d", sent, len(got), rerr, len(content))
+			}
+		})
 	}
 }

@@ -12,14 +12,16 @@ import (
 
 // UploadStream sends what open returns, up to its EOF, to remotePath and
 // returns the bytes sent: for content made while it is sent (a compressed
-// stream), whose size is not known in advance. As with Upload the bytes go
-// to remotePath+".swdt-part" first and remotePath never holds a partial
-// file; writes are pipelined. After a reconnect open is called again and
-// the upload restarts from zero. The reader is closed when the attempt
-// ends.
+// stream), whose size is not known in advance. Unlike Upload it writes
+// remotePath itself, with no rename (one round trip fewer): it is for
+// uploads whose receiver checks what it got before it uses it (swdt's
+// encoded uploads, which the swap op decodes and verifies by SHA-256), so
+// remotePath must not be a file anything runs or reads as it is. A
+// failed upload removes it, except when the connection is lost. Writes
+// are pipelined. After a reconnect open is called again and the upload
+// restarts from zero. The reader is closed when the attempt ends.
 func (c *Client) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error) {
 	dst := SFTPPath(remotePath)
-	part := dst + PartSuffix
 	op := fmt.Sprintf("upload %s to %s", remotePath, c.t.addr)
 	var sent int64
 	err := c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
@@ -31,9 +33,9 @@ func (c *Client) UploadStream(ctx context.Context, open func() (io.ReadCloser, e
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		defer src.Close()
-		f, err := sc.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+		f, err := sc.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 		if err != nil {
-			return fmt.Errorf("%s: create %s: %w", op, part, err)
+			return fmt.Errorf("%s: create %s: %w", op, dst, err)
 		}
 		r := &uploadReader{ctx: ctx, src: src, size: -1, progress: progress}
 		stalled := watchStall(c.stallTimeout(), r, func() {
@@ -47,12 +49,9 @@ func (c *Client) UploadStream(ctx context.Context, open func() (io.ReadCloser, e
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil {
-			err = replace(sc, part, dst)
-		}
 		if err != nil {
 			if !errors.Is(err, sftp.ErrSSHFxConnectionLost) {
-				_ = sc.Remove(part)
+				_ = sc.Remove(dst)
 			}
 			return fmt.Errorf("%s: %w", op, err)
 		}

@@ -1,0 +1,307 @@
+package hotswap
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"sigs.k8s.io/swdt/pkg/delta"
+)
+
+// InlineLimit is the largest encoded upload sent inside the swap op's
+// request rather than as a file: a small patch then costs no upload round
+// trips (open, write, close). A patch made ahead (Prepare) is held in
+// memory up to this size.
+const InlineLimit = 512 << 10
+
+// Ahead is the work Prepare started for a run before the node answers:
+// for each item whose destination's digest the hash cache recorded and
+// whose copy the local store holds, the patch against that copy, made
+// while the connection and the lock+inspect op are under way, and the
+// copy of the source the store keeps for the next run's patch. Run uses a
+// patch only when the inspect finds that same digest on the node;
+// otherwise it is dropped. A nil *Ahead is valid and holds nothing.
+type Ahead struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	patches map[string]*aheadPatch // by Item.key
+}
+
+// aheadPatch is one item's patch made ahead.
+type aheadPatch struct {
+	// base is the digest of the destination the patch was made against.
+	base string
+	out  *spill
+	// cancel stops making it.
+	cancel context.CancelFunc
+	// kept is closed once the source's copy is in the store (or failed).
+	kept chan struct{}
+
+	mu       sync.Mutex
+	read     int64
+	progress func(int64)
+	claimed  bool
+}
+
+// Prepare starts, in the background, what a run of items with opts will
+// send to a node whose destinations are as opts.Hashes recorded them:
+// nothing unless opts compresses (patches need it), keeps a store, and
+// is not a dry run. Pass the result to Run in Options.Ahead, and Close it
+// when the run is over.
+func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
+	tr := opts.Transfer
+	if opts.DryRun || !tr.compresses() || tr.Store == nil || opts.Hashes == nil {
+		return nil
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a := &Ahead{cancel: cancel, patches: map[string]*aheadPatch{}}
+	for _, it := range items {
+		known := opts.Hashes.Known(it.Destination)
+		if it.Source == nil || known == nil || !known.Exists || known.SHA256 == "" || known.SHA256 == it.Source.SHA256 {
+			continue
+		}
+		if _, done := a.patches[it.key()]; done {
+			continue
+		}
+		ref, size, err := tr.Store.Open(known.SHA256)
+		if err != nil {
+			continue
+		}
+		pctx, pcancel := context.WithCancel(actx)
+		p := &aheadPatch{base: known.SHA256, out: newSpill(InlineLimit), cancel: pcancel, kept: make(chan struct{})}
+		a.patches[it.key()] = p
+		a.wg.Add(2)
+		go func() {
+			defer a.wg.Done()
+			defer ref.Close()
+			defer pcancel()
+			p.out.finish(p.build(pctx, ref, size, it))
+		}()
+		go func() {
+			defer a.wg.Done()
+			defer close(p.kept)
+			keep(actx, tr.Store, it)
+		}()
+	}
+	return a
+}
+
+// build writes the patch of the item's source against ref to p.out.
+func (p *aheadPatch) build(ctx context.Context, ref io.ReaderAt, size int64, it Item) error {
+	src, err := it.Source.Open()
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = delta.Diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
+	return err
+}
+
+// report passes the source bytes read so far on to the upload's
+// progress, once Run took the patch.
+func (p *aheadPatch) report(read int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read = read
+	if p.progress != nil {
+		p.progress(read)
+	}
+}
+
+// stop cancels what is still running, without waiting: files turned out
+// to go as they are (a local network).
+func (a *Ahead) stop() {
+	if a != nil {
+		a.cancel()
+	}
+}
+
+// Close stops what is still running and waits for it.
+func (a *Ahead) Close() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	for _, p := range a.patches {
+		p.drop()
+	}
+	a.wg.Wait()
+}
+
+// drop stops making the patch and frees what it holds.
+func (p *aheadPatch) drop() {
+	p.cancel()
+	p.out.drop()
+}
+
+// patch returns the item's patch made ahead against base, once: whole when it
+// fits in InlineLimit (stream nil), else as a stream of the patch that
+// continues as it is read (data nil); ok is false when there is none (not
+// made ahead, made against another file, or it failed), and Run then
+// makes it as it sends it. progress gets the source bytes read.
+func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, stream io.ReadCloser, ok bool) {
+	if a == nil {
+		return nil, nil, false
+	}
+	p := a.patches[it.key()]
+	if p == nil {
+		return nil, nil, false
+	}
+	if p.base != base {
+		// Made against a file the node no longer has.
+		p.drop()
+		return nil, nil, false
+	}
+	p.mu.Lock()
+	if p.claimed {
+		p.mu.Unlock()
+		return nil, nil, false
+	}
+	p.claimed, p.progress = true, progress
+	progress(p.read)
+	p.mu.Unlock()
+	data, whole, err := p.out.wait()
+	switch {
+	case err != nil:
+		return nil, nil, false
+	case whole:
+		return data, nil, true
+	}
+	return nil, p.out, true
+}
+
+// kept returns a function that waits for the item's source to be copied into
+// the store when Prepare started that copy, else nil.
+func (a *Ahead) kept(it Item) func() {
+	if a == nil || a.patches[it.key()] == nil {
+		return nil
+	}
+	p := a.patches[it.key()]
+	return func() { <-p.kept }
+}
+
+// keep copies the item's source into the store, for the next run's patch; a
+// failure only costs that patch.
+func keep(ctx context.Context, s *delta.Store, it Item) {
+	f, err := it.Source.Open()
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = s.Put(it.Source.SHA256, ctxReaderAt{ctx: ctx, r: f}, it.Source.Size)
+}
+
+// ctxReaderAt stops reading once ctx is done.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}
+
+// errDropped ends an encoding nobody will read.
+var errDropped = errors.New("the encoding made ahead was not used")
+
+// spill holds an encoding as it is made: up to limit bytes until a reader
+// takes it, then as a pipe with a buffer of limit bytes. The writer waits
+// while it is full.
+type spill struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     []byte
+	limit   int
+	full    bool // the writer waits for room
+	done    bool // the writer finished, with err
+	err     error
+	dropped bool
+}
+
+func newSpill(limit int) *spill {
+	s := &spill{limit: limit}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// Write appends p, waiting while the buffer is full.
+func (s *spill) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.dropped && len(s.buf) > 0 && len(s.buf)+len(p) > s.limit {
+		s.full = true
+		s.cond.Broadcast()
+		s.cond.Wait()
+	}
+	s.full = false
+	if s.dropped {
+		return 0, errDropped
+	}
+	s.buf = append(s.buf, p...)
+	s.cond.Broadcast()
+	return len(p), nil
+}
+
+// finish ends the encoding with err (nil: complete).
+func (s *spill) finish(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done, s.err = true, err
+	s.cond.Broadcast()
+}
+
+// wait waits until the encoding is complete (whole: data is all of it) or
+// fills the buffer (whole false: read it as a stream), or failed.
+func (s *spill) wait() (data []byte, whole bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done && !s.full {
+		s.cond.Wait()
+	}
+	switch {
+	case s.done && s.err != nil:
+		return nil, false, s.err
+	case s.done:
+		return s.buf, true, nil
+	}
+	return nil, false, nil
+}
+
+// Read takes the encoding as a stream, after wait.
+func (s *spill) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.buf) == 0 && !s.done && !s.dropped {
+		s.cond.Wait()
+	}
+	if len(s.buf) == 0 {
+		if s.dropped {
+			return 0, errDropped
+		}
+		if s.err != nil {
+			return 0, s.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	s.cond.Broadcast()
+	return n, nil
+}
+
+// Close drops the rest of the encoding: the writer stops.
+func (s *spill) Close() error {
+	s.drop()
+	return nil
+}
+
+func (s *spill) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropped = true
+	s.cond.Broadcast()
+}
