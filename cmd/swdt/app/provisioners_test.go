@@ -18,7 +18,7 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	const dest = `C:\k\csi-proxy.exe`
-	yaml := nodeHeader("sim", fx.ts.Credentials()) + fmt.Sprintf(`  kubernetes:
+	fx.writeSpec(fmt.Sprintf(`  kubernetes:
     provisioners:
     - name: csi-proxy
       sourceURL: ./csi-proxy.exe
@@ -27,10 +27,7 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
         args: ["-windows-service", "-log_file=C:\\k\\csi-proxy.log", "-v", "4"]
         displayName: CSI Proxy
         startType: Automatic
-`, dest)
-	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, dest))
 
 	code, doc, errOut := fx.runJSON()
 	if code != exitcode.OK {
@@ -78,15 +75,12 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
-	yaml := nodeHeader("sim", fx.ts.Credentials()) + `  kubernetes:
+	fx.writeSpec(`  kubernetes:
     provisioners:
     - name: csi-proxy
       sourceURL: ./csi-proxy.exe
       destination: 'C:\k\csi-proxy.exe'
-`
-	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	code, _, errOut := fx.run(context.Background())
 	if code != exitcode.Partial || !strings.Contains(errOut, `service "csi-proxy" is not registered`) {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -100,16 +94,13 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("win-overlay", "MZ win-overlay v1\n")
 	const dest = `C:\k\cni\bin\win-overlay.exe`
-	yaml := nodeHeader("sim", fx.ts.Credentials()) + fmt.Sprintf(`  kubernetes:
+	fx.writeSpec(fmt.Sprintf(`  kubernetes:
     provisioners:
     - name: win-overlay
       service: None
       sourceURL: ./win-overlay.exe
       destination: '%s'
-`, dest)
-	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, dest))
 	before := fx.ts.State()
 	for i, want := range []struct{ action, content string }{{"updated", "MZ win-overlay v1\n"}, {"unchanged", "MZ win-overlay v1\n"}, {"updated", "MZ win-overlay v2\n"}} {
 		if i == 2 {
@@ -144,7 +135,7 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
-	yaml := nodeHeader("sim", fx.ts.Credentials()) + `  kubernetes:
+	fx.writeSpec(`  kubernetes:
     provisioners:
     - name: csi-proxy
       sourceURL: ./csi-proxy.exe
@@ -152,14 +143,20 @@ func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
       register: {}
       healthCheck:
       - namedPipe: csi-proxy-filesystem-v1
-`
-	if err := os.WriteFile(fx.config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	code, doc, errOut := fx.runJSON()
 	got := actions(doc)["csi-proxy"]
 	if code != exitcode.Partial || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
 		!strings.Contains(got.Error, "csi-proxy-filesystem-v1") {
 		t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
+	}
+}
+
+// writeSpec writes the fixture's node file with spec (YAML below the
+// node's spec, indented two spaces) after the credentials.
+func (fx *kubeFixture) writeSpec(spec string) {
+	fx.t.Helper()
+	if err := os.WriteFile(fx.config, []byte(nodeHeader("sim", fx.ts.Credentials())+spec), 0o600); err != nil {
+		fx.t.Fatal(err)
 	}
 }
