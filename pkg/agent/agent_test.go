@@ -35,7 +35,7 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 		{"not an op", []string{"serve", "x"}, "", "usage"},
 		{"unknown op", []string{"op", "format-c"}, "{}", "unknown-op"},
 		{"request not JSON", []string{"op", ops.NodeFacts.Name}, "{not json", "bad-request"},
-		{"request of the wrong shape", []string{"op", ops.FileHash.Name}, `{"paths": "C:\\k"}`, "bad-request"},
+		{"request of the wrong shape", []string{"op", ops.FilesRemove.Name}, `{"paths": "C:\\k"}`, "bad-request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 // provisionOps are the handlers of the provision ops.
 var provisionOps = []entry{
 	handle(ops.ProvisionInspect, provisionInspect),
-	handle(ops.FileHash, fileHash),
 	handle(ops.FilesRemove, filesRemove),
 	handle(ops.ServiceSwap, serviceSwap),
 	handle(ops.SwapRecover, swapRecover),
@@ -193,20 +192,6 @@ func provisionNonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// fileHash hashes files, for example a staged upload before it is
-// swapped into place. A missing file is reported, not an error.
-func fileHash(_ context.Context, w winos.OS, req ops.FileHashRequest) (ops.FileHashResponse, error) {
-	resp := ops.FileHashResponse{Files: []ops.FileInfo{}}
-	for _, p := range req.Paths {
-		info, err := provisionFileFacts(w, p, false, nil)
-		if err != nil {
-			return resp, err
-		}
-		resp.Files = append(resp.Files, info)
-	}
-	return resp, nil
 }
 
 // filesRemove deletes leftover files such as staged uploads. Missing

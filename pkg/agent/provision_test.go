@@ -142,7 +142,7 @@ func TestProvisionInspectKnown(t *testing.T) {
 // time's zone.
 func TestProvisionInspectModTicks(t *testing.T) {
 	ts := simnode.StartTest(t)
-	resp, err := provCall(t, ts, ops.FileHash, ops.FileHashRequest{Paths: []string{`C:\k\kubelet.exe`}})
+	resp, err := provCall(t, ts, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: []ops.ProvisionTarget{{Destination: `C:\k\kubelet.exe`}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,26 +157,41 @@ func TestProvisionInspectModTicks(t *testing.T) {
 	}
 }
 
-func TestProvisionFileHashAndRemove(t *testing.T) {
+// inspectFiles is what provision-inspect reports of paths that feed no
+// service, with their versions left out.
+func inspectFiles(t *testing.T, ts *simnode.TestServer, paths ...string) []ops.FileInfo {
+	t.Helper()
+	req := ops.ProvisionInspectRequest{Targets: []ops.ProvisionTarget{}}
+	for _, p := range paths {
+		req.Targets = append(req.Targets, ops.ProvisionTarget{Destination: p})
+	}
+	resp, err := provCall(t, ts, ops.ProvisionInspect, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range resp.Files {
+		resp.Files[i].Version = ""
+	}
+	return resp.Files
+}
+
+func TestProvisionInspectHashesAndRemove(t *testing.T) {
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.WriteFile(`C:\k\kubelet.exe.swdt-new`, []byte("new")); err != nil {
 		t.Fatal(err)
 	}
-	hashes, err := provCall(t, ts, ops.FileHash, ops.FileHashRequest{Paths: []string{`C:\k\kubelet.exe.swdt-new`, `C:\k\nothing`, `C:\k`}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hashes := inspectFiles(t, ts, `C:\k\kubelet.exe.swdt-new`, `C:\k\nothing`, `C:\k`)
 	st, err := n.Stat(`C:\k\kubelet.exe.swdt-new`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []ops.FileInfo{{Path: `C:\k\kubelet.exe.swdt-new`, Exists: true, Size: 3, SHA256: provSum([]byte("new")), ModTicks: netTicks(st.ModTime)}, {Path: `C:\k\nothing`}, {Path: `C:\k`}}
-	if !slices.Equal(hashes.Files, want) {
-		t.Errorf("hashes = %+v, want %+v", hashes.Files, want)
+	if !slices.Equal(hashes, want) {
+		t.Errorf("hashes = %+v, want %+v", hashes, want)
 	}
-	if empty, err := provCall(t, ts, ops.FileHash, ops.FileHashRequest{}); err != nil || empty.Files == nil || len(empty.Files) != 0 {
-		t.Errorf("no paths: %#v, %v; want an empty list", empty.Files, err)
+	if empty := inspectFiles(t, ts); empty == nil || len(empty) != 0 {
+		t.Errorf("no paths: %#v; want an empty list", empty)
 	}
 
 	tests := []struct {

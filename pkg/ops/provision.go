@@ -10,8 +10,6 @@ var (
 	// the node's swap lock (as node-lock does), so that a run locks and
 	// inspects in one op.
 	ProvisionInspect = register[ProvisionInspectRequest, ProvisionInspectResponse]("provision-inspect")
-	// FileHash hashes files on the node (to verify staged uploads).
-	FileHash = register[FileHashRequest, FileHashResponse]("file-hash")
 	// ServiceRegister creates a service that runs a program already on the
 	// node (a provisioner's register step).
 	ServiceRegister = register[ServiceRegisterRequest, ServiceRegisterResponse]("service-register")
@@ -111,16 +109,6 @@ type ProvisionInspectResponse struct {
 	// MissingDirs lists the directories of destinations that do not
 	// exist (a staged file needs its directory).
 	MissingDirs []string `json:"missingDirs,omitempty"`
-}
-
-// FileHashRequest lists files to hash.
-type FileHashRequest struct {
-	Paths []string `json:"paths"`
-}
-
-// FileHashResponse has one entry per requested path, in order.
-type FileHashResponse struct {
-	Files []FileInfo `json:"files"`
 }
 
 // FilesRemoveRequest lists files to delete; missing files are not an error.

@@ -2,7 +2,7 @@ package ops
 
 // StageDecode turns encoded uploads (compressed, or a patch against the
 // destination) into staged files and verifies each one's SHA-256 on the
-// node, in place of FileHash for a plain upload.
+// node.
 var StageDecode = register[StageDecodeRequest, StageDecodeResponse]("stage-decode")
 
 // Encodings of an upload.
