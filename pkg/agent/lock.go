@@ -23,7 +23,6 @@ import (
 
 // lockOps are the handlers of the lock ops.
 var lockOps = []entry{
-	handle(ops.NodeLock, nodeLock),
 	handle(ops.NodeLockRenew, nodeLockRenew),
 	handle(ops.NodeUnlock, nodeUnlock),
 }
@@ -44,7 +43,7 @@ type lockRecord struct {
 func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
 	var resp ops.NodeLockResponse
 	if req.Owner.RunID == "" || req.StaleAfterMs <= 0 {
-		return resp, Fail("bad-request", "node-lock needs an owner's run ID and a positive staleAfterMs")
+		return resp, Fail("bad-request", "a lock request needs an owner's run ID and a positive staleAfterMs")
 	}
 	if err := w.MkdirAll(ops.AgentDir); err != nil {
 		return resp, fmt.Errorf("create %s for the swap lock: %w", ops.AgentDir, err)

@@ -16,16 +16,30 @@ func lockOwner(id string) ops.LockOwner {
 	return ops.LockOwner{RunID: id, Host: "laptop", PID: 4242, Command: "swdt kubernetes", Started: "2025-01-01T00:00:00Z"}
 }
 
+// lockVia asks for the lock as a run does: provision-inspect with a lock
+// request and no targets.
+func lockVia(t *testing.T, ts *simnode.TestServer, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
+	t.Helper()
+	resp, err := provCall(t, ts, ops.ProvisionInspect, ops.ProvisionInspectRequest{Lock: &req})
+	if err != nil {
+		return ops.NodeLockResponse{}, err
+	}
+	if resp.Locked == nil {
+		t.Fatalf("provision-inspect with a lock request answered without locked: %+v", resp)
+	}
+	return *resp.Locked, nil
+}
+
 // lockTake takes the lock for id and fails the test unless it did.
 func lockTake(t *testing.T, ts *simnode.TestServer, id string, staleAfter time.Duration) {
 	t.Helper()
-	resp, err := provCall(t, ts, ops.NodeLock, ops.NodeLockRequest{Owner: lockOwner(id), StaleAfterMs: staleAfter.Milliseconds()})
+	resp, err := lockVia(t, ts, ops.NodeLockRequest{Owner: lockOwner(id), StaleAfterMs: staleAfter.Milliseconds()})
 	if err != nil || !resp.Acquired {
 		t.Fatalf("lock %s: %+v, %v", id, resp, err)
 	}
 }
 
-func TestNodeLock(t *testing.T) {
+func TestNodeLockRules(t *testing.T) {
 	tests := []struct {
 		name string
 		// held is the run holding the lock first ("" for none), valid
@@ -73,7 +87,7 @@ func TestNodeLock(t *testing.T) {
 				}
 			}
 			time.Sleep(tt.wait)
-			got, err := provCall(t, ts, ops.NodeLock, tt.req)
+			got, err := lockVia(t, ts, tt.req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,8 +11,6 @@ import "fmt"
 // removes it when every service runs again, so that a swap cut short by a
 // killed swdt or a lost node is finished or rolled back by the next run.
 var (
-	// NodeLock takes the node's swap lock, or reports who holds it.
-	NodeLock = register[NodeLockRequest, NodeLockResponse]("node-lock")
 	// NodeLockRenew proves that the holder is alive, and records the
 	// files it stages (removed if its lock is ever broken as stale).
 	NodeLockRenew = register[NodeLockRenewRequest, NodeLockRenewResponse]("node-lock-renew")
