@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,41 +15,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
-
-// stageOps are the handlers of encoded uploads.
-var stageOps = []entry{
-	handle(ops.StageDecode, stageDecode),
-}
-
-// stageDecode decodes each encoded upload into its staged file and keeps
-// the result only when its SHA-256 is the expected one. The encoded file is
-// always removed. A failed item is reported, not an error: swdt then sends
-// that file whole. Like the swap, it writes nothing unless the caller
-// holds the node's swap lock (or, outside a locked run, nobody does).
-func stageDecode(ctx context.Context, w winos.OS, req ops.StageDecodeRequest) (ops.StageDecodeResponse, error) {
-	resp := ops.StageDecodeResponse{Results: []ops.StageDecodeResult{}}
-	if err := lockCheck(w, req.RunID, "nothing was decoded"); err != nil {
-		return resp, err
-	}
-	for _, it := range req.Items {
-		if err := ctx.Err(); err != nil {
-			return resp, err
-		}
-		res := ops.StageDecodeResult{}
-		info, leftover, err := decodeStaged(w, it, nil)
-		switch {
-		case err != nil:
-			res.Error = err.Error()
-		case leftover != nil:
-			// The staged file is good; a leftover upload is only clutter.
-			res.OK, res.File, res.Error = true, info, leftover.Error()
-		default:
-			res.OK, res.File = true, info
-		}
-		resp.Results = append(resp.Results, res)
-	}
-	return resp, nil
-}
 
 // decodeStaged decodes one encoded upload into its staged file and keeps
 // the result only when its SHA-256 is the expected one; the encoded file

@@ -5,8 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
+	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -64,30 +64,25 @@ func TestStageDecode(t *testing.T) {
 			if err := n.WriteFile(item.Encoded, tc.encoded(t)); err != nil {
 				t.Fatal(err)
 			}
-			lockTake(t, ts, "run1", time.Minute)
-			resp, err := provCall(t, ts, ops.StageDecode, ops.StageDecodeRequest{RunID: "run1", Items: []ops.StageDecodeItem{item}})
-			if err != nil {
-				t.Fatal(err)
+			file, leftover, err := agent.DecodeStaged(n.OS(), item)
+			if leftover != nil {
+				t.Errorf("leftover: %v", leftover)
 			}
-			if len(resp.Results) != 1 {
-				t.Fatalf("results: %+v", resp.Results)
-			}
-			res := resp.Results[0]
 			if _, err := n.Stat(item.Encoded); err == nil {
 				t.Error("the encoded upload was left on the node")
 			}
 			staged, serr := n.ReadFile(item.Staged)
 			if tc.wantErr == "" {
-				if !res.OK || res.Error != "" || serr != nil || !bytes.Equal(staged, nw) {
-					t.Fatalf("result %+v, staged err %v", res, serr)
+				if err != nil || serr != nil || !bytes.Equal(staged, nw) {
+					t.Fatalf("decode: %v, staged err %v", err, serr)
 				}
-				if res.File.SHA256 != provSum(nw) || res.File.Size != int64(len(nw)) || res.File.ModTicks == 0 {
-					t.Errorf("file %+v", res.File)
+				if file.SHA256 != provSum(nw) || file.Size != int64(len(nw)) || file.ModTicks == 0 {
+					t.Errorf("file %+v", file)
 				}
 				return
 			}
-			if res.OK || !strings.Contains(res.Error, tc.wantErr) {
-				t.Fatalf("result %+v, want an error with %q", res, tc.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("decode: %v, want an error with %q", err, tc.wantErr)
 			}
 			if serr == nil {
 				t.Error("a staged file that failed its check was kept")
@@ -100,8 +95,9 @@ func TestStageDecode(t *testing.T) {
 }
 
 // TestStageDecodeRefuses: names that are not a run's staged file and its
-// encoded upload, and a caller that does not hold the node's lock, leave
-// every file as it was.
+// encoded upload leave every file as it was. (The swap op that decodes
+// refuses a caller without the node's lock before it decodes anything:
+// TestServiceSwapRefusedWhileLocked.)
 func TestStageDecodeRefuses(t *testing.T) {
 	const dest = `C:\k\tool.exe`
 	content := []byte("MZ the binary the service runs")
@@ -111,29 +107,21 @@ func TestStageDecodeRefuses(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		held    string // the run holding the lock ("" for none)
-		runID   string
 		item    ops.StageDecodeItem
-		wantErr string // in the op's error, or else in the item's
+		wantErr string
 	}{
-		{name: "the destination as the encoded upload", runID: "",
+		{name: "the destination as the encoded upload",
 			item:    ops.StageDecodeItem{Encoded: dest, Staged: dest + ".swdt-new-r", Encoding: ops.EncodingZstd},
 			wantErr: "is not named"},
-		{name: "the destination as the staged file", runID: "",
+		{name: "the destination as the staged file",
 			item:    ops.StageDecodeItem{Encoded: dest + ".swdt-zst", Staged: dest, Encoding: ops.EncodingZstd},
 			wantErr: "is not named"},
-		{name: "a staged name without a run ID", runID: "",
+		{name: "a staged name without a run ID",
 			item:    ops.StageDecodeItem{Encoded: dest + ".swdt-new-.swdt-zst", Staged: dest + ".swdt-new-", Encoding: ops.EncodingZstd},
 			wantErr: "is not named"},
-		{name: "a staged name with a path after the mark", runID: "",
+		{name: "a staged name with a path after the mark",
 			item:    ops.StageDecodeItem{Encoded: dest + `.swdt-new-x\..\tool.exe.swdt-zst`, Staged: dest + `.swdt-new-x\..\tool.exe`, Encoding: ops.EncodingZstd},
 			wantErr: "is not named"},
-		{name: "another run holds the lock", held: "other", runID: "mine",
-			item:    ops.StageDecodeItem{Encoded: dest + ".swdt-new-mine.swdt-zst", Staged: dest + ".swdt-new-mine", Encoding: ops.EncodingZstd},
-			wantErr: "no longer holds"},
-		{name: "outside a run while one holds the lock", held: "other", runID: "",
-			item:    ops.StageDecodeItem{Encoded: dest + ".swdt-new-mine.swdt-zst", Staged: dest + ".swdt-new-mine", Encoding: ops.EncodingZstd},
-			wantErr: "locked by"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,21 +134,9 @@ func TestStageDecodeRefuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tc.held != "" {
-				lockTake(t, ts, tc.held, time.Minute)
-			}
-			resp, err := provCall(t, ts, ops.StageDecode, ops.StageDecodeRequest{RunID: tc.runID, Items: []ops.StageDecodeItem{tc.item}})
-			msg := ""
-			switch {
-			case err != nil:
-				_, msg = provFailure(t, err)
-			case len(resp.Results) == 1 && !resp.Results[0].OK:
-				msg = resp.Results[0].Error
-			default:
-				t.Fatalf("decoded: %+v", resp.Results)
-			}
-			if !strings.Contains(msg, tc.wantErr) {
-				t.Errorf("error %q, want %q", msg, tc.wantErr)
+			_, _, err := agent.DecodeStaged(n.OS(), tc.item)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("decode: %v, want an error with %q", err, tc.wantErr)
 			}
 			for p, b := range files {
 				if got, err := n.ReadFile(p); err != nil || !bytes.Equal(got, b) {
