@@ -30,7 +30,7 @@ func TestHangupIsHandledLikeCtrlC(t *testing.T) {
 		hangups  int
 		wantText string
 	}{
-		{"one SIGHUP lets the swap finish", time.Second, 1, "letting a swap in progress finish"},
+		{"one SIGHUP lets the swap finish", time.Second, 1, "a swap in progress finishes first"},
 		{"a second SIGHUP gives up", time.Hour, 2, "interrupted again: giving up"},
 	}
 	for _, tc := range interruptCases {

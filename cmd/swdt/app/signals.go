@@ -54,7 +54,7 @@ func (e *env) interrupts(warn func(format string, args ...any)) (abort context.C
 			case <-sigs:
 			}
 			if count == 1 {
-				warn("interrupted: letting a swap in progress finish so that its services run again; Ctrl-C again to give up now")
+				warn("interrupted: stopping; a swap in progress finishes first so that its services run again; Ctrl-C again to give up now")
 				continue
 			}
 			warn("interrupted again: giving up; check the services on the node (Get-Service)")
