@@ -77,7 +77,6 @@ type Server struct {
 
 type options struct {
 	hostKeyTypes []string
-	extraConfig  []string
 }
 
 // Option changes how Start configures sshd.
@@ -87,11 +86,6 @@ type Option func(*options)
 // "ecdsa". The default is ed25519 only.
 func WithHostKeyTypes(types ...string) Option {
 	return func(o *options) { o.hostKeyTypes = types }
-}
-
-// WithConfig appends raw sshd_config lines.
-func WithConfig(lines ...string) Option {
-	return func(o *options) { o.extraConfig = append(o.extraConfig, lines...) }
 }
 
 // Start runs sshd for the duration of the test. It skips the test when sshd
@@ -178,14 +172,6 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Restart stops sshd and starts it again on the same port with the same
-// host keys.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.Stop()
-	s.start()
-}
-
 // RestartWithNewHostKey stops sshd and starts it again on the same port
 // with freshly generated host keys, as a reinstalled node would present.
 func (s *Server) RestartWithNewHostKey() {
@@ -255,9 +241,6 @@ MaxSessions 100
 Subsystem sftp internal-sftp
 `)
 	fmt.Fprintf(&b, "AllowUsers %s\n", s.User)
-	for _, l := range s.opts.extraConfig {
-		b.WriteString(l + "\n")
-	}
 	path := filepath.Join(s.Dir, "sshd_config")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		s.t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -494,6 +493,3 @@ func (cs *connState) exit(ch ssh.Channel, status int) {
 	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
 	_ = ch.CloseWrite()
 }
-
-// readAll reads stdin until EOF, as powershell.exe's bootstrap does.
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }

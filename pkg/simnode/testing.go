@@ -45,10 +45,6 @@ type TestOption func(*Options)
 // WithOptions edits the server options directly.
 func WithOptions(fn func(*Options)) TestOption { return TestOption(fn) }
 
-// WithStateDir uses dir instead of a fresh temporary directory (to
-// restart on a previous state).
-func WithStateDir(dir string) TestOption { return func(o *Options) { o.StateDir = dir } }
-
 // WithDelays sets the service control delays (StartTest defaults to
 // 20ms start, 20ms stop, 100ms crash).
 func WithDelays(d Delays) TestOption { return func(o *Options) { o.Delays = &d } }
