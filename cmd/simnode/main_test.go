@@ -1,34 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	err := run(context.Background(), []string{"--help"}, &out, &out, nil)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v", err)
@@ -48,7 +36,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--state-dir", t.TempDir(), "--password", "x", "--op-latency", "bad"},
 	}
 	for _, args := range tests {
-		var out syncBuffer
+		var out syncbuf.Buffer
 		err := run(context.Background(), args, &out, &out, nil)
 		var ue usageError
 		if !errors.As(err, &ue) {
@@ -65,7 +53,7 @@ func TestRunPrintsNodeYAMLAndStopsOnCancel(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ready := make(chan *simnode.Server, 1)
 	done := make(chan error, 1)
 	go func() {

@@ -34,6 +34,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/syncbuf"
+
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -71,7 +73,7 @@ type Server struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	log      *lockedBuffer
+	log      *syncbuf.Buffer
 	hostKeys []string // private key files
 }
 
@@ -113,7 +115,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatalf("create /run/sshd: %v", err)
 		}
 	}
-	s := &Server{t: t, opts: o, User: u.Username, Dir: t.TempDir(), log: &lockedBuffer{}}
+	s := &Server{t: t, opts: o, User: u.Username, Dir: t.TempDir(), log: &syncbuf.Buffer{}}
 
 	var authorized bytes.Buffer
 	s.KeyFile = filepath.Join(s.Dir, "id_ed25519")
@@ -334,21 +336,4 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -3,32 +3,16 @@ package ui
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Off a terminal, a transfer says every heartbeat how far it is and how
 // fast it moves now, so a stall shows as 0 B/s instead of silence.
 func TestTransferHeartbeat(t *testing.T) {
-	var errOut syncBuffer
+	var errOut syncbuf.Buffer
 	u := New(&bytes.Buffer{}, &errOut, Options{Color: ColorNever})
 	p := u.NewProgress()
 	p.heartbeat = 20 * time.Millisecond

@@ -17,10 +17,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 
 	"golang.org/x/crypto/ssh"
 
@@ -85,7 +86,7 @@ func TestREADMEInnerLoop(t *testing.T) {
 	// Its own process group, so that the test's Ctrl-C reaches swdt as a
 	// terminal's does.
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
@@ -350,23 +351,4 @@ func fileHash(t *testing.T, path string) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
-}
-
-// lockedBuffer is a buffer written by a process and read by the test at
-// the same time.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -13,10 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -506,24 +507,7 @@ func TestKubernetesWatch(t *testing.T) {
 	fx.assertHealthy()
 }
 
-// lockedBuffer is a bytes.Buffer written by the CLI and read by the test
-// at the same time.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 // waitFor polls ok for up to 15 seconds.
 func waitFor(t *testing.T, ok func() bool) bool {
