@@ -193,7 +193,7 @@ func (f *countedFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// A zstd bomb (a few KiB that decode to 1 GiB) writes no more than the
+// A zstd bomb (36 KB that decode to 1 GiB) writes no more than the
 // size the swap declared before it is refused.
 func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
 	const dest = `C:\k\tool.exe`
