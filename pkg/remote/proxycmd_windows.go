@@ -27,7 +27,8 @@ func shellCommand(command string) *exec.Cmd {
 
 // quoteToken makes s one word for cmd.exe: as it is when it has nothing
 // cmd.exe would act on, else in double quotes (the names swdt checks
-// hold no double quote).
+// hold no double quote), where & | < > ^ ( ) lose their meaning; a
+// %NAME% pair is still expanded, as everywhere in a cmd /c line.
 func quoteToken(s string) string {
 	if s != "" && strings.Trim(s, plainToken) == "" {
 		return s
