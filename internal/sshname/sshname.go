@@ -35,7 +35,7 @@ func Host(s string) error {
 		case unicode.IsSpace(r) || unicode.IsControl(r):
 			return fmt.Errorf("a host name must not contain whitespace or control characters (%q)", r)
 		case strings.ContainsRune(hostMeta, r):
-			return fmt.Errorf("a host name must not contain %q: OpenSSH refuses any of %s in one, as a shell would act on them", r, hostMeta)
+			return fmt.Errorf("a host name must not contain %q: like OpenSSH, swdt refuses any of %s in one, which a shell would act on; write the node's address or a Host alias of ~/.ssh/config", r, hostMeta)
 		}
 	}
 	return nil
@@ -59,7 +59,7 @@ func User(s string) error {
 		case unicode.IsControl(r):
 			return fmt.Errorf("a user name must not contain control characters (%q)", r)
 		case strings.ContainsRune(userMeta, r):
-			return fmt.Errorf("a user name must not contain %q: OpenSSH refuses any of %s in one, as a shell would act on them", r, userMeta)
+			return fmt.Errorf("a user name must not contain %q: like OpenSSH, swdt refuses any of %s in one, which a shell would act on", r, userMeta)
 		case prevSpace && r == '-':
 			return fmt.Errorf("a user name must not contain whitespace followed by '-'")
 		}
