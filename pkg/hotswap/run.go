@@ -257,6 +257,12 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		remember(inspect)
 		return inspect, nil
 	}
+	if en, ok := n.(EncodingNode); ok && opts.Transfer.plain(en.LinkRTT()) {
+		// Connected on a link files go as they are over: the patches made
+		// ahead and the copies for the next patch stop now, not when
+		// staging starts.
+		opts.Ahead.stop()
+	}
 	var (
 		lock  *heldLock
 		found ops.ProvisionInspectResponse

@@ -19,9 +19,21 @@ type Transfer struct {
 	// Store keeps a copy of what was sent, for patches against it next
 	// time; nil sends no patches.
 	Store *delta.Store
+	// ExpectedRTT is the round-trip time the node's link is expected to
+	// have before it is measured (an earlier connection's; 0: not known).
+	// On a link Compress sends files as they are over, Prepare makes no
+	// patch ahead and keeps no copy.
+	ExpectedRTT time.Duration
 }
 
 func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
+
+// plain reports whether files go as they are over a link whose round-trip
+// time is rtt (ok false: not measured): no patch and no copy for the next
+// one are made then.
+func (t Transfer) plain(rtt time.Duration, ok bool) bool {
+	return !t.compresses() || !t.Compress.Encodes(rtt, ok)
+}
 
 // EncodingNode is what compressed and patched transfers need beyond Node;
 // *node.Node implements it. A Node without it gets plain uploads.
@@ -57,7 +69,7 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // what went over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
-	if !tr.Compress.Encodes(en.LinkRTT()) {
+	if tr.plain(en.LinkRTT()) {
 		// A local network: no patch made ahead is needed.
 		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)

@@ -277,6 +277,13 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
 	if hashes != nil {
 		opts.Hashes = hashes
+		// Nothing is made ahead for a link files go as they are over:
+		// the one kept from the last run (--watch), or the last one's.
+		if n.conn != nil {
+			opts.Transfer.ExpectedRTT, _ = n.conn.LinkRTT()
+		} else {
+			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
+		}
 	}
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
@@ -309,6 +316,9 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	if hashes != nil {
 		defer func() {
+			if rtt, ok := n.conn.LinkRTT(); ok {
+				hashes.RememberRTT(rtt)
+			}
 			if err := hashes.Save(); err != nil {
 				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))
 			}
