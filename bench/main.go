@@ -1,23 +1,30 @@
 //go:build linux
 
 // Command bench measures swdt kubernetes against simnodes on loopback and
-// prints ratios taken in one run (DESIGN.md §8, docs/benchmarks.md):
+// through emulated links, and prints figures taken in one run (DESIGN.md
+// §8, docs/benchmarks.md). Every row is the min and median of -rounds
+// runs, its contenders interleaved in an order rotated every round; every
+// client is timed from its start to its exit by a small parent process
+// (exec mode, wrap.go), which also reads its own peak RSS. It prints the
+// load average it ran under.
 //
+//   - the agent's upload on first contact;
 //   - stage+swap of a large binary vs OpenSSH's sftp -b sending the same
-//     bytes to the same simnode;
-//   - a re-run with nothing changed vs that transfer;
-//   - service downtime per swap for a 10 MB and a 200 MB binary, and of
-//     every service the swap stopped;
-//   - peak RSS of swdt while it sends 200 MB, whole and as a patch;
+//     bytes to the same simnode, and a re-run with nothing changed;
+//   - a rebuild loop with the defaults vs --compress off, the store warm
+//     and cold;
+//   - service downtime per swap for a 10 MB and a 200 MB binary, and
+//     peak RSS of swdt sending 200 MB as it is, compressed and as a patch;
 //   - N nodes in parallel vs one node, with services that take 200 ms to
 //     stop and start and with instant ones, and the CPU time swdt and the
 //     simnodes spent;
 //   - on Debian's sshd with the same cipher on both sides: swdt's upload
 //     (pkg/remote) vs sftp -b (sshd.go; -only sshd runs just this);
 //   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
-//     slow links: OpenSSH sftp, swdt plain, compressed and delta
-//     (links.go; -only links runs just these);
-//   - swdt-agent's upload on first contact.
+//     slow links: OpenSSH sftp, swdt plain, compressed and delta, rsync
+//     and rsync -z over ssh to Debian's sshd, the protocol floor, a rebuild
+//     swapped by swdt --watch, and on the VPN a large rebuild (links.go;
+//     -only links runs just these).
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -269,21 +276,28 @@ func (b *bench) loopback() error {
 		files [2]string
 		flags []string
 		want  string
+		// seed is pushed first, not measured (with flags and --force).
+		seed string
 	}
 	for _, c := range []sized{
-		{"10 MB", mb10, nil, "plain"},
-		{"200 MB, defaults (loopback: as it is)", [2]string{mb200, mb200v}, nil, "plain"},
+		{"10 MB", mb10, nil, "plain", ""},
+		{"200 MB, defaults (loopback: as it is)", [2]string{mb200, mb200v}, nil, "plain", ""},
 		// A fixed level: on loopback auto sends files as they are. --force
 		// and one file, which the node has; no patch.
-		{"200 MB, compressed (--compress 1 --delta=false --force)", [2]string{mb200, mb200}, []string{"--compress", "1", "--delta=false", "--force"}, "compressed"},
-		// Against the previous 200 MB, which the store keeps (the run
-		// before, compressed, kept it).
-		{"200 MB, as a patch (--compress 1)", [2]string{mb200v, mb200}, []string{"--compress", "1"}, "patch"},
+		{"200 MB, compressed (--compress 1 --delta=false --force)", [2]string{mb200, mb200}, []string{"--compress", "1", "--delta=false", "--force"}, "compressed", ""},
+		// Against the previous 200 MB, which the store keeps (the seed
+		// run, compressed, kept it).
+		{"200 MB, as a patch (--compress 1)", [2]string{mb200v, mb200}, []string{"--compress", "1"}, "patch", mb200},
 	} {
 		var wall, down series
 		var rss rssSeries
 		var services []string
 		cache := filepath.Join(b.dir, "cache-sized")
+		if c.seed != "" {
+			if _, err := b.swdtIn(cache, b.config("size", []*simnode{sim}, c.seed), append([]string{"--settle", "0", "--force"}, c.flags...)...); err != nil {
+				return err
+			}
+		}
 		for round := range rounds {
 			r, err := b.swdtIn(cache, b.config("size", []*simnode{sim}, c.files[round%2]), append([]string{"--settle", "0"}, c.flags...)...)
 			if err != nil {
