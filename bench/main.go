@@ -312,9 +312,9 @@ func (b *bench) loopback() error {
 		b.add("stage+swap "+c.name+", 200 ms services", wall.String(), "")
 		b.add("downtime per swap, "+c.name, fmt.Sprintf("min %s, median %s; every stopped service, last run: %s",
 			ms(down.min()), ms(down.med()), strings.Join(services, ", ")), "< 2 s (simnode stop 200 ms + start 200 ms)")
-		goal := "< 64 MB"
+		goal := "< 64 MiB"
 		if c.want == "patch" {
-			goal = "< 256 MB"
+			goal = "< 256 MiB"
 		}
 		b.add("peak RSS of the swdt process, "+c.name, rss.String(), goal)
 	}
@@ -739,7 +739,7 @@ func cpuOf(ps *os.ProcessState) time.Duration {
 	return ps.UserTime() + ps.SystemTime()
 }
 
-func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
+func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 func ms(d time.Duration) string   { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 func ratio(a, b time.Duration) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -110,3 +112,84 @@ func (nopNodeObserver) Planned(*hotswap.Plan)                {}
 func (nopNodeObserver) Step(string)                          {}
 func (nopNodeObserver) Upload(hotswap.Item) func(sent int64) { return func(int64) {} }
 func (nopNodeObserver) End()                                 {}
+
+// TestConnectWhileHashing: the connection is started while the sources
+// are resolved and used by the run (one dial); when a source fails,
+// nothing is changed and the connection started ahead is closed.
+func TestConnectWhileHashing(t *testing.T) {
+	tests := []struct {
+		name    string
+		missing bool // the source does not exist
+	}{
+		{name: "the run uses the connection made while hashing"},
+		{name: "a missing source: the connection is closed, nothing changed", missing: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+			dir := t.TempDir()
+			src := filepath.Join(dir, "kubelet.exe")
+			if !tc.missing {
+				if err := os.WriteFile(src, []byte("MZ kubelet new\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := ts.Node().ReadFile(`C:\k\kubelet.exe`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := []v1alpha1.Node{{}}
+			nodes[0].Name = "sim"
+			nodes[0].Spec.Credentials = ts.Credentials()
+			nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
+			var dials []*closeRecorder
+			connect := func(ctx context.Context, spec *v1alpha1.Node, _ func(string)) (*node.Node, error) {
+				cfg, err := node.RemoteConfig(spec.Spec.Credentials)
+				if err != nil {
+					return nil, err
+				}
+				c, err := remote.Dial(ctx, cfg)
+				if err != nil {
+					return nil, err
+				}
+				rec := &closeRecorder{Client: c}
+				dials = append(dials, rec)
+				return node.New(spec.Name, rec, nil), nil
+			}
+			err = Run(context.Background(), nodes, connect, Options{
+				CacheDir: filepath.Join(dir, "cache"), Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
+				Swap: hotswap.Options{Settle: 0}, Observer: nopObserver{},
+			})
+			if len(dials) != 1 || !dials[0].closed {
+				t.Fatalf("%d dials, closed: %v; want one, closed when Run returns", len(dials), len(dials) > 0 && dials[0].closed)
+			}
+			after, rerr := ts.Node().ReadFile(`C:\k\kubelet.exe`)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.missing {
+				if err == nil || !strings.Contains(err.Error(), "nothing was changed on any node") {
+					t.Errorf("Run: %v, want the source's error", err)
+				}
+				if string(after) != string(before) {
+					t.Error("the node's kubelet.exe changed although the source is missing")
+				}
+				return
+			}
+			if err != nil || string(after) != "MZ kubelet new\n" {
+				t.Errorf("Run: %v; the node holds %q", err, after)
+			}
+		})
+	}
+}
+
+// closeRecorder is a connection that records its Close.
+type closeRecorder struct {
+	*remote.Client
+	closed bool
+}
+
+func (c *closeRecorder) Close() error {
+	c.closed = true
+	return c.Client.Close()
+}
