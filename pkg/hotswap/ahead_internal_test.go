@@ -179,3 +179,39 @@ func sha(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestLinkRTT: a link not measured yet when files are staged is waited
+// for, not taken for an unknown one (which would encode on loopback).
+func TestLinkRTT(t *testing.T) {
+	tests := []struct {
+		name     string
+		en       EncodingNode
+		wantRTT  time.Duration
+		wantOK   bool
+		wantPlan bool // auto sends files as they are
+	}{
+		{name: "measured", en: &measuredLink{rtt: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured yet: waited for", en: &waitingLink{later: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured, a remote link", en: &waitingLink{later: 20 * time.Millisecond}, wantRTT: 20 * time.Millisecond, wantOK: true},
+		{name: "not measured and no way to wait: unknown", en: &measuredLink{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rtt, ok := linkRTT(context.Background(), tc.en)
+			if rtt != tc.wantRTT || ok != tc.wantOK {
+				t.Fatalf("linkRTT = %s, %v; want %s, %v", rtt, ok, tc.wantRTT, tc.wantOK)
+			}
+			if plain := (Transfer{Compress: delta.Mode{Auto: true}}).plain(rtt, ok); plain != tc.wantPlan {
+				t.Errorf("plain = %v, want %v", plain, tc.wantPlan)
+			}
+		})
+	}
+}
+
+// waitingLink has no measure yet; waiting gives later.
+type waitingLink struct {
+	measuredLink
+	later time.Duration
+}
+
+func (l *waitingLink) WaitLinkRTT(context.Context) (time.Duration, bool) { return l.later, true }

@@ -43,6 +43,33 @@ type EncodingNode interface {
 	LinkRTT() (time.Duration, bool)
 }
 
+// rttWaiter is an EncodingNode that can wait for its link's measure;
+// *node.Node is one.
+type rttWaiter interface {
+	WaitLinkRTT(ctx context.Context) (time.Duration, bool)
+}
+
+// rttWait bounds the wait for the link's measure.
+const rttWait = 5 * time.Second
+
+// linkRTT is the link's measured round trip. The measure is one round
+// trip started as the connection was made, so by the time files are
+// staged it has its answer, unless the machine was too busy to take it
+// yet: then it is waited for (up to rttWait) rather than the link taken
+// for an unknown one, which would encode files a local link sends as
+// they are.
+func linkRTT(ctx context.Context, en EncodingNode) (time.Duration, bool) {
+	if rtt, ok := en.LinkRTT(); ok {
+		return rtt, ok
+	}
+	if w, ok := en.(rttWaiter); ok {
+		wctx, cancel := context.WithTimeout(ctx, rttWait)
+		defer cancel()
+		return w.WaitLinkRTT(wctx)
+	}
+	return 0, false
+}
+
 // How a staged file travelled (Result.Transfer).
 const (
 	TransferPlain      = "plain"
@@ -69,7 +96,7 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // what went over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
-	if tr.plain(en.LinkRTT()) {
+	if tr.plain(linkRTT(ctx, en)) {
 		// A local network: no patch made ahead is needed.
 		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)
