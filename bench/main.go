@@ -291,7 +291,7 @@ func (b *bench) loopback() error {
 	} {
 		var wall, down series
 		var rss rssSeries
-		var services []string
+		var services, how []string
 		cache := filepath.Join(b.dir, "cache-sized")
 		if c.seed != "" {
 			if _, err := b.swdtIn(cache, b.config("size", []*simnode{sim}, c.seed), append([]string{"--settle", "0", "--force"}, c.flags...)...); err != nil {
@@ -303,13 +303,14 @@ func (b *bench) loopback() error {
 			if err != nil {
 				return err
 			}
-			if r.transfer != c.want {
+			if r.transfer != c.want && c.want != "plain" {
 				return fmt.Errorf("%s: transfer %s, want %s", c.name, r.transfer, c.want)
 			}
+			how = append(how, r.transfer)
 			wall, down, rss = append(wall, r.wall), append(down, r.downtime), append(rss, r.maxRSSKB)
 			services = r.services
 		}
-		b.add("stage+swap "+c.name+", 200 ms services", wall.String(), "")
+		b.add("stage+swap "+c.name+", 200 ms services", wall.String()+"; sent "+counts(how), "")
 		b.add("downtime per swap, "+c.name, fmt.Sprintf("min %s, median %s; every stopped service, last run: %s",
 			ms(down.min()), ms(down.med()), strings.Join(services, ", ")), "< 2 s (simnode stop 200 ms + start 200 ms)")
 		goal := "< 64 MiB"
@@ -357,6 +358,7 @@ func (b *bench) rebuildLoop(s *simnode, files [2]string) error {
 	}
 	wall := map[string]series{}
 	rss := map[string]rssSeries{}
+	how := map[string][]string{}
 	for round := range b.o.rounds {
 		for i := range loops {
 			l := loops[(i+round)%len(loops)]
@@ -368,15 +370,18 @@ func (b *bench) rebuildLoop(s *simnode, files [2]string) error {
 			if err != nil {
 				return err
 			}
-			if r.action != "updated" || r.transfer != "plain" {
-				return fmt.Errorf("rebuild loop, %s: %s %s, want updated plain", l.name, r.action, r.transfer)
+			if r.action != "updated" {
+				return fmt.Errorf("rebuild loop, %s: %s, want updated", l.name, r.action)
 			}
 			cur = next
 			wall[l.name], rss[l.name] = append(wall[l.name], r.wall), append(rss[l.name], r.maxRSSKB)
+			// On loopback the defaults send files as they are, unless the
+			// link measured 5 ms or more (a loaded machine): counted.
+			how[l.name] = append(how[l.name], r.transfer)
 		}
 	}
 	for _, l := range loops {
-		b.add(fmt.Sprintf("loopback rebuild loop %d MB, %s", b.o.bigMB, l.name), wall[l.name].String()+"; peak RSS "+rss[l.name].String(), "")
+		b.add(fmt.Sprintf("loopback rebuild loop %d MB, %s", b.o.bigMB, l.name), wall[l.name].String()+"; peak RSS "+rss[l.name].String()+"; sent "+counts(how[l.name]), "")
 	}
 	for _, store := range []string{"warm", "cold"} {
 		d, off := wall["defaults, store "+store], wall["--compress off, store "+store]
@@ -737,6 +742,23 @@ func (doc kubeDoc) run() swdtRun {
 // of the children it waited for.
 func cpuOf(ps *os.ProcessState) time.Duration {
 	return ps.UserTime() + ps.SystemTime()
+}
+
+// counts says how many runs sent each way: "4 plain, 1 compressed".
+func counts(how []string) string {
+	n := map[string]int{}
+	var order []string
+	for _, h := range how {
+		if n[h] == 0 {
+			order = append(order, h)
+		}
+		n[h]++
+	}
+	var parts []string
+	for _, h := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[h], h))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
