@@ -115,14 +115,15 @@ func (nopNodeObserver) End()                                 {}
 
 // TestConnectWhileHashing: the connection is started while the sources
 // are resolved and used by the run (one dial); when a source fails,
-// nothing is changed and the connection started ahead is closed.
+// nothing is changed and the connection started ahead is cancelled or
+// closed.
 func TestConnectWhileHashing(t *testing.T) {
 	tests := []struct {
 		name    string
 		missing bool // the source does not exist
 	}{
 		{name: "the run uses the connection made while hashing"},
-		{name: "a missing source: the connection is closed, nothing changed", missing: true},
+		{name: "a missing source: no connection left open, nothing changed", missing: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,8 +161,15 @@ func TestConnectWhileHashing(t *testing.T) {
 				CacheDir: filepath.Join(dir, "cache"), Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
 				Swap: hotswap.Options{Settle: 0}, Observer: nopObserver{},
 			})
-			if len(dials) != 1 || !dials[0].closed {
-				t.Fatalf("%d dials, closed: %v; want one, closed when Run returns", len(dials), len(dials) > 0 && dials[0].closed)
+			// A missing source fails fast: the dial started ahead may be
+			// cancelled before it connects. Whatever connected is closed.
+			if len(dials) > 1 || (!tc.missing && len(dials) != 1) {
+				t.Fatalf("%d connections made, want one", len(dials))
+			}
+			for _, d := range dials {
+				if !d.closed {
+					t.Error("a connection is still open after Run returned")
+				}
 			}
 			after, rerr := ts.Node().ReadFile(`C:\k\kubelet.exe`)
 			if rerr != nil {
