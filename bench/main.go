@@ -738,12 +738,6 @@ func (doc kubeDoc) run() swdtRun {
 	return r
 }
 
-// cpuOf is the user and system CPU time of an exited process, with that
-// of the children it waited for.
-func cpuOf(ps *os.ProcessState) time.Duration {
-	return ps.UserTime() + ps.SystemTime()
-}
-
 // counts says how many runs sent each way: "4 plain, 1 compressed".
 func counts(how []string) string {
 	n := map[string]int{}
