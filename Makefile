@@ -37,7 +37,8 @@ test: test-deps agent test-go ## run the whole test suite (installs its tools wh
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
 # tests run it in session mode, so libvirt-daemon-system is not needed) and
-# Node.js with pscheck's pinned npm packages (PowerShell grammar check).
+# Node.js with pscheck's pinned npm packages (PowerShell grammar check);
+# rsync for make bench's rsync rows.
 # Installed with apt and npm when missing and this user may; tests whose
 # tools are missing skip, except under CI=true, where they fail.
 test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packages when missing
@@ -48,6 +49,7 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packag
 	[ -x /usr/sbin/libvirtd ] || pkgs="$$pkgs libvirt-daemon"; \
 	command -v virsh >/dev/null || pkgs="$$pkgs libvirt-clients"; \
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
+	command -v rsync >/dev/null || pkgs="$$pkgs rsync"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
 			echo "installing:$$pkgs"; \
@@ -82,8 +84,12 @@ generate: schema ## regenerate deep-copy functions of the Node API, and its JSON
 schema: ## regenerate schemas/node.schema.json from the Node API's types (a test fails when it is stale)
 	$(GO) run ./hack/genschema -api apis/config/v1alpha1 -o schemas/node.schema.json
 
-bench: build ## measure swdt kubernetes against OpenSSH sftp on loopback simnodes, and one agent op (docs/benchmarks.md)
-	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode
+# BENCHFLAGS pass options to the bench, e.g. BENCHFLAGS='-rounds 3 -big-mb 64'.
+BENCHFLAGS ?=
+bench: build ## measure swdt against OpenSSH sftp, rsync and the protocol floor on loopback and emulated links (docs/benchmarks.md)
+	@command -v rsync >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends rsync; }
+	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench AgentOp -benchtime 500x ./pkg/node
 
 demo: build ## run every swdt command against a simulated Windows node (simnode) on loopback

@@ -3,47 +3,56 @@
 package main
 
 import (
-	"context"
+	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-// agent measures what swdt-agent costs on first contact: `swdt status` on
-// a node that has never seen it (the upload of the agent, its check, one
-// op) against the same command once the agent is there (one op).
-func (b *bench) agent(s *simnode, config string) error {
+// agentRounds measures what swdt-agent costs on first contact: `swdt
+// status` on a node that has never seen it (the upload of the agent, its
+// check, one op) against the same command once the agent is there (one
+// op), on a new simnode every round.
+func (b *bench) agentRounds(rounds int) error {
 	fmt.Fprintln(os.Stderr, "bench: swdt-agent on first contact")
-	first, err := b.status(config)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(first.log, "swdt-agent uploaded and verified") {
-		return fmt.Errorf("first contact: swdt did not upload the agent:\n%s", first.log)
-	}
-	next, err := b.status(config)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(next.log, "nothing sent") {
-		return fmt.Errorf("next contact: swdt sent the agent again:\n%s", next.log)
-	}
+	var first, next series
 	size := int64(0)
-	if fi, err := os.Stat(filepath.Join(s.state, "fs", "C", "ProgramData", "swdt")); err == nil && fi.IsDir() {
-		entries, _ := os.ReadDir(filepath.Join(s.state, "fs", "C", "ProgramData", "swdt"))
+	for round := range rounds {
+		s, err := b.startSimnode(fmt.Sprintf("agent%d", round), "--start-delay", "0", "--stop-delay", "0")
+		if err != nil {
+			return err
+		}
+		config := b.config(fmt.Sprintf("agent%d", round), []*simnode{s}, filepath.Join(b.dir, "none.exe"))
+		f, err := b.status(config)
+		if err == nil && !strings.Contains(f.log, "swdt-agent uploaded and verified") {
+			err = fmt.Errorf("first contact: swdt did not upload the agent:\n%s", f.log)
+		}
+		var n statusRun
+		if err == nil {
+			n, err = b.status(config)
+		}
+		if err == nil && !strings.Contains(n.log, "nothing sent") {
+			err = fmt.Errorf("next contact: swdt sent the agent again:\n%s", n.log)
+		}
+		dir := filepath.Join(s.state, "fs", "C", "ProgramData", "swdt")
+		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if info, err := e.Info(); err == nil && strings.HasPrefix(e.Name(), "swdt-agent-") {
+			if info, ierr := e.Info(); ierr == nil && strings.HasPrefix(e.Name(), "swdt-agent-") {
 				size = info.Size()
 			}
 		}
+		s.stop()
+		if err != nil {
+			return err
+		}
+		first, next = append(first, f.wall), append(next, n.wall)
 	}
-	b.add("swdt status, first contact (uploads the agent)", secs(first.wall), "")
-	b.add("swdt status, agent already there", secs(next.wall), "")
-	b.add(fmt.Sprintf("agent upload on first contact (%.1f MB, once per node and version)", float64(size)/(1<<20)),
-		secs(first.wall-next.wall), "")
+	b.add("swdt status, first contact (uploads the agent)", first.String(), "")
+	b.add("swdt status, agent already there", next.String(), "")
+	b.add(fmt.Sprintf("agent upload on first contact (%.1f MB, once per node and version; difference of medians)", float64(size)/(1<<20)),
+		secs(first.med()-next.med()), "")
 	return nil
 }
 
@@ -61,13 +70,10 @@ type statusRun struct {
 }
 
 func (b *bench) status(config string) (statusRun, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, b.o.swdt, "status", "-c", config, "-v", "--no-color", "--cache-dir", filepath.Join(b.dir, "cache"))
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	m, err := b.timed(&out, &out, b.o.swdt, "status", "-c", config, "-v", "--no-color", "--cache-dir", filepath.Join(b.dir, "cache"))
 	if err != nil {
-		return statusRun{}, fmt.Errorf("swdt status: %w\n%s", err, out)
+		return statusRun{}, fmt.Errorf("swdt status: %w\n%s", err, out.String())
 	}
-	return statusRun{wall: time.Since(start), log: string(out)}, nil
+	return statusRun{wall: m.Wall, log: out.String()}, nil
 }

@@ -5,11 +5,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,13 +85,15 @@ func (b *bench) buildPE() (string, string, error) {
 // contender is one way of pushing the file.
 type contender struct {
 	name string
-	// swdt flags; nil: OpenSSH sftp.
+	// swdt flags; nil: another client (sftp, rsync).
 	flags    []string
 	transfer string // what swdt must report
 	// local is what swdt must report on a link auto takes for a local
 	// network (round trip under 5 ms), where it sends files as they are
 	// ("": transfer).
 	local string
+	// rsync: rsync over ssh to Debian's sshd, with these flags.
+	rsync []string
 }
 
 var contenders = []contender{
@@ -97,10 +101,94 @@ var contenders = []contender{
 	{name: "swdt plain", flags: []string{"--compress", "off"}, transfer: "plain"},
 	{name: "swdt compressed", flags: []string{"--delta=false"}, transfer: "compressed", local: "plain"},
 	{name: "swdt delta (defaults)", flags: []string{}, transfer: "patch", local: "plain"},
+	{name: "rsync over ssh (Debian sshd)", rsync: []string{}},
+	{name: "rsync -z over ssh (Debian sshd)", rsync: []string{"-z"}},
+}
+
+// floorTrips is the round trips a swdt run that changes a binary cannot
+// avoid: TCP and SSH connect and authenticate (7), the lock+inspect op
+// (3: channel open, exec, result) and the swap op (3). With the
+// connection kept (--watch) only the two ops remain.
+const (
+	floorTrips      = 13
+	floorTripsWatch = 6
+)
+
+// floor is the protocol floor of a push of n bytes on a link measured at
+// rtt and bitsPerSec: its round trips plus the bytes.
+func floor(trips int, n int64, rtt time.Duration, bitsPerSec float64) time.Duration {
+	return time.Duration(trips)*rtt + time.Duration(float64(n)*8/bitsPerSec*float64(time.Second))
+}
+
+// pusher pushes files to one simnode and one Debian sshd through shapers,
+// each push a change (the builds alternate).
+type pusher struct {
+	b      *bench
+	cache  string
+	sim    *simnode          // behind the shaper
+	direct *simnode          // the same simnode without it, to set up state
+	sshd   *sshd             // behind the shaper (addr, knownHosts)
+	cur    string            // what the simnode holds
+	rcur   map[string]string // what each rsync destination holds
+	large  [2]string         // the large rebuild
+}
+
+// next is the build of pair that is not cur.
+func next(pair [2]string, cur string) string {
+	if cur == pair[0] {
+		return pair[1]
+	}
+	return pair[0]
+}
+
+// push pushes the build of pair the destination does not hold with c and
+// returns its time and the bytes it sent (0 for sftp).
+func (p *pusher) push(c contender, pair [2]string, local bool) (time.Duration, int64, string, error) {
+	b := p.b
+	switch {
+	case c.rsync != nil:
+		dst := filepath.Join(p.sshd.root, filepath.Base(pair[0])+".rsync")
+		f := next(pair, p.rcur[dst])
+		d, n, err := b.rsyncPut(p.sshd, f, dst, c.rsync)
+		p.rcur[dst] = f
+		return d, n, "", err
+	case c.flags == nil:
+		d, err := b.sftpPut(p.sim, next(pair, p.cur), "/C:/bench-sftp.bin")
+		return d, 0, "", err
+	}
+	f := next(pair, p.cur)
+	r, err := b.swdtIn(p.cache, b.config("link", []*simnode{p.sim}, f), append([]string{"--settle", "0"}, c.flags...)...)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	p.cur = f
+	if r.transfer != c.transfer && (r.transfer != c.local || !local) {
+		return 0, 0, "", fmt.Errorf("%s: transfer %s, want %s", c.name, r.transfer, c.transfer)
+	}
+	return r.wall, r.bytesSent, r.transfer, nil
+}
+
+// seed puts f on the simnode (directly, a fixed level, so that swdt's
+// store keeps a copy) and on every rsync destination of pair.
+func (p *pusher) seed(pair [2]string) error {
+	for _, f := range pair {
+		if _, err := p.b.swdtIn(p.cache, p.b.config("warm", []*simnode{p.direct}, f), "--settle", "0", "--compress", "1"); err != nil {
+			return err
+		}
+	}
+	p.cur = pair[1]
+	dst := filepath.Join(p.sshd.root, filepath.Base(pair[0])+".rsync")
+	if err := copyFile(pair[1], dst); err != nil {
+		return err
+	}
+	p.rcur[dst] = pair[1]
+	return nil
 }
 
 // linkRuns pushes the rebuilt binary through each link shape with every
-// contender, interleaved in rotated order, rounds times each.
+// contender, interleaved in rotated order, rounds times each; on each
+// shape also a rebuild swapped by swdt --watch on its kept connection,
+// and on the VPN shape a large rebuild.
 func (b *bench) linkRuns(rounds int) error {
 	fmt.Fprintln(os.Stderr, "bench: building two Windows binaries of ./cmd/swdt")
 	v1, v2, err := b.buildPE()
@@ -111,22 +199,28 @@ func (b *bench) linkRuns(rounds int) error {
 	if err != nil {
 		return err
 	}
+	large := [2]string{b.file("large.exe", b.o.largeMB<<20), ""}
+	if large[1], err = b.variant(large[0], "large-v2.exe"); err != nil {
+		return err
+	}
 	sim, err := b.startSimnode("links", "--start-delay", "0", "--stop-delay", "0")
 	if err != nil {
 		return err
 	}
 	defer sim.stop()
-	cache := filepath.Join(b.dir, "linkcache")
-	// Deliver the agent and keep both builds in swdt's store, so that
-	// every measured swdt run finds a copy of what the node holds (a
-	// fixed level: on loopback auto would send them as they are, and
-	// keep nothing).
-	cur := v2
-	for _, p := range []string{v1, v2} {
-		if _, err := b.swdtIn(cache, b.config("warm", []*simnode{sim}, p), "--settle", "0", "--compress", "1"); err != nil {
-			return err
-		}
+	if _, err := os.Stat(sshdPath); err != nil {
+		return fmt.Errorf("the rsync rows need Debian's sshd: %s is missing (make test-deps installs openssh-server)", sshdPath)
 	}
+	if _, err := exec.LookPath("rsync"); err != nil {
+		return errors.New("the rsync rows need rsync (make bench installs it when missing)")
+	}
+	sd, err := b.startSSHD("sshd-links")
+	if err != nil {
+		return err
+	}
+	defer sd.stop()
+	p := &pusher{b: b, cache: filepath.Join(b.dir, "linkcache"), direct: sim, rcur: map[string]string{}, large: large}
+	pair := [2]string{v1, v2}
 	b.add("link runs: file", fmt.Sprintf("%s, %.1f MB (GOOS=windows build of ./cmd/swdt, stripped; the second build has a statement added to one function)", filepath.Base(v2), float64(fi.Size())/1e6), "")
 	for _, l := range links {
 		rtt, bps, err := probe(l)
@@ -138,76 +232,230 @@ func (b *bench) linkRuns(rounds int) error {
 		if err != nil {
 			return err
 		}
-		kh, err := b.knownHostsVia(sim, sh.addr())
+		ssh, err := startShaper(l, sd.addr)
 		if err != nil {
 			sh.close()
 			return err
 		}
-		via := &simnode{addr: sh.addr(), knownHosts: kh}
-		times := map[string][]time.Duration{}
-		sent := map[string]int64{}
-		how := map[string]string{}
-		fmt.Fprintf(os.Stderr, "bench: %s\n", l)
-		for round := range rounds {
-			for i := range contenders {
-				c := contenders[(i+round)%len(contenders)]
-				next := v1
-				if cur == v1 {
-					next = v2
-				}
-				if c.flags == nil {
-					d, err := b.sftpPut(via, next, "/C:/bench-sftp.bin")
-					if err != nil {
-						sh.close()
-						return err
-					}
-					times[c.name] = append(times[c.name], d)
-					continue
-				}
-				args := append([]string{"--settle", "0"}, c.flags...)
-				r, err := b.swdtIn(cache, b.config("link", []*simnode{via}, next), args...)
-				if err != nil {
-					sh.close()
-					return err
-				}
-				cur = next
-				if r.transfer != c.transfer && (r.transfer != c.local || l.rtt >= localRTT) {
-					sh.close()
-					return fmt.Errorf("%s on %s: transfer %s, want %s", c.name, l.name, r.transfer, c.transfer)
-				}
-				how[c.name] = r.transfer
-				times[c.name] = append(times[c.name], r.wall)
-				sent[c.name] = r.bytesSent
-			}
-		}
+		err = b.linkShape(p, l, rtt, bps, sh, ssh, sd, pair, fi.Size(), rounds)
 		sh.close()
-		base := median(times[contenders[0].name])
-		for _, c := range contenders {
-			ts := times[c.name]
-			v := fmt.Sprintf("min %s, median %s", secs(slices.Min(ts)), secs(median(ts)))
-			if c.flags != nil {
-				v += fmt.Sprintf(", %s sent %s (%.1f%% saved)", size(sent[c.name]), how[c.name], 100*(1-float64(sent[c.name])/float64(fi.Size())))
-			}
-			b.add(fmt.Sprintf("%s: %s", l.name, c.name), v, "")
-		}
-		for _, c := range contenders[1:] {
-			goal := ""
-			switch {
-			case l.name == "VPN" && c.transfer == "patch":
-				goal = "<= 0.30"
-			case l.name == "VPN" && c.transfer == "compressed":
-				goal = "<= 0.60"
-			}
-			b.add(fmt.Sprintf("%s: ratio %s / sftp (medians)", l.name, c.name), ratio(median(times[c.name]), base), goal)
+		ssh.close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.name, err)
 		}
 	}
 	return nil
 }
 
-// knownHostsVia writes a known_hosts file that names s's host key at addr
-// (a shaper in front of it).
-func (b *bench) knownHostsVia(s *simnode, addr string) (string, error) {
-	raw, err := os.ReadFile(s.knownHosts)
+// linkShape is linkRuns on one shape.
+func (b *bench) linkShape(p *pusher, l link, rtt time.Duration, bps float64, sh, ssh *shaper, sd *sshd, pair [2]string, fileSize int64, rounds int) error {
+	kh, err := b.knownHostsVia(p.direct.knownHosts, sh.addr())
+	if err != nil {
+		return err
+	}
+	p.sim = &simnode{addr: sh.addr(), knownHosts: kh}
+	skh, err := b.knownHostsVia(sd.knownHosts, ssh.addr())
+	if err != nil {
+		return err
+	}
+	p.sshd = &sshd{addr: ssh.addr(), user: sd.user, knownHosts: skh, root: sd.root}
+	if err := p.seed(pair); err != nil {
+		return err
+	}
+	local := l.rtt < localRTT
+	times := map[string]series{}
+	sent := map[string][]int64{}
+	how := map[string]string{}
+	fmt.Fprintf(os.Stderr, "bench: %s\n", l)
+	for round := range rounds {
+		for i := range contenders {
+			c := contenders[(i+round)%len(contenders)]
+			d, n, tr, err := p.push(c, pair, local)
+			if err != nil {
+				return err
+			}
+			times[c.name], sent[c.name], how[c.name] = append(times[c.name], d), append(sent[c.name], n), tr
+		}
+	}
+	base := times[contenders[0].name].med()
+	for _, c := range contenders {
+		v := times[c.name].String()
+		if n := medianBytes(sent[c.name]); n > 0 {
+			v += fmt.Sprintf(", sent %s", size(n))
+			if how[c.name] != "" {
+				v += " " + how[c.name]
+			}
+			v += fmt.Sprintf(" (%.1f%% saved)", 100*(1-float64(n)/float64(fileSize)))
+		}
+		b.add(fmt.Sprintf("%s: %s", l.name, c.name), v, "")
+	}
+	for _, c := range contenders[1:] {
+		goal := ""
+		switch {
+		case l.name == "VPN" && c.transfer == "patch":
+			goal = "<= 0.30"
+		case l.name == "VPN" && c.transfer == "compressed":
+			goal = "<= 0.60"
+		}
+		b.add(fmt.Sprintf("%s: ratio %s / sftp (medians)", l.name, c.name), ratio(times[c.name].med(), base), goal)
+	}
+	if !local {
+		patch := "swdt delta (defaults)"
+		fl := floor(floorTrips, medianBytes(sent[patch]), rtt, bps)
+		b.add(fmt.Sprintf("%s: protocol floor of the patch (%d round trips + its bytes, at the measured RTT and rate)", l.name, floorTrips), secs(fl), "")
+		b.add(fmt.Sprintf("%s: ratio patch / floor (medians)", l.name), ratio(times[patch].med(), fl), "<= 1.50")
+	}
+
+	// swdt --watch: the connection is kept; each rebuild is the lock and
+	// inspect op, the patch and the swap op.
+	w, n, err := b.watchRuns(p, pair, rounds)
+	if err != nil {
+		return err
+	}
+	b.add(fmt.Sprintf("%s: swdt --watch, rebuild written to swapped (--debounce 10ms)", l.name), fmt.Sprintf("%s, sent %s", w, size(n)), "")
+	if !local {
+		fl := floor(floorTripsWatch, n, rtt, bps)
+		b.add(fmt.Sprintf("%s: protocol floor with a kept connection (%d round trips + the bytes)", l.name, floorTripsWatch), secs(fl), "")
+		b.add(fmt.Sprintf("%s: ratio --watch rebuild / its floor (medians)", l.name), ratio(w.med(), fl), "")
+	}
+	if l.name != "VPN" {
+		return nil
+	}
+
+	// A large rebuild: b.o.largeMB of random bytes with a few changed in
+	// the middle.
+	fmt.Fprintf(os.Stderr, "bench: %s, %d MB rebuild\n", l, b.o.largeMB)
+	large := p.large
+	if err := p.seed(large); err != nil {
+		return err
+	}
+	bigs := []contender{contenders[3], contenders[4], contenders[5]}
+	ltimes := map[string]series{}
+	lsent := map[string][]int64{}
+	for round := range rounds {
+		for i := range bigs {
+			c := bigs[(i+round)%len(bigs)]
+			d, n, _, err := p.push(c, large, false)
+			if err != nil {
+				return err
+			}
+			ltimes[c.name], lsent[c.name] = append(ltimes[c.name], d), append(lsent[c.name], n)
+		}
+	}
+	for _, c := range bigs {
+		b.add(fmt.Sprintf("%s, %d MB rebuild: %s", l.name, b.o.largeMB, c.name), fmt.Sprintf("%s, sent %s", ltimes[c.name], size(medianBytes(lsent[c.name]))), "")
+	}
+	patch := bigs[0].name
+	fl := floor(floorTrips, medianBytes(lsent[patch]), rtt, bps)
+	b.add(fmt.Sprintf("%s, %d MB rebuild: protocol floor of the patch", l.name, b.o.largeMB), secs(fl), "")
+	b.add(fmt.Sprintf("%s, %d MB rebuild: ratio patch / floor (medians)", l.name, b.o.largeMB), ratio(ltimes[patch].med(), fl), "<= 1.50")
+	b.add(fmt.Sprintf("%s, %d MB rebuild: ratio patch / rsync (medians)", l.name, b.o.largeMB), ratio(ltimes[patch].med(), ltimes[bigs[1].name].med()), "")
+	// Back to the builds for the next shape.
+	return p.seed(pair)
+}
+
+// watchRuns starts swdt kubernetes --watch on the pusher's simnode,
+// then, rounds times, renames the other build over the watched source
+// and times until swdt reports the swap. It returns the times and the
+// median bytes sent.
+func (b *bench) watchRuns(p *pusher, pair [2]string, rounds int) (series, int64, error) {
+	watched := filepath.Join(b.dir, "watched.exe")
+	if err := copyFile(p.cur, watched); err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(b.o.swdt, "kubernetes", "-c", b.config("watch", []*simnode{p.sim}, watched), "-o", "json",
+		"--cache-dir", p.cache, "--watch", "--debounce", "10ms", "--settle", "0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	dec := json.NewDecoder(stdout)
+	var doc kubeDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, 0, fmt.Errorf("swdt --watch, first run: %w\n%s", err, stderr.String())
+	}
+	var times series
+	var sent []int64
+	for range rounds {
+		f := next(pair, p.cur)
+		tmp := watched + ".tmp"
+		if err := copyFile(f, tmp); err != nil {
+			return nil, 0, err
+		}
+		start := time.Now()
+		if err := os.Rename(tmp, watched); err != nil {
+			return nil, 0, err
+		}
+		var doc kubeDoc
+		if err := dec.Decode(&doc); err != nil {
+			return nil, 0, fmt.Errorf("swdt --watch: %w\n%s", err, stderr.String())
+		}
+		times = append(times, time.Since(start))
+		r := doc.run()
+		if r.action != "updated" {
+			return nil, 0, fmt.Errorf("swdt --watch: action %s, want updated\n%s", r.action, stderr.String())
+		}
+		p.cur = f
+		sent = append(sent, r.bytesSent)
+	}
+	return times, medianBytes(sent), nil
+}
+
+func medianBytes(ns []int64) int64 {
+	if len(ns) == 0 {
+		return 0
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// rsyncPut times rsync putting local to dst on the sshd, over ssh with
+// the cipher pinned, and returns the bytes it sent (--stats).
+func (b *bench) rsyncPut(s *sshd, local, dst string, flags []string) (time.Duration, int64, error) {
+	host, port, _ := strings.Cut(s.addr, ":")
+	rsync, err := exec.LookPath("rsync")
+	if err != nil {
+		return 0, 0, err
+	}
+	sshCmd := fmt.Sprintf("ssh -p %s -i %s -c %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes",
+		port, b.key, cipher, s.knownHosts)
+	args := append(append([]string{"--stats", "-e", sshCmd}, flags...), local, s.user+"@"+host+":"+dst)
+	var out bytes.Buffer
+	m, err := b.timed(&out, nil, rsync, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int64
+	for _, line := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "Total bytes sent: "); ok {
+			n, _ = strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(v), ",", ""), 10, 64)
+		}
+	}
+	return m.Wall, n, nil
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
+}
+
+// knownHostsVia writes a known_hosts file that names the host key of
+// knownHosts at addr (a shaper in front of its server).
+func (b *bench) knownHostsVia(knownHosts, addr string) (string, error) {
+	raw, err := os.ReadFile(knownHosts)
 	if err != nil {
 		return "", err
 	}

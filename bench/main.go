@@ -1,23 +1,30 @@
 //go:build linux
 
 // Command bench measures swdt kubernetes against simnodes on loopback and
-// prints ratios taken in one run (DESIGN.md §8, docs/benchmarks.md):
+// through emulated links, and prints figures taken in one run (DESIGN.md
+// §8, docs/benchmarks.md). Every row is the min and median of -rounds
+// runs, its contenders interleaved in an order rotated every round; every
+// client is timed from its start to its exit by a small parent process
+// (exec mode, wrap.go), which also reads its own peak RSS. It prints the
+// load average it ran under.
 //
+//   - the agent's upload on first contact;
 //   - stage+swap of a large binary vs OpenSSH's sftp -b sending the same
-//     bytes to the same simnode;
-//   - a re-run with nothing changed vs that transfer;
-//   - service downtime per swap for a 10 MB and a 200 MB binary, and of
-//     every service the swap stopped;
-//   - peak RSS of swdt while it sends 200 MB, whole and as a patch;
+//     bytes to the same simnode, and a re-run with nothing changed;
+//   - a rebuild loop with the defaults vs --compress off, the store warm
+//     and cold;
+//   - service downtime per swap for a 10 MB and a 200 MB binary, and
+//     peak RSS of swdt sending 200 MB as it is, compressed and as a patch;
 //   - N nodes in parallel vs one node, with services that take 200 ms to
 //     stop and start and with instant ones, and the CPU time swdt and the
 //     simnodes spent;
 //   - on Debian's sshd with the same cipher on both sides: swdt's upload
 //     (pkg/remote) vs sftp -b (sshd.go; -only sshd runs just this);
 //   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
-//     slow links: OpenSSH sftp, swdt plain, compressed and delta
-//     (links.go; -only links runs just these);
-//   - swdt-agent's upload on first contact.
+//     slow links: OpenSSH sftp, swdt plain, compressed and delta, rsync
+//     and rsync -z over ssh to Debian's sshd, the protocol floor, a rebuild
+//     swapped by swdt --watch, and on the VPN a large rebuild (links.go;
+//     -only links runs just these).
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -26,7 +33,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -39,12 +45,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "exec" {
+		// The timing parent of every measured client (wrap.go).
+		os.Exit(wrapExec(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "upload" {
 		// A child of the Debian sshd comparison (sshd.go).
 		if err := upload(os.Args[2:]); err != nil {
@@ -65,7 +74,7 @@ type options struct {
 	nodes         int
 	keep          bool
 	rounds        int
-	sshdRounds    int
+	largeMB       int
 	only          string
 }
 
@@ -76,8 +85,8 @@ func run() error {
 	flag.IntVar(&o.bigMB, "big-mb", 128, "size in MB of the binary compared with sftp")
 	flag.IntVar(&o.nodes, "nodes", 10, "nodes of the parallel measurement")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the link runs (each contender once per round, order rotated)")
-	flag.IntVar(&o.sshdRounds, "sshd-rounds", 5, "rounds of the Debian sshd comparison (each client once per round, order rotated)")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every measurement (each contender once per round, order rotated)")
+	flag.IntVar(&o.largeMB, "large-mb", 128, "size in MB of the large rebuild pushed through the VPN link")
 	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison) or fanout (N nodes vs one)")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
@@ -97,15 +106,20 @@ func run() error {
 	if !o.keep {
 		defer os.RemoveAll(dir)
 	}
-	b := &bench{o: o, dir: dir}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, dir: dir, self: self}
 	return b.all()
 }
 
 type bench struct {
-	o   options
-	dir string
-	key string
-	out []figure
+	o    options
+	dir  string
+	key  string
+	self string // this program, for exec mode (wrap.go)
+	out  []figure
 }
 
 // figure is one printed measurement.
@@ -123,10 +137,12 @@ func (b *bench) all() error {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", b.key).CombinedOutput(); err != nil {
 		return fmt.Errorf("ssh-keygen: %w: %s", err, out)
 	}
+	b.add("load average (1 / 5 / 15 min) at the start", loadAverage(), "")
+	defer func() { b.add("load average (1 / 5 / 15 min) at the end", loadAverage(), "") }()
 	if b.o.only != "" {
 		part, ok := map[string]func() error{
 			"links":  func() error { return b.linkRuns(b.o.rounds) },
-			"sshd":   func() error { return b.debianSSHD(b.o.sshdRounds) },
+			"sshd":   func() error { return b.debianSSHD(b.o.rounds) },
 			"fanout": b.parallel,
 		}[b.o.only]
 		if !ok {
@@ -138,10 +154,43 @@ func (b *bench) all() error {
 		b.print()
 		return nil
 	}
-	big := b.file("big.exe", b.o.bigMB<<20)
-	mb10 := b.file("ten.exe", 10<<20)
-	mb200 := b.file("twohundred.exe", 200<<20)
+	if err := b.loopback(); err != nil {
+		return err
+	}
+	if err := b.parallel(); err != nil {
+		return err
+	}
+	if err := b.debianSSHD(b.o.rounds); err != nil {
+		return err
+	}
+	if err := b.linkRuns(b.o.rounds); err != nil {
+		return err
+	}
+	b.print()
+	return nil
+}
 
+// loopback measures on simnodes without a shaper: the agent on first
+// contact, stage+swap against sftp, a re-run, a rebuild loop with the
+// defaults against --compress off (store warm and cold), downtime, and
+// peak RSS.
+func (b *bench) loopback() error {
+	rounds := b.o.rounds
+	big := [2]string{b.file("big.exe", b.o.bigMB<<20), b.file("big-b.exe", b.o.bigMB<<20)}
+	bigV, err := b.variant(big[0], "big-v2.exe")
+	if err != nil {
+		return err
+	}
+	mb10 := [2]string{b.file("ten.exe", 10<<20), b.file("ten-b.exe", 10<<20)}
+	mb200 := b.file("twohundred.exe", 200<<20)
+	mb200v, err := b.variant(mb200, "twohundred-v2.exe")
+	if err != nil {
+		return err
+	}
+
+	if err := b.agentRounds(rounds); err != nil {
+		return err
+	}
 	// The transfer is measured against a simnode whose services stop and
 	// start at once, so that the ratio is swdt's own cost (connect,
 	// inspect, local and on-node SHA-256, upload, renames), not the
@@ -157,94 +206,187 @@ func (b *bench) all() error {
 		return err
 	}
 	defer sim.stop()
-	cfg := b.config("single", []*simnode{fast}, big)
-	if err := b.agent(fast, cfg); err != nil {
+	if err := b.deliver(b.config("single", []*simnode{fast}, big[0])); err != nil {
 		return err
 	}
-	if err := b.deliver(b.config("size", []*simnode{sim}, mb10)); err != nil {
+	if err := b.deliver(b.config("size", []*simnode{sim}, mb10[0])); err != nil {
 		return err
 	}
 
-	// The baseline: OpenSSH's sftp putting the same bytes on the same
-	// server (connection set-up included, as swdt's is).
-	fmt.Fprintln(os.Stderr, "bench: OpenSSH sftp -b baseline")
-	sftpTime, err := b.sftpPut(fast, big, "/C:/bench-baseline.bin")
-	if err != nil {
+	// sftp -b against swdt stage+swap (each run a different file than
+	// the node has) and a re-run with nothing changed, interleaved.
+	fmt.Fprintln(os.Stderr, "bench: loopback, sftp -b / swdt stage+swap / re-run")
+	var sftpT, swapT, rerunT series
+	var swapRSS rssSeries
+	cur := big[0]
+	if _, err := b.swdt(b.config("single", []*simnode{fast}, cur), "--settle", "0"); err != nil {
 		return err
 	}
-	b.add(fmt.Sprintf("sftp -b put %d MB", b.o.bigMB), secs(sftpTime), "")
-
-	fmt.Fprintln(os.Stderr, "bench: swdt kubernetes, changed binary")
-	first, err := b.swdt(cfg, "--settle", "0")
-	if err != nil {
-		return err
-	}
-	b.add(fmt.Sprintf("swdt stage+swap %d MB (wall, instant services)", b.o.bigMB), secs(first.wall), "")
-	b.add("ratio swdt stage+swap / sftp", ratio(first.wall, sftpTime), "<= 1.10")
-
-	fmt.Fprintln(os.Stderr, "bench: swdt kubernetes, nothing changed")
-	again, err := b.swdt(cfg)
-	if err != nil {
-		return err
-	}
-	if again.action != "unchanged" {
-		return fmt.Errorf("re-run: action %s, want unchanged", again.action)
-	}
-	b.add("swdt re-run, nothing changed (wall)", secs(again.wall), "")
-	b.add("ratio re-run / sftp", ratio(again.wall, sftpTime), "< 0.05")
-
-	fmt.Fprintln(os.Stderr, "bench: downtime per size")
-	for _, c := range []struct {
-		name, path string
-	}{{"10 MB", mb10}, {"200 MB", mb200}} {
-		r, err := b.swdt(b.config("size", []*simnode{sim}, c.path), "--settle", "0")
-		if err != nil {
-			return err
-		}
-		b.add("downtime per swap, "+c.name, ms(r.downtime), "< 2 s (simnode stop 200 ms + start 200 ms)")
-		b.add("downtime of every stopped service, "+c.name, strings.Join(r.services, ", "), "")
-		if c.path == mb200 {
-			b.add(fmt.Sprintf("peak RSS of swdt sending 200 MB with the defaults (loopback: %s)", r.transfer), mbytes(r.maxRSSKB), "< 64 MB")
-			b.add("swdt stage+swap 200 MB (wall, 200 ms services)", secs(r.wall), "")
-			// Again compressed (a fixed level: on loopback auto sends
-			// files as they are): swdt has no copy of the node's file, so
-			// no patch, and it keeps one of this; then a changed build
-			// goes as a patch.
-			w, err := b.swdt(b.config("size", []*simnode{sim}, c.path), "--settle", "0", "--force", "--compress", "1")
-			if err != nil {
-				return err
+	for round := range rounds {
+		for i := range 3 {
+			switch (i + round) % 3 {
+			case 0:
+				d, err := b.sftpPut(fast, big[1], "/C:/bench-baseline.bin")
+				if err != nil {
+					return err
+				}
+				sftpT = append(sftpT, d)
+			case 1:
+				next := big[0]
+				if cur == next {
+					next = big[1]
+				}
+				r, err := b.swdt(b.config("single", []*simnode{fast}, next), "--settle", "0")
+				if err != nil {
+					return err
+				}
+				if r.action != "updated" {
+					return fmt.Errorf("stage+swap: action %s, want updated", r.action)
+				}
+				cur = next
+				swapT, swapRSS = append(swapT, r.wall), append(swapRSS, r.maxRSSKB)
+			case 2:
+				r, err := b.swdt(b.config("single", []*simnode{fast}, cur), "--settle", "0")
+				if err != nil {
+					return err
+				}
+				if r.action != "unchanged" {
+					return fmt.Errorf("re-run: action %s, want unchanged", r.action)
+				}
+				rerunT = append(rerunT, r.wall)
 			}
-			if w.transfer != "compressed" {
-				return fmt.Errorf("200 MB: transfer %s, want compressed", w.transfer)
-			}
-			b.add("peak RSS of swdt sending 200 MB compressed (no patch)", mbytes(w.maxRSSKB), "< 64 MB")
-			v2, err := b.variant(c.path, "twohundred-v2.exe")
-			if err != nil {
-				return err
-			}
-			p, err := b.swdt(b.config("size-v2", []*simnode{sim}, v2), "--settle", "0", "--compress", "1")
-			if err != nil {
-				return err
-			}
-			if p.transfer != "patch" {
-				return fmt.Errorf("200 MB rebuild: transfer %s, want patch", p.transfer)
-			}
-			b.add("peak RSS of swdt sending 200 MB as a patch", mbytes(p.maxRSSKB), "< 256 MB")
 		}
 	}
-	sim.stop()
-	fast.stop()
+	b.add(fmt.Sprintf("loopback: sftp -b put %d MB", b.o.bigMB), sftpT.String(), "")
+	b.add(fmt.Sprintf("loopback: swdt stage+swap %d MB (instant services)", b.o.bigMB), swapT.String()+"; peak RSS "+swapRSS.String(), "")
+	b.add("loopback: ratio stage+swap / sftp (medians)", ratio(swapT.med(), sftpT.med()), "<= 1.10")
+	b.add("loopback: swdt re-run, nothing changed", rerunT.String(), "")
+	b.add("loopback: ratio re-run / sftp (medians)", ratio(rerunT.med(), sftpT.med()), "< 0.05")
 
-	if err := b.parallel(); err != nil {
+	if err := b.rebuildLoop(fast, [2]string{big[0], bigV}); err != nil {
 		return err
 	}
-	if err := b.debianSSHD(b.o.sshdRounds); err != nil {
-		return err
+
+	fmt.Fprintln(os.Stderr, "bench: downtime and peak RSS")
+	// Downtime with simnode's 200 ms stop and 200 ms start; a 10 MB and
+	// a 200 MB binary alternate with another one of their size (200 MB:
+	// its rebuild), so that every run is a change.
+	type sized struct {
+		name  string
+		files [2]string
+		flags []string
+		want  string
+		// seed is pushed first, not measured (with flags and --force).
+		seed string
 	}
-	if err := b.linkRuns(b.o.rounds); err != nil {
-		return err
+	for _, c := range []sized{
+		{"10 MB", mb10, nil, "plain", ""},
+		{"200 MB, defaults (loopback: as it is)", [2]string{mb200, mb200v}, nil, "plain", ""},
+		// A fixed level: on loopback auto sends files as they are. --force
+		// and one file, which the node has; no patch.
+		{"200 MB, compressed (--compress 1 --delta=false --force)", [2]string{mb200, mb200}, []string{"--compress", "1", "--delta=false", "--force"}, "compressed", ""},
+		// Against the previous 200 MB, which the store keeps (the seed
+		// run, compressed, kept it).
+		{"200 MB, as a patch (--compress 1)", [2]string{mb200v, mb200}, []string{"--compress", "1"}, "patch", mb200},
+	} {
+		var wall, down series
+		var rss rssSeries
+		var services, how []string
+		cache := filepath.Join(b.dir, "cache-sized")
+		if c.seed != "" {
+			if _, err := b.swdtIn(cache, b.config("size", []*simnode{sim}, c.seed), append([]string{"--settle", "0", "--force"}, c.flags...)...); err != nil {
+				return err
+			}
+		}
+		for round := range rounds {
+			r, err := b.swdtIn(cache, b.config("size", []*simnode{sim}, c.files[round%2]), append([]string{"--settle", "0"}, c.flags...)...)
+			if err != nil {
+				return err
+			}
+			if r.transfer != c.want && c.want != "plain" {
+				return fmt.Errorf("%s: transfer %s, want %s", c.name, r.transfer, c.want)
+			}
+			how = append(how, r.transfer)
+			wall, down, rss = append(wall, r.wall), append(down, r.downtime), append(rss, r.maxRSSKB)
+			services = r.services
+		}
+		b.add("stage+swap "+c.name+", 200 ms services", wall.String()+"; sent "+counts(how), "")
+		b.add("downtime per swap, "+c.name, fmt.Sprintf("min %s, median %s; every stopped service, last run: %s",
+			ms(down.min()), ms(down.med()), strings.Join(services, ", ")), "< 2 s (simnode stop 200 ms + start 200 ms)")
+		goal := "< 64 MiB"
+		if c.want == "patch" {
+			goal = "< 256 MiB"
+		}
+		b.add("peak RSS of the swdt process, "+c.name, rss.String(), goal)
 	}
-	b.print()
+	return nil
+}
+
+// rebuildLoop pushes a binary and its rebuild in turn on loopback with
+// the defaults and with --compress off, each with a store that holds
+// copies of both builds (warm: a patch could be made) and with an empty
+// cache directory every run (cold): the defaults must cost no more than
+// the plain path on a fast link.
+func (b *bench) rebuildLoop(s *simnode, files [2]string) error {
+	fmt.Fprintln(os.Stderr, "bench: loopback rebuild loop, defaults vs --compress off")
+	type loop struct {
+		name  string
+		flags []string
+		cold  bool
+	}
+	loops := []loop{
+		{"defaults, store warm", nil, false},
+		{"--compress off, store warm", []string{"--compress", "off"}, false},
+		{"defaults, store cold", nil, true},
+		{"--compress off, store cold", []string{"--compress", "off"}, true},
+	}
+	cache := func(l loop, round int) string {
+		if l.cold {
+			return filepath.Join(b.dir, fmt.Sprintf("cold-%d-%s", round, strings.ReplaceAll(l.name, " ", "")))
+		}
+		return filepath.Join(b.dir, "warm-"+strings.ReplaceAll(l.name, " ", ""))
+	}
+	// Warm: both builds pushed once with a fixed level, so that the store
+	// keeps a copy of each (on loopback auto keeps none).
+	cur := files[1]
+	for _, l := range loops[:2] {
+		for _, f := range files {
+			if _, err := b.swdtIn(cache(l, 0), b.config("loop", []*simnode{s}, f), "--settle", "0", "--compress", "1", "--force"); err != nil {
+				return err
+			}
+		}
+	}
+	wall := map[string]series{}
+	rss := map[string]rssSeries{}
+	how := map[string][]string{}
+	for round := range b.o.rounds {
+		for i := range loops {
+			l := loops[(i+round)%len(loops)]
+			next := files[0]
+			if cur == next {
+				next = files[1]
+			}
+			r, err := b.swdtIn(cache(l, round), b.config("loop", []*simnode{s}, next), append([]string{"--settle", "0"}, l.flags...)...)
+			if err != nil {
+				return err
+			}
+			if r.action != "updated" {
+				return fmt.Errorf("rebuild loop, %s: %s, want updated", l.name, r.action)
+			}
+			cur = next
+			wall[l.name], rss[l.name] = append(wall[l.name], r.wall), append(rss[l.name], r.maxRSSKB)
+			// On loopback the defaults send files as they are, unless the
+			// link measured 5 ms or more (a loaded machine): counted.
+			how[l.name] = append(how[l.name], r.transfer)
+		}
+	}
+	for _, l := range loops {
+		b.add(fmt.Sprintf("loopback rebuild loop %d MB, %s", b.o.bigMB, l.name), wall[l.name].String()+"; peak RSS "+rss[l.name].String()+"; sent "+counts(how[l.name]), "")
+	}
+	for _, store := range []string{"warm", "cold"} {
+		d, off := wall["defaults, store "+store], wall["--compress off, store "+store]
+		b.add(fmt.Sprintf("loopback rebuild loop, store %s: ratio defaults / --compress off (medians)", store), ratio(d.med(), off.med()), "<= 1.00")
+	}
 	return nil
 }
 
@@ -288,8 +430,8 @@ func (b *bench) fanOut(name, prefix string, flags []string) error {
 		}
 		sims = append(sims, s)
 	}
-	small := b.file(prefix+"-one.exe", 1<<20)
-	if err := b.deliver(b.config(prefix+"-many", sims, small)); err != nil {
+	small := [2]string{b.file(prefix+"-one.exe", 1<<20), b.file(prefix+"-one-b.exe", 1<<20)}
+	if err := b.deliver(b.config(prefix+"-many", sims, small[0])); err != nil {
 		return err
 	}
 	run := func(sims []*simnode, config string) (swdtRun, time.Duration, error) {
@@ -297,25 +439,39 @@ func (b *bench) fanOut(name, prefix string, flags []string) error {
 		r, err := b.swdt(config, "--settle", "0")
 		return r, simnodesCPU(sims) - before, err
 	}
-	one, oneSim, err := run(sims[:1], b.config(prefix+"-one", sims[:1], small))
-	if err != nil {
-		return err
+	// Each round swaps on one node and on all of them, in turn first, a
+	// file other than what the nodes hold.
+	var one, many series
+	var oneCPU, manyCPU, oneSim, manySim series
+	for round := range b.o.rounds {
+		for i := range 2 {
+			all := (i+round)%2 == 1
+			f := small[(2*round+i)%2]
+			if all {
+				r, sim, err := run(sims, b.config(prefix+"-many", sims, f))
+				if err != nil {
+					return err
+				}
+				many, manyCPU, manySim = append(many, r.wall), append(manyCPU, r.cpu), append(manySim, sim)
+				continue
+			}
+			r, sim, err := run(sims[:1], b.config(prefix+"-one", sims[:1], f))
+			if err != nil {
+				return err
+			}
+			one, oneCPU, oneSim = append(one, r.wall), append(oneCPU, r.cpu), append(oneSim, sim)
+		}
 	}
-	many, manySim, err := run(sims, b.config(prefix+"-many", sims, b.file(prefix+"-one-v2.exe", 1<<20)))
-	if err != nil {
-		return err
+	cpu := func(wall, swdt, sim series) string {
+		return fmt.Sprintf("%s; CPU medians: swdt %s, simnodes %s (%d cores)", wall, secs(swdt.med()), secs(sim.med()), runtime.NumCPU())
 	}
-	cpu := func(r swdtRun, sim time.Duration) string {
-		return fmt.Sprintf("%s (CPU: swdt %s, simnodes %s, of %s on %d cores)", secs(r.wall), secs(r.cpu), secs(sim),
-			secs(r.wall*time.Duration(runtime.NumCPU())), runtime.NumCPU())
-	}
-	b.add(fmt.Sprintf("%s: 1 node, 1 MB swap (wall)", name), cpu(one, oneSim), "")
-	b.add(fmt.Sprintf("%s: %d nodes, 1 MB swap each (wall)", name, b.o.nodes), cpu(many, manySim), "")
+	b.add(fmt.Sprintf("%s: 1 node, 1 MB swap", name), cpu(one, oneCPU, oneSim), "")
+	b.add(fmt.Sprintf("%s: %d nodes, 1 MB swap each", name, b.o.nodes), cpu(many, manyCPU, manySim), "")
 	goal := ""
 	if flags == nil {
 		goal = "<= 1.5"
 	}
-	b.add(fmt.Sprintf("%s: ratio %d nodes / 1 node", name, b.o.nodes), ratio(many.wall, one.wall), goal)
+	b.add(fmt.Sprintf("%s: ratio %d nodes / 1 node (medians)", name, b.o.nodes), ratio(many.med(), one.med()), goal)
 	return nil
 }
 
@@ -502,15 +658,17 @@ func (b *bench) sftp(addr, user, knownHosts, local, remote string) (wall, cpu ti
 		return 0, 0, err
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	start := time.Now()
-	cmd := exec.Command("sftp", "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
+	sftp, err := exec.LookPath("sftp")
+	if err != nil {
+		return 0, 0, err
+	}
+	m, err := b.timed(nil, nil, sftp, "-q", "-b", batch, "-i", b.key, "-P", port, "-c", cipher,
 		"-o", "UserKnownHostsFile="+knownHosts, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
 		user+"@"+host)
-	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("sftp: %w: %s", err, out)
+		return 0, 0, err
 	}
-	return time.Since(start), cpuOf(cmd.ProcessState), nil
+	return m.Wall, m.CPU, nil
 }
 
 // swdtRun is one timed swdt kubernetes run.
@@ -535,35 +693,39 @@ func (b *bench) swdt(config string, extra ...string) (swdtRun, error) {
 
 func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
 	args := append([]string{"kubernetes", "-c", config, "-o", "json", "--cache-dir", cache}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, b.o.swdt, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	var stdout bytes.Buffer
+	m, err := b.timed(&stdout, nil, b.o.swdt, args...)
 	if err != nil {
-		return swdtRun{}, fmt.Errorf("swdt %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		return swdtRun{}, err
 	}
-	var doc struct {
-		Nodes []struct {
-			Services []struct {
-				Name       string `json:"name"`
-				DowntimeMs int64  `json:"downtimeMs"`
-			} `json:"services"`
-			Provisioners []struct {
-				Action     string `json:"action"`
-				DowntimeMs int64  `json:"downtimeMs"`
-				BytesSent  int64  `json:"bytesSent"`
-				Transfer   string `json:"transfer"`
-			} `json:"provisioners"`
-		} `json:"nodes"`
-	}
+	var doc kubeDoc
 	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
 		return swdtRun{}, fmt.Errorf("swdt output: %w", err)
 	}
-	r := swdtRun{wall: wall}
+	r := doc.run()
+	r.wall, r.maxRSSKB, r.cpu = m.Wall, m.MaxRSSKB, m.CPU
+	return r, nil
+}
+
+// kubeDoc is the -o json document of swdt kubernetes.
+type kubeDoc struct {
+	Nodes []struct {
+		Services []struct {
+			Name       string `json:"name"`
+			DowntimeMs int64  `json:"downtimeMs"`
+		} `json:"services"`
+		Provisioners []struct {
+			Action     string `json:"action"`
+			DowntimeMs int64  `json:"downtimeMs"`
+			BytesSent  int64  `json:"bytesSent"`
+			Transfer   string `json:"transfer"`
+		} `json:"provisioners"`
+	} `json:"nodes"`
+}
+
+// run is what the document says about the run (no times).
+func (doc kubeDoc) run() swdtRun {
+	var r swdtRun
 	for _, n := range doc.Nodes {
 		for _, s := range n.Services {
 			r.services = append(r.services, fmt.Sprintf("%s %d ms", s.Name, s.DowntimeMs))
@@ -573,20 +735,27 @@ func (b *bench) swdtIn(cache, config string, extra ...string) (swdtRun, error) {
 			r.downtime = max(r.downtime, time.Duration(p.DowntimeMs)*time.Millisecond)
 		}
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSSKB = int64(ru.Maxrss) // kilobytes on Linux
+	return r
+}
+
+// counts says how many runs sent each way: "4 plain, 1 compressed".
+func counts(how []string) string {
+	n := map[string]int{}
+	var order []string
+	for _, h := range how {
+		if n[h] == 0 {
+			order = append(order, h)
+		}
+		n[h]++
 	}
-	r.cpu = cpuOf(cmd.ProcessState)
-	return r, nil
+	var parts []string
+	for _, h := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[h], h))
+	}
+	return strings.Join(parts, ", ")
 }
 
-// cpuOf is the user and system CPU time of an exited process, with that
-// of the children it waited for.
-func cpuOf(ps *os.ProcessState) time.Duration {
-	return ps.UserTime() + ps.SystemTime()
-}
-
-func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
+func mbytes(kb int64) string      { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 func ms(d time.Duration) string   { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 func ratio(a, b time.Duration) string {

@@ -36,8 +36,8 @@ type sshd struct {
 // startSSHD runs sshd on a free loopback port with a fresh host key,
 // b.key as the only authorized key, the internal SFTP server and cipher
 // as its only cipher, so that both clients use it.
-func (b *bench) startSSHD() (*sshd, error) {
-	dir := filepath.Join(b.dir, "sshd")
+func (b *bench) startSSHD(name string) (*sshd, error) {
+	dir := filepath.Join(b.dir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -135,15 +135,11 @@ func (b *bench) debianSSHD(rounds int) error {
 		return nil
 	}
 	fmt.Fprintln(os.Stderr, "bench: Debian sshd, sftp -b vs swdt's upload")
-	s, err := b.startSSHD()
+	s, err := b.startSSHD("sshd")
 	if err != nil {
 		return err
 	}
 	defer s.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	big := b.file("sshd-big.bin", b.o.bigMB<<20)
 	contenders := []string{"OpenSSH sftp -b", "swdt upload (pkg/remote, defaults)"}
 	// Wall times on a shared 2-core machine move with its load; the CPU
@@ -164,7 +160,7 @@ func (b *bench) debianSSHD(rounds int) error {
 			if k == 0 {
 				r.wall, r.client, err = b.sftp(s.addr, s.user, s.knownHosts, big, dst)
 			} else {
-				r.wall, r.client, err = b.uploadProcess(self, s, big, dst)
+				r.wall, r.client, err = b.uploadProcess(s, big, dst)
 			}
 			if err != nil {
 				return err
@@ -213,18 +209,15 @@ func (s *sshd) reaped() error {
 }
 
 // uploadProcess times a run of this program's upload mode, process start
-// to exit as sftp's, and returns its CPU time too.
-func (b *bench) uploadProcess(self string, s *sshd, local, dst string) (wall, cpu time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, self, "upload", "-host", s.addr, "-user", s.user, "-key", b.key,
+// to exit as sftp's (both through exec mode), and returns its CPU time
+// too.
+func (b *bench) uploadProcess(s *sshd, local, dst string) (wall, cpu time.Duration, err error) {
+	m, err := b.timed(nil, nil, b.self, "upload", "-host", s.addr, "-user", s.user, "-key", b.key,
 		"-known-hosts", s.knownHosts, local, dst)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("upload: %w: %s", err, out)
+		return 0, 0, err
 	}
-	return time.Since(start), cpuOf(cmd.ProcessState), nil
+	return m.Wall, m.CPU, nil
 }
 
 // upload is this program's upload mode: it dials host as swdt does

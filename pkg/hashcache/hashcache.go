@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -31,12 +32,22 @@ type Cache interface {
 }
 
 // File is a Cache kept in a JSON file on this machine (one file per
-// node).
+// node), with the link's round-trip time measured on the last connection.
 type File struct {
 	path    string
 	mu      sync.Mutex
 	entries map[string]ops.FileInfo
+	rtt     time.Duration
 	dirty   bool
+}
+
+// fileFormat is the JSON of a File. Files written before the round-trip
+// time was kept hold the map of entries alone.
+type fileFormat struct {
+	Files map[string]ops.FileInfo `json:"files"`
+	// RTTMicros is the link's round-trip time, in microseconds (0: not
+	// measured).
+	RTTMicros int64 `json:"rttMicros,omitempty"`
 }
 
 // Open loads the cache at path; a missing or unreadable file starts an
@@ -44,10 +55,40 @@ type File struct {
 func Open(path string) *File {
 	c := &File{path: path, entries: map[string]ops.FileInfo{}}
 	raw, err := os.ReadFile(path)
-	if err == nil && json.Unmarshal(raw, &c.entries) != nil {
+	if err != nil {
+		return c
+	}
+	var f fileFormat
+	if json.Unmarshal(raw, &f) == nil && f.Files != nil {
+		c.entries, c.rtt = f.Files, time.Duration(f.RTTMicros)*time.Microsecond
+		return c
+	}
+	if json.Unmarshal(raw, &c.entries) != nil {
 		c.entries = map[string]ops.FileInfo{}
 	}
 	return c
+}
+
+// RTT is the link's round-trip time recorded by RememberRTT (ok false:
+// none).
+func (c *File) RTT() (rtt time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rtt, c.rtt > 0
+}
+
+// RememberRTT records the link's round-trip time measured on this
+// connection, for the next run to expect before it connects.
+func (c *File) RememberRTT(rtt time.Duration) {
+	if rtt <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Microseconds: a change below that is no change.
+	if rtt = rtt.Round(time.Microsecond); rtt != c.rtt {
+		c.rtt, c.dirty = rtt, true
+	}
 }
 
 // ForNode opens the cache of one node in swdt's cache directory (cacheDir,
@@ -93,7 +134,7 @@ func (c *File) Save() error {
 	if !c.dirty {
 		return nil
 	}
-	raw, err := json.Marshal(c.entries)
+	raw, err := json.Marshal(fileFormat{Files: c.entries, RTTMicros: c.rtt.Microseconds()})
 	if err != nil {
 		return fmt.Errorf("encode hash cache: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -35,5 +36,48 @@ func TestFile(t *testing.T) {
 	}
 	if Open(path).Known(`C:\k\kubelet.exe`) != nil {
 		t.Fatal("a corrupt cache file was trusted")
+	}
+}
+
+func TestFileRTT(t *testing.T) {
+	sha := strings.Repeat("d", 64)
+	tests := []struct {
+		name    string
+		content string // the file as found ("": none)
+		record  time.Duration
+		wantRTT time.Duration
+		wantOK  bool
+	}{
+		{name: "no file, nothing recorded"},
+		{name: "recorded and read back", record: 21 * time.Millisecond, wantRTT: 21 * time.Millisecond, wantOK: true},
+		{name: "a file written before the round trip was kept",
+			content: `{"c:\\k\\kubelet.exe":{"path":"C:\\k\\kubelet.exe","exists":true,"size":7,"sha256":"` + sha + `"}}`},
+		{name: "the new format", content: `{"files":{"c:\\k\\kubelet.exe":{"path":"C:\\k\\kubelet.exe","exists":true,"size":7,"sha256":"` + sha + `"}},"rttMicros":1500}`,
+			wantRTT: 1500 * time.Microsecond, wantOK: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "node.json")
+			if tc.content != "" {
+				if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := Open(path)
+			if tc.content != "" && c.Known(`C:\k\kubelet.exe`) == nil {
+				t.Fatal("the entries were not read")
+			}
+			c.RememberRTT(tc.record)
+			if err := c.Save(); err != nil {
+				t.Fatal(err)
+			}
+			again := Open(path)
+			if rtt, ok := again.RTT(); rtt != tc.wantRTT || ok != tc.wantOK {
+				t.Errorf("RTT() = %s, %v; want %s, %v", rtt, ok, tc.wantRTT, tc.wantOK)
+			}
+			if tc.content != "" && again.Known(`C:\k\kubelet.exe`) == nil {
+				t.Error("the entries were lost")
+			}
+		})
 	}
 }

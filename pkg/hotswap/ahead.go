@@ -46,12 +46,14 @@ type aheadPatch struct {
 
 // Prepare starts, in the background, what a run of items with opts will
 // send to a node whose destinations are as opts.Hashes recorded them:
-// nothing unless opts compresses (patches need it), keeps a store, and
-// is not a dry run. Pass the result to Run in Options.Ahead, and Close it
-// when the run is over.
+// nothing unless opts compresses (patches need it), keeps a store, is
+// not a dry run, and the link is not expected to be one files go as they
+// are over (Transfer.ExpectedRTT). Pass the result to Run in
+// Options.Ahead, and Close it when the run is over; Run stops it at once
+// when the link it measures turns out to be such a link.
 func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 	tr := opts.Transfer
-	if opts.DryRun || !tr.compresses() || tr.Store == nil || opts.Hashes == nil {
+	if opts.DryRun || tr.plain(tr.ExpectedRTT, tr.ExpectedRTT > 0) || tr.Store == nil || opts.Hashes == nil {
 		return nil
 	}
 	actx, cancel := context.WithCancel(ctx)

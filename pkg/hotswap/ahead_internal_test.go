@@ -2,9 +2,20 @@ package hotswap
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/source"
 )
 
 func TestSpill(t *testing.T) {
@@ -76,3 +87,131 @@ func TestSpill(t *testing.T) {
 		})
 	}
 }
+
+// TestNothingAheadOnAFastLink: no patch is made ahead and no copy kept
+// for a link files go as they are over (expected from an earlier
+// connection), and what was started is stopped as soon as the node is
+// connected on such a link, before the inspect.
+func TestNothingAheadOnAFastLink(t *testing.T) {
+	old, next := []byte("MZ the build on the node"), []byte("MZ the new build")
+	dest := `C:\k\kubelet.exe`
+	tests := []struct {
+		name     string
+		compress delta.Mode
+		expected time.Duration // Transfer.ExpectedRTT
+		measured time.Duration // 0: not measured
+		// wantAhead: Prepare starts work; wantStopped: Run stops it
+		// before the inspect.
+		wantAhead, wantStopped bool
+	}{
+		{name: "auto, a local link expected", compress: delta.Mode{Auto: true}, expected: time.Millisecond},
+		{name: "auto, a remote link expected", compress: delta.Mode{Auto: true}, expected: 20 * time.Millisecond,
+			measured: 20 * time.Millisecond, wantAhead: true},
+		{name: "auto, nothing expected, a local link measured", compress: delta.Mode{Auto: true},
+			measured: time.Millisecond, wantAhead: true, wantStopped: true},
+		{name: "auto, nothing expected or measured", compress: delta.Mode{Auto: true}, wantAhead: true},
+		{name: "a remote link expected, a local one measured", compress: delta.Mode{Auto: true}, expected: 20 * time.Millisecond,
+			measured: time.Millisecond, wantAhead: true, wantStopped: true},
+		{name: "a fixed level encodes on any link", compress: delta.Mode{Level: delta.LevelFastest}, expected: time.Millisecond,
+			measured: time.Millisecond, wantAhead: true},
+		{name: "compression off", compress: delta.Mode{Level: delta.LevelOff}, wantStopped: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "kubelet.exe")
+			if err := os.WriteFile(src, next, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			store := &delta.Store{Dir: filepath.Join(dir, "store")}
+			if err := store.Put(sha(old), bytes.NewReader(old), int64(len(old))); err != nil {
+				t.Fatal(err)
+			}
+			hashes := hashcache.Open(filepath.Join(dir, "hashes.json"))
+			hashes.Remember(dest, ops.FileInfo{Exists: true, Size: int64(len(old)), SHA256: sha(old)})
+			items := []Item{{Name: "kubelet", Service: "kubelet", Destination: dest,
+				Source: &source.File{Ref: src, Path: src, Size: int64(len(next)), SHA256: sha(next)}}}
+			opts := Options{Hashes: hashes, Transfer: Transfer{Compress: tc.compress, Store: store, ExpectedRTT: tc.expected}}
+			a := Prepare(context.Background(), items, opts)
+			defer a.Close()
+			if (a != nil) != tc.wantAhead {
+				t.Fatalf("Prepare started work: %v, want %v", a != nil, tc.wantAhead)
+			}
+			// Run on a link measured as tc.measured, with a stand-in for
+			// what Prepare starts: is it stopped when the inspect starts?
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := &measuredLink{rtt: tc.measured, ahead: ctx}
+			opts.Ahead = &Ahead{cancel: cancel}
+			if _, err := Run(context.Background(), n, items, opts); !errors.Is(err, errInspected) {
+				t.Fatalf("Run: %v", err)
+			}
+			if n.stopped != tc.wantStopped {
+				t.Errorf("stopped before the inspect: %v, want %v", n.stopped, tc.wantStopped)
+			}
+		})
+	}
+}
+
+var errInspected = errors.New("inspected")
+
+// measuredLink is a node whose link was measured (rtt 0: not measured);
+// its inspect records whether ahead was done and ends the run.
+type measuredLink struct {
+	Node
+	rtt     time.Duration
+	ahead   context.Context
+	stopped bool
+}
+
+func (l *measuredLink) LinkRTT() (time.Duration, bool) { return l.rtt, l.rtt > 0 }
+
+func (l *measuredLink) UploadStream(context.Context, func() (io.ReadCloser, error), string, func(int64)) (int64, error) {
+	return 0, errors.New("not expected")
+}
+
+func (l *measuredLink) InspectLocked(context.Context, ops.NodeLockRequest, []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	l.stopped = l.ahead.Err() != nil
+	return ops.ProvisionInspectResponse{}, errInspected
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestLinkRTT: a link not measured yet when files are staged is waited
+// for, not taken for an unknown one (which would encode on loopback).
+func TestLinkRTT(t *testing.T) {
+	tests := []struct {
+		name     string
+		en       EncodingNode
+		wantRTT  time.Duration
+		wantOK   bool
+		wantPlan bool // auto sends files as they are
+	}{
+		{name: "measured", en: &measuredLink{rtt: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured yet: waited for", en: &waitingLink{later: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured, a remote link", en: &waitingLink{later: 20 * time.Millisecond}, wantRTT: 20 * time.Millisecond, wantOK: true},
+		{name: "not measured and no way to wait: unknown", en: &measuredLink{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rtt, ok := linkRTT(context.Background(), tc.en)
+			if rtt != tc.wantRTT || ok != tc.wantOK {
+				t.Fatalf("linkRTT = %s, %v; want %s, %v", rtt, ok, tc.wantRTT, tc.wantOK)
+			}
+			if plain := (Transfer{Compress: delta.Mode{Auto: true}}).plain(rtt, ok); plain != tc.wantPlan {
+				t.Errorf("plain = %v, want %v", plain, tc.wantPlan)
+			}
+		})
+	}
+}
+
+// waitingLink has no measure yet; waiting gives later.
+type waitingLink struct {
+	measuredLink
+	later time.Duration
+}
+
+func (l *waitingLink) WaitLinkRTT(context.Context) (time.Duration, bool) { return l.later, true }

@@ -19,9 +19,21 @@ type Transfer struct {
 	// Store keeps a copy of what was sent, for patches against it next
 	// time; nil sends no patches.
 	Store *delta.Store
+	// ExpectedRTT is the round-trip time the node's link is expected to
+	// have before it is measured (an earlier connection's; 0: not known).
+	// On a link Compress sends files as they are over, Prepare makes no
+	// patch ahead and keeps no copy.
+	ExpectedRTT time.Duration
 }
 
 func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
+
+// plain reports whether files go as they are over a link whose round-trip
+// time is rtt (ok false: not measured): no patch and no copy for the next
+// one are made then.
+func (t Transfer) plain(rtt time.Duration, ok bool) bool {
+	return !t.compresses() || !t.Compress.Encodes(rtt, ok)
+}
 
 // EncodingNode is what compressed and patched transfers need beyond Node;
 // *node.Node implements it. A Node without it gets plain uploads.
@@ -29,6 +41,33 @@ type EncodingNode interface {
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
 	// LinkRTT is the link's round-trip time, when measured.
 	LinkRTT() (time.Duration, bool)
+}
+
+// rttWaiter is an EncodingNode that can wait for its link's measure;
+// *node.Node is one.
+type rttWaiter interface {
+	WaitLinkRTT(ctx context.Context) (time.Duration, bool)
+}
+
+// rttWait bounds the wait for the link's measure.
+const rttWait = 5 * time.Second
+
+// linkRTT is the link's measured round trip. The measure is one round
+// trip started as the connection was made, so by the time files are
+// staged it has its answer, unless the machine was too busy to take it
+// yet: then it is waited for (up to rttWait) rather than the link taken
+// for an unknown one, which would encode files a local link sends as
+// they are.
+func linkRTT(ctx context.Context, en EncodingNode) (time.Duration, bool) {
+	if rtt, ok := en.LinkRTT(); ok {
+		return rtt, ok
+	}
+	if w, ok := en.(rttWaiter); ok {
+		wctx, cancel := context.WithTimeout(ctx, rttWait)
+		defer cancel()
+		return w.WaitLinkRTT(wctx)
+	}
+	return 0, false
 }
 
 // How a staged file travelled (Result.Transfer).
@@ -57,7 +96,7 @@ func (it Item) encoded() string { return it.Staged() + encodedSuffix }
 // what went over the link, all attempts counted.
 func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
-	if !tr.Compress.Encodes(en.LinkRTT()) {
+	if tr.plain(linkRTT(ctx, en)) {
 		// A local network: no patch made ahead is needed.
 		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)

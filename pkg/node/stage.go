@@ -25,6 +25,17 @@ func (n *Node) PrepareUploads(ctx context.Context) error {
 	return nil
 }
 
+// WaitLinkRTT is LinkRTT once the transport's measure has its answer,
+// waiting for it until ctx is done.
+func (n *Node) WaitLinkRTT(ctx context.Context) (time.Duration, bool) {
+	if m, ok := n.conn.(interface {
+		WaitRTT(ctx context.Context) (time.Duration, bool)
+	}); ok {
+		return m.WaitRTT(ctx)
+	}
+	return n.LinkRTT()
+}
+
 // LinkRTT is the connection's measured round-trip time, when the
 // transport measures it and has an answer (ok false otherwise).
 func (n *Node) LinkRTT() (time.Duration, bool) {

@@ -103,7 +103,9 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	r := &run{opts: opts, connect: connect, nodes: selected}
 	defer r.close()
 	// Every source first: a missing build output or a wrong digest must
-	// stop the run before any node is touched.
+	// stop the run before any node is changed. Connecting changes
+	// nothing: it runs while local sources are hashed.
+	r.dialAhead(ctx)
 	sources, err := r.resolve(ctx, allWork(selected))
 	if err != nil {
 		return fmt.Errorf("%w; nothing was changed on any node", err)
@@ -130,6 +132,15 @@ type selected struct {
 	spec  *v1alpha1.Node
 	provs []target.Binary
 	conn  *node.Node
+	// dialing is the connection dialAhead started, until runNode takes
+	// it.
+	dialing chan dialed
+}
+
+// dialed is the outcome of a connection started ahead.
+type dialed struct {
+	conn *node.Node
+	err  error
 }
 
 // work is what one run does on one node: some of its provisioners.
@@ -209,6 +220,56 @@ type run struct {
 	opts    Options
 	connect fleet.Connector
 	nodes   []*selected
+	// stopDialing cancels the connections dialAhead started (nil: none).
+	stopDialing context.CancelFunc
+}
+
+// dialAhead starts connecting to every node reached on its hostname, so
+// that the connections are made while the sources are resolved, when
+// every source is a local file (a download shows progress, and a
+// passphrase prompt must not run into it). A node reached at the address
+// its VM's hypervisor reports is connected to when its turn comes.
+func (r *run) dialAhead(ctx context.Context) {
+	for _, n := range r.nodes {
+		for _, b := range n.provs {
+			if _, local := b.LocalPath(); !local {
+				return
+			}
+		}
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	r.stopDialing = cancel
+	for _, n := range r.nodes {
+		h := n.spec.Spec.Credentials.Hostname
+		if h == "" {
+			continue
+		}
+		ch := make(chan dialed, 1)
+		n.dialing = ch
+		r.opts.Observer.Step(n.spec.Name, "connecting to "+h)
+		go func() {
+			conn, err := r.connect(dctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + n.spec.Name + ": " + msg) })
+			ch <- dialed{conn, err}
+		}()
+	}
+}
+
+// dial connects to the node: the connection dialAhead started, or a new
+// one.
+func (r *run) dial(ctx context.Context, n *selected) (*node.Node, error) {
+	if n.dialing != nil {
+		ch := n.dialing
+		n.dialing = nil
+		d := <-ch
+		return d.conn, d.err
+	}
+	name := n.spec.Name
+	if h := n.spec.Spec.Credentials.Hostname; h != "" {
+		r.opts.Observer.Step(name, "connecting to "+h)
+	} else {
+		r.opts.Observer.Step(name, "connecting to VM "+n.spec.Spec.VM.Name+" at the address its hypervisor reports")
+	}
+	return r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
 }
 
 // resolve resolves the sources of the work's provisioners, each once.
@@ -277,18 +338,20 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
 	if hashes != nil {
 		opts.Hashes = hashes
+		// Nothing is made ahead for a link files go as they are over:
+		// the one kept from the last run (--watch), or the last one's.
+		if n.conn != nil {
+			opts.Transfer.ExpectedRTT, _ = n.conn.LinkRTT()
+		} else {
+			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
+		}
 	}
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
 	defer opts.Ahead.Close()
 	if n.conn == nil {
-		if h := n.spec.Spec.Credentials.Hostname; h != "" {
-			r.opts.Observer.Step(name, "connecting to "+h)
-		} else {
-			r.opts.Observer.Step(name, "connecting to VM "+n.spec.Spec.VM.Name+" at the address its hypervisor reports")
-		}
-		conn, err := r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
+		conn, err := r.dial(ctx, n)
 		if err != nil {
 			return out, err
 		}
@@ -309,6 +372,9 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	if hashes != nil {
 		defer func() {
+			if rtt, ok := n.conn.LinkRTT(); ok {
+				hashes.RememberRTT(rtt)
+			}
 			if err := hashes.Save(); err != nil {
 				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))
 			}
@@ -351,7 +417,16 @@ func Failures(o NodeReport) []error {
 }
 
 func (r *run) close() {
+	if r.stopDialing != nil {
+		r.stopDialing()
+	}
 	for _, n := range r.nodes {
+		if n.dialing != nil {
+			// Started ahead and not used (a source failed).
+			if d := <-n.dialing; d.err == nil {
+				_ = d.conn.Close()
+			}
+		}
 		if n.conn != nil {
 			_ = n.conn.Close()
 		}

@@ -355,10 +355,12 @@ type conn struct {
 
 	rttMu sync.Mutex
 	rtt   time.Duration // 0 until probeRTT has an answer
+	// rttDone is closed when probeRTT has its answer or failed.
+	rttDone chan struct{}
 }
 
 func newConn(c *ssh.Client, jumps []*ssh.Client, log *slog.Logger) *conn {
-	cn := &conn{ssh: c, jumps: jumps, log: log, done: make(chan struct{})}
+	cn := &conn{ssh: c, jumps: jumps, log: log, done: make(chan struct{}), rttDone: make(chan struct{})}
 	go func() {
 		err := c.Wait()
 		cn.mu.Lock()
@@ -449,6 +451,7 @@ func (cn *conn) keepAlive(interval time.Duration) {
 // the handshake and alongside the first op: one keepalive@openssh.com
 // request, which every server answers (with a failure, which is an answer).
 func (cn *conn) probeRTT() {
+	defer close(cn.rttDone)
 	start := time.Now()
 	if _, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil); err != nil {
 		return
@@ -456,6 +459,24 @@ func (cn *conn) probeRTT() {
 	cn.rttMu.Lock()
 	cn.rtt = max(time.Since(start), time.Nanosecond)
 	cn.rttMu.Unlock()
+}
+
+// WaitRTT is RTT once the current connection's measure has its answer:
+// it waits for it until ctx is done (ok false then, as when the measure
+// failed or there is no connection). The measure is one round trip
+// started as the connection is made, so after an op it has its answer,
+// unless the machine is too busy to have run it yet.
+func (c *Client) WaitRTT(ctx context.Context) (rtt time.Duration, ok bool) {
+	cn, err := c.live()
+	if cn == nil || err != nil {
+		return 0, false
+	}
+	select {
+	case <-cn.rttDone:
+	case <-cn.done:
+	case <-ctx.Done():
+	}
+	return c.RTT()
 }
 
 // RTT is the round-trip time measured on the current connection; ok is

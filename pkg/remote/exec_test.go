@@ -126,18 +126,14 @@ func TestRTT(t *testing.T) {
 			t.Error("RTT known after Close")
 		}
 	}()
-	// The probe runs beside the first op: poll for its answer.
-	for {
-		if rtt, ok := c.RTT(); ok {
-			if rtt <= 0 {
-				t.Fatalf("RTT %s", rtt)
-			}
-			return
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal("no RTT measured")
-		case <-time.After(10 * time.Millisecond):
-		}
+	// The probe runs beside the first op: WaitRTT waits for its answer.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	rtt, ok := c.WaitRTT(ctx)
+	if !ok || rtt <= 0 {
+		t.Fatalf("WaitRTT = %s, %v", rtt, ok)
+	}
+	if again, ok := c.RTT(); !ok || again != rtt {
+		t.Errorf("RTT = %s, %v after WaitRTT %s", again, ok, rtt)
 	}
 }

@@ -64,6 +64,8 @@ type Server struct {
 	mu       sync.Mutex
 	listener net.Listener
 	conns    map[net.Conn]struct{}
+	// sessions counts the SSH connections that completed their handshake.
+	sessions int
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -342,6 +344,24 @@ func (s *Server) Addr() string {
 	return s.listener.Addr().String()
 }
 
+// Connections counts the SSH connections that completed their handshake
+// since the server started.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions
+}
+
+// DropConnections closes every open connection, as a link that drops
+// does; the server keeps listening.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
 // Close stops listening, drops every connection and waits for their
 // handlers. The state is already saved.
 func (s *Server) Close() error {
@@ -372,6 +392,9 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	defer sc.Close()
+	s.mu.Lock()
+	s.sessions++
+	s.mu.Unlock()
 	user := sc.Permissions.Extensions["user"]
 	a, _ := s.account(user)
 	s.log.Info("connection", "remote", c.RemoteAddr().String(), "user", a.Name)

@@ -1,0 +1,138 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The bench times every client (swdt, sftp, rsync, its own upload child)
+// through this program started again in exec mode: a small process that
+// runs the client, measures it from its start to its exit, and writes its
+// peak RSS and CPU time to a file. Timing in a small parent keeps the
+// client's peak RSS its own: Go's os/exec starts children with
+// CLONE_VM|CLONE_VFORK, and Linux records the parent's peak RSS at that
+// moment in the child's ru_maxrss; the bench itself may just have read a
+// 200 MB file, the wrapper holds a few MB.
+
+// measured is one timed process.
+type measured struct {
+	Wall     time.Duration `json:"wall"`
+	CPU      time.Duration `json:"cpu"`
+	MaxRSSKB int64         `json:"maxRSSKB"`
+}
+
+// wrapExec is exec mode: bench exec RESULT PROG ARGS... runs PROG with
+// this process's standard streams and writes what it measured to RESULT
+// as JSON; it exits with PROG's status.
+func wrapExec(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench exec RESULT PROG ARGS...")
+		return 2
+	}
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	start := time.Now()
+	err := cmd.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench exec:", err)
+		return 1
+	}
+	err = cmd.Wait()
+	m := measured{Wall: time.Since(start), CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.MaxRSSKB = int64(ru.Maxrss) // kilobytes on Linux
+	}
+	raw, _ := json.Marshal(m)
+	if werr := os.WriteFile(args[0], raw, 0o600); werr != nil {
+		fmt.Fprintln(os.Stderr, "bench exec:", werr)
+		return 1
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// timed runs prog through exec mode and returns what it measured; stdout
+// and stderr receive the program's output (nil discards).
+func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (measured, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	result := filepath.Join(b.dir, "measured.json")
+	_ = os.Remove(result)
+	var errBuf bytes.Buffer
+	if stderr == nil {
+		stderr = &errBuf
+	}
+	cmd := exec.CommandContext(ctx, b.self, append([]string{"exec", result, prog}, args...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return measured{}, fmt.Errorf("%s %s: %w\n%s", filepath.Base(prog), strings.Join(args, " "), err, errBuf.String())
+	}
+	raw, err := os.ReadFile(result)
+	if err != nil {
+		return measured{}, fmt.Errorf("%s: what exec mode measured: %w", prog, err)
+	}
+	var m measured
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return measured{}, fmt.Errorf("%s: what exec mode measured: %w", prog, err)
+	}
+	return m, nil
+}
+
+// series is one row's runs.
+type series []time.Duration
+
+func (s series) min() time.Duration { return slices.Min(s) }
+func (s series) med() time.Duration { return median(s) }
+
+// String is the row's min and median, and how many runs.
+func (s series) String() string {
+	if len(s) == 0 {
+		return "no runs"
+	}
+	return fmt.Sprintf("min %s, median %s (%d runs)", secs(s.min()), secs(s.med()), len(s))
+}
+
+// rssSeries is the peak RSS of a row's runs, in kB.
+type rssSeries []int64
+
+func (s rssSeries) String() string {
+	if len(s) == 0 {
+		return "no runs"
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	med := c[len(c)/2]
+	if len(c)%2 == 0 {
+		med = (c[len(c)/2-1] + c[len(c)/2]) / 2
+	}
+	return fmt.Sprintf("min %s, median %s (%d runs)", mbytes(c[0]), mbytes(med), len(c))
+}
+
+// loadAverage is /proc/loadavg's 1, 5 and 15 minute averages.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " / ")
+}

@@ -1,0 +1,462 @@
+package hotswap
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// swapRun is a run on one node once it has planned: the plan, each
+// item's result (by Item.key in index), how each staged item was sent,
+// and the lock and options it runs under. Its methods stage, swap, resend
+// and repair, and update the results as they go.
+type swapRun struct {
+	n       Node
+	opts    Options
+	owner   ops.LockOwner
+	lock    *heldLock
+	plan    *Plan
+	started time.Time
+
+	results []Result
+	index   map[string]int
+	// mu guards results and sent while uploads run in parallel.
+	mu sync.Mutex
+	// sent is, by Item.key, how each staged item went to the node.
+	sent map[string]upload
+}
+
+// newSwapRun is the run of plan, each item's result set from its step.
+func newSwapRun(n Node, opts Options, owner ops.LockOwner, lock *heldLock, plan *Plan, started time.Time) *swapRun {
+	r := &swapRun{
+		n: n, opts: opts, owner: owner, lock: lock, plan: plan, started: started,
+		results: make([]Result, len(plan.Steps)),
+		index:   map[string]int{},
+		sent:    map[string]upload{},
+	}
+	for i, s := range plan.Steps {
+		r.results[i] = Result{Name: s.Item.Name, Action: s.Action, Detail: s.Reason}
+		if s.Action == ActionFailed {
+			r.results[i].Error, r.results[i].Detail = s.Reason, ""
+		}
+		r.index[s.Item.key()] = i
+	}
+	return r
+}
+
+// result is the item's result.
+func (r *swapRun) result(it Item) *Result { return &r.results[r.index[it.key()]] }
+
+// run stages the plan's updates, swaps them in and runs the items'
+// service steps; it returns the downtime of every service the swap
+// stopped, and an error only when the plan cannot order the services to
+// swap.
+func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDowntime, error) {
+	updates := r.plan.Updates()
+	if len(updates) == 0 {
+		r.serviceSteps(ctx)
+		r.finish()
+		return nil, nil
+	}
+	ready := r.stage(ctx, updates, missingDirs)
+	if len(ready) == 0 {
+		r.finish()
+		return nil, nil
+	}
+	if ctx.Err() != nil {
+		// Interrupted while staging: no service was touched yet.
+		r.abandon(ready, "interrupted before the swap; no service was touched")
+		r.finish()
+		return nil, nil
+	}
+	if r.opts.BeforeSwap != nil {
+		if err := r.opts.BeforeSwap(ctx); err != nil {
+			r.abandon(ready, "before the swap: "+err.Error()+"; no service was touched")
+			r.finish()
+			return nil, nil
+		}
+	}
+	if err := reorder(r.plan, ready); err != nil {
+		return nil, err
+	}
+	files, down := r.swap(ctx, ready)
+	r.serviceSteps(ctx)
+	for _, it := range ready {
+		// A rename keeps size and time: the destination is now what the
+		// swap verified as staged.
+		if f, ok := files[it.key()]; ok && r.result(it).Action == ActionUpdated {
+			r.opts.Hashes.Remember(it.Destination, f)
+		}
+	}
+	r.finish()
+	return down, nil
+}
+
+// swap runs the swap op, which decodes and verifies the staged files,
+// swaps and releases the node's lock. When a patch did not decode on the
+// node (damaged, or the file changed since the inspect), nothing was
+// stopped: that file is sent again compressed and the op runs again. It
+// keeps going when ctx is cancelled once services may be down (they must
+// come back) and stops only when opts.Abort is done. It returns, by item,
+// the binaries swapped in as the node verified them, and the downtime of
+// every service the op stopped.
+func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileInfo, []ServiceDowntime) {
+	// The node bounds the op by the request's timings (node.SwapBudget).
+	swapCtx, cancel := UntilAbort(ctx, r.opts.Abort)
+	defer cancel()
+	for {
+		req := r.swapRequest(staged)
+		r.opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(r.plan.StopOrder), listOrNone(r.plan.StartOrder)))
+		// The op renews the lock while it runs, and releases it.
+		r.lock.pause()
+		resp, err := r.n.SwapServices(swapCtx, req)
+		if err != nil {
+			r.lock.renew()
+			r.repairAfter(ctx, req, staged, err)
+			return nil, nil
+		}
+		r.lock.released = resp.Unlocked
+		if len(resp.Undecoded) == 0 {
+			return r.swapped(resp, staged), downtimes(resp)
+		}
+		r.lock.renew()
+		if staged = r.resend(ctx, resp, staged); len(staged) == 0 {
+			return nil, nil
+		}
+		if ctx.Err() != nil {
+			r.abandon(staged, "interrupted before the swap; no service was touched")
+			return nil, nil
+		}
+		if err := reorder(r.plan, staged); err != nil {
+			r.abandon(staged, err.Error()+"; no service was touched")
+			return nil, nil
+		}
+	}
+}
+
+// downtimes is the downtime of every service the swap op stopped.
+func downtimes(resp ops.ServiceSwapResponse) []ServiceDowntime {
+	var down []ServiceDowntime
+	for _, d := range resp.Downtime {
+		down = append(down, ServiceDowntime{Service: d.Service, Downtime: time.Duration(d.DowntimeMs) * time.Millisecond, Running: d.Running})
+	}
+	return down
+}
+
+// swapRequest is the swap op of the staged items: each with the digest
+// its staged file must have and, when it went encoded, how to decode it.
+func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
+	opts := r.opts
+	req := ops.ServiceSwapRequest{
+		Owner:           r.owner,
+		StopOrder:       r.plan.StopOrder,
+		StartOrder:      r.plan.StartOrder,
+		StopTimeoutMs:   int(opts.StopTimeout.Milliseconds()),
+		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
+		SettleMs:        int(opts.Settle.Milliseconds()),
+		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+		// The lock is kept when a register or restart step follows.
+		Unlock: !r.plan.hasServiceSteps(),
+	}
+	for _, it := range staged {
+		item := ops.SwapItem{
+			Service: it.Service, Destination: it.Destination, Staged: it.Staged(), Backup: it.Backup(),
+			HealthChecks: it.HealthChecks, SHA256: strings.ToLower(it.Source.SHA256),
+			OldSHA256: r.plan.current(it.Destination).SHA256,
+		}
+		if u := r.sent[it.key()]; u.encoding != "" {
+			item.Encoded, item.Encoding, item.Data, item.Size = it.encoded(), u.encoding, u.data, it.Source.Size
+			if u.encoding == ops.EncodingPatch {
+				// A patch that fails is sent again compressed.
+				item.Reference, item.Fallback = it.Destination, true
+			}
+		}
+		req.Items = append(req.Items, item)
+	}
+	return req
+}
+
+// swapped reports the swap op's outcome in the results and returns, by
+// item, the binaries it swapped in.
+func (r *swapRun) swapped(resp ops.ServiceSwapResponse, staged []Item) map[string]ops.FileInfo {
+	files := map[string]ops.FileInfo{}
+	killed := map[string]bool{}
+	for _, k := range resp.Killed {
+		killed[strings.ToLower(k)] = true
+	}
+	for _, it := range resp.Items {
+		i, ok := r.index[strings.ToLower(it.Destination)]
+		if !ok {
+			continue
+		}
+		res := &r.results[i]
+		res.Downtime = time.Duration(it.DowntimeMs) * time.Millisecond
+		res.Detail = ""
+		switch it.Result {
+		case ops.SwapResultSwapped:
+			res.Action = ActionUpdated
+			if it.File != nil {
+				files[strings.ToLower(it.Destination)] = *it.File
+			}
+		case ops.SwapResultRolledBack:
+			res.Action, res.Error = ActionRolledBack, it.Error
+		default:
+			res.Action, res.Error = ActionFailed, it.Error
+		}
+		var detail []string
+		if killed[strings.ToLower(it.Service)] {
+			detail = append(detail, fmt.Sprintf("the service did not stop within %s; its process was killed", r.opts.StopTimeout))
+		}
+		if it.ExitCode != 0 {
+			detail = append(detail, fmt.Sprintf("service exit code %d", it.ExitCode))
+		}
+		detail = append(detail, it.Events...)
+		res.Detail = strings.Join(detail, "; ")
+	}
+	for _, p := range resp.NotStarted {
+		for _, it := range staged {
+			if res := r.result(it); strings.EqualFold(it.Service, p.Service) && res.Error == "" {
+				res.Action, res.Error = ActionFailed, p.Error
+			}
+		}
+	}
+	return files
+}
+
+// resend handles a swap op that stopped because patches did not decode:
+// the items it failed fail, each undecoded one is sent again compressed,
+// and the others' staged files are decoded already. It returns the items
+// still to swap.
+func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, staged []Item) []Item {
+	failed := map[string]string{}
+	for _, it := range resp.Items {
+		failed[strings.ToLower(it.Destination)] = it.Error
+	}
+	undecoded := map[string]string{}
+	for _, u := range resp.Undecoded {
+		undecoded[strings.ToLower(u.Destination)] = u.Error
+	}
+	var (
+		next []Item
+		g    errgroup.Group
+	)
+	g.SetLimit(r.opts.Parallel)
+	for _, it := range staged {
+		res := r.result(it)
+		if why, ok := failed[it.key()]; ok {
+			r.fail(it, why)
+			continue
+		}
+		why, ok := undecoded[it.key()]
+		if !ok {
+			// Decoded into the staged file: it is staged as it is now.
+			r.mu.Lock()
+			r.sent[it.key()] = upload{}
+			next = append(next, it)
+			r.mu.Unlock()
+			continue
+		}
+		en, isEncoding := r.n.(EncodingNode)
+		if !isEncoding {
+			r.fail(it, why)
+			continue
+		}
+		r.opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%s); sending the whole file", it.Name, why))
+		g.Go(func() error {
+			var read int64
+			update := r.opts.Observer.Upload(it)
+			wire, err := sendCompressed(ctx, en, it, r.opts, func(s int64) { read = s; update(s) })
+			update(read)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			res.BytesSent += wire
+			res.Transfer = TransferCompressed
+			if err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				return nil
+			}
+			r.sent[it.key()] = upload{encoding: ops.EncodingZstd}
+			next = append(next, it)
+			return nil
+		})
+	}
+	_ = g.Wait() // per-item errors are in the results
+	var ordered []Item
+	for _, it := range staged {
+		if slices.ContainsFunc(next, func(x Item) bool { return x.key() == it.key() }) {
+			ordered = append(ordered, it)
+		}
+	}
+	return ordered
+}
+
+// serviceSteps runs the optional steps of items after the swap: it
+// registers and starts the services of items that asked for it, and
+// restarts the services of items whose binary was unchanged but that asked
+// for a restart. Items that failed are left alone.
+func (r *swapRun) serviceSteps(ctx context.Context) {
+	for _, s := range r.plan.Steps {
+		it := s.Item
+		res := r.result(it)
+		switch {
+		case res.Failed():
+		case !s.Service.Exists && it.Register != nil:
+			r.opts.Observer.Step("registering service " + it.Service)
+			if err := it.Register(ctx); err != nil {
+				r.fail(it, fmt.Sprintf("register %s: %v", it.Service, err))
+				continue
+			}
+			res.Registered = true
+			if err := r.restart(ctx, it, false); err != nil {
+				r.fail(it, err.Error())
+				continue
+			}
+			res.Restarted = true
+		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
+			if err := r.restart(ctx, it, isActive(s.Service.Status)); err != nil {
+				r.fail(it, err.Error())
+				continue
+			}
+			res.Restarted = true
+		}
+	}
+}
+
+// hasServiceSteps reports whether an item of the plan may register or
+// restart its service after the swap.
+func (p *Plan) hasServiceSteps() bool {
+	for _, s := range p.Steps {
+		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) {
+			return true
+		}
+	}
+	return false
+}
+
+// restart starts the item's service, stopping it first when it runs, with
+// the swap's service op (no binary changes hands), and runs the item's
+// StartChecks once it is up.
+func (r *swapRun) restart(ctx context.Context, it Item, running bool) error {
+	opts := r.opts
+	service := it.Service
+	req := ops.ServiceSwapRequest{
+		Owner:           r.owner,
+		StartOrder:      []string{service},
+		StopTimeoutMs:   int(opts.StopTimeout.Milliseconds()),
+		StartTimeoutMs:  int(opts.StartTimeout.Milliseconds()),
+		SettleMs:        int(opts.Settle.Milliseconds()),
+		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
+	}
+	if len(it.StartChecks) > 0 {
+		req.ServiceChecks = map[string][]ops.HealthCheckSpec{service: it.StartChecks}
+	}
+	verb := "starting"
+	if running {
+		req.StopOrder, verb = []string{service}, "restarting"
+	}
+	opts.Observer.Step(verb + " " + service)
+	// Once stopped, the service must come back even if ctx is cancelled
+	// (a first Ctrl-C); a second one (opts.Abort) gives up. The op's own
+	// timeouts bound it, and the node bounds the op (node.SwapBudget).
+	sctx, cancel := UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	resp, err := r.n.SwapServices(sctx, req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, service, err)
+	}
+	if len(resp.NotStarted) > 0 {
+		return fmt.Errorf("%s %s: %s", verb, service, resp.NotStarted[0].Error)
+	}
+	return nil
+}
+
+// repairAfter repairs the node after the swap op itself failed
+// (connection lost, op error): swap-recover finishes or rolls back what
+// the swap's journal records, and the report says which binary each
+// service runs.
+func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, staged []Item, cause error) {
+	r.opts.Observer.Step("swap failed; repairing the node")
+	paths := r.stagedPaths(staged)
+	resp, err := recoverSwap(ctx, r.n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(r.opts, len(req.StopOrder)+len(req.StartOrder)), r.opts)
+	msg := "swap failed: " + cause.Error()
+	switch {
+	case err != nil:
+		msg += "; repair failed too: " + err.Error() + "; run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
+	case !resp.Found:
+		msg += "; nothing had been changed on the node"
+	default:
+		// Each provisioner is told which binary its service runs now.
+		for _, it := range staged {
+			m := msg + "; repaired"
+			for _, ri := range resp.Items {
+				if strings.EqualFold(ri.Destination, it.Destination) {
+					m += ": " + recoveredText(ri)
+				}
+			}
+			for _, p := range resp.NotStarted {
+				if strings.EqualFold(p.Service, it.Service) {
+					m += "; the service did not start: " + p.Error
+				}
+			}
+			r.fail(it, m)
+		}
+		return
+	}
+	for _, it := range staged {
+		r.fail(it, msg)
+	}
+}
+
+// stagedPaths are the files the items left on the node: each staged file
+// and, for an encoded upload not yet decoded, the upload.
+func (r *swapRun) stagedPaths(staged []Item) []string {
+	var paths []string
+	for _, it := range staged {
+		paths = append(paths, it.Staged())
+		if r.sent[it.key()].encoding != "" {
+			paths = append(paths, it.encoded())
+		}
+	}
+	return paths
+}
+
+// abandon removes what the items left on the node and fails them with
+// msg: they will not be swapped.
+func (r *swapRun) abandon(items []Item, msg string) {
+	removeQuietly(r.n, r.stagedPaths(items)...)
+	for _, it := range items {
+		r.fail(it, msg)
+	}
+}
+
+// fail marks the item failed with msg.
+func (r *swapRun) fail(it Item, msg string) {
+	res := r.result(it)
+	res.Action, res.Error, res.Detail = ActionFailed, msg, ""
+}
+
+// removeQuietly deletes leftover staged files. It is best effort: a
+// leftover .swdt-new is harmless and is replaced by the next run.
+func removeQuietly(n Node, remotePaths ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = n.RemoveFiles(ctx, remotePaths)
+}
+
+// finish sets each changed result's duration: the whole run so far, since
+// the items were staged in parallel and swapped together.
+func (r *swapRun) finish() {
+	elapsed := time.Since(r.started)
+	for i := range r.results {
+		if r.results[i].Action != ActionUnchanged {
+			r.results[i].Duration = elapsed
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// TestWatchKeepsConnection runs --watch against a simnode: rebuilds are
+// swapped on the connection of the first run (the simnode counts its
+// connections), and a rebuild after the connection dropped is swapped on
+// a new one.
+func TestWatchKeepsConnection(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "kubelet.exe")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("MZ kubelet v1\n")
+	nodes := []v1alpha1.Node{{}}
+	nodes[0].Name = "sim"
+	nodes[0].Spec.Credentials = ts.Credentials()
+	nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
+	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
+		return node.Connect(ctx, *spec, node.ConnectOptions{Warn: warn})
+	}
+	reports := make(chan []fleet.Result[NodeReport], 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, nodes, connect, Options{
+			Watch: true, Debounce: 20 * time.Millisecond, CacheDir: filepath.Join(dir, "cache"),
+			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
+			Swap:     hotswap.Options{Settle: 0, StartTimeout: 5 * time.Second, StopTimeout: 5 * time.Second},
+			Observer: nopObserver{},
+			Report: func(r []fleet.Result[NodeReport]) error {
+				reports <- r
+				return nil
+			},
+		})
+	}()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case r := <-reports:
+			if err := r[0].Err; err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got := r[0].Value.Results; len(got) != 1 || got[0].Action != hotswap.ActionUpdated {
+				t.Fatalf("%s: results %+v, want kubelet updated", what, got)
+			}
+		case err := <-done:
+			t.Fatalf("%s: the watch ended: %v", what, err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: no report", what)
+		}
+	}
+	next("first run")
+	first := ts.Connections()
+	for i := 2; i <= 3; i++ {
+		write(fmt.Sprintf("MZ kubelet rebuild %d\n", i))
+		next(fmt.Sprintf("rebuild %d", i))
+	}
+	if got := ts.Connections(); got != first {
+		t.Errorf("two rebuilds opened %d new connections, want none", got-first)
+	}
+	ts.DropConnections()
+	write("MZ kubelet after the drop\n")
+	next("rebuild after the connection dropped")
+	if got := ts.Connections(); got != first+1 {
+		t.Errorf("the rebuild after the drop opened %d connections, want 1", got-first)
+	}
+	if got, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(got) != "MZ kubelet after the drop\n" {
+		t.Errorf("the node's kubelet.exe holds %q (%v)", got, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Step(string, string) {}
+func (nopObserver) Warn(string)         {}
+func (nopObserver) Note(string)         {}
+func (nopObserver) Download(string, int64) (func(int64), func()) {
+	return func(int64) {}, func() {}
+}
+func (nopObserver) Node(string) NodeObserver { return nopNodeObserver{} }
+
+type nopNodeObserver struct{}
+
+func (nopNodeObserver) Planned(*hotswap.Plan)                {}
+func (nopNodeObserver) Step(string)                          {}
+func (nopNodeObserver) Upload(hotswap.Item) func(sent int64) { return func(int64) {} }
+func (nopNodeObserver) End()                                 {}
+
+// TestConnectWhileHashing: the connection is started while the sources
+// are resolved and used by the run (one dial); when a source fails,
+// nothing is changed and the connection started ahead is cancelled or
+// closed.
+func TestConnectWhileHashing(t *testing.T) {
+	tests := []struct {
+		name    string
+		missing bool // the source does not exist
+	}{
+		{name: "the run uses the connection made while hashing"},
+		{name: "a missing source: no connection left open, nothing changed", missing: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+			dir := t.TempDir()
+			src := filepath.Join(dir, "kubelet.exe")
+			if !tc.missing {
+				if err := os.WriteFile(src, []byte("MZ kubelet new\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := ts.Node().ReadFile(`C:\k\kubelet.exe`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := []v1alpha1.Node{{}}
+			nodes[0].Name = "sim"
+			nodes[0].Spec.Credentials = ts.Credentials()
+			nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
+			var dials []*closeRecorder
+			connect := func(ctx context.Context, spec *v1alpha1.Node, _ func(string)) (*node.Node, error) {
+				cfg, err := node.RemoteConfig(spec.Spec.Credentials)
+				if err != nil {
+					return nil, err
+				}
+				c, err := remote.Dial(ctx, cfg)
+				if err != nil {
+					return nil, err
+				}
+				rec := &closeRecorder{Client: c}
+				dials = append(dials, rec)
+				return node.New(spec.Name, rec, nil), nil
+			}
+			err = Run(context.Background(), nodes, connect, Options{
+				CacheDir: filepath.Join(dir, "cache"), Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
+				Swap: hotswap.Options{Settle: 0}, Observer: nopObserver{},
+			})
+			// A missing source fails fast: the dial started ahead may be
+			// cancelled before it connects. Whatever connected is closed.
+			if len(dials) > 1 || (!tc.missing && len(dials) != 1) {
+				t.Fatalf("%d connections made, want one", len(dials))
+			}
+			for _, d := range dials {
+				if !d.closed {
+					t.Error("a connection is still open after Run returned")
+				}
+			}
+			after, rerr := ts.Node().ReadFile(`C:\k\kubelet.exe`)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.missing {
+				if err == nil || !strings.Contains(err.Error(), "nothing was changed on any node") {
+					t.Errorf("Run: %v, want the source's error", err)
+				}
+				if string(after) != string(before) {
+					t.Error("the node's kubelet.exe changed although the source is missing")
+				}
+				return
+			}
+			if err != nil || string(after) != "MZ kubelet new\n" {
+				t.Errorf("Run: %v; the node holds %q", err, after)
+			}
+		})
+	}
+}
+
+// closeRecorder is a connection that records its Close.
+type closeRecorder struct {
+	*remote.Client
+	closed bool
+}
+
+func (c *closeRecorder) Close() error {
+	c.closed = true
+	return c.Client.Close()
+}
