@@ -103,7 +103,9 @@ func TestLogs(t *testing.T) {
 			services: []string{"kubelet"}},
 		{name: "no service to name", spec: &bare, err: "node win has no provisioners and no wins", code: exitcode.Usage},
 		{name: "a service the node does not have", spec: spec, opts: LogsOptions{Services: []string{"nosuch"}},
-			err: "node win: read the log of nosuch", code: exitcode.Failure},
+			err: "node win has no service nosuch", code: exitcode.Failure},
+		{name: "an absent service among others", spec: spec, opts: LogsOptions{Services: []string{"nosuch", "kubelet"}}, reads: 1,
+			services: []string{"kubelet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

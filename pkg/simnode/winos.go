@@ -189,7 +189,13 @@ func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, ma
 		if i < len(svc.EventTimes) && svc.EventTimes[i].Before(since) {
 			break
 		}
-		out = append(out, svc.EventLog[i])
+		// As ScriptServiceEvents does: its time (UTC, round-trip
+		// format), a space, the message.
+		line := svc.EventLog[i]
+		if i < len(svc.EventTimes) {
+			line = svc.EventTimes[i].UTC().Format(time.RFC3339Nano) + " " + line
+		}
+		out = append(out, line)
 	}
 	return out, nil
 }

@@ -55,7 +55,8 @@ type OS interface {
 	// SetRecovery replaces the service's failure actions.
 	SetRecovery(name string, r Recovery) error
 	// ServiceEvents returns up to max System event log messages about
-	// the service written at or after since, newest first.
+	// the service written at or after since, newest first, each as its
+	// time (UTC, RFC 3339), a space and the message.
 	ServiceEvents(ctx context.Context, name string, since time.Time, max int) ([]string, error)
 
 	// Processes lists the running processes.

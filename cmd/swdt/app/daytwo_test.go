@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +104,10 @@ func TestLogs(t *testing.T) {
 		if !strings.Contains(errOut, `kubelet (Running): C:\var\log\kubelet\kubelet.log`) {
 			t.Errorf("stderr lacks the log file: %s", errOut)
 		}
+		_, out, _ = run(t, "logs", "-c", file, "winworker", "kube-proxy")
+		if !regexp.MustCompile(`^event \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: .*terminated unexpectedly`).MatchString(out) {
+			t.Errorf("kube-proxy's event lacks its time: %q", out)
+		}
 	})
 	t.Run("json", func(t *testing.T) {
 		code, out, errOut := run(t, "logs", "-c", file, "-o", "json", "winworker", "kube-proxy", "kubelet", "-n", "1")
@@ -117,7 +122,7 @@ func TestLogs(t *testing.T) {
 			t.Fatalf("document = %+v", doc)
 		}
 		proxy, kubelet := doc.Services[0], doc.Services[1]
-		if proxy.Status != "Stopped" || proxy.LogFile != "" || len(proxy.Events) != 1 || !strings.Contains(proxy.Events[0], "terminated unexpectedly") {
+		if proxy.Status != "Stopped" || proxy.LogFile != "" || len(proxy.Events) != 1 || !strings.Contains(proxy.Events[0].Message, "terminated unexpectedly") || proxy.Events[0].Time.IsZero() {
 			t.Errorf("kube-proxy = %+v, want Stopped, no log file, its crash event", proxy)
 		}
 		if len(kubelet.Lines) != 1 || kubelet.Lines[0] != "I1123 kubelet line 80" || kubelet.Offset != int64(log.Len()) {
@@ -135,6 +140,32 @@ func TestLogs(t *testing.T) {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 	})
+}
+
+// A service of the node file that is not on the node (wins named but not
+// deployed) is a note; the others' logs still show, and the exit is 0.
+func TestLogsAbsentService(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(raw, "  wins:\n    sourceURL: ./wins.exe\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "logs", "-c", file, "--no-color", "winworker")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d, want 0\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "node winworker: rancher-wins: no such service on this node; skipped") || !strings.Contains(errOut, "kubelet (Running)") {
+		t.Errorf("stderr lacks the note about wins or kubelet's header:\n%s", errOut)
+	}
+	code, out, errOut = run(t, "logs", "-c", file, "-o", "json", "winworker")
+	doc := decodeJSON[logsJSON](t, out)
+	if code != exitcode.OK || len(doc.Absent) != 1 || doc.Absent[0] != "rancher-wins" || len(doc.Services) == 0 {
+		t.Errorf("exit %d, document %+v\n%s", code, doc, errOut)
+	}
 }
 
 // --follow prints each new whole line once: a line still being written

@@ -19,6 +19,8 @@ type logsJSON struct {
 	docMeta
 	Node     string              `json:"node"`
 	Services []daytwo.ServiceLog `json:"services"`
+	// Absent are the services asked for that the node does not have.
+	Absent []string `json:"absent,omitempty"`
 }
 
 type logsOptions struct {
@@ -84,12 +86,15 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 // printLogs prints one read: with headers the first time, prefixed by the
 // service's name when there are several.
 func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
-	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Services: r.Services}
+	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Services: r.Services, Absent: r.Absent}
 	if u.Format() == ui.FormatJSON {
 		if follow {
 			return u.JSONLine(doc)
 		}
 		return u.JSON(doc)
+	}
+	for _, name := range doc.Absent {
+		u.Step(doc.Node, "%s: no such service on this node; skipped", name)
 	}
 	for _, s := range doc.Services {
 		if r.First {
@@ -110,7 +115,11 @@ func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
 			lead = s.Service + " | "
 		}
 		for _, ev := range s.Events {
-			u.Printf("%sevent: %s\n", lead, ev)
+			stamp := "-"
+			if !ev.Time.IsZero() {
+				stamp = ev.Time.UTC().Format(time.RFC3339)
+			}
+			u.Printf("%sevent %s: %s\n", lead, stamp, ev.Message)
 		}
 		for _, l := range s.Lines {
 			u.Printf("%s%s\n", lead, l)
