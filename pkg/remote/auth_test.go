@@ -272,9 +272,9 @@ func TestPasswordEnvFallback(t *testing.T) {
 	tests := []struct {
 		name string
 		// env is the variable's value; nil leaves it unset.
-		env     *string
-		key     bool
-		agent   bool
+		env   *string
+		key   bool
+		agent bool
 		// refused: the node does not know the key.
 		refused bool
 		wantErr string
