@@ -36,10 +36,11 @@ type kubeNodeJSON struct {
 type kubeProvJSON struct {
 	Name string `json:"name"`
 	// Result is Action in the vocabulary every command shares.
-	Result     string `json:"result"`
-	Action     string `json:"action"`
-	BytesSent  int64  `json:"bytesSent"`
-	FileSize   int64  `json:"fileSize"`
+	Result    string `json:"result"`
+	Action    string `json:"action"`
+	BytesSent int64  `json:"bytesSent"`
+	// FileSize is the size of the binary staged; absent when nothing was.
+	FileSize   int64  `json:"fileSize,omitempty"`
 	Transfer   string `json:"transfer,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 	DowntimeMs int64  `json:"downtimeMs"`
@@ -88,6 +89,13 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 		for _, d := range r.Value.Services {
 			n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
 		}
+		// A service the swap stopped without changing its binary (a
+		// dependent, a provisioner left out by --only) was restarted:
+		// the table says so, with its downtime.
+		stopped := map[string]hotswap.ServiceDowntime{}
+		for _, d := range r.Value.Services {
+			stopped[strings.ToLower(d.Service)] = d
+		}
 		for i, res := range r.Value.Results {
 			n.Provisioners = append(n.Provisioners, kubeProvJSON{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
@@ -96,14 +104,42 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			})
 			if dryRun {
 				step := r.Value.Plan.Steps[i]
-				row(r.Node, res.Name, string(res.Action), step.Reason, step.Item.Destination)
-			} else {
-				row(r.Node, res.Name, string(res.Action), ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(res.Downtime))
+				row(r.Node, res.Name, dryRunAction(res.Action), step.Reason, step.Item.Destination)
+				continue
+			}
+			action, downtime := string(res.Action), res.Downtime
+			if p := r.Value.Plan; p != nil && i < len(p.Steps) && p.Steps[i].Item.Service != "" {
+				svc := strings.ToLower(p.Steps[i].Item.Service)
+				if d, ok := stopped[svc]; ok {
+					delete(stopped, svc)
+					if res.Action == hotswap.ActionUnchanged {
+						action, downtime = actionRestarted, d.Downtime
+					}
+				}
+			}
+			row(r.Node, res.Name, action, ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(downtime))
+		}
+		for _, d := range r.Value.Services {
+			if _, ok := stopped[strings.ToLower(d.Service)]; ok {
+				row(r.Node, d.Service, actionRestarted, "-", "-", "-", duration(d.Downtime))
 			}
 		}
 		doc.Nodes = append(doc.Nodes, n)
 	}
 	return printDoc(u, doc, headers, rows)
+}
+
+// actionRestarted is the table's action of a service the swap stopped
+// and started again without changing its binary.
+const actionRestarted = "restarted"
+
+// dryRunAction is a dry run's action in the words every command's dry run
+// uses: would-change for what a run would swap.
+func dryRunAction(a hotswap.Action) string {
+	if a == hotswap.ActionUpdate {
+		return resultWouldChange
+	}
+	return string(a)
 }
 
 // saved is how much less than the file went over the wire, and how:
