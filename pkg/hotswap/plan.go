@@ -170,7 +170,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256; service not registered"
 		case !step.Service.Exists:
 			step.Action = ActionFailed
-			step.Reason = fmt.Sprintf("service %q is not registered on the node; register it first, e.g. New-Service -Name %s -BinaryPathName '%s' -StartupType Automatic", it.Service, it.Service, it.Destination)
+			step.Reason = fmt.Sprintf("service %q is not registered on the node; nothing was changed: add register: (args, startType) to provisioner %s in the node file and swdt creates the service to run %s", it.Service, it.Name, it.Destination)
 		case step.Service.StartType == "Disabled":
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)

@@ -260,7 +260,27 @@ func (r *run) run(ctx context.Context, ws []work, sources map[string]*source.Fil
 			return err
 		}
 	}
-	return fleet.Err(results, Failures)
+	return nothingSucceeded(results, fleet.Err(results, Failures))
+}
+
+// nothingSucceeded turns a partial outcome into a failure when no
+// provisioner on any node ended as planned: exit 3 says that something
+// did.
+func nothingSucceeded(results []fleet.Result[NodeReport], err error) error {
+	if exitcode.Code(err) != exitcode.Partial {
+		return err
+	}
+	for _, r := range results {
+		if r.Err != nil || r.Value.Report == nil {
+			continue
+		}
+		for _, res := range r.Value.Results {
+			if !res.Failed() {
+				return err
+			}
+		}
+	}
+	return exitcode.WithCode(exitcode.Failure, err)
 }
 
 // runNode swaps w's provisioners on one node.

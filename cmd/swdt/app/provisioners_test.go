@@ -71,7 +71,8 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 }
 
 // Without a register section, a missing service still fails the
-// provisioner, and says how to register it.
+// provisioner, says to add register: and, as nothing was changed, exits 1
+// (not 3, which says that something was).
 func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
@@ -82,7 +83,8 @@ func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
       destination: 'C:\k\csi-proxy.exe'
 `)
 	code, _, errOut := fx.run(context.Background())
-	if code != exitcode.Partial || !strings.Contains(errOut, `service "csi-proxy" is not registered`) {
+	if code != exitcode.Failure || !strings.Contains(errOut, `service "csi-proxy" is not registered`) ||
+		!strings.Contains(errOut, "add register: (args, startType) to provisioner csi-proxy in the node file") || strings.Contains(errOut, "New-Service") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
