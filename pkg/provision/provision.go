@@ -106,7 +106,7 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	// stop the run before any node is touched.
 	sources, err := r.resolve(ctx, allWork(selected))
 	if err != nil {
-		return fmt.Errorf("%w; nothing was changed on any node", err)
+		return fmt.Errorf("%w; nothing was changed on any node%s", err, onlyHint(selected, sources))
 	}
 	if !opts.Watch {
 		return r.run(ctx, allWork(selected), sources)
@@ -211,7 +211,8 @@ type run struct {
 	nodes   []*selected
 }
 
-// resolve resolves the sources of the work's provisioners, each once.
+// resolve resolves the sources of the work's provisioners, each once;
+// with an error, also those it could.
 func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, error) {
 	out := map[string]*source.File{}
 	var errs []error
@@ -238,10 +239,25 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 			out[b.SourceKey()] = f
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	// On error, out holds the sources that could be resolved.
+	return out, errors.Join(errs...)
+}
+
+// onlyHint tells how to swap the provisioners whose sources resolved
+// without those that did not (a build not made yet): "" when none did.
+func onlyHint(nodes []*selected, sources map[string]*source.File) string {
+	var ok []string
+	for _, n := range nodes {
+		for _, b := range n.provs {
+			if sources[b.SourceKey()] != nil && !slices.Contains(ok, b.Name) {
+				ok = append(ok, b.Name)
+			}
+		}
 	}
-	return out, nil
+	if len(ok) == 0 {
+		return ""
+	}
+	return "; to swap the others now, leave it out: --only " + strings.Join(ok, ",")
 }
 
 // run swaps the work's provisioners on every node in parallel and reports.
