@@ -110,6 +110,9 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 		return err
 	}
 	progress := e.ui.NewProgress()
+	if f.watch {
+		progress.Timestamps()
+	}
 	abort, stop := e.interrupts(progress.Warn)
 	defer stop()
 	opts := provision.Options{

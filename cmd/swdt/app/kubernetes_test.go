@@ -530,7 +530,7 @@ func TestKubernetesWatch(t *testing.T) {
 	if !swapped || fx.content(kubeletExe) != "MZ kubelet v3\n" {
 		t.Fatalf("the rewritten source was not swapped:\n%s\n%s", out.String(), errOut.String())
 	}
-	if !strings.Contains(errOut.String(), "changed: sim/kubelet") {
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d ▶ changed: sim/kubelet$`).MatchString(errOut.String()) {
 		t.Errorf("stderr lacks the change:\n%s", errOut.String())
 	}
 	fx.assertHealthy()
