@@ -122,7 +122,7 @@ func TestWinsCommandExitCodes(t *testing.T) {
 	}{
 		{name: "wins without the bridge", binary: "MZ wins v0.16.0 " + simnode.MarkerWinsNoPipe, code: exitcode.Partial,
 			stderr: []string{"check pipes", "v0.16 and later removed the named-pipe bridge", "use wins v0.15.x or earlier"}},
-		{name: "no spec.wins", code: exitcode.Usage, stderr: []string{"has no spec.wins", "samples/wins.yaml"}},
+		{name: "no spec.wins", code: exitcode.Usage, stderr: []string{"has no spec.wins", "see the wins section of 'swdt config init'"}},
 		{name: "unreachable node", hostname: "127.0.0.1:1", binary: "MZ wins", code: exitcode.Failure, stderr: []string{"winworker"}},
 		{name: "unknown subcommand", binary: "MZ wins", args: []string{"verfy"}, code: exitcode.Usage, stderr: []string{`did you mean "verify"`}},
 	}
