@@ -162,7 +162,7 @@ func TestNodeServices(t *testing.T) {
 			if tt.wins {
 				spec.Spec.Wins = &v1alpha1.WinsSpec{}
 			}
-			if got := nodeServices(&spec); !reflect.DeepEqual(got, tt.want) {
+			if got := NodeServices(&spec); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("nodeServices = %v, want %v", got, tt.want)
 			}
 		})

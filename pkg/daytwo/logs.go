@@ -60,7 +60,7 @@ type ServiceLog = ops.ServiceLogsResponse
 func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opts LogsOptions, show func(Read) error) error {
 	services := opts.Services
 	if len(services) == 0 {
-		services = nodeServices(spec)
+		services = NodeServices(spec)
 	}
 	if len(services) == 0 {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("node %s has no provisioners and no wins: name the services to show", spec.Name))
@@ -120,8 +120,9 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 	}
 }
 
-// nodeServices are the services swdt manages on a node.
-func nodeServices(spec *v1alpha1.Node) []string {
+// NodeServices are the services swdt manages on a node, as its node file
+// names them: its provisioners' and, with spec.wins, wins's.
+func NodeServices(spec *v1alpha1.Node) []string {
 	var out []string
 	for _, p := range spec.Spec.Kubernetes.Provisioners {
 		if svc := p.ServiceName(); svc != "" && !slices.Contains(out, svc) { // "": service None

@@ -39,7 +39,12 @@ func TestExec(t *testing.T) {
 		{"too long", []string{"--timeout", "1s", "winworker", "--", "timeout.exe", "/t", "30"}, exitcode.Failure, "", "ran longer than --timeout 1s and was stopped"},
 		{"unknown node", []string{"nosuch", "--", "hostname"}, exitcode.Usage, "", `has no node "nosuch"; its nodes: winworker`},
 		{"no program", []string{"winworker", "--"}, exitcode.Usage, "", "no program after --"},
-		{"no node", []string{}, exitcode.Usage, "", "swdt exec needs a node and a program"},
+		{"nothing to run", []string{}, exitcode.Usage, "", "swdt exec needs a program"},
+		{"the file's only node by default", []string{"--", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"the file's only node, no --", []string{"hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"--node", []string{"--node", "winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"--node that is not in the file", []string{"--node", "nosuch", "hostname"}, exitcode.Usage, "", `has no node "nosuch"`},
+		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "node winworker and --node other disagree"},
 		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
 	}
 	for _, tt := range tests {
@@ -130,7 +135,7 @@ func TestLogs(t *testing.T) {
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
-		for _, args := range [][]string{{"nosuch"}, {"winworker", "kubelet", "--interval", "1ms"}} {
+		for _, args := range [][]string{{"--node", "nosuch"}, {"winworker", "kubelet", "--interval", "1ms"}} {
 			if code, _, errOut := run(t, append([]string{"logs", "-c", file}, args...)...); code != exitcode.Usage {
 				t.Errorf("%v: exit %d, want %d\n%s", args, code, exitcode.Usage, errOut)
 			}
@@ -160,6 +165,27 @@ func TestLogsAbsentService(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "node winworker: rancher-wins: no such service on this node; skipped") || !strings.Contains(errOut, "kubelet (Running)") {
 		t.Errorf("stderr lacks the note about wins or kubelet's header:\n%s", errOut)
+	}
+	// The file's only node without NODE, or named by --node.
+	for _, args := range [][]string{{}, {"--node", "winworker"}} {
+		code, _, errOut = run(t, append([]string{"logs", "-c", file, "--no-color"}, args...)...)
+		if code != exitcode.OK || !strings.Contains(errOut, "node winworker: kubelet (Running)") {
+			t.Errorf("logs %v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	// Completion offers the nodes, then the node's services.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{""}, "winworker\nkubelet\ncontainerd\nrancher-wins\n:4\n"},
+		{[]string{"winworker", ""}, "kubelet\ncontainerd\nrancher-wins\n:4\n"},
+		{[]string{"winworker", "kubelet", ""}, "containerd\nrancher-wins\n:4\n"},
+	} {
+		_, out, _ := run(t, append([]string{"__complete", "logs", "-c", file}, tt.args...)...)
+		if !strings.HasPrefix(out, tt.want) {
+			t.Errorf("completion of logs %q = %q, want %q", tt.args, out, tt.want)
+		}
 	}
 	code, out, errOut = run(t, "logs", "-c", file, "-o", "json", "winworker")
 	doc := decodeJSON[logsJSON](t, out)
