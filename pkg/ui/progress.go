@@ -32,7 +32,8 @@ type Progress struct {
 	// active counts transfers whose bar is not finished; the bar container
 	// is shut down when it drops to zero so that later status lines print
 	// normally.
-	active int // stamp puts the time of day before every status line.
+	active int
+	// stamp puts the time of day before every status line.
 	stamp  bool
 }
 
