@@ -34,7 +34,7 @@ type Progress struct {
 	// normally.
 	active int
 	// stamp puts the time of day before every status line.
-	stamp  bool
+	stamp bool
 }
 
 // Timestamps starts every later status line with the time of day
