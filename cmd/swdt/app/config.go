@@ -38,8 +38,10 @@ type nodeSummary struct {
 // validateReport is `config validate -o json` output.
 type validateReport struct {
 	docMeta
-	File     string           `json:"file"`
-	Valid    bool             `json:"valid"`
+	File  string `json:"file"`
+	Valid bool   `json:"valid"`
+	// Result is passed or failed, as Valid says.
+	Result   string           `json:"result"`
 	Nodes    []nodeSummary    `json:"nodes"`
 	Warnings []config.Problem `json:"warnings"`
 	Problems []config.Problem `json:"problems"`
@@ -120,6 +122,7 @@ func newValidateReport(path string, res *config.Result, err error) validateRepor
 	if errors.As(err, &cerr) {
 		r.Problems = cerr.Problems
 	}
+	r.Result = checkResult(r.Valid)
 	return r
 }
 

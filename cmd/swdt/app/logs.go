@@ -16,7 +16,9 @@ import (
 // --follow prints a stream of them.
 type logsJSON struct {
 	docMeta
-	Node     string              `json:"node"`
+	Node string `json:"node"`
+	// Result is unchanged: reading logs changes nothing.
+	Result   string              `json:"result"`
 	Services []daytwo.ServiceLog `json:"services"`
 	// Absent are the services asked for that the node does not have.
 	Absent []string `json:"absent,omitempty"`
@@ -82,7 +84,7 @@ func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 // printLogs prints one read: with headers the first time, prefixed by the
 // service's name when there are several.
 func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
-	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Services: r.Services, Absent: r.Absent}
+	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Result: resultUnchanged, Services: r.Services, Absent: r.Absent}
 	if u.Format() == ui.FormatJSON {
 		if follow {
 			return u.JSONLine(doc)

@@ -127,7 +127,7 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 	var out, errb strings.Builder
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
 		[]string{"status", "-c", fx.config, "--cache-dir", fx.cache, "--no-color"})
-	if code != exitcode.OK || !strings.Contains(out.String(), "no service") || !strings.Contains(out.String(), "in sync") {
+	if code != exitcode.OK || !strings.Contains(out.String(), "no-service") || !strings.Contains(out.String(), "in-sync") {
 		t.Errorf("status: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }

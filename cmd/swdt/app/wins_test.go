@@ -45,9 +45,18 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 
-	code, out, errOut := run(t, "wins", "-c", file, "--deep", "-o", "json", "--settle", "100ms")
+	// A dry run says would-change, in the words of every dry run, and
+	// writes nothing.
+	code, out, errOut := run(t, "wins", "-c", file, "--dry-run", "--no-color")
+	if fields := strings.Join(strings.Fields(out), " "); code != exitcode.OK || !strings.Contains(fields, "winworker deploy would-change would install; wins.exe would-change; config would be written") {
+		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "wins", "-c", file, "--deep", "-o", "json", "--settle", "100ms")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "changed" {
+		t.Errorf("result %v, want changed", r)
 	}
 	got := decodeWinsJSON(t, out).Nodes[0]
 	if got.Deploy == nil || got.Deploy.Action != "installed" {
@@ -87,7 +96,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	}
 
 	code, out, errOut = run(t, "wins", "verify", "-c", file, "--deep", "--no-color")
-	if code != exitcode.OK || strings.Count(out, " ok ") != 4 {
+	if code != exitcode.OK || strings.Count(out, " passed ") != 4 {
 		t.Errorf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -97,6 +106,9 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	}
 	if u := decodeWinsJSON(t, out).Nodes[0].Uninstall; u == nil || !u.ServiceRemoved {
 		t.Errorf("uninstall %+v", u)
+	}
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "changed" {
+		t.Errorf("uninstall result %v, want changed", r)
 	}
 	sim := ts.Node()
 	if _, err := sim.Service(ops.WinsService); err == nil || sim.Exists(`C:\etc\rancher\wins\wins.exe`) {
