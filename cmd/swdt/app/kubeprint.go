@@ -166,6 +166,26 @@ func duration(d time.Duration) string {
 // per download and per staged file.
 type kubeObserver struct {
 	progress *ui.Progress
+
+	mu sync.Mutex
+	// busy counts the nodes being swapped now; cut is set when Ctrl-C
+	// came while one was.
+	busy int
+	cut  bool
+}
+
+// interrupted records that Ctrl-C came, and whether it cut a swap short.
+func (o *kubeObserver) interrupted() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cut = o.cut || o.busy > 0
+}
+
+// cutShort reports whether Ctrl-C came while a node was being swapped.
+func (o *kubeObserver) cutShort() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cut
 }
 
 func (o *kubeObserver) Step(node, msg string) { o.progress.Step(node, "%s", msg) }
@@ -178,7 +198,14 @@ func (o *kubeObserver) Download(what string, total int64) (func(int64), func()) 
 }
 
 func (o *kubeObserver) Node(name string) provision.NodeObserver {
-	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}}
+	o.mu.Lock()
+	o.busy++
+	o.mu.Unlock()
+	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}, done: func() {
+		o.mu.Lock()
+		o.busy--
+		o.mu.Unlock()
+	}}
 }
 
 // kubeNodeObserver shows one node's run: the plan, its steps and a
@@ -189,6 +216,8 @@ type kubeNodeObserver struct {
 
 	mu        sync.Mutex
 	transfers map[string]*ui.Transfer
+	// done tells the kubeObserver that this node's run ended.
+	done func()
 }
 
 func (o *kubeNodeObserver) Planned(plan *hotswap.Plan) {
@@ -230,5 +259,9 @@ func (o *kubeNodeObserver) End() {
 	defer o.mu.Unlock()
 	for _, t := range o.transfers {
 		t.End()
+	}
+	if o.done != nil {
+		o.done()
+		o.done = nil
 	}
 }
