@@ -122,6 +122,27 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	}
 }
 
+// A swap from wins v0.15 to v0.16, which runs without the pipes, is
+// rolled back as soon as wins has run a moment without them, not after
+// the health timeout (an hour here).
+func TestWinsV016DetectedAtOnce(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
+	if code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms"); code != exitcode.OK {
+		t.Fatalf("v0.15: exit %d\n%s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "wins.exe"), []byte("MZ wins v0.16.0 "+simnode.MarkerWinsNoPipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms", "--health-timeout", "1h")
+	if code != exitcode.Partial || !strings.Contains(errOut, "although the service has been Running for") || !strings.Contains(errOut, "use wins v0.15.x or earlier") {
+		t.Errorf("v0.16: exit %d, want %d and the missing pipe\n%s", code, exitcode.Partial, errOut)
+	}
+	if b, _ := ts.Node().ReadFile(`C:\etc\rancher\wins\wins.exe`); string(b) != "MZ rancher/wins v0.15.1\n" {
+		t.Errorf("v0.16 was not rolled back: %q", b)
+	}
+}
+
 func TestWinsCommandExitCodes(t *testing.T) {
 	ts := simnode.StartTest(t)
 	tests := []struct {
