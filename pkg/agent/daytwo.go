@@ -132,8 +132,11 @@ func serviceLogFile(w winos.OS, svc winos.Service) string {
 }
 
 // splitCommandLine splits a Windows command line into arguments by the
-// rules of CommandLineToArgvW, as far as service command lines use them:
-// white space separates, double quotes group, \" is a literal quote.
+// rules of CommandLineToArgvW, which undo what CreateService's quoting
+// (syscall.EscapeArg) did: white space separates, double quotes group,
+// 2n backslashes before a quote are n backslashes and the quote groups,
+// 2n+1 are n backslashes and a literal quote, other backslashes are
+// literal.
 func splitCommandLine(s string) []string {
 	var args []string
 	var cur strings.Builder
@@ -141,9 +144,23 @@ func splitCommandLine(s string) []string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '\\' && i+1 < len(s) && s[i+1] == '"':
-			cur.WriteByte('"')
-			i++
+		case c == '\\':
+			n := 0
+			for i < len(s) && s[i] == '\\' {
+				n++
+				i++
+			}
+			if i < len(s) && s[i] == '"' {
+				cur.WriteString(strings.Repeat(`\`, n/2))
+				if n%2 == 1 {
+					cur.WriteByte('"')
+				} else {
+					inQuotes = !inQuotes
+				}
+			} else {
+				cur.WriteString(strings.Repeat(`\`, n))
+				i--
+			}
 			started = true
 		case c == '"':
 			inQuotes = !inQuotes

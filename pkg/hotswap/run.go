@@ -166,6 +166,9 @@ type Result struct {
 	// Restarted is true when the run started or restarted the service
 	// outside the swap (after registering it, or for Item.Restart).
 	Restarted bool `json:"restarted,omitempty"`
+	// Reconfigured is true when the run changed the service's
+	// configuration to Item.Config's.
+	Reconfigured bool `json:"reconfigured,omitempty"`
 	// Detail is extra context: the plan's reason, a killed process, the
 	// service's last exit code and events.
 	Detail string `json:"detail,omitempty"`
@@ -238,7 +241,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	for i, it := range items {
 		items[i].Force = it.Force || opts.Force
 		items[i].runID = owner.RunID
-		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination)}
+		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination), Register: it.Config}
 		staged = append(staged, items[i].Staged())
 		if opts.Transfer.compresses() {
 			staged = append(staged, items[i].encoded())
@@ -317,6 +320,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if opts.DryRun {
 		return report, nil
 	}
+	reconfigure(ctx, plan, results, index, opts)
 	if len(updates) == 0 {
 		serviceSteps(ctx, n, plan, owner, results, index, opts)
 		finish(results, started)
@@ -325,6 +329,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 
 	ready, sent := stage(ctx, n, updates, found.MissingDirs, results, index, opts)
 	if len(ready) == 0 {
+		serviceSteps(ctx, n, plan, owner, results, index, opts)
 		finish(results, started)
 		return report, nil
 	}
@@ -687,6 +692,13 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 				continue
 			}
 			res.Restarted = true
+		case res.Action == ActionReconfigure:
+			// The new configuration applies from the next start.
+			if err := restart(ctx, n, it, isActive(s.Service.Status), owner, opts); err != nil {
+				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				continue
+			}
+			res.Action, res.Restarted = ActionReconfigured, true
 		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
 			if err := restart(ctx, n, it, isActive(s.Service.Status), owner, opts); err != nil {
 				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
@@ -697,11 +709,29 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 	}
 }
 
+// reconfigure brings the configuration of the services whose step found
+// drift in line with their Item.Config, before the swap, so that the swap
+// (or the restart of serviceSteps) starts them with it.
+func reconfigure(ctx context.Context, plan *Plan, results []Result, index map[string]int, opts Options) {
+	for _, s := range plan.Steps {
+		res := &results[index[s.Item.key()]]
+		if len(s.Drift) == 0 || res.Failed() {
+			continue
+		}
+		opts.Observer.Step("configuring service " + s.Item.Service + ": " + strings.Join(s.Drift, "; "))
+		if err := s.Item.Reconfigure(ctx); err != nil {
+			res.Action, res.Error, res.Detail = ActionFailed, fmt.Sprintf("configure service %s: %v", s.Item.Service, err), ""
+			continue
+		}
+		res.Reconfigured = true
+	}
+}
+
 // hasServiceSteps reports whether an item of the plan may register or
 // restart its service after the swap.
 func (p *Plan) hasServiceSteps() bool {
 	for _, s := range p.Steps {
-		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) {
+		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) || s.Action == ActionReconfigure {
 			return true
 		}
 	}

@@ -366,6 +366,13 @@ func item(n *selected, b target.Binary, src *source.File, force bool) hotswap.It
 			_, err := n.conn.RegisterService(ctx, *req)
 			return err
 		}
+		// An existing service is kept in line with register: changing
+		// kubelet's flags is an edit of the node file and a run.
+		it.Config = req
+		it.Reconfigure = func(ctx context.Context) error {
+			_, err := n.conn.ConfigureService(ctx, *req)
+			return err
+		}
 	}
 	return it
 }

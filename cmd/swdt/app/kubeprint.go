@@ -49,6 +49,11 @@ type kubeProvJSON struct {
 	// Registered is true when the run registered the service
 	// (provisioner's register).
 	Registered bool `json:"registered,omitempty"`
+	// Reconfigured is true when the run brought the service's
+	// configuration in line with the provisioner's register.
+	Reconfigured bool `json:"reconfigured,omitempty"`
+	// Drift is how the service's configuration differed from register.
+	Drift []string `json:"drift,omitempty"`
 }
 
 type kubeServiceJSON struct {
@@ -100,8 +105,11 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			n.Provisioners = append(n.Provisioners, kubeProvJSON{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 				DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
-				Error: res.Error, Detail: res.Detail, Registered: res.Registered,
+				Error: res.Error, Detail: res.Detail, Registered: res.Registered, Reconfigured: res.Reconfigured,
 			})
+			if p := r.Value.Plan; p != nil && i < len(p.Steps) {
+				n.Provisioners[len(n.Provisioners)-1].Drift = p.Steps[i].Drift
+			}
 			if dryRun {
 				step := r.Value.Plan.Steps[i]
 				row(r.Node, res.Name, dryRunAction(res.Action), step.Reason, step.Item.Destination)
@@ -136,7 +144,7 @@ const actionRestarted = "restarted"
 // dryRunAction is a dry run's action in the words every command's dry run
 // uses: would-change for what a run would swap.
 func dryRunAction(a hotswap.Action) string {
-	if a == hotswap.ActionUpdate {
+	if a == hotswap.ActionUpdate || a == hotswap.ActionReconfigure {
 		return resultWouldChange
 	}
 	return string(a)

@@ -70,6 +70,67 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 	}
 }
 
+// register keeps an existing service in line: an edit of its args, start
+// type, display name or dependencies shows in the plan and a run applies
+// it and restarts the service, without sending the binary again.
+func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	spec := func(args, display, start, deps string) string {
+		return fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: %s
+        displayName: %s
+        startType: %s
+        dependsOn: %s
+`, dest, args, display, start, deps)
+	}
+	fx.writeSpec(spec(`["-windows-service", "-v", "2", "C:\\dir with space\\"]`, "CSI Proxy", "Automatic", "[]"))
+	if code, _, errOut := fx.runJSON(); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	code, doc, errOut := fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" || len(got.Drift) > 0 {
+		t.Fatalf("a run without an edit: exit %d, %+v\n%s", code, got, errOut)
+	}
+	starts := fx.ts.State().Services["csi-proxy"].StartCount
+
+	fx.writeSpec(spec(`["-windows-service", "-v", "4"]`, "CSI Proxy 2", "Manual", "[kubelet]"))
+	code, out, errOut := fx.run(context.Background(), "--dry-run")
+	for _, want := range []string{"would-change", `args: [-windows-service -v 2 "C:\dir with space\"] -> [-windows-service -v 4]`,
+		"startType: Automatic -> Manual", `displayName: "CSI Proxy" -> "CSI Proxy 2"`, "dependsOn: [] -> [kubelet]"} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("dry run lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+	if code != exitcode.OK || fx.ts.State().Services["csi-proxy"].StartCount != starts {
+		t.Fatalf("dry run: exit %d or it restarted the service\n%s", code, errOut)
+	}
+
+	code, doc, errOut = fx.runJSON()
+	got := actions(doc)["csi-proxy"]
+	if code != exitcode.OK || got.Action != "reconfigured" || got.Result != resultChanged || !got.Reconfigured || got.BytesSent != 0 {
+		t.Fatalf("run: exit %d, %+v\n%s", code, got, errOut)
+	}
+	svc := fx.ts.State().Services["csi-proxy"]
+	if !slices.Equal(svc.Args, []string{"-windows-service", "-v", "4"}) || svc.StartType != "Manual" || svc.DisplayName != "CSI Proxy 2" ||
+		!slices.Equal(svc.Dependencies, []string{"kubelet"}) || svc.BinaryPath != dest {
+		t.Errorf("service after the run = %+v", svc)
+	}
+	if svc.StartCount != starts+1 || svc.Status != "Running" {
+		t.Errorf("the service was not restarted once: %d starts after %d, %s", svc.StartCount, starts, svc.Status)
+	}
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" {
+		t.Errorf("the run after: exit %d, %+v\n%s", code, got, errOut)
+	}
+}
+
 // Without a register section, a missing service still fails the
 // provisioner, says to add register: and, as nothing was changed, exits 1
 // (not 3, which says that something was).
