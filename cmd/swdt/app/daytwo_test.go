@@ -275,7 +275,7 @@ func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {
 		t.Errorf("the failed run changed the node")
 	}
 	code, out, errOut := run(t, "status", "-c", file)
-	if code != exitcode.OK || !strings.Contains(out, "service runs another file") ||
+	if code != exitcode.OK || !strings.Contains(out, "runs-another-file") ||
 		!strings.Contains(errOut, `service kubelet runs C:\k\kubelet.exe, not the destination C:\k\kubelet-new.exe`) {
 		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -194,7 +194,8 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 }
 
 // A service swdt registers has its health checks run on its first start:
-// one that fails is reported, not taken for a working service.
+// one that fails is reported, not taken for a working service (exit 1:
+// the run's only provisioner failed).
 func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
@@ -209,7 +210,7 @@ func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 `)
 	code, doc, errOut := fx.runJSON()
 	got := actions(doc)["csi-proxy"]
-	if code != exitcode.Partial || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
+	if code != exitcode.Failure || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
 		!strings.Contains(got.Error, "csi-proxy-filesystem-v1") {
 		t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
 	}
