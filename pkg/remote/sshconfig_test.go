@@ -200,7 +200,7 @@ func TestUnsupportedDirectivesWarnOnce(t *testing.T) {
 		t.Fatalf("warnings = %q, want exactly one", warnings)
 	}
 	w := warnings[0]
-	for _, want := range []string{conf, "Compression, IdentitiesOnly, HashKnownHosts for node", "ignored", "README"} {
+	for _, want := range []string{conf, "Compression, IdentitiesOnly, HashKnownHosts for node", "ignored", "docs/node-file.md"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
