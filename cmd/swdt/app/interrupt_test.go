@@ -101,6 +101,28 @@ func TestFirstInterruptLetsTheSwapFinish(t *testing.T) {
 	}
 }
 
+// Ctrl-C ends a --watch: with exit 0 between swaps (that is how a watch
+// ends), with 130 when it cut a swap short (the swap finishes first).
+func TestInterruptedWatchDuringASwap(t *testing.T) {
+	args, swapped := interruptCases[0].start(t, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs, errOut, done := startInterruptible(t, ctx, append(args, "--watch"))
+	cancel()
+	sigs <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != exitcode.Interrupted {
+			t.Errorf("exit %d, want %d:\n%s", code, exitcode.Interrupted, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("did not end after the swap:\n%s", errOut.String())
+	}
+	if !swapped() {
+		t.Errorf("the swap in progress did not finish:\n%s", errOut.String())
+	}
+}
+
 // The second Ctrl-C gives up on a swap that does not end (here: an op
 // that would take an hour).
 func TestSecondInterruptGivesUp(t *testing.T) {
