@@ -194,6 +194,40 @@ func TestLogsAbsentService(t *testing.T) {
 	}
 }
 
+// In a file of several nodes, logs and exec need the node: as their first
+// argument (a typo gets a suggestion) or as the one --node names.
+func TestDayTwoNodeSelection(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ts.Credentials()
+	gone.Hostname = "127.0.0.1:1"
+	if err := os.WriteFile(file, append(raw, "---\n"+nodeHeader("other", gone)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"logs"}, exitcode.Usage, "has 2 nodes: name one (first argument, or --node): winworker, other"},
+		{[]string{"logs", "winworkr"}, exitcode.Usage, `did you mean "winworker"?`},
+		{[]string{"logs", "--node", "winworker"}, exitcode.OK, "node winworker: kubelet (Running)"},
+		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "this command acts on one node, and --node names 2"},
+		{[]string{"exec", "--node", "winworker", "hostname"}, exitcode.OK, ""},
+	}
+	for _, tt := range tests {
+		args := append([]string{tt.args[0], "-c", file, "--no-color"}, tt.args[1:]...) // exec: swdt's flags first
+		code, _, errOut := run(t, args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d (want %d), stderr %q, want %q", tt.args, code, tt.code, errOut, tt.want)
+		}
+	}
+}
+
 // --follow prints each new whole line once: a line still being written
 // waits for its end, and a rotated (shorter) file is read from its start.
 func TestLogsFollow(t *testing.T) {

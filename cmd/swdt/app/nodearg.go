@@ -57,6 +57,8 @@ func (e *env) pickNodeArgs(args []string, named bool) (*v1alpha1.Node, []string,
 		}
 	case len(res.Nodes) == 1:
 		i = 0
+	case len(args) > 0:
+		return nil, nil, unknownNode(res, args[0])
 	default:
 		var names []string
 		for _, n := range res.Nodes {
