@@ -63,7 +63,7 @@ Other commands only warn about a missing local file, as they may not need
 it (swdt status without a local build); --skip-local-files checks a file
 meant for another machine, or a template, without them.`,
 		Example: "  swdt config validate -c node.yaml\n  swdt config validate -c node.yaml -o json\n" +
-			"  swdt config validate -c samples/node.yaml --skip-local-files",
+			"  swdt config validate -c template.yaml --skip-local-files",
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			opts := config.Options{Files: config.AllFiles, FilesRequired: true}
