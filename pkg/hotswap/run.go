@@ -320,8 +320,8 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if opts.DryRun {
 		return report, nil
 	}
-	reconfigure(ctx, plan, results, index, opts)
 	if len(updates) == 0 {
+		reconfigure(ctx, plan, nil, results, index, opts)
 		serviceSteps(ctx, n, plan, owner, results, index, opts)
 		finish(results, started)
 		return report, nil
@@ -329,6 +329,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 
 	ready, sent := stage(ctx, n, updates, found.MissingDirs, results, index, opts)
 	if len(ready) == 0 {
+		reconfigure(ctx, plan, nil, results, index, opts)
 		serviceSteps(ctx, n, plan, owner, results, index, opts)
 		finish(results, started)
 		return report, nil
@@ -351,6 +352,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	if err := reorder(plan, ready); err != nil {
 		return nil, err
 	}
+	reconfigure(ctx, plan, ready, results, index, opts)
 	files, down := swap(ctx, n, plan, lock, owner, ready, sent, results, index, opts)
 	report.Services = down
 	serviceSteps(ctx, n, plan, owner, results, index, opts)
@@ -710,12 +712,14 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 }
 
 // reconfigure brings the configuration of the services whose step found
-// drift in line with their Item.Config, before the swap, so that the swap
-// (or the restart of serviceSteps) starts them with it.
-func reconfigure(ctx context.Context, plan *Plan, results []Result, index map[string]int, opts Options) {
+// drift in line with their Item.Config: of those whose binary is
+// unchanged (restarted by serviceSteps), and of those about to be swapped
+// (ready), just before the swap, so that the swap starts them with it.
+func reconfigure(ctx context.Context, plan *Plan, ready []Item, results []Result, index map[string]int, opts Options) {
 	for _, s := range plan.Steps {
 		res := &results[index[s.Item.key()]]
-		if len(s.Drift) == 0 || res.Failed() {
+		swapped := slices.ContainsFunc(ready, func(it Item) bool { return it.key() == s.Item.key() })
+		if len(s.Drift) == 0 || res.Failed() || (s.Action != ActionReconfigure && !swapped) {
 			continue
 		}
 		opts.Observer.Step("configuring service " + s.Item.Service + ": " + strings.Join(s.Drift, "; "))

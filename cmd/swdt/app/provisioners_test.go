@@ -129,6 +129,20 @@ func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
 	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" {
 		t.Errorf("the run after: exit %d, %+v\n%s", code, got, errOut)
 	}
+
+	// A rebuild and an edit together: the service is configured before
+	// the swap, whose one restart starts the new binary with the new args.
+	starts = fx.ts.State().Services["csi-proxy"].StartCount
+	fx.writeSource("csi-proxy", "MZ csi-proxy v2\n")
+	fx.writeSpec(spec(`["-windows-service", "-v", "5"]`, "CSI Proxy 2", "Manual", "[kubelet]"))
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "updated" || !got.Reconfigured {
+		t.Fatalf("rebuild and edit: exit %d, %+v\n%s", code, got, errOut)
+	}
+	svc = fx.ts.State().Services["csi-proxy"]
+	if !slices.Equal(svc.Args, []string{"-windows-service", "-v", "5"}) || svc.StartCount != starts+1 || fx.content(dest) != "MZ csi-proxy v2\n" {
+		t.Errorf("after the rebuild and edit: args %q, %d starts after %d, %q", svc.Args, svc.StartCount, starts, fx.content(dest))
+	}
 }
 
 // Without a register section, a missing service still fails the
