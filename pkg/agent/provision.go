@@ -111,9 +111,9 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		}
 		if drift := serviceDrift(svc, *t.Register); len(drift) > 0 {
 			if resp.Drift == nil {
-				resp.Drift = map[int][]string{}
+				resp.Drift, resp.Current = map[int][]string{}, map[int]ops.ServiceRegisterRequest{}
 			}
-			resp.Drift[i] = drift
+			resp.Drift[i], resp.Current[i] = drift, currentConfig(svc)
 		}
 	}
 	lock, err := lockRead(w)

@@ -37,6 +37,17 @@ func serviceDrift(svc winos.Service, want ops.ServiceRegisterRequest) []string {
 	return drift
 }
 
+// currentConfig is a service's configuration as a register request, to
+// put it back: its program and arguments, start type, display name and
+// dependencies.
+func currentConfig(svc winos.Service) ops.ServiceRegisterRequest {
+	req := ops.ServiceRegisterRequest{Name: svc.Name, DisplayName: svc.DisplayName, StartType: svc.StartType, DependsOn: svc.Dependencies}
+	if argv := splitCommandLine(svc.CommandLine); len(argv) > 0 {
+		req.Program, req.Args = argv[0], argv[1:]
+	}
+	return req
+}
+
 // serviceConfigure brings an existing service's configuration in line
 // with a provisioner's register (service-configure): the command line
 // runs req.Program with req.Args, the start type, display name and

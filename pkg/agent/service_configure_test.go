@@ -54,6 +54,10 @@ func TestServiceConfigure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if cur := inspect.Current[0]; !slices.Equal(cur.Args, before.Args) || !strings.EqualFold(cur.Program, before.BinaryPath) ||
+				cur.StartType != string(before.StartType) || cur.DisplayName != before.DisplayName || !slices.Equal(cur.DependsOn, before.Dependencies) {
+				t.Errorf("inspect's current configuration %+v, want the service's %+v", cur, before)
+			}
 			if !slices.Equal(resp.Changed, inspect.Drift[0]) || len(resp.Changed) != 3 {
 				t.Errorf("changed %q, inspect's drift %q", resp.Changed, inspect.Drift[0])
 			}

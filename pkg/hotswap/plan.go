@@ -52,7 +52,7 @@ type Item struct {
 	// how (Step.Drift) and a run applies it with Reconfigure before the
 	// swap, then restarts the service if the swap does not.
 	Config      *ops.ServiceRegisterRequest
-	Reconfigure func(ctx context.Context) error
+	Reconfigure func(ctx context.Context, req ops.ServiceRegisterRequest) error
 
 	// runID is the run's, set by Run: staged names are unique per run.
 	runID string
@@ -99,7 +99,10 @@ type Step struct {
 	Service ops.ServiceInfo
 	// Drift says how the service's configuration differs from
 	// Item.Config ("args: [--v=2] -> [--v=4]"); empty when it does not.
-	Drift []string
+	// Previous is the configuration it has now, put back when the service
+	// does not come up with the new one.
+	Drift    []string
+	Previous *ops.ServiceRegisterRequest
 }
 
 // Plan is what a run will do.
@@ -207,6 +210,9 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		}
 		if drift := inspect.Drift[i]; len(drift) > 0 && step.Service.Exists && it.Reconfigure != nil && step.Action != ActionFailed {
 			step.Drift = drift
+			if prev, ok := inspect.Current[i]; ok {
+				step.Previous = &prev
+			}
 			why := "service config differs: " + strings.Join(drift, "; ")
 			if step.Action == ActionUnchanged {
 				step.Action, step.Reason = ActionReconfigure, why

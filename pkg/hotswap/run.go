@@ -355,6 +355,12 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	reconfigure(ctx, plan, ready, results, index, opts)
 	files, down := swap(ctx, n, plan, lock, owner, ready, sent, results, index, opts)
 	report.Services = down
+	for _, s := range plan.Steps {
+		// The old binary was put back, with the new configuration still.
+		if res := &results[index[s.Item.key()]]; res.Failed() {
+			restoreConfig(ctx, n, s, res, owner, opts)
+		}
+	}
 	serviceSteps(ctx, n, plan, owner, results, index, opts)
 	for _, it := range ready {
 		// A rename keeps size and time: the destination is now what the
@@ -698,6 +704,7 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 			// The new configuration applies from the next start.
 			if err := restart(ctx, n, it, isActive(s.Service.Status), owner, opts); err != nil {
 				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				restoreConfig(ctx, n, s, res, owner, opts)
 				continue
 			}
 			res.Action, res.Restarted = ActionReconfigured, true
@@ -709,6 +716,30 @@ func serviceSteps(ctx context.Context, n Node, plan *Plan, owner ops.LockOwner, 
 			res.Restarted = true
 		}
 	}
+}
+
+// restoreConfig puts back the configuration a service had before the run
+// changed it, after the service did not come up with the new one (its
+// binary, if swapped, was rolled back already), and starts it again. An
+// item whose only change was its configuration is then rolled back.
+func restoreConfig(ctx context.Context, n Node, s Step, res *Result, owner ops.LockOwner, opts Options) {
+	if !res.Reconfigured || s.Previous == nil {
+		return
+	}
+	opts.Observer.Step("putting back the configuration of service " + s.Item.Service)
+	err := s.Item.Reconfigure(ctx, *s.Previous)
+	if err == nil {
+		err = restart(ctx, n, s.Item, true, owner, opts)
+	}
+	if err != nil {
+		res.Error += "; putting back its previous configuration failed too: " + err.Error()
+		return
+	}
+	if res.Action == ActionFailed && s.Action == ActionReconfigure {
+		res.Action = ActionRolledBack
+	}
+	res.Reconfigured = false
+	res.Error += "; its previous configuration was put back and it runs again"
 }
 
 // reconfigure brings the configuration of the services whose step found
@@ -723,7 +754,7 @@ func reconfigure(ctx context.Context, plan *Plan, ready []Item, results []Result
 			continue
 		}
 		opts.Observer.Step("configuring service " + s.Item.Service + ": " + strings.Join(s.Drift, "; "))
-		if err := s.Item.Reconfigure(ctx); err != nil {
+		if err := s.Item.Reconfigure(ctx, *s.Item.Config); err != nil {
 			res.Action, res.Error, res.Detail = ActionFailed, fmt.Sprintf("configure service %s: %v", s.Item.Service, err), ""
 			continue
 		}
@@ -731,11 +762,13 @@ func reconfigure(ctx context.Context, plan *Plan, ready []Item, results []Result
 	}
 }
 
-// hasServiceSteps reports whether an item of the plan may register or
-// restart its service after the swap.
+// hasServiceSteps reports whether an item of the plan may register,
+// reconfigure or restart its service after the swap.
 func (p *Plan) hasServiceSteps() bool {
 	for _, s := range p.Steps {
-		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) || s.Action == ActionReconfigure {
+		// A service whose configuration a run changes may need it put
+		// back and the service restarted after the swap.
+		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) || len(s.Drift) > 0 {
 			return true
 		}
 	}

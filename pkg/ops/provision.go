@@ -122,6 +122,10 @@ type ProvisionInspectResponse struct {
 	// Register, the differences ("args: [--v=2] -> [--v=4]"), by the
 	// target's index in the request.
 	Drift map[int][]string `json:"drift,omitempty"`
+	// Current is, for each target in Drift, the service's configuration
+	// as it is now, as a register request: what a run restores when the
+	// service does not come up with the new one.
+	Current map[int]ServiceRegisterRequest `json:"current,omitempty"`
 }
 
 // FilesRemoveRequest lists files to delete; missing files are not an error.

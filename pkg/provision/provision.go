@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -369,8 +370,8 @@ func item(n *selected, b target.Binary, src *source.File, force bool) hotswap.It
 		// An existing service is kept in line with register: changing
 		// kubelet's flags is an edit of the node file and a run.
 		it.Config = req
-		it.Reconfigure = func(ctx context.Context) error {
-			_, err := n.conn.ConfigureService(ctx, *req)
+		it.Reconfigure = func(ctx context.Context, req ops.ServiceRegisterRequest) error {
+			_, err := n.conn.ConfigureService(ctx, req)
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
 // A provisioner that registers its own service (csi-proxy, which no
@@ -142,6 +143,51 @@ func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
 	svc = fx.ts.State().Services["csi-proxy"]
 	if !slices.Equal(svc.Args, []string{"-windows-service", "-v", "5"}) || svc.StartCount != starts+1 || fx.content(dest) != "MZ csi-proxy v2\n" {
 		t.Errorf("after the rebuild and edit: args %q, %d starts after %d, %q", svc.Args, svc.StartCount, starts, fx.content(dest))
+	}
+}
+
+// A service that does not come up with its new configuration (a flag the
+// program rejects) gets its previous one back and runs again, whether
+// only the configuration changed or the binary too (then rolled back).
+func TestKubernetesRegisterPutsTheConfigurationBack(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	spec := func(args string) string {
+		return fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: %s
+`, dest, args)
+	}
+	fx.writeSpec(spec(`["-v", "2"]`))
+	if code, _, errOut := fx.runJSON(); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	for _, tt := range []struct {
+		name    string
+		rebuild bool
+	}{{"configuration only", false}, {"with a rebuild", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.rebuild {
+				fx.writeSource("csi-proxy", "MZ csi-proxy v2\n")
+			}
+			fx.writeSpec(spec(`["-v", "4", "` + simnode.MarkerCrashOnStart + `"]`))
+			code, doc, errOut := fx.runJSON()
+			got := actions(doc)["csi-proxy"]
+			if code != exitcode.Failure || got.Result == resultChanged || !strings.Contains(got.Error, "its previous configuration was put back and it runs again") ||
+				!tt.rebuild && got.Action != "rolled-back" {
+				t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
+			}
+			svc := fx.ts.State().Services["csi-proxy"]
+			if !slices.Equal(svc.Args, []string{"-v", "2"}) || svc.Status != "Running" || fx.content(dest) != "MZ csi-proxy v1\n" {
+				t.Errorf("service %+v, binary %q: want the old args and binary, Running", svc, fx.content(dest))
+			}
+			fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+		})
 	}
 }
 
