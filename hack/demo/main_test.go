@@ -38,8 +38,8 @@ func TestDemo(t *testing.T) {
 		"chocolatey       changed  installed Chocolatey 2.2.2",
 		"kubelet      updated",
 		"kube-proxy   unchanged",
-		"get-version  ok",
-		"deep         ok",
+		"get-version  passed",
+		"deep         passed",
 		"simnode stopped.",
 	}
 	// The swdt vm part runs when libvirtd is installed, and says so when

@@ -63,7 +63,7 @@ func serviceLogs(ctx context.Context, w winos.OS, req ops.ServiceLogsRequest) (o
 	if err != nil {
 		return ops.ServiceLogsResponse{}, err
 	}
-	resp := ops.ServiceLogsResponse{Service: svc.Name, Status: string(svc.Status), Now: time.Now().UTC(), Lines: []string{}, Events: []string{}}
+	resp := ops.ServiceLogsResponse{Service: svc.Name, Status: string(svc.Status), Now: time.Now().UTC(), Lines: []string{}, Events: []ops.ServiceEvent{}}
 	resp.LogFile = serviceLogFile(w, svc)
 	if resp.LogFile != "" {
 		lines, offset, err := readLog(w, resp.LogFile, req.Offset, min(max(req.Lines, 0), maxLogLines))
@@ -85,10 +85,24 @@ func serviceLogs(ctx context.Context, w winos.OS, req ops.ServiceLogsRequest) (o
 			resp.EventsError = err.Error()
 		} else {
 			slices.Reverse(events) // oldest first, as a log reads
-			resp.Events = append(resp.Events, events...)
+			for _, e := range events {
+				resp.Events = append(resp.Events, serviceEvent(e))
+			}
 		}
 	}
 	return resp, nil
+}
+
+// serviceEvent splits an event line of winos.OS.ServiceEvents, its time
+// (round-trip format) then a space then the message, into its parts; a
+// line without a time is all message.
+func serviceEvent(line string) ops.ServiceEvent {
+	if stamp, msg, ok := strings.Cut(line, " "); ok {
+		if t, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			return ops.ServiceEvent{Time: t.UTC(), Message: msg}
+		}
+	}
+	return ops.ServiceEvent{Message: line}
 }
 
 // serviceLogFile is the file a service logs to: the --log-file (or
@@ -118,8 +132,11 @@ func serviceLogFile(w winos.OS, svc winos.Service) string {
 }
 
 // splitCommandLine splits a Windows command line into arguments by the
-// rules of CommandLineToArgvW, as far as service command lines use them:
-// white space separates, double quotes group, \" is a literal quote.
+// rules of CommandLineToArgvW, which undo what CreateService's quoting
+// (syscall.EscapeArg) did: white space separates, double quotes group,
+// 2n backslashes before a quote are n backslashes and the quote groups,
+// 2n+1 are n backslashes and a literal quote, other backslashes are
+// literal.
 func splitCommandLine(s string) []string {
 	var args []string
 	var cur strings.Builder
@@ -127,9 +144,23 @@ func splitCommandLine(s string) []string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '\\' && i+1 < len(s) && s[i+1] == '"':
-			cur.WriteByte('"')
-			i++
+		case c == '\\':
+			n := 0
+			for i < len(s) && s[i] == '\\' {
+				n++
+				i++
+			}
+			if i < len(s) && s[i] == '"' {
+				cur.WriteString(strings.Repeat(`\`, n/2))
+				if n%2 == 1 {
+					cur.WriteByte('"')
+				} else {
+					inQuotes = !inQuotes
+				}
+			} else {
+				cur.WriteString(strings.Repeat(`\`, n))
+				i--
+			}
 			started = true
 		case c == '"':
 			inQuotes = !inQuotes

@@ -17,6 +17,10 @@ func TestSplitCommandLine(t *testing.T) {
 		{`"C:\Program Files\containerd\containerd.exe"  --log-file "C:\log dir\c.log"`, []string{`C:\Program Files\containerd\containerd.exe`, "--log-file", `C:\log dir\c.log`}},
 		{`a.exe --x="a b" ""`, []string{"a.exe", "--x=a b", ""}},
 		{`a.exe say\"hi\"`, []string{"a.exe", `say"hi"`}},
+		// What syscall.EscapeArg makes of a trailing backslash, of
+		// backslashes before a quote and of backslashes elsewhere.
+		{`a.exe "C:\dir with space\\" x`, []string{"a.exe", `C:\dir with space\`, "x"}},
+		{`a.exe a\\\"b C:\k\x.log`, []string{"a.exe", `a\"b`, `C:\k\x.log`}},
 		{"", nil},
 	}
 	for _, tt := range tests {

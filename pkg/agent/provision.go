@@ -21,6 +21,7 @@ var provisionOps = []entry{
 	handle(ops.ServiceSwap, serviceSwap),
 	handle(ops.SwapRecover, swapRecover),
 	handle(ops.ServiceRegister, serviceRegister),
+	handle(ops.ServiceConfigure, serviceConfigure),
 }
 
 // provisionInspect reads what the plan needs in one round trip: each
@@ -96,6 +97,24 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 			DependsOn:  provisionNonNil(svc.Dependencies),
 			Dependents: provisionNonNil(dependents),
 		})
+	}
+	for i, t := range req.Targets {
+		if t.Register == nil || t.Service == "" {
+			continue
+		}
+		svc, err := w.Service(t.Service)
+		if errors.Is(err, winos.ErrServiceDoesNotExist) {
+			continue // registered by the run
+		}
+		if err != nil {
+			return resp, fmt.Errorf("read service %s: %w", t.Service, err)
+		}
+		if drift := serviceDrift(svc, *t.Register); len(drift) > 0 {
+			if resp.Drift == nil {
+				resp.Drift, resp.Current = map[int][]string{}, map[int]ops.ServiceRegisterRequest{}
+			}
+			resp.Drift[i], resp.Current[i] = drift, currentConfig(svc)
+		}
 	}
 	lock, err := lockRead(w)
 	if err != nil {

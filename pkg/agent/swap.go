@@ -318,7 +318,7 @@ func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[st
 			continue
 		}
 		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(byService[key]) == 0 {
-			failure, err := s.health(ctx, checks)
+			failure, err := s.health(ctx, name, checks)
 			if err != nil {
 				return err
 			}
@@ -331,7 +331,7 @@ func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[st
 			if results[i].Result != ops.SwapResultSwapped {
 				continue
 			}
-			failure, err := s.health(ctx, s.req.Items[i].HealthChecks)
+			failure, err := s.health(ctx, name, s.req.Items[i].HealthChecks)
 			if err != nil {
 				return err
 			}
@@ -748,25 +748,31 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 	return again, nil
 }
 
-// health runs checks until all pass or the health timeout runs out: ""
-// when they passed, else the last failure. Only the end of ctx is an
-// error.
-func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (string, error) {
+// health runs the checks of service until all pass or the health
+// timeout runs out: "" when they passed, else the last failure. A wins
+// pipe still missing once the service has been Running for
+// winsPipeGrace fails at once: wins v0.16 and later never create it.
+// Only the end of ctx is an error.
+func (s *swapRun) health(ctx context.Context, service string, checks []ops.HealthCheckSpec) (string, error) {
 	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
 	for {
 		failure := ""
+		var failed ops.HealthCheckSpec
 		for _, c := range checks {
 			f, err := s.healthCheck(ctx, c)
 			if err != nil {
 				return "", err
 			}
 			if f != "" {
-				failure = f
+				failure, failed = f, c
 				break
 			}
 		}
 		if failure == "" || !time.Now().Before(deadline) {
 			return failure, nil
+		}
+		if up, ok := s.runningAt[strings.ToLower(service)]; ok && isWinsPipe(failed.NamedPipe) && time.Since(s.started)-up >= winsPipeGrace {
+			return fmt.Sprintf("%s although the service has been Running for %s", failure, (time.Since(s.started) - up).Round(100*time.Millisecond)), nil
 		}
 		if err := sleep(ctx, swapHealthPoll); err != nil {
 			return "", err
@@ -803,6 +809,19 @@ func (s *swapRun) healthCheck(ctx context.Context, c ops.HealthCheckSpec) (strin
 		return s.runCheck(ctx, c.Command)
 	}
 	return "empty health check", nil
+}
+
+// winsPipeGrace is how long wins may run before its pipes must exist:
+// v0.15 creates them within milliseconds of starting.
+const winsPipeGrace = time.Second
+
+// isWinsPipe reports whether pipe (with or without \\.\pipe\) is one
+// of the pipes of wins's bridge.
+func isWinsPipe(pipe string) bool {
+	if len(pipe) > len(swapPipePrefix) && strings.EqualFold(pipe[:len(swapPipePrefix)], swapPipePrefix) {
+		pipe = pipe[len(swapPipePrefix):]
+	}
+	return strings.EqualFold(pipe, ops.WinsPipe) || strings.EqualFold(pipe, ops.WinsProxyPipe)
 }
 
 // swapPipePrefix is where named pipes live.

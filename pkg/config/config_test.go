@@ -36,6 +36,13 @@ func TestLoadInvalid(t *testing.T) {
 		{"missing-apiversion.yaml", []want{{1, "", "apiVersion is missing: set apiVersion: windows.k8s.io/v1alpha1"}}},
 		{"wrong-apiversion.yaml", []want{{1, "", `apiVersion "windows.k8s.io/v1" is not supported: use windows.k8s.io/v1alpha1`}}},
 		{"missing-kind.yaml", []want{{1, "", "kind is missing"}}},
+		// A wrong apiVersion or kind does not hide the file's other
+		// problems: the document is read as this version's Node.
+		{"wrong-apiversion-and-hostname.yaml", []want{
+			{1, "", `apiVersion "windows.k8s.io/v1" is not supported: use windows.k8s.io/v1alpha1`},
+			{2, "", `kind "Nodes" is not supported: use Node or NodeList`},
+			{7, "spec.credentials.hostname", "port must be a number from 1 to 65535"},
+		}},
 		{"wrong-kind.yaml", []want{{2, "", `kind "Pod" is not supported: use Node or NodeList`}}},
 		{"unknown-field.yaml", []want{
 			{6, "spec.credentials.Username", `unknown field "Username": did you mean "username"?`},

@@ -139,33 +139,49 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 // document checks apiVersion and kind, then strictly decodes one document
-// into its nodes. A document whose apiVersion or kind is wrong yields no
-// node: what its fields mean is unknown.
+// into its nodes. A wrong or missing apiVersion or kind is a problem, and
+// the document is still decoded as this version's Node (or NodeList, when
+// it has items), so that the file's other problems are reported with it.
 func (d *decoder) document(root *yaml.Node) ([]v1alpha1.Node, []nodeSource) {
-	fail := func(line int, format string, args ...any) ([]v1alpha1.Node, []nodeSource) {
+	fail := func(line int, format string, args ...any) {
 		d.problems = append(d.problems, Problem{File: d.file, Line: line, Message: fmt.Sprintf(format, args...)})
-		return nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return fail(root.Line, "expected a Node or NodeList document (a mapping with apiVersion and kind), found %s", describe(root))
+		fail(root.Line, "expected a Node or NodeList document (a mapping with apiVersion and kind), found %s", describe(root))
+		return nil, nil
 	}
 	want := v1alpha1.SchemeGroupVersion.String()
 	apiVersion, kind := mappingValue(root, "apiVersion"), mappingValue(root, "kind")
 	switch {
 	case apiVersion == nil:
-		return fail(root.Line, "apiVersion is missing: set apiVersion: %s", want)
+		fail(root.Line, "apiVersion is missing: set apiVersion: %s", want)
 	case apiVersion.Value != want:
-		return fail(apiVersion.Line, "apiVersion %q is not supported: use %s", apiVersion.Value, want)
+		fail(apiVersion.Line, "apiVersion %q is not supported: use %s", apiVersion.Value, want)
+	}
+	docKind := v1alpha1.KindNode
+	if mappingValue(root, "items") != nil {
+		docKind = v1alpha1.KindNodeList
+	}
+	switch {
 	case kind == nil:
-		return fail(root.Line, "kind is missing: set kind: %s or %s", v1alpha1.KindNode, v1alpha1.KindNodeList)
+		fail(root.Line, "kind is missing: set kind: %s or %s", v1alpha1.KindNode, v1alpha1.KindNodeList)
 	case kind.Value != v1alpha1.KindNode && kind.Value != v1alpha1.KindNodeList:
-		return fail(kind.Line, "kind %q is not supported: use %s or %s", kind.Value, v1alpha1.KindNode, v1alpha1.KindNodeList)
+		fail(kind.Line, "kind %q is not supported: use %s or %s", kind.Value, v1alpha1.KindNode, v1alpha1.KindNodeList)
+	default:
+		docKind = kind.Value
+	}
+	if apiVersion != nil {
+		apiVersion.Value = want // reported above; the rest decodes as this version
+	}
+	if kind != nil {
+		kind.Value = docKind
 	}
 
 	wrapSingleHealthChecks(root)
-	if kind.Value == v1alpha1.KindNode {
+	if docKind == v1alpha1.KindNode {
 		var n v1alpha1.Node
 		d.decode(root, &n)
+		n.APIVersion, n.Kind = want, v1alpha1.KindNode
 		return []v1alpha1.Node{n}, []nodeSource{{root: root, dec: d}}
 	}
 	var l v1alpha1.NodeList

@@ -18,15 +18,14 @@ import (
 )
 
 // simNode starts a simulated node and returns its spec and a connector
-// that counts the connections it makes. Its passwordEnv is empty, so
-// every connection warns.
+// that counts the connections it makes. Its host key policy is
+// insecure, so every connection warns.
 func simNode(t *testing.T) (*v1alpha1.Node, fleet.Connector, *int) {
 	t.Helper()
 	ts := simnode.StartTest(t)
 	spec := &v1alpha1.Node{}
 	spec.Name, spec.Spec.Credentials = "win", ts.Credentials()
-	spec.Spec.Credentials.PasswordEnv = "SWDT_DAYTWO_TEST_PASSWORD"
-	t.Setenv(spec.Spec.Credentials.PasswordEnv, "")
+	spec.Spec.Credentials.HostKeyPolicy = v1alpha1.HostKeyPolicyInsecure
 	connects := 0
 	return spec, func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
 		connects++
@@ -73,8 +72,8 @@ func TestExec(t *testing.T) {
 			if err != nil && tt.connect == nil && !strings.HasPrefix(err.Error(), "node win: ") {
 				t.Errorf("error %q does not name the node", err)
 			}
-			if tt.connect == nil && (len(warnings) == 0 || !strings.HasPrefix(warnings[0], "node win: SWDT_DAYTWO_TEST_PASSWORD")) {
-				t.Errorf("warnings %q, want the empty passwordEnv's, naming the node", warnings)
+			if tt.connect == nil && (len(warnings) == 0 || !strings.HasPrefix(warnings[0], "node win: ") || !strings.Contains(warnings[0], "not verifying the host key")) {
+				t.Errorf("warnings %q, want the insecure policy's, naming the node", warnings)
 			}
 			if code != tt.code || stdout.String() != tt.out {
 				t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout.String(), tt.code, tt.out)
@@ -103,7 +102,9 @@ func TestLogs(t *testing.T) {
 			services: []string{"kubelet"}},
 		{name: "no service to name", spec: &bare, err: "node win has no provisioners and no wins", code: exitcode.Usage},
 		{name: "a service the node does not have", spec: spec, opts: LogsOptions{Services: []string{"nosuch"}},
-			err: "node win: read the log of nosuch", code: exitcode.Failure},
+			err: "node win has no service nosuch", code: exitcode.Failure},
+		{name: "an absent service among others", spec: spec, opts: LogsOptions{Services: []string{"nosuch", "kubelet"}}, reads: 1,
+			services: []string{"kubelet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestNodeServices(t *testing.T) {
 			if tt.wins {
 				spec.Spec.Wins = &v1alpha1.WinsSpec{}
 			}
-			if got := nodeServices(&spec); !reflect.DeepEqual(got, tt.want) {
+			if got := NodeServices(&spec); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("nodeServices = %v, want %v", got, tt.want)
 			}
 		})

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -42,6 +44,9 @@ type Read struct {
 	First bool
 	// Services are the logs, one per service, in the order asked.
 	Services []ServiceLog
+	// Absent are the services asked for that do not exist on the node
+	// (found by the first read; the others skip them).
+	Absent []string
 }
 
 // ServiceLog is one service's log as read now: the agent's answer, whose
@@ -55,7 +60,7 @@ type ServiceLog = ops.ServiceLogsResponse
 func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opts LogsOptions, show func(Read) error) error {
 	services := opts.Services
 	if len(services) == 0 {
-		services = nodeServices(spec)
+		services = NodeServices(spec)
 	}
 	if len(services) == 0 {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("node %s has no provisioners and no wins: name the services to show", spec.Name))
@@ -73,12 +78,20 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 	since := time.Now().Add(-opts.Since)
 	for first := true; ; first = false {
 		read := Read{Node: spec.Name, First: first}
+		present := reqs[:0]
 		for i := range reqs {
 			if first {
 				reqs[i].Since = since
 			}
 			resp, err := n.ServiceLogs(ctx, reqs[i])
-			if err != nil {
+			var oe *node.OpError
+			switch {
+			case first && errors.As(err, &oe) && oe.Kind == "not-found":
+				// One service missing (wins named in the file but not
+				// deployed yet) must not hide the others' logs.
+				read.Absent = append(read.Absent, reqs[i].Service)
+				continue
+			case err != nil:
 				if opts.Follow && errors.Is(err, context.Canceled) {
 					return nil
 				}
@@ -86,6 +99,12 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 			}
 			reqs[i].Offset, reqs[i].Since = resp.Offset, resp.Now
 			read.Services = append(read.Services, resp)
+			present = append(present, reqs[i])
+		}
+		reqs = present
+		if len(reqs) == 0 {
+			return fmt.Errorf("node %s has no service %s: check the names with 'swdt status', or deploy them first",
+				spec.Name, strings.Join(read.Absent, ", "))
 		}
 		if err := show(read); err != nil {
 			return err
@@ -101,8 +120,9 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 	}
 }
 
-// nodeServices are the services swdt manages on a node.
-func nodeServices(spec *v1alpha1.Node) []string {
+// NodeServices are the services swdt manages on a node, as its node file
+// names them: its provisioners' and, with spec.wins, wins's.
+func NodeServices(spec *v1alpha1.Node) []string {
 	var out []string
 	for _, p := range spec.Spec.Kubernetes.Provisioners {
 		if svc := p.ServiceName(); svc != "" && !slices.Contains(out, svc) { // "": service None

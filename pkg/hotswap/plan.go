@@ -47,6 +47,12 @@ type Item struct {
 	// service (HealthChecks run after a swap). pkg/wins leaves them empty:
 	// its verification report checks the bridge after every deploy.
 	StartChecks []ops.HealthCheckSpec
+	// Config is the service's configuration as the node file wants it
+	// (register:). When the existing service's differs, the plan says
+	// how (Step.Drift) and a run applies it with Reconfigure before the
+	// swap, then restarts the service if the swap does not.
+	Config      *ops.ServiceRegisterRequest
+	Reconfigure func(ctx context.Context, req ops.ServiceRegisterRequest) error
 
 	// runID is the run's, set by Run: staged names are unique per run.
 	runID string
@@ -73,6 +79,11 @@ const (
 	ActionUpdated    Action = "updated"
 	ActionRolledBack Action = "rolled-back"
 	ActionFailed     Action = "failed"
+	// ActionReconfigure: the binary is unchanged but the service's
+	// configuration differs from Item.Config; ActionReconfigured once the
+	// run changed it and restarted the service.
+	ActionReconfigure  Action = "reconfigure"
+	ActionReconfigured Action = "reconfigured"
 )
 
 // Step is the plan for one item.
@@ -86,6 +97,12 @@ type Step struct {
 	Current ops.FileInfo
 	// Service is the state of the item's service now.
 	Service ops.ServiceInfo
+	// Drift says how the service's configuration differs from
+	// Item.Config ("args: [--v=2] -> [--v=4]"); empty when it does not.
+	// Previous is the configuration it has now, put back when the service
+	// does not come up with the new one.
+	Drift    []string
+	Previous *ops.ServiceRegisterRequest
 }
 
 // Plan is what a run will do.
@@ -170,7 +187,7 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256; service not registered"
 		case !step.Service.Exists:
 			step.Action = ActionFailed
-			step.Reason = fmt.Sprintf("service %q is not registered on the node; register it first, e.g. New-Service -Name %s -BinaryPathName '%s' -StartupType Automatic", it.Service, it.Service, it.Destination)
+			step.Reason = fmt.Sprintf("service %q is not registered on the node; nothing was changed: add register: (args, startType) to provisioner %s in the node file and swdt creates the service to run %s", it.Service, it.Name, it.Destination)
 		case step.Service.StartType == "Disabled":
 			step.Action = ActionFailed
 			step.Reason = fmt.Sprintf("service %q is disabled; enable it with Set-Service -Name %s -StartupType Automatic", it.Service, it.Service)
@@ -190,6 +207,18 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Action, step.Reason = ActionUpdate, "same content, forced"
 		default:
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256"
+		}
+		if drift := inspect.Drift[i]; len(drift) > 0 && step.Service.Exists && it.Reconfigure != nil && step.Action != ActionFailed {
+			step.Drift = drift
+			if prev, ok := inspect.Current[i]; ok {
+				step.Previous = &prev
+			}
+			why := "service config differs: " + strings.Join(drift, "; ")
+			if step.Action == ActionUnchanged {
+				step.Action, step.Reason = ActionReconfigure, why
+			} else {
+				step.Reason += "; " + why
+			}
 		}
 		if step.Action == ActionUpdate && step.Service.Exists {
 			// Several provisioners may feed one service: one stop and

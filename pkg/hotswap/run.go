@@ -163,6 +163,9 @@ type Result struct {
 	// Restarted is true when the run started or restarted the service
 	// outside the swap (after registering it, or for Item.Restart).
 	Restarted bool `json:"restarted,omitempty"`
+	// Reconfigured is true when the run changed the service's
+	// configuration to Item.Config's.
+	Reconfigured bool `json:"reconfigured,omitempty"`
 	// Detail is extra context: the plan's reason, a killed process, the
 	// service's last exit code and events.
 	Detail string `json:"detail,omitempty"`
@@ -235,7 +238,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	for i, it := range items {
 		items[i].Force = it.Force || opts.Force
 		items[i].runID = owner.RunID
-		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination)}
+		targets[i] = ops.ProvisionTarget{Service: it.Service, Destination: it.Destination, Known: opts.Hashes.Known(it.Destination), Register: it.Config}
 		staged = append(staged, items[i].Staged())
 		if opts.Transfer.compresses() {
 			staged = append(staged, items[i].encoded())

@@ -61,12 +61,15 @@ func (r *swapRun) result(it Item) *Result { return &r.results[r.index[it.key()]]
 func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDowntime, error) {
 	updates := r.plan.Updates()
 	if len(updates) == 0 {
+		r.reconfigure(ctx, nil)
 		r.serviceSteps(ctx)
 		r.finish()
 		return nil, nil
 	}
 	ready := r.stage(ctx, updates, missingDirs)
 	if len(ready) == 0 {
+		r.reconfigure(ctx, nil)
+		r.serviceSteps(ctx)
 		r.finish()
 		return nil, nil
 	}
@@ -86,7 +89,14 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 	if err := reorder(r.plan, ready); err != nil {
 		return nil, err
 	}
+	r.reconfigure(ctx, ready)
 	files, down := r.swap(ctx, ready)
+	for _, st := range r.plan.Steps {
+		// The old binary was put back, with the new configuration still.
+		if res := r.result(st.Item); res.Failed() {
+			r.restoreConfig(ctx, st, res)
+		}
+	}
 	r.serviceSteps(ctx)
 	for _, it := range ready {
 		// A rename keeps size and time: the destination is now what the
@@ -319,6 +329,14 @@ func (r *swapRun) serviceSteps(ctx context.Context) {
 				continue
 			}
 			res.Restarted = true
+		case res.Action == ActionReconfigure:
+			// The new configuration applies from the next start.
+			if err := r.restart(ctx, it, isActive(s.Service.Status)); err != nil {
+				r.fail(it, err.Error())
+				r.restoreConfig(ctx, s, res)
+				continue
+			}
+			res.Action, res.Restarted = ActionReconfigured, true
 		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
 			if err := r.restart(ctx, it, isActive(s.Service.Status)); err != nil {
 				r.fail(it, err.Error())
@@ -329,11 +347,57 @@ func (r *swapRun) serviceSteps(ctx context.Context) {
 	}
 }
 
-// hasServiceSteps reports whether an item of the plan may register or
-// restart its service after the swap.
+// restoreConfig puts back the configuration a service had before the run
+// changed it, after the service did not come up with the new one (its
+// binary, if swapped, was rolled back already), and starts it again. An
+// item whose only change was its configuration is then rolled back.
+func (r *swapRun) restoreConfig(ctx context.Context, s Step, res *Result) {
+	if !res.Reconfigured || s.Previous == nil {
+		return
+	}
+	r.opts.Observer.Step("putting back the configuration of service " + s.Item.Service)
+	err := s.Item.Reconfigure(ctx, *s.Previous)
+	if err == nil {
+		err = r.restart(ctx, s.Item, true)
+	}
+	if err != nil {
+		res.Error += "; putting back its previous configuration failed too: " + err.Error()
+		return
+	}
+	if res.Action == ActionFailed && s.Action == ActionReconfigure {
+		res.Action = ActionRolledBack
+	}
+	res.Reconfigured = false
+	res.Error += "; its previous configuration was put back and it runs again"
+}
+
+// reconfigure brings the configuration of the services whose step found
+// drift in line with their Item.Config: of those whose binary is
+// unchanged (restarted by serviceSteps), and of those about to be swapped
+// (ready), just before the swap, so that the swap starts them with it.
+func (r *swapRun) reconfigure(ctx context.Context, ready []Item) {
+	for _, s := range r.plan.Steps {
+		res := r.result(s.Item)
+		swapped := slices.ContainsFunc(ready, func(it Item) bool { return it.key() == s.Item.key() })
+		if len(s.Drift) == 0 || res.Failed() || (s.Action != ActionReconfigure && !swapped) {
+			continue
+		}
+		r.opts.Observer.Step("configuring service " + s.Item.Service + ": " + strings.Join(s.Drift, "; "))
+		if err := s.Item.Reconfigure(ctx, *s.Item.Config); err != nil {
+			r.fail(s.Item, fmt.Sprintf("configure service %s: %v", s.Item.Service, err))
+			continue
+		}
+		res.Reconfigured = true
+	}
+}
+
+// hasServiceSteps reports whether an item of the plan may register,
+// reconfigure or restart its service after the swap.
 func (p *Plan) hasServiceSteps() bool {
 	for _, s := range p.Steps {
-		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) {
+		// A service whose configuration a run changes may need it put
+		// back and the service restarted after the swap.
+		if s.Item.Restart || (s.Item.Register != nil && !s.Service.Exists) || len(s.Drift) > 0 {
 			return true
 		}
 	}

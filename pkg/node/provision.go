@@ -41,3 +41,10 @@ func (n *Node) RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops
 func (n *Node) RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error) {
 	return call(ctx, n, ops.ServiceRegister, req, n.Timeouts.service())
 }
+
+// ConfigureService brings an existing service's command line, start
+// type, display name and dependencies in line with req, without
+// restarting it.
+func (n *Node) ConfigureService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceConfigureResponse, error) {
+	return call(ctx, n, ops.ServiceConfigure, req, n.Timeouts.service())
+}

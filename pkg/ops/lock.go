@@ -2,7 +2,7 @@ package ops
 
 import "fmt"
 
-// Ops of the per-node swap lock and journal (README "Reliability").
+// Ops of the per-node swap lock and journal (docs/reference.md, "Reliability").
 //
 // One run at a time may stage and swap binaries on a node: it takes the
 // node lock (C:\ProgramData\swdt\swap.lock) first, renews it while it

@@ -64,10 +64,19 @@ type ServiceLogsResponse struct {
 	LogError string `json:"logError,omitempty"`
 	// Events are the service control manager's entries about the
 	// service, oldest first.
-	Events []string `json:"events"`
+	Events []ServiceEvent `json:"events"`
 	// EventsError says why the event log could not be read.
 	EventsError string `json:"eventsError,omitempty"`
 	// Now is the node's clock when it was read: the Since of the next
 	// read.
 	Now time.Time `json:"now"`
+}
+
+// ServiceEvent is one System event-log entry about a service.
+type ServiceEvent struct {
+	// Time is when the entry was written (UTC); zero when the node did
+	// not say.
+	Time time.Time `json:"time"`
+	// Message is the entry's text.
+	Message string `json:"message"`
 }

@@ -13,6 +13,11 @@ var (
 	// ServiceRegister creates a service that runs a program already on the
 	// node (a provisioner's register step).
 	ServiceRegister = register[ServiceRegisterRequest, ServiceRegisterResponse]("service-register")
+	// ServiceConfigure changes an existing service's command line, start
+	// type, display name and dependencies to those of a register request
+	// (a provisioner's register that the node's service no longer
+	// matches); the service is not restarted.
+	ServiceConfigure = register[ServiceRegisterRequest, ServiceConfigureResponse]("service-configure")
 	// FilesRemove deletes leftover files (staged uploads after a failure).
 	FilesRemove = register[FilesRemoveRequest, FilesRemoveResponse]("files-remove")
 	// ServiceSwap stops services, renames staged binaries into place, starts
@@ -35,6 +40,10 @@ type ProvisionTarget struct {
 	// digest instead of reading the whole file again (rsync's quick check;
 	// renames keep the time, so a swapped binary keeps its record).
 	Known *FileInfo `json:"known,omitempty"`
+	// Register is the service's configuration as the node file wants it
+	// (a provisioner's register): when the service exists and differs,
+	// the response's Drift says how.
+	Register *ServiceRegisterRequest `json:"register,omitempty"`
 }
 
 // ProvisionInspectRequest lists the targets to inspect.
@@ -109,6 +118,14 @@ type ProvisionInspectResponse struct {
 	// MissingDirs lists the directories of destinations that do not
 	// exist (a staged file needs its directory).
 	MissingDirs []string `json:"missingDirs,omitempty"`
+	// Drift has, for each target whose existing service differs from its
+	// Register, the differences ("args: [--v=2] -> [--v=4]"), by the
+	// target's index in the request.
+	Drift map[int][]string `json:"drift,omitempty"`
+	// Current is, for each target in Drift, the service's configuration
+	// as it is now, as a register request: what a run restores when the
+	// service does not come up with the new one.
+	Current map[int]ServiceRegisterRequest `json:"current,omitempty"`
 }
 
 // FilesRemoveRequest lists files to delete; missing files are not an error.
@@ -363,6 +380,16 @@ type ServiceRegisterRequest struct {
 	StartType string `json:"startType,omitempty"`
 	// DependsOn lists services that must run first.
 	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// ServiceConfigureResponse reports a service whose configuration was
+// brought in line with a ServiceRegisterRequest (service-configure).
+type ServiceConfigureResponse struct {
+	// Changed lists what was changed, as Drift words it; empty when the
+	// service already matched.
+	Changed []string `json:"changed"`
+	// Service is the service as it is now.
+	Service ServiceInfo `json:"service"`
 }
 
 // ServiceRegisterResponse reports the service created.

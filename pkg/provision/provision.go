@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -108,7 +109,7 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	r.dialAhead(ctx)
 	sources, err := r.resolve(ctx, allWork(selected))
 	if err != nil {
-		return fmt.Errorf("%w; nothing was changed on any node", err)
+		return fmt.Errorf("%w; nothing was changed on any node%s", err, onlyHint(selected, sources))
 	}
 	if !opts.Watch {
 		return r.run(ctx, allWork(selected), sources)
@@ -272,7 +273,8 @@ func (r *run) dial(ctx context.Context, n *selected) (*node.Node, error) {
 	return r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
 }
 
-// resolve resolves the sources of the work's provisioners, each once.
+// resolve resolves the sources of the work's provisioners, each once;
+// with an error, also those it could.
 func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, error) {
 	out := map[string]*source.File{}
 	var errs []error
@@ -299,10 +301,25 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 			out[b.SourceKey()] = f
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	// On error, out holds the sources that could be resolved.
+	return out, errors.Join(errs...)
+}
+
+// onlyHint tells how to swap the provisioners whose sources resolved
+// without those that did not (a build not made yet): "" when none did.
+func onlyHint(nodes []*selected, sources map[string]*source.File) string {
+	var ok []string
+	for _, n := range nodes {
+		for _, b := range n.provs {
+			if sources[b.SourceKey()] != nil && !slices.Contains(ok, b.Name) {
+				ok = append(ok, b.Name)
+			}
+		}
 	}
-	return out, nil
+	if len(ok) == 0 {
+		return ""
+	}
+	return "; to swap the others now, leave it out: --only " + strings.Join(ok, ",")
 }
 
 // run swaps the work's provisioners on every node in parallel and reports.
@@ -321,7 +338,27 @@ func (r *run) run(ctx context.Context, ws []work, sources map[string]*source.Fil
 			return err
 		}
 	}
-	return fleet.Err(results, Failures)
+	return nothingSucceeded(results, fleet.Err(results, Failures))
+}
+
+// nothingSucceeded turns a partial outcome into a failure when no
+// provisioner on any node ended as planned: exit 3 says that something
+// did.
+func nothingSucceeded(results []fleet.Result[NodeReport], err error) error {
+	if exitcode.Code(err) != exitcode.Partial {
+		return err
+	}
+	for _, r := range results {
+		if r.Err != nil || r.Value.Report == nil {
+			continue
+		}
+		for _, res := range r.Value.Results {
+			if !res.Failed() {
+				return err
+			}
+		}
+	}
+	return exitcode.WithCode(exitcode.Failure, err)
 }
 
 // runNode swaps w's provisioners on one node.
@@ -394,6 +431,13 @@ func item(n *selected, b target.Binary, src *source.File, force bool) hotswap.It
 	if req := b.Register; req != nil {
 		it.Register = func(ctx context.Context) error {
 			_, err := n.conn.RegisterService(ctx, *req)
+			return err
+		}
+		// An existing service is kept in line with register: changing
+		// kubelet's flags is an edit of the node file and a run.
+		it.Config = req
+		it.Reconfigure = func(ctx context.Context, req ops.ServiceRegisterRequest) error {
+			_, err := n.conn.ConfigureService(ctx, req)
 			return err
 		}
 	}

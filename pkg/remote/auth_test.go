@@ -264,24 +264,28 @@ func TestSplitHost(t *testing.T) {
 }
 
 // TestPasswordEnvFallback: a passwordEnv variable that is unset or empty
-// is no error while a key or ssh-agent can log in (a warning says so); it
-// is one, naming the variable and the node file, when nothing can.
+// is no error, and no warning, while a key or ssh-agent can log in; it is
+// an error naming the variable and the node file when nothing can, and
+// the authentication error names it when the keys are refused.
 func TestPasswordEnvFallback(t *testing.T) {
 	ts := simnode.StartTest(t, simnode.WithPassword("s3cret"))
 	tests := []struct {
 		name string
 		// env is the variable's value; nil leaves it unset.
-		env     *string
-		key     bool
-		agent   bool
+		env   *string
+		key   bool
+		agent bool
+		// refused: the node does not know the key.
+		refused bool
 		wantErr string
 		// wantWarning is "" when no warning may come.
 		wantWarning string
 	}{
 		{name: "set: the password logs in", env: ptr("s3cret")},
 		{name: "set, and a key: no warning", env: ptr("s3cret"), key: true},
-		{name: "unset, a key", key: true, wantWarning: "SWDT_TEST_PW is unset: authenticating with the key/agent only (" + ts.KeyFile + ")"},
-		{name: "empty, ssh-agent", env: ptr(""), agent: true, wantWarning: "SWDT_TEST_PW is empty: authenticating with the key/agent only (ssh-agent: 1 key(s))"},
+		{name: "unset, a key: no warning", key: true},
+		{name: "empty, ssh-agent: no warning", env: ptr(""), agent: true},
+		{name: "unset, a key the node refuses", key: true, refused: true, wantErr: "no password was tried: SWDT_TEST_PW is unset (credentials.passwordEnv)"},
 		{name: "unset, nothing else", wantErr: "SWDT_TEST_PW is unset (credentials.passwordEnv in /nodes/win.yaml), and there is no private key or ssh-agent key to log in with instead: export SWDT_TEST_PW"},
 	}
 	for _, tt := range tests {
@@ -297,6 +301,10 @@ func TestPasswordEnvFallback(t *testing.T) {
 			if tt.key {
 				spec.PrivateKey = ts.KeyFile
 			}
+			if tt.refused {
+				spec.PrivateKey = filepath.Join(t.TempDir(), "stranger")
+				writeKey(t, spec.PrivateKey)
+			}
 			if tt.agent {
 				startAgent(t, ts.KeyFile)
 			}
@@ -308,8 +316,9 @@ func TestPasswordEnvFallback(t *testing.T) {
 			c, err := Dial(t.Context(), cfg)
 			if tt.wantErr != "" {
 				var pe *PasswordUnsetError
-				if !errors.As(err, &pe) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want a *PasswordUnsetError with %q", err, tt.wantErr)
+				var ae *AuthError
+				if !errors.As(err, &pe) && !errors.As(err, &ae) || err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a *PasswordUnsetError or *AuthError with %q", err, tt.wantErr)
 				}
 				return
 			}

@@ -74,7 +74,8 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 			keys.close()
 			return nil, &PasswordUnsetError{Var: cfg.PasswordEnv, NodeFile: cfg.NodeFile}
 		}
-		c.warn(fmt.Sprintf("%s: authenticating with the key/agent only (%s)", unsetOrEmpty(cfg.PasswordEnv), node.publicKeyDesc))
+		// No warning while the keys log in: the missing password only
+		// matters when they do not (see AuthError.PasswordUnset).
 	}
 	if _, err := c.conn(ctx); err != nil {
 		keys.close()
@@ -311,6 +312,9 @@ func (c *Client) handshake(ctx, dctx context.Context, nc net.Conn, i int) (*ssh.
 		return nil, fmt.Errorf("connect to %s: %w", c.t.addr, ctx.Err())
 	case started && !isNetErr(err) && dctx.Err() == nil:
 		ae := &AuthError{User: h.user, Addr: h.addr, Jump: jumpName(c.t.route(), i), Allowed: allow, Err: err}
+		if ae.Jump == "" && c.cfg.Password == "" && c.cfg.PasswordEnv != "" {
+			ae.PasswordUnset = unsetOrEmpty(c.cfg.PasswordEnv)
+		}
 		for _, o := range offer {
 			if slices.Contains(triedN, o.name) {
 				ae.Tried = append(ae.Tried, o.desc)

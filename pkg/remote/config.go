@@ -68,7 +68,7 @@ type Config struct {
 	// strict, no is insecure), else accept-new.
 	HostKeyPolicy string
 	// SSHConfigFile is the OpenSSH client config consulted for the host
-	// (see README, "ssh_config"). "" means ~/.ssh/config (a missing file is
+	// (see docs/node-file.md, "ssh_config"). "" means ~/.ssh/config (a missing file is
 	// fine); "none" (NoSSHConfig) disables it. Explicit fields of this
 	// Config win over it; it only fills gaps.
 	SSHConfigFile string
@@ -193,7 +193,7 @@ func resolve(cfg Config) (target, error) {
 		}
 	}
 	if len(ignored) > 0 {
-		t.ignored = fmt.Sprintf("%s sets %s, which swdt does not support: ignored (the ssh_config section of swdt's README lists what swdt honours)",
+		t.ignored = fmt.Sprintf("%s sets %s, which swdt does not support: ignored (the ssh_config section of swdt's node file reference, docs/node-file.md, lists what swdt honours)",
 			sc.file, strings.Join(ignored, "; "))
 	}
 	return t, nil

@@ -8,8 +8,8 @@ import (
 )
 
 // supportedDirectives are the ssh config keywords swdt honours, besides
-// Host, Match and Include, which the parser handles. The README's
-// ssh_config section lists them too: change both together.
+// Host, Match and Include, which the parser handles. The ssh_config
+// section of docs/node-file.md lists them too: change both together.
 var supportedDirectives = []string{
 	"HostName", "Port", "User", "IdentityFile", "ProxyJump", "ProxyCommand",
 	"UserKnownHostsFile", "StrictHostKeyChecking",

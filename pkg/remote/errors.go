@@ -87,6 +87,9 @@ type AuthError struct {
 	Allowed []string
 	// Err is the SSH library's final error.
 	Err error
+	// PasswordUnset says the password of credentials.passwordEnv could
+	// not be tried ("SWDT_PASSWORD is unset"), when that is the case.
+	PasswordUnset string
 }
 
 func (e *AuthError) Error() string {
@@ -109,6 +112,9 @@ func (e *AuthError) Error() string {
 	}
 	if e.Jump != "" {
 		return msg + fmt.Sprintf("; swdt logs in to jump hosts with ssh-agent and the keys of their IdentityFile (else ~/.ssh/id_*), never a password: check the User and IdentityFile of %s in the ssh config, or add its key to ssh-agent", e.Jump)
+	}
+	if e.PasswordUnset != "" {
+		msg += fmt.Sprintf("; no password was tried: %s (credentials.passwordEnv)", e.PasswordUnset)
 	}
 	return msg + "; check the username, that the public key is in the node's administrators_authorized_keys (with only Administrators and SYSTEM allowed to read it), or the password"
 }

@@ -139,11 +139,28 @@ func (h *hostKeyChecker) callback(addr string, remote net.Addr, key ssh.PublicKe
 		}
 		if werr := appendKnownHost(h.files[0], addr, key); werr != nil {
 			h.err = werr
+		} else if h.warn != nil {
+			// As ssh says it: the user learns which key they now trust.
+			h.warn(fmt.Sprintf("Permanently added '%s' (%s) to %s", name, keyTypeName(key.Type()), h.files[0]))
 		}
 	default:
 		h.err = fmt.Errorf("known hosts %s: %w", strings.Join(h.files, ", "), err)
 	}
 	return h.err
+}
+
+// keyTypeName is a host key type as ssh names it in messages: ED25519,
+// RSA, ECDSA.
+func keyTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "ecdsa-"):
+		return "ECDSA"
+	case strings.HasPrefix(t, "sk-ecdsa-"):
+		return "ECDSA-SK"
+	case strings.HasPrefix(t, "sk-ssh-ed25519"):
+		return "ED25519-SK"
+	}
+	return strings.ToUpper(strings.TrimPrefix(t, "ssh-"))
 }
 
 // appendKnownHost records key for addr, creating the file (0600) and its

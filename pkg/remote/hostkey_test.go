@@ -16,7 +16,14 @@ func TestAcceptNewRecordsUnknownHost(t *testing.T) {
 	s := sshdtest.Start(t)
 	cfg := sshdConfig(t, s)
 	cfg.KnownHostsFile = filepath.Join(t.TempDir(), "fresh", ".ssh", "known_hosts")
+	var warnings []string
+	cfg.Warn = func(msg string) { warnings = append(warnings, msg) }
 	dial(t, cfg).Close()
+	// The first contact says what was recorded, as ssh does.
+	want := "Permanently added '" + strings.Fields(s.KnownHostsLine())[0] + "' (" + keyTypeName(s.HostKeys[0].Type()) + ") to " + cfg.KnownHostsFile
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Errorf("messages %q, want %q", warnings, want)
+	}
 
 	data, err := os.ReadFile(cfg.KnownHostsFile)
 	if err != nil {
@@ -39,6 +46,9 @@ func TestAcceptNewRecordsUnknownHost(t *testing.T) {
 	dial(t, cfg).Close()
 	if again, _ := os.ReadFile(cfg.KnownHostsFile); string(again) != string(data) {
 		t.Errorf("known_hosts changed on reconnect: %q", again)
+	}
+	if len(warnings) != 1 {
+		t.Errorf("reconnecting said %q", warnings[1:])
 	}
 }
 

@@ -117,8 +117,15 @@ func TestSSHConfigHostKeys(t *testing.T) {
 				tt.setup(t, f)
 			}
 			var warnings []string
+			var added []string // first contacts, said apart from the warnings
 			cfg := Config{Host: "node", Password: "s3cret", SSHConfigFile: writeSSHConfig(t, conf), HostKeyPolicy: tt.nodePolicy,
-				Warn: func(m string) { warnings = append(warnings, m) }}
+				Warn: func(m string) {
+					if strings.HasPrefix(m, "Permanently added ") {
+						added = append(added, m)
+						return
+					}
+					warnings = append(warnings, m)
+				}}
 			if tt.nodeFile {
 				cfg.KnownHostsFile = f.node
 			}
@@ -138,6 +145,9 @@ func TestSSHConfigHostKeys(t *testing.T) {
 			if tt.wantRecorded != nil {
 				if data, err := os.ReadFile(tt.wantRecorded(f)); err != nil || string(data) != hostLine(srv.Addr, srv.HostKey) {
 					t.Errorf("%s = %q, %v; want the server's key", tt.wantRecorded(f), data, err)
+				}
+				if len(added) != 1 || !strings.HasSuffix(added[0], " to "+tt.wantRecorded(f)) {
+					t.Errorf("first contact said %q, want that the key was added to %s", added, tt.wantRecorded(f))
 				}
 			}
 			if tt.wantWarning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tt.wantWarning)) {
@@ -178,7 +188,11 @@ func TestUnsupportedDirectivesWarnOnce(t *testing.T) {
 		"Host *\n  ServerAliveInterval 30\n  StrictHostKeyChecking accept-new\n")
 	var warnings []string
 	c := dial(t, Config{Host: "node", Password: "s3cret", SSHConfigFile: conf, KnownHostsFile: filepath.Join(t.TempDir(), "kh"),
-		Warn: func(m string) { warnings = append(warnings, m) }})
+		Warn: func(m string) {
+			if !strings.HasPrefix(m, "Permanently added ") { // the first contact's, not this test's
+				warnings = append(warnings, m)
+			}
+		}})
 	if err := c.Reconnect(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +200,7 @@ func TestUnsupportedDirectivesWarnOnce(t *testing.T) {
 		t.Fatalf("warnings = %q, want exactly one", warnings)
 	}
 	w := warnings[0]
-	for _, want := range []string{conf, "Compression, IdentitiesOnly, HashKnownHosts for node", "ignored", "README"} {
+	for _, want := range []string{conf, "Compression, IdentitiesOnly, HashKnownHosts for node", "ignored", "docs/node-file.md"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}

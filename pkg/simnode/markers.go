@@ -12,6 +12,8 @@ import (
 const (
 	// MarkerCrashOnStart: the service reaches Running, then exits with
 	// code 1 after Delays.CrashAfter and logs "terminated unexpectedly".
+	// It also crashes a service that has it as one of its arguments, as
+	// a program given a flag it rejects exits.
 	MarkerCrashOnStart = "SIMNODE-CRASH-ON-START"
 	// MarkerHangOnStop: a stop leaves the service StopPending until its
 	// process is killed.

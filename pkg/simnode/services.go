@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,7 +154,9 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	svc.HangOnStop = found[MarkerHangOnStop]
 	svc.NoPipe = found[MarkerWinsNoPipe]
 	svc.CrashAt = time.Time{}
-	if found[MarkerCrashOnStart] {
+	// A program given an argument it rejects (a kubelet flag it does not
+	// know) exits soon after it starts, as a crashing binary does.
+	if found[MarkerCrashOnStart] || slices.Contains(svc.Args, MarkerCrashOnStart) {
 		svc.CrashAt = svc.PendingUntil.Add(m.delays.CrashAfter)
 	}
 	s.spawn(svc, now)

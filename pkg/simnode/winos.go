@@ -105,6 +105,20 @@ func (o simOS) CreateService(cfg winos.ServiceConfig) error {
 	}))
 }
 
+func (o simOS) ConfigureService(cfg winos.ServiceConfig) error {
+	start := StartType(cfg.StartType)
+	if start == "" {
+		start = StartAutomatic
+	}
+	return winErr("change service config", cfg.Name, o.n.ConfigureService(cfg.Name, func(c *ServiceConfig) {
+		c.BinaryPath, c.Args, c.StartType, c.Dependencies = cfg.Program, cfg.Args, start, cfg.DependsOn
+		c.DisplayName = cfg.DisplayName
+		if c.DisplayName == "" {
+			c.DisplayName = cfg.Name
+		}
+	}))
+}
+
 func (o simOS) StartService(name string) error {
 	svc, err := o.n.Service(name)
 	if err != nil {
@@ -189,7 +203,13 @@ func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, ma
 		if i < len(svc.EventTimes) && svc.EventTimes[i].Before(since) {
 			break
 		}
-		out = append(out, svc.EventLog[i])
+		// As ScriptServiceEvents does: its time (UTC, round-trip
+		// format), a space, the message.
+		line := svc.EventLog[i]
+		if i < len(svc.EventTimes) {
+			line = svc.EventTimes[i].UTC().Format(time.RFC3339Nano) + " " + line
+		}
+		out = append(out, line)
 	}
 	return out, nil
 }
@@ -412,8 +432,48 @@ func (o simOS) PortListening(port int) (bool, error) { return o.n.PortListening(
 // (Win32_Service.PathName): the quoted executable and its arguments.
 func servicePathName(svc Service) string {
 	s := `"` + svc.BinaryPath + `"`
-	if len(svc.Args) > 0 {
-		s += " " + strings.Join(svc.Args, " ")
+	for _, a := range svc.Args {
+		s += " " + escapeArg(a)
 	}
 	return s
+}
+
+// escapeArg quotes one argument as CreateService's caller does
+// (syscall.EscapeArg, which is Windows-only): as it is unless it holds a
+// space, tab, quote or backslash; backslashes double only before a quote
+// or the closing quote.
+func escapeArg(s string) string {
+	if s == "" {
+		return `""`
+	}
+	if !strings.ContainsAny(s, "\"\\ \t") {
+		return s
+	}
+	space := strings.ContainsAny(s, " \t")
+	if !strings.ContainsAny(s, "\"\\") {
+		return `"` + s + `"`
+	}
+	var b strings.Builder
+	if space {
+		b.WriteByte('"')
+	}
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			slashes++
+		case '"':
+			b.WriteString(strings.Repeat(`\`, slashes+1))
+			slashes = 0
+		default:
+			slashes = 0
+		}
+		b.WriteByte(c)
+	}
+	if space {
+		b.WriteString(strings.Repeat(`\`, slashes))
+		b.WriteByte('"')
+	}
+	return b.String()
 }

@@ -55,12 +55,12 @@ func Targets(ctx context.Context, resolver *source.Resolver, spec *v1alpha1.Node
 			if f, err := resolver.Resolve(ctx, b.SourceURL, "", nil); err == nil {
 				t.WantSHA256 = f.SHA256
 			} else {
-				t.NoWant = "no local build"
+				t.NoWant = NoLocalBuild
 			}
 		case b.SHA256 != "":
 			t.WantSHA256 = strings.ToLower(b.SHA256)
 		default:
-			t.NoWant = "not compared (download without sha256)"
+			t.NoWant = NotCompared
 		}
 		targets = append(targets, t)
 	}

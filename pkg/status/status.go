@@ -38,23 +38,31 @@ type Target struct {
 	NoWant string
 }
 
-// Comparison of the binary on the node with the wanted one.
+// Comparison of the binary on the node with the wanted one: words
+// without spaces, as every enum value of swdt's JSON.
 const (
-	InSync  = "in sync"
+	InSync  = "in-sync"
 	Differs = "differs"
 	Missing = "missing"
 	// Unfinished is a binary an interrupted swap left unverified:
 	// whatever it holds, the next swdt kubernetes (or swdt wins)
 	// finishes or rolls back that swap first.
-	Unfinished = "unfinished swap"
+	Unfinished = "unfinished-swap"
 	// Swapping is a binary another run is swapping right now.
-	Swapping = "being swapped"
+	Swapping = "being-swapped"
 	// NoService is the status of a binary that feeds no service (a
 	// provisioner with service None).
-	NoService = "no service"
+	NoService = "no-service"
 	// RunsOther is a destination the service does not run: Binary's
 	// ServiceRuns names what it runs.
-	RunsOther = "service runs another file"
+	RunsOther = "runs-another-file"
+	// NoLocalBuild is a local source that does not exist (yet).
+	NoLocalBuild = "no-local-build"
+	// NotCompared is a download without sha256: nothing to compare with.
+	NotCompared = "not-compared"
+	// NotRegistered is the status of a binary whose service the node
+	// does not have.
+	NotRegistered = "not-registered"
 )
 
 // Binary is what the node runs for one target.
@@ -62,7 +70,7 @@ type Binary struct {
 	Name        string `json:"name"`
 	Service     string `json:"service"`
 	Destination string `json:"destination"`
-	// Status is the service's status, or "not registered".
+	// Status is the service's status, NotRegistered or NoService.
 	Status    string `json:"status"`
 	StartType string `json:"startType,omitempty"`
 	PID       int    `json:"pid,omitempty"`
@@ -147,7 +155,7 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes hashcache.Cach
 		if hashes != nil && !f.Cached {
 			hashes.Remember(t.Destination, f)
 		}
-		b := Binary{Name: t.Name, Service: t.Service, Destination: t.Destination, Status: "not registered",
+		b := Binary{Name: t.Name, Service: t.Service, Destination: t.Destination, Status: NotRegistered,
 			Present: f.Exists, Size: f.Size, Version: f.Version, SHA256: f.SHA256}
 		s := services[strings.ToLower(t.Service)]
 		if t.Service == "" {

@@ -60,7 +60,7 @@ func TestGather(t *testing.T) {
 	targets := []Target{
 		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, WantSHA256: a},
 		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, WantSHA256: b},
-		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, NoWant: "no local build"},
+		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, NoWant: NoLocalBuild},
 		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, WantSHA256: a},
 	}
 	hashes := mapHashes{`C:\k\kubelet.exe`: {Exists: true, Size: 10, SHA256: a}}
@@ -71,8 +71,8 @@ func TestGather(t *testing.T) {
 	want := []Binary{
 		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, Status: "Running", StartType: "Automatic", PID: 42, Present: true, Size: 10, SHA256: a, Source: InSync},
 		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Status: "Stopped", StartType: "Manual", Present: true, Size: 11, SHA256: a, Source: Differs},
-		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, Status: "Running", Source: "no local build"},
-		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, Status: "not registered", Source: Missing},
+		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, Status: "Running", Source: NoLocalBuild},
+		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, Status: NotRegistered, Source: Missing},
 	}
 	for i := range want {
 		if r.Binaries[i] != want[i] {

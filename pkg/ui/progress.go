@@ -33,6 +33,16 @@ type Progress struct {
 	// is shut down when it drops to zero so that later status lines print
 	// normally.
 	active int
+	// stamp puts the time of day before every status line.
+	stamp bool
+}
+
+// Timestamps starts every later status line with the time of day
+// (15:04:05), for output that runs for hours (--watch).
+func (p *Progress) Timestamps() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stamp = true
 }
 
 // NewProgress returns a Progress writing to the UI's stderr. Bars are used
@@ -66,9 +76,12 @@ func (p *Progress) line(attr color.Attribute, symbol, msg string) {
 		symbol = paint(attr, symbol)
 	}
 	msg = strings.ReplaceAll(strings.TrimRight(clean(redact.URLs(msg)), "\n"), "\n", "\n  ")
-	text := symbol + " " + msg + "\n"
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	text := symbol + " " + msg + "\n"
+	if p.stamp {
+		text = time.Now().Format(time.TimeOnly) + " " + text
+	}
 	if p.p != nil {
 		_, _ = p.p.Write([]byte(text))
 		return

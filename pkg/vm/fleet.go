@@ -30,7 +30,7 @@ func NewFleet(nodes []v1alpha1.Node, open OpenFunc) (*Fleet, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, usage(fmt.Errorf("node %s has no spec.vm: add one naming the VM and its hypervisor (see samples/vm.yaml)",
+		return nil, usage(fmt.Errorf("node %s has no spec.vm: add one naming the VM and its hypervisor (see the commented vm section of 'swdt config init')",
 			strings.Join(missing, ", ")))
 	}
 	return &Fleet{nodes: nodes, open: open}, nil

@@ -3,6 +3,7 @@ package winos
 import (
 	"context"
 	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -167,6 +168,37 @@ func (windowsOS) CreateService(cfg ServiceConfig) error {
 		return winErr("create service", cfg.Name, err)
 	}
 	return winErr("create service", cfg.Name, s.Close())
+}
+
+// ConfigureService is ChangeServiceConfig through mgr, with the command
+// line quoted as mgr.CreateService quotes it.
+func (windowsOS) ConfigureService(cfg ServiceConfig) error {
+	s, err := openService(cfg.Name, windows.SERVICE_QUERY_CONFIG|windows.SERVICE_CHANGE_CONFIG)
+	if err != nil {
+		return winErr("open service", cfg.Name, err)
+	}
+	defer s.close()
+	c, err := s.Config()
+	if err != nil {
+		return winErr("read service config", cfg.Name, err)
+	}
+	c.BinaryPathName = syscall.EscapeArg(cfg.Program)
+	for _, a := range cfg.Args {
+		c.BinaryPathName += " " + syscall.EscapeArg(a)
+	}
+	c.StartType = windows.SERVICE_AUTO_START
+	if cfg.StartType == "Manual" {
+		c.StartType = windows.SERVICE_DEMAND_START
+	}
+	c.DisplayName = cfg.DisplayName
+	if c.DisplayName == "" {
+		c.DisplayName = cfg.Name
+	}
+	c.Dependencies = cfg.DependsOn
+	if cfg.Description != "" {
+		c.Description = cfg.Description
+	}
+	return winErr("change service config", cfg.Name, s.UpdateConfig(c))
 }
 
 func (windowsOS) StartService(name string) error {

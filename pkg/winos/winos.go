@@ -49,13 +49,20 @@ type OS interface {
 	// cfg.Program with cfg.Args (CreateService; each argument is quoted
 	// as one). An existing service is ErrServiceExists.
 	CreateService(cfg ServiceConfig) error
+	// ConfigureService replaces the command line (cfg.Program and
+	// cfg.Args, quoted as CreateService does), start type, display name
+	// and dependencies of an existing service, and its description when
+	// cfg.Description is set (ChangeServiceConfig). A running service
+	// keeps running; the change applies from its next start.
+	ConfigureService(cfg ServiceConfig) error
 	// Recovery reads what the service control manager does when the
 	// service's process exits without a stop control.
 	Recovery(name string) (Recovery, error)
 	// SetRecovery replaces the service's failure actions.
 	SetRecovery(name string, r Recovery) error
 	// ServiceEvents returns up to max System event log messages about
-	// the service written at or after since, newest first.
+	// the service written at or after since, newest first, each as its
+	// time (UTC, RFC 3339), a space and the message.
 	ServiceEvents(ctx context.Context, name string, since time.Time, max int) ([]string, error)
 
 	// Processes lists the running processes.

@@ -60,7 +60,7 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 		}
 		if len(with) == 0 {
 			return nil, exitcode.WithCode(exitcode.Usage,
-				fmt.Errorf("no node in %s has spec.wins: add a wins section (see samples/wins.yaml)", opts.NodeFile))
+				fmt.Errorf("no node in %s has spec.wins: add a wins section (see the wins section of 'swdt config init')", opts.NodeFile))
 		}
 		nodes = with
 	}

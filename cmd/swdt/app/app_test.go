@@ -76,6 +76,11 @@ func TestValidateInvalid(t *testing.T) {
 			`decode-and-validate.yaml:14: spec.setup.enableRDP: must be true or false`,
 			"8 problems",
 		}},
+		{"wrong-apiversion-and-hostname.yaml", []string{
+			`wrong-apiversion-and-hostname.yaml:1: apiVersion "windows.k8s.io/v1" is not supported`,
+			`wrong-apiversion-and-hostname.yaml:7: node "win": spec.credentials.hostname: Invalid value`,
+			"3 problems",
+		}},
 		{"empty.yaml", []string{"config file is empty"}},
 		{"no-such-file.yaml", []string{"config file not found"}},
 	}

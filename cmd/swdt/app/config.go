@@ -38,8 +38,10 @@ type nodeSummary struct {
 // validateReport is `config validate -o json` output.
 type validateReport struct {
 	docMeta
-	File     string           `json:"file"`
-	Valid    bool             `json:"valid"`
+	File  string `json:"file"`
+	Valid bool   `json:"valid"`
+	// Result is passed or failed, as Valid says.
+	Result   string           `json:"result"`
 	Nodes    []nodeSummary    `json:"nodes"`
 	Warnings []config.Problem `json:"warnings"`
 	Problems []config.Problem `json:"problems"`
@@ -61,7 +63,7 @@ Other commands only warn about a missing local file, as they may not need
 it (swdt status without a local build); --skip-local-files checks a file
 meant for another machine, or a template, without them.`,
 		Example: "  swdt config validate -c node.yaml\n  swdt config validate -c node.yaml -o json\n" +
-			"  swdt config validate -c samples/node.yaml --skip-local-files",
+			"  swdt config validate -c template.yaml --skip-local-files",
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			opts := config.Options{Files: config.AllFiles, FilesRequired: true}
@@ -120,6 +122,7 @@ func newValidateReport(path string, res *config.Result, err error) validateRepor
 	if errors.As(err, &cerr) {
 		r.Problems = cerr.Problems
 	}
+	r.Result = checkResult(r.Valid)
 	return r
 }
 

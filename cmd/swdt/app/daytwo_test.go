@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +39,12 @@ func TestExec(t *testing.T) {
 		{"too long", []string{"--timeout", "1s", "winworker", "--", "timeout.exe", "/t", "30"}, exitcode.Failure, "", "ran longer than --timeout 1s and was stopped"},
 		{"unknown node", []string{"nosuch", "--", "hostname"}, exitcode.Usage, "", `has no node "nosuch"; its nodes: winworker`},
 		{"no program", []string{"winworker", "--"}, exitcode.Usage, "", "no program after --"},
-		{"no node", []string{}, exitcode.Usage, "", "swdt exec needs a node and a program"},
+		{"nothing to run", []string{}, exitcode.Usage, "", "swdt exec needs a program"},
+		{"the file's only node by default", []string{"--", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"the file's only node, no --", []string{"hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"--node", []string{"--node", "winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
+		{"--node that is not in the file", []string{"--node", "nosuch", "hostname"}, exitcode.Usage, "", `has no node "nosuch"`},
+		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "node winworker and --node other disagree"},
 		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
 	}
 	for _, tt := range tests {
@@ -103,6 +109,10 @@ func TestLogs(t *testing.T) {
 		if !strings.Contains(errOut, `kubelet (Running): C:\var\log\kubelet\kubelet.log`) {
 			t.Errorf("stderr lacks the log file: %s", errOut)
 		}
+		_, out, _ = run(t, "logs", "-c", file, "winworker", "kube-proxy")
+		if !regexp.MustCompile(`^event \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: .*terminated unexpectedly`).MatchString(out) {
+			t.Errorf("kube-proxy's event lacks its time: %q", out)
+		}
 	})
 	t.Run("json", func(t *testing.T) {
 		code, out, errOut := run(t, "logs", "-c", file, "-o", "json", "winworker", "kube-proxy", "kubelet", "-n", "1")
@@ -117,7 +127,7 @@ func TestLogs(t *testing.T) {
 			t.Fatalf("document = %+v", doc)
 		}
 		proxy, kubelet := doc.Services[0], doc.Services[1]
-		if proxy.Status != "Stopped" || proxy.LogFile != "" || len(proxy.Events) != 1 || !strings.Contains(proxy.Events[0], "terminated unexpectedly") {
+		if proxy.Status != "Stopped" || proxy.LogFile != "" || len(proxy.Events) != 1 || !strings.Contains(proxy.Events[0].Message, "terminated unexpectedly") || proxy.Events[0].Time.IsZero() {
 			t.Errorf("kube-proxy = %+v, want Stopped, no log file, its crash event", proxy)
 		}
 		if len(kubelet.Lines) != 1 || kubelet.Lines[0] != "I1123 kubelet line 80" || kubelet.Offset != int64(log.Len()) {
@@ -125,7 +135,7 @@ func TestLogs(t *testing.T) {
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
-		for _, args := range [][]string{{"nosuch"}, {"winworker", "kubelet", "--interval", "1ms"}} {
+		for _, args := range [][]string{{"--node", "nosuch"}, {"winworker", "kubelet", "--interval", "1ms"}} {
 			if code, _, errOut := run(t, append([]string{"logs", "-c", file}, args...)...); code != exitcode.Usage {
 				t.Errorf("%v: exit %d, want %d\n%s", args, code, exitcode.Usage, errOut)
 			}
@@ -135,6 +145,87 @@ func TestLogs(t *testing.T) {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 	})
+}
+
+// A service of the node file that is not on the node (wins named but not
+// deployed) is a note; the others' logs still show, and the exit is 0.
+func TestLogsAbsentService(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(raw, "  wins:\n    sourceURL: ./wins.exe\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "logs", "-c", file, "--no-color", "winworker")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d, want 0\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "node winworker: rancher-wins: no such service on this node; skipped") || !strings.Contains(errOut, "kubelet (Running)") {
+		t.Errorf("stderr lacks the note about wins or kubelet's header:\n%s", errOut)
+	}
+	// The file's only node without NODE, or named by --node.
+	for _, args := range [][]string{{}, {"--node", "winworker"}} {
+		code, _, errOut = run(t, append([]string{"logs", "-c", file, "--no-color"}, args...)...)
+		if code != exitcode.OK || !strings.Contains(errOut, "node winworker: kubelet (Running)") {
+			t.Errorf("logs %v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	// Completion offers the nodes, then the node's services.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{""}, "winworker\nkubelet\ncontainerd\nrancher-wins\n:4\n"},
+		{[]string{"winworker", ""}, "kubelet\ncontainerd\nrancher-wins\n:4\n"},
+		{[]string{"winworker", "kubelet", ""}, "containerd\nrancher-wins\n:4\n"},
+	} {
+		_, out, _ := run(t, append([]string{"__complete", "logs", "-c", file}, tt.args...)...)
+		if !strings.HasPrefix(out, tt.want) {
+			t.Errorf("completion of logs %q = %q, want %q", tt.args, out, tt.want)
+		}
+	}
+	code, out, errOut = run(t, "logs", "-c", file, "-o", "json", "winworker")
+	doc := decodeJSON[logsJSON](t, out)
+	if code != exitcode.OK || len(doc.Absent) != 1 || doc.Absent[0] != "rancher-wins" || len(doc.Services) == 0 {
+		t.Errorf("exit %d, document %+v\n%s", code, doc, errOut)
+	}
+}
+
+// In a file of several nodes, logs and exec need the node: as their first
+// argument (a typo gets a suggestion) or as the one --node names.
+func TestDayTwoNodeSelection(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ts.Credentials()
+	gone.Hostname = "127.0.0.1:1"
+	if err := os.WriteFile(file, append(raw, "---\n"+nodeHeader("other", gone)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"logs"}, exitcode.Usage, "has 2 nodes: name one (first argument, or --node): winworker, other"},
+		{[]string{"logs", "winworkr"}, exitcode.Usage, `did you mean "winworker"?`},
+		{[]string{"logs", "--node", "winworker"}, exitcode.OK, "node winworker: kubelet (Running)"},
+		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "this command acts on one node, and --node names 2"},
+		{[]string{"exec", "--node", "winworker", "hostname"}, exitcode.OK, ""},
+	}
+	for _, tt := range tests {
+		args := append([]string{tt.args[0], "-c", file, "--no-color"}, tt.args[1:]...) // exec: swdt's flags first
+		code, _, errOut := run(t, args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d (want %d), stderr %q, want %q", tt.args, code, tt.code, errOut, tt.want)
+		}
+	}
 }
 
 // --follow prints each new whole line once: a line still being written
@@ -218,7 +309,7 @@ func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {
 		t.Errorf("the failed run changed the node")
 	}
 	code, out, errOut := run(t, "status", "-c", file)
-	if code != exitcode.OK || !strings.Contains(out, "service runs another file") ||
+	if code != exitcode.OK || !strings.Contains(out, "runs-another-file") ||
 		!strings.Contains(errOut, `service kubelet runs C:\k\kubelet.exe, not the destination C:\k\kubelet-new.exe`) {
 		t.Errorf("status: exit %d\n%s\n%s", code, out, errOut)
 	}

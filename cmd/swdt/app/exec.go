@@ -16,7 +16,7 @@ import (
 func newExecCommand(e *env) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "exec NODE [--] PROGRAM [ARG...]",
+		Use:   "exec [NODE] [--] PROGRAM [ARG...]",
 		Short: "Run a program on a node and show its output",
 		Long: `Run one program on a node of the -c file, with its arguments passed as
 data: never through a shell, so nothing in them is expanded or quoted
@@ -25,7 +25,8 @@ sshd (C:\Windows\System32, C:\Windows, ...). Its stdout and stderr arrive
 as it writes them, byte for byte, and swdt exits with its exit status.
 
 Everything after NODE belongs to the program, flags included; put swdt's
-own flags before NODE. Shell built-ins (dir, type, Get-Service) are not
+own flags before NODE. NODE may be left out when --node names one or the
+-c file has only one: then put -- before PROGRAM. Shell built-ins (dir, type, Get-Service) are not
 programs: run them through cmd.exe /c or powershell.exe -Command.
 
 Exit codes: the program's exit status; 1 when it could not be started, ran
@@ -35,14 +36,14 @@ the node could not be reached; 2 usage or config error.`,
   swdt exec node1 -- sc.exe queryex kubelet
   swdt exec node1 -- powershell.exe -NoProfile -Command "Get-Service kube*"`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 {
-				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a node and a program: %s", cmd.Use))
+			if len(args) < 1 {
+				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a program: %s", cmd.Use))
 			}
 			return nil
 		},
 		ValidArgsFunction: e.completeNode,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExec(cmd.Context(), e, args[0], args[1:], timeout)
+			return runExec(cmd.Context(), e, args, timeout)
 		},
 	}
 	// Everything after NODE is the program's.
@@ -51,22 +52,25 @@ the node could not be reached; 2 usage or config error.`,
 	return cmd
 }
 
-func runExec(ctx context.Context, e *env, name string, command []string, timeout time.Duration) error {
-	if command[0] == "--" {
-		command = command[1:]
-	}
-	if len(command) == 0 {
-		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec: no program after --"))
-	}
+func runExec(ctx context.Context, e *env, args []string, timeout time.Duration) error {
 	if timeout <= 0 {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--timeout must be positive, not %s", timeout))
 	}
 	if e.ui.Format() == ui.FormatJSON {
 		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec passes the program's output through as it is; -o json does not apply"))
 	}
-	spec, err := e.pickNode(name)
+	// "NODE -- PROGRAM": what comes before -- can only be a node.
+	spec, command, err := e.pickNodeArgs(args, len(args) > 1 && args[1] == "--")
 	if err != nil {
 		return err
+	}
+	switch {
+	case len(command) > 0 && command[0] == "--" && len(command) == 1:
+		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec: no program after --"))
+	case len(command) > 0 && command[0] == "--":
+		command = command[1:]
+	case len(command) == 0:
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a program to run on node %s: swdt exec [NODE] [--] PROGRAM [ARG...]", spec.Name))
 	}
 	stdout, stderr := e.ui.Passthrough()
 	code, err := daytwo.Exec(ctx, spec, e.connect, command, daytwo.ExecOptions{

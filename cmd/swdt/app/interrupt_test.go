@@ -72,7 +72,8 @@ func startInterruptible(t *testing.T, ctx context.Context, args []string) (sigs 
 }
 
 // The first Ctrl-C lets a running swap finish, the same for every command
-// that swaps a binary into a service.
+// that swaps a binary into a service; the run was still cut short, so it
+// exits 130.
 func TestFirstInterruptLetsTheSwapFinish(t *testing.T) {
 	for _, tc := range interruptCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +84,10 @@ func TestFirstInterruptLetsTheSwapFinish(t *testing.T) {
 			cancel() // what main's signal.NotifyContext does on the first Ctrl-C
 			sigs <- os.Interrupt
 			select {
-			case <-done:
+			case code := <-done:
+				if code != exitcode.Interrupted {
+					t.Errorf("exit %d after the swap finished, want %d:\n%s", code, exitcode.Interrupted, errOut.String())
+				}
 			case <-time.After(30 * time.Second):
 				t.Fatalf("did not end after the swap:\n%s", errOut.String())
 			}
@@ -94,6 +98,28 @@ func TestFirstInterruptLetsTheSwapFinish(t *testing.T) {
 				t.Errorf("the swap in progress did not finish:\n%s", errOut.String())
 			}
 		})
+	}
+}
+
+// Ctrl-C ends a --watch: with exit 0 between swaps (that is how a watch
+// ends), with 130 when it cut a swap short (the swap finishes first).
+func TestInterruptedWatchDuringASwap(t *testing.T) {
+	args, swapped := interruptCases[0].start(t, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs, errOut, done := startInterruptible(t, ctx, append(args, "--watch"))
+	cancel()
+	sigs <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != exitcode.Interrupted {
+			t.Errorf("exit %d, want %d:\n%s", code, exitcode.Interrupted, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("did not end after the swap:\n%s", errOut.String())
+	}
+	if !swapped() {
+		t.Errorf("the swap in progress did not finish:\n%s", errOut.String())
 	}
 }
 

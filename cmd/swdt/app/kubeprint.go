@@ -36,10 +36,11 @@ type kubeNodeJSON struct {
 type kubeProvJSON struct {
 	Name string `json:"name"`
 	// Result is Action in the vocabulary every command shares.
-	Result     string `json:"result"`
-	Action     string `json:"action"`
-	BytesSent  int64  `json:"bytesSent"`
-	FileSize   int64  `json:"fileSize"`
+	Result    string `json:"result"`
+	Action    string `json:"action"`
+	BytesSent int64  `json:"bytesSent"`
+	// FileSize is the size of the binary staged; absent when nothing was.
+	FileSize   int64  `json:"fileSize,omitempty"`
 	Transfer   string `json:"transfer,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 	DowntimeMs int64  `json:"downtimeMs"`
@@ -48,6 +49,11 @@ type kubeProvJSON struct {
 	// Registered is true when the run registered the service
 	// (provisioner's register).
 	Registered bool `json:"registered,omitempty"`
+	// Reconfigured is true when the run brought the service's
+	// configuration in line with the provisioner's register.
+	Reconfigured bool `json:"reconfigured,omitempty"`
+	// Drift is how the service's configuration differed from register.
+	Drift []string `json:"drift,omitempty"`
 }
 
 type kubeServiceJSON struct {
@@ -88,22 +94,60 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 		for _, d := range r.Value.Services {
 			n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
 		}
+		// A service the swap stopped without changing its binary (a
+		// dependent, a provisioner left out by --only) was restarted:
+		// the table says so, with its downtime.
+		stopped := map[string]hotswap.ServiceDowntime{}
+		for _, d := range r.Value.Services {
+			stopped[strings.ToLower(d.Service)] = d
+		}
 		for i, res := range r.Value.Results {
 			n.Provisioners = append(n.Provisioners, kubeProvJSON{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 				DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
-				Error: res.Error, Detail: res.Detail, Registered: res.Registered,
+				Error: res.Error, Detail: res.Detail, Registered: res.Registered, Reconfigured: res.Reconfigured,
 			})
+			if p := r.Value.Plan; p != nil && i < len(p.Steps) {
+				n.Provisioners[len(n.Provisioners)-1].Drift = p.Steps[i].Drift
+			}
 			if dryRun {
 				step := r.Value.Plan.Steps[i]
-				row(r.Node, res.Name, string(res.Action), step.Reason, step.Item.Destination)
-			} else {
-				row(r.Node, res.Name, string(res.Action), ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(res.Downtime))
+				row(r.Node, res.Name, dryRunAction(res.Action), step.Reason, step.Item.Destination)
+				continue
+			}
+			action, downtime := string(res.Action), res.Downtime
+			if p := r.Value.Plan; p != nil && i < len(p.Steps) && p.Steps[i].Item.Service != "" {
+				svc := strings.ToLower(p.Steps[i].Item.Service)
+				if d, ok := stopped[svc]; ok {
+					delete(stopped, svc)
+					if res.Action == hotswap.ActionUnchanged {
+						action, downtime = actionRestarted, d.Downtime
+					}
+				}
+			}
+			row(r.Node, res.Name, action, ui.Bytes(res.BytesSent), saved(res), duration(res.Duration), duration(downtime))
+		}
+		for _, d := range r.Value.Services {
+			if _, ok := stopped[strings.ToLower(d.Service)]; ok {
+				row(r.Node, d.Service, actionRestarted, "-", "-", "-", duration(d.Downtime))
 			}
 		}
 		doc.Nodes = append(doc.Nodes, n)
 	}
 	return printDoc(u, doc, headers, rows)
+}
+
+// actionRestarted is the table's action of a service the swap stopped
+// and started again without changing its binary.
+const actionRestarted = "restarted"
+
+// dryRunAction is a dry run's action in the words every command's dry run
+// uses: would-change for what a run would swap.
+func dryRunAction(a hotswap.Action) string {
+	if a == hotswap.ActionUpdate || a == hotswap.ActionReconfigure {
+		return resultWouldChange
+	}
+	return string(a)
 }
 
 // saved is how much less than the file went over the wire, and how:
@@ -130,6 +174,26 @@ func duration(d time.Duration) string {
 // per download and per staged file.
 type kubeObserver struct {
 	progress *ui.Progress
+
+	mu sync.Mutex
+	// busy counts the nodes being swapped now; cut is set when Ctrl-C
+	// came while one was.
+	busy int
+	cut  bool
+}
+
+// interrupted records that Ctrl-C came, and whether it cut a swap short.
+func (o *kubeObserver) interrupted() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cut = o.cut || o.busy > 0
+}
+
+// cutShort reports whether Ctrl-C came while a node was being swapped.
+func (o *kubeObserver) cutShort() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cut
 }
 
 func (o *kubeObserver) Step(node, msg string) { o.progress.Step(node, "%s", msg) }
@@ -142,7 +206,14 @@ func (o *kubeObserver) Download(what string, total int64) (func(int64), func()) 
 }
 
 func (o *kubeObserver) Node(name string) provision.NodeObserver {
-	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}}
+	o.mu.Lock()
+	o.busy++
+	o.mu.Unlock()
+	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}, done: func() {
+		o.mu.Lock()
+		o.busy--
+		o.mu.Unlock()
+	}}
 }
 
 // kubeNodeObserver shows one node's run: the plan, its steps and a
@@ -153,6 +224,8 @@ type kubeNodeObserver struct {
 
 	mu        sync.Mutex
 	transfers map[string]*ui.Transfer
+	// done tells the kubeObserver that this node's run ended.
+	done func()
 }
 
 func (o *kubeNodeObserver) Planned(plan *hotswap.Plan) {
@@ -194,5 +267,9 @@ func (o *kubeNodeObserver) End() {
 	defer o.mu.Unlock()
 	for _, t := range o.transfers {
 		t.End()
+	}
+	if o.done != nil {
+		o.done()
+		o.done = nil
 	}
 }

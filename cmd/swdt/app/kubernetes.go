@@ -110,13 +110,18 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 		return err
 	}
 	progress := e.ui.NewProgress()
+	if f.watch {
+		progress.Timestamps()
+	}
 	abort, stop := e.interrupts(progress.Warn)
 	defer stop()
+	obs := &kubeObserver{progress: progress}
+	defer context.AfterFunc(ctx, obs.interrupted)()
 	opts := provision.Options{
 		Only: f.only, Force: f.force, DryRun: f.dryRun, Watch: f.watch, Debounce: f.debounce,
 		CacheDir: f.cacheDir, Resolver: f.download.resolver(f.cacheDir, f.force),
 		Swap:     f.swap.options(),
-		Observer: &kubeObserver{progress: progress},
+		Observer: obs,
 		Report: func(results []fleet.Result[provision.NodeReport]) error {
 			return printKubernetes(e.ui, f.dryRun, results)
 		},
@@ -130,5 +135,9 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 			return e.snapshotVM(ctx, progress, spec, provisioners)
 		}
 	}
-	return provision.Run(ctx, res.Nodes, e.connect, opts)
+	err = provision.Run(ctx, res.Nodes, e.connect, opts)
+	if f.watch && !obs.cutShort() {
+		return err // Ctrl-C while watching is how a watch ends
+	}
+	return finishedInterrupted(ctx, err)
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -288,6 +289,34 @@ func TestKubernetesJSONShape(t *testing.T) {
 	}
 }
 
+// The table lists every service the swap stopped: kube-proxy, stopped as
+// kubelet's dependent, is "restarted" with its downtime, not hidden or
+// "unchanged".
+func TestKubernetesTableShowsRestartedServices(t *testing.T) {
+	fx := newKubeFixture(t)
+	code, out, errOut := fx.run(context.Background(), "--only", "kubelet")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	row := regexp.MustCompile(`(?m)^kube-proxy +restarted +- +- +- +[0-9.]+m?s$`)
+	if !row.MatchString(out) {
+		t.Errorf("no kube-proxy restarted row with its downtime:\n%s", out)
+	}
+	// A provisioner of the run whose binary was unchanged but whose
+	// service was stopped: restarted too.
+	if code, _, errOut = fx.run(context.Background()); code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	fx.writeSource("kubelet", "MZ kubelet v3\n")
+	code, out, errOut = fx.run(context.Background())
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^kube-proxy +restarted .*[0-9.]+m?s$`).MatchString(out) || !regexp.MustCompile(`(?m)^containerd +unchanged `).MatchString(out) {
+		t.Errorf("want kube-proxy (unchanged but stopped) restarted and containerd unchanged:\n%s", out)
+	}
+}
+
 func TestKubernetesDryRunAndOnly(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -298,7 +327,7 @@ func TestKubernetesDryRunAndOnly(t *testing.T) {
 		stderr  []string
 	}{
 		{name: "dry run changes nothing", args: []string{"--dry-run"}, code: exitcode.OK,
-			stdout: []string{"REASON", "update", "content differs"}},
+			stdout: []string{"REASON", "would-change", "content differs"}},
 		{name: "only filters", args: []string{"--only", "kubelet,kube-proxy"}, code: exitcode.OK, changed: []string{kubeletExe, kubeProxyExe},
 			stderr: []string{"stop kube-proxy, kubelet; start kubelet, kube-proxy"}},
 		{name: "only with an unknown name", args: []string{"--only", "kubelet,flannel"}, code: exitcode.Usage,
@@ -464,8 +493,8 @@ func TestKubernetesMissingSource(t *testing.T) {
 	}
 	before := fx.content(kubeletExe)
 	code, _, errOut := fx.run(context.Background())
-	if code != exitcode.Failure || !strings.Contains(errOut, "does not exist") {
-		t.Fatalf("exit %d\n%s", code, errOut)
+	if code != exitcode.Failure || !strings.Contains(errOut, "does not exist") || !strings.Contains(errOut, "leave it out: --only containerd,kubelet") {
+		t.Fatalf("exit %d, want 1 and a hint to use --only\n%s", code, errOut)
 	}
 	if fx.content(kubeletExe) != before {
 		t.Error("kubelet changed although a source was missing")
@@ -501,7 +530,7 @@ func TestKubernetesWatch(t *testing.T) {
 	if !swapped || fx.content(kubeletExe) != "MZ kubelet v3\n" {
 		t.Fatalf("the rewritten source was not swapped:\n%s\n%s", out.String(), errOut.String())
 	}
-	if !strings.Contains(errOut.String(), "changed: sim/kubelet") {
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d ▶ changed: sim/kubelet$`).MatchString(errOut.String()) {
 		t.Errorf("stderr lacks the change:\n%s", errOut.String())
 	}
 	fx.assertHealthy()

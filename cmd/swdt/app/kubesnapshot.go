@@ -30,7 +30,7 @@ func checkSnapshotNodes(path string, nodes []v1alpha1.Node) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--snapshot: node %s of %s has no spec.vm to snapshot: add one (see samples/vm.yaml) or drop --snapshot; nothing was changed",
+	return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--snapshot: node %s of %s has no spec.vm to snapshot: add one (see the commented vm section of 'swdt config init') or drop --snapshot; nothing was changed",
 		strings.Join(missing, ", "), path))
 }
 
@@ -60,6 +60,6 @@ func (e *env) snapshotVM(ctx context.Context, progress *ui.Progress, spec *v1alp
 	if err := p.Snapshot(ctx, snap); err != nil {
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
-	progress.Step(spec.Name, "snapshot %s taken: 'swdt vm revert %s' undoes this swap", snap, snap)
+	progress.Step(spec.Name, "snapshot %s taken; to undo this swap: %s", snap, e.hint("vm revert "+snap))
 	return snap, nil
 }

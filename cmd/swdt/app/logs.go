@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +16,12 @@ import (
 // --follow prints a stream of them.
 type logsJSON struct {
 	docMeta
-	Node     string              `json:"node"`
+	Node string `json:"node"`
+	// Result is unchanged: reading logs changes nothing.
+	Result   string              `json:"result"`
 	Services []daytwo.ServiceLog `json:"services"`
+	// Absent are the services asked for that the node does not have.
+	Absent []string `json:"absent,omitempty"`
 }
 
 type logsOptions struct {
@@ -31,12 +34,15 @@ type logsOptions struct {
 func newLogsCommand(e *env) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs NODE [SERVICE...]",
+		Use:   "logs [NODE] [SERVICE...]",
 		Short: "Show a node's service logs and their service control manager events",
 		Long: `Show the last lines of each service's log file and the System event log
 entries the service control manager wrote about it (started, stopped,
 terminated unexpectedly...), without RDP. Without SERVICE: the services of
-the node's provisioners, and wins when spec.wins is set.
+the node's provisioners, and wins when spec.wins is set; a service of
+those the node does not have (wins not deployed yet) is noted and
+skipped. NODE may be left out when --node names one or the -c file has
+only one.
 
 The log file is the one the service's command line names with --log-file
 (or klog's --log_file), else the file nssm redirects the program's stderr
@@ -49,15 +55,9 @@ With -o json every read is one JSON document on its own line.`,
 		Example: `  swdt logs node1
   swdt logs node1 kubelet -n 200
   swdt logs node1 kubelet containerd --follow`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 {
-				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt logs needs a node: %s", cmd.Use))
-			}
-			return nil
-		},
-		ValidArgsFunction: e.completeNode,
+		ValidArgsFunction: e.completeNodeThenService,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLogs(cmd.Context(), e, args[0], args[1:], o)
+			return runLogs(cmd.Context(), e, args, o)
 		},
 	}
 	f := cmd.Flags()
@@ -68,11 +68,11 @@ With -o json every read is one JSON document on its own line.`,
 	return cmd
 }
 
-func runLogs(ctx context.Context, e *env, name string, services []string, o logsOptions) error {
+func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 	if o.lines < 0 || o.since <= 0 || o.interval < 100*time.Millisecond {
 		return exitcode.WithCode(exitcode.Usage, errors.New("--lines must be 0 or more, --since positive and --interval at least 100ms"))
 	}
-	spec, err := e.pickNode(name)
+	spec, services, err := e.pickNodeArgs(args, false)
 	if err != nil {
 		return err
 	}
@@ -84,12 +84,15 @@ func runLogs(ctx context.Context, e *env, name string, services []string, o logs
 // printLogs prints one read: with headers the first time, prefixed by the
 // service's name when there are several.
 func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
-	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Services: r.Services}
+	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Result: resultUnchanged, Services: r.Services, Absent: r.Absent}
 	if u.Format() == ui.FormatJSON {
 		if follow {
 			return u.JSONLine(doc)
 		}
 		return u.JSON(doc)
+	}
+	for _, name := range doc.Absent {
+		u.Step(doc.Node, "%s: no such service on this node; skipped", name)
 	}
 	for _, s := range doc.Services {
 		if r.First {
@@ -110,7 +113,11 @@ func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
 			lead = s.Service + " | "
 		}
 		for _, ev := range s.Events {
-			u.Printf("%sevent: %s\n", lead, ev)
+			stamp := "-"
+			if !ev.Time.IsZero() {
+				stamp = ev.Time.UTC().Format(time.RFC3339)
+			}
+			u.Printf("%sevent %s: %s\n", lead, stamp, ev.Message)
 		}
 		for _, l := range s.Lines {
 			u.Printf("%s%s\n", lead, l)

@@ -32,11 +32,11 @@ const (
 // provisionResult maps a provisioner's action to the shared vocabulary.
 func provisionResult(a hotswap.Action) string {
 	switch a {
-	case hotswap.ActionUpdated:
+	case hotswap.ActionUpdated, hotswap.ActionReconfigured:
 		return resultChanged
 	case hotswap.ActionUnchanged:
 		return resultUnchanged
-	case hotswap.ActionUpdate:
+	case hotswap.ActionUpdate, hotswap.ActionReconfigure:
 		return resultWouldChange
 	case hotswap.ActionRolledBack:
 		return resultRolledBack

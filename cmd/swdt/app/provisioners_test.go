@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
 // A provisioner that registers its own service (csi-proxy, which no
@@ -70,8 +71,129 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 	}
 }
 
+// register keeps an existing service in line: an edit of its args, start
+// type, display name or dependencies shows in the plan and a run applies
+// it and restarts the service, without sending the binary again.
+func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	spec := func(args, display, start, deps string) string {
+		return fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: %s
+        displayName: %s
+        startType: %s
+        dependsOn: %s
+`, dest, args, display, start, deps)
+	}
+	fx.writeSpec(spec(`["-windows-service", "-v", "2", "C:\\dir with space\\"]`, "CSI Proxy", "Automatic", "[]"))
+	if code, _, errOut := fx.runJSON(); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	code, doc, errOut := fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" || len(got.Drift) > 0 {
+		t.Fatalf("a run without an edit: exit %d, %+v\n%s", code, got, errOut)
+	}
+	starts := fx.ts.State().Services["csi-proxy"].StartCount
+
+	fx.writeSpec(spec(`["-windows-service", "-v", "4"]`, "CSI Proxy 2", "Manual", "[kubelet]"))
+	code, out, errOut := fx.run(context.Background(), "--dry-run")
+	for _, want := range []string{"would-change", `args: [-windows-service -v 2 "C:\dir with space\"] -> [-windows-service -v 4]`,
+		"startType: Automatic -> Manual", `displayName: "CSI Proxy" -> "CSI Proxy 2"`, "dependsOn: [] -> [kubelet]"} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("dry run lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+	if code != exitcode.OK || fx.ts.State().Services["csi-proxy"].StartCount != starts {
+		t.Fatalf("dry run: exit %d or it restarted the service\n%s", code, errOut)
+	}
+
+	code, doc, errOut = fx.runJSON()
+	got := actions(doc)["csi-proxy"]
+	if code != exitcode.OK || got.Action != "reconfigured" || got.Result != resultChanged || !got.Reconfigured || got.BytesSent != 0 {
+		t.Fatalf("run: exit %d, %+v\n%s", code, got, errOut)
+	}
+	svc := fx.ts.State().Services["csi-proxy"]
+	if !slices.Equal(svc.Args, []string{"-windows-service", "-v", "4"}) || svc.StartType != "Manual" || svc.DisplayName != "CSI Proxy 2" ||
+		!slices.Equal(svc.Dependencies, []string{"kubelet"}) || svc.BinaryPath != dest {
+		t.Errorf("service after the run = %+v", svc)
+	}
+	if svc.StartCount != starts+1 || svc.Status != "Running" {
+		t.Errorf("the service was not restarted once: %d starts after %d, %s", svc.StartCount, starts, svc.Status)
+	}
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "unchanged" {
+		t.Errorf("the run after: exit %d, %+v\n%s", code, got, errOut)
+	}
+
+	// A rebuild and an edit together: the service is configured before
+	// the swap, whose one restart starts the new binary with the new args.
+	starts = fx.ts.State().Services["csi-proxy"].StartCount
+	fx.writeSource("csi-proxy", "MZ csi-proxy v2\n")
+	fx.writeSpec(spec(`["-windows-service", "-v", "5"]`, "CSI Proxy 2", "Manual", "[kubelet]"))
+	code, doc, errOut = fx.runJSON()
+	if got := actions(doc)["csi-proxy"]; code != exitcode.OK || got.Action != "updated" || !got.Reconfigured {
+		t.Fatalf("rebuild and edit: exit %d, %+v\n%s", code, got, errOut)
+	}
+	svc = fx.ts.State().Services["csi-proxy"]
+	if !slices.Equal(svc.Args, []string{"-windows-service", "-v", "5"}) || svc.StartCount != starts+1 || fx.content(dest) != "MZ csi-proxy v2\n" {
+		t.Errorf("after the rebuild and edit: args %q, %d starts after %d, %q", svc.Args, svc.StartCount, starts, fx.content(dest))
+	}
+}
+
+// A service that does not come up with its new configuration (a flag the
+// program rejects) gets its previous one back and runs again, whether
+// only the configuration changed or the binary too (then rolled back).
+func TestKubernetesRegisterPutsTheConfigurationBack(t *testing.T) {
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	spec := func(args string) string {
+		return fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: %s
+`, dest, args)
+	}
+	fx.writeSpec(spec(`["-v", "2"]`))
+	if code, _, errOut := fx.runJSON(); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	for _, tt := range []struct {
+		name    string
+		rebuild bool
+	}{{"configuration only", false}, {"with a rebuild", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.rebuild {
+				fx.writeSource("csi-proxy", "MZ csi-proxy v2\n")
+			}
+			fx.writeSpec(spec(`["-v", "4", "` + simnode.MarkerCrashOnStart + `"]`))
+			code, doc, errOut := fx.runJSON()
+			got := actions(doc)["csi-proxy"]
+			if code != exitcode.Failure || got.Result == resultChanged || !strings.Contains(got.Error, "its previous configuration was put back and it runs again") ||
+				!tt.rebuild && got.Action != "rolled-back" {
+				t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
+			}
+			svc := fx.ts.State().Services["csi-proxy"]
+			if !slices.Equal(svc.Args, []string{"-v", "2"}) || svc.Status != "Running" || fx.content(dest) != "MZ csi-proxy v1\n" {
+				t.Errorf("service %+v, binary %q: want the old args and binary, Running", svc, fx.content(dest))
+			}
+			fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+		})
+	}
+}
+
 // Without a register section, a missing service still fails the
-// provisioner, and says how to register it.
+// provisioner, says to add register: and, as nothing was changed, exits 1
+// (not 3, which says that something was).
 func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
@@ -82,7 +204,8 @@ func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
       destination: 'C:\k\csi-proxy.exe'
 `)
 	code, _, errOut := fx.run(context.Background())
-	if code != exitcode.Partial || !strings.Contains(errOut, `service "csi-proxy" is not registered`) {
+	if code != exitcode.Failure || !strings.Contains(errOut, `service "csi-proxy" is not registered`) ||
+		!strings.Contains(errOut, "add register: (args, startType) to provisioner csi-proxy in the node file") || strings.Contains(errOut, "New-Service") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
@@ -125,13 +248,14 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 	var out, errb strings.Builder
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
 		[]string{"status", "-c", fx.config, "--cache-dir", fx.cache, "--no-color"})
-	if code != exitcode.OK || !strings.Contains(out.String(), "no service") || !strings.Contains(out.String(), "in sync") {
+	if code != exitcode.OK || !strings.Contains(out.String(), "no-service") || !strings.Contains(out.String(), "in-sync") {
 		t.Errorf("status: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
 
 // A service swdt registers has its health checks run on its first start:
-// one that fails is reported, not taken for a working service.
+// one that fails is reported, not taken for a working service (exit 1:
+// the run's only provisioner failed).
 func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
@@ -146,7 +270,7 @@ func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 `)
 	code, doc, errOut := fx.runJSON()
 	got := actions(doc)["csi-proxy"]
-	if code != exitcode.Partial || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
+	if code != exitcode.Failure || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
 		!strings.Contains(got.Error, "csi-proxy-filesystem-v1") {
 		t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
 	}

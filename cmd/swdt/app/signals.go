@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
 func notifySignals(c chan<- os.Signal) func() {
@@ -68,4 +71,15 @@ func (e *env) interrupts(warn func(format string, args ...any)) (abort context.C
 		wg.Wait()
 		cancel()
 	}
+}
+
+// finishedInterrupted is the outcome of a swapping command that returned
+// without an error although Ctrl-C cancelled ctx: the swap in progress
+// finished (or was rolled back) so that its services run again, but the
+// run was cut short, so it exits 130 as DESIGN.md §9 says.
+func finishedInterrupted(ctx context.Context, err error) error {
+	if err != nil || ctx.Err() == nil {
+		return err
+	}
+	return exitcode.WithCode(exitcode.Interrupted, errors.New("the swap in progress was finished so that its services run again; nothing after it was started"))
 }

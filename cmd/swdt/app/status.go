@@ -16,6 +16,9 @@ import (
 // statusNodeJSON is one node in `swdt status -o json` output.
 type statusNodeJSON struct {
 	Name string `json:"name"`
+	// Result is unchanged (status changes nothing), or failed when the
+	// node could not be read.
+	Result string `json:"result"`
 	*status.Report
 	// Error says why the node could not be read.
 	Error string `json:"error,omitempty"`
@@ -38,11 +41,15 @@ set) the service's status, start type and PID, and the binary in place:
 size, version and SHA-256, compared with the local build (or the spec's
 sha256 for a download):
 
-  in sync    the node runs exactly your build
-  differs    swdt kubernetes (or swdt wins) would replace it
-  missing    there is no binary at the destination yet
-  unfinished swap   an interrupted swap left it unverified; the next
-             swdt kubernetes (or swdt wins) finishes or rolls it back
+  in-sync          the node runs exactly your build
+  differs          swdt kubernetes (or swdt wins) would replace it
+  missing          there is no binary at the destination yet
+  no-local-build   the local sourceURL does not exist (yet)
+  not-compared     a download without sha256: nothing to compare with
+  unfinished-swap  an interrupted swap left it unverified; the next
+                   swdt kubernetes (or swdt wins) finishes or rolls it back
+  being-swapped    another run is swapping it now
+  runs-another-file  the service runs another file than the destination
 
 Exit codes: 0 every node was read, 1 no node could be read, 2 usage or
 config error, 3 some nodes could not be read.`,
@@ -74,9 +81,9 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 	if u.Format() == ui.FormatJSON {
 		doc := statusJSON{docMeta: meta("StatusReport"), Nodes: []statusNodeJSON{}}
 		for _, r := range results {
-			nj := statusNodeJSON{Name: r.Node, Report: r.Value}
+			nj := statusNodeJSON{Name: r.Node, Result: resultUnchanged, Report: r.Value}
 			if r.Err != nil {
-				nj.Error = r.Err.Error()
+				nj.Result, nj.Error = resultFailed, r.Err.Error()
 			}
 			doc.Nodes = append(doc.Nodes, nj)
 		}

@@ -70,9 +70,12 @@ func TestStatus(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	want := map[string]string{"hostname": "WIN-SIMNODE01", "kubelet": "Running/differs", "containerd": "Running/no local build"}
+	want := map[string]string{"hostname": "WIN-SIMNODE01", "kubelet": "Running/differs", "containerd": "Running/no-local-build"}
 	if got := statusSources(t, out); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
+	}
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "unchanged" {
+		t.Errorf("result %v, want unchanged", r)
 	}
 	// The missing local build is a warning, with its line: status does
 	// not need it.
@@ -91,7 +94,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("kubernetes: exit %d\n%s", code, errOut)
 	}
 	code, out, errOut = run(t, "status", "-c", file, "--no-color")
-	if code != exitcode.OK || !strings.Contains(out, "in sync") || !strings.Contains(errOut, "WIN-SIMNODE01 (Windows Server 2022 Datacenter 21H2, build 20348.") {
+	if code != exitcode.OK || !strings.Contains(out, "in-sync") || !strings.Contains(errOut, "WIN-SIMNODE01 (Windows Server 2022 Datacenter 21H2, build 20348.") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

@@ -101,6 +101,8 @@ func (n vmNodeJSON) MarshalJSON() ([]byte, error) {
 		fields["result"] = map[bool]string{true: resultUnchanged, false: resultChanged}[r.AlreadyOff]
 	case vm.SnapshotResult, vm.RevertResult:
 		fields["result"] = resultChanged
+	default: // status, ip, snapshots: read only
+		fields["result"] = resultUnchanged
 	}
 	if n.Error != nil {
 		fields["result"] = resultFailed

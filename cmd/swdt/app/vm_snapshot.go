@@ -1,10 +1,14 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
@@ -47,7 +51,13 @@ that name is left alone and reported.
 
 ` + vmExitCodes,
 		Example: "  swdt vm revert -c node.yaml before-containerd-1.7",
-		Args:    exactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt vm revert needs the name of a snapshot to go back to; %s lists them", e.hint("vm snapshots")))
+			}
+			return exactArgs(1)(cmd, args)
+		},
+		ValidArgsFunction: e.completeSnapshot,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := e.vmFleet()
 			if err != nil {
@@ -92,4 +102,34 @@ changed.
 			})
 		},
 	}
+}
+
+// completionTimeout bounds what a completion may wait for: a shell is
+// waiting.
+const completionTimeout = 10 * time.Second
+
+// completeSnapshot completes vm revert's NAME with the snapshots of the
+// VMs of the -c file (or --node), each once.
+func (e *env) completeSnapshot(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if err := e.setup(cmd); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	f, err := e.vmFleet()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	var names []string
+	for _, r := range f.Snapshots(ctx) {
+		for _, s := range r.Value.Snapshots {
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }

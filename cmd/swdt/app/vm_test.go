@@ -165,10 +165,19 @@ func TestVMHyperV(t *testing.T) {
 	}
 
 	// A swap with --snapshot leaves a snapshot that revert goes back to.
-	out, _ = l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--snapshot", "--settle", "0", "-o", "json")
+	out, errOut = l.mustRun(t, exitcode.OK, "kubernetes", "-c", file, "--snapshot", "--settle", "0", "-o", "json")
 	snap := decodeJSON[kubeSnapshotJSON](t, out).Nodes[0].Snapshot
 	if !strings.HasPrefix(snap, "swdt-") || !strings.HasSuffix(snap, "-kubelet") {
 		t.Fatalf("kubernetes --snapshot: snapshot %q\n%s", snap, out)
+	}
+	// The hint to undo it names the node file given with -c.
+	if want := "to undo this swap: swdt -c " + shellWord(file) + " vm revert " + snap; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	// vm revert completes the snapshot names.
+	out, _ = l.mustRun(t, exitcode.OK, "__complete", "vm", "revert", "-c", file, "")
+	if !strings.Contains(out, "clean\n") || !strings.Contains(out, snap+"\n") {
+		t.Errorf("completion of vm revert:\n%s", out)
 	}
 	out, _ = l.mustRun(t, exitcode.OK, "vm", "snapshots", "-c", file, "-o", "json")
 	snaps := decodeJSON[vmJSON](t, out).Nodes[0].Snapshots
@@ -336,7 +345,9 @@ func TestVMBadInput(t *testing.T) {
 			args: []string{"status"}, code: exitcode.Failure,
 			stderr: []string{`node slow: connect: VM "Win 2022" (Hyper-V on hv): VM has no address after 1s`}},
 		{name: "node without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"vm", "snapshot", "s1"}, code: exitcode.Usage,
-			stderr: []string{"node winworker has no spec.vm"}},
+			stderr: []string{"node winworker has no spec.vm", "see the commented vm section of 'swdt config init'"}},
+		{name: "revert without a name", file: good, args: []string{"vm", "revert"}, code: exitcode.Usage,
+			stderr: []string{"swdt vm revert needs the name of a snapshot to go back to; swdt -c ", " vm snapshots lists them"}},
 		{name: "kubernetes --snapshot without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"kubernetes", "--snapshot"},
 			code: exitcode.Usage, stderr: []string{"--snapshot: node winworker", "nothing was changed"}},
 	}

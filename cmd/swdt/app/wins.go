@@ -109,8 +109,8 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort, swap.Command = abort, "swdt wins"
-	return runWinsOn(ctx, e, wins.RunOptions{Verb: wins.VerbDeploy, Deploy: wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap,
-		Resolver: f.download.resolver("", false)}}, config.PrivateKeyFile|config.WinsSource, done)
+	return finishedInterrupted(ctx, runWinsOn(ctx, e, wins.RunOptions{Verb: wins.VerbDeploy, Deploy: wins.Options{Deep: f.deep, DryRun: f.dryRun, Swap: swap,
+		Resolver: f.download.resolver("", false)}}, config.PrivateKeyFile|config.WinsSource, done))
 }
 
 // runWinsOn runs one verb of swdt wins on every node, prints the reports

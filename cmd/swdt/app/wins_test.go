@@ -45,9 +45,18 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 
-	code, out, errOut := run(t, "wins", "-c", file, "--deep", "-o", "json", "--settle", "100ms")
+	// A dry run says would-change, in the words of every dry run, and
+	// writes nothing.
+	code, out, errOut := run(t, "wins", "-c", file, "--dry-run", "--no-color")
+	if fields := strings.Join(strings.Fields(out), " "); code != exitcode.OK || !strings.Contains(fields, "winworker deploy would-change would install; wins.exe would-change; config would be written") {
+		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "wins", "-c", file, "--deep", "-o", "json", "--settle", "100ms")
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "changed" {
+		t.Errorf("result %v, want changed", r)
 	}
 	got := decodeWinsJSON(t, out).Nodes[0]
 	if got.Deploy == nil || got.Deploy.Action != "installed" {
@@ -87,7 +96,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	}
 
 	code, out, errOut = run(t, "wins", "verify", "-c", file, "--deep", "--no-color")
-	if code != exitcode.OK || strings.Count(out, " ok ") != 4 {
+	if code != exitcode.OK || strings.Count(out, " passed ") != 4 {
 		t.Errorf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -98,6 +107,9 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	if u := decodeWinsJSON(t, out).Nodes[0].Uninstall; u == nil || !u.ServiceRemoved {
 		t.Errorf("uninstall %+v", u)
 	}
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "changed" {
+		t.Errorf("uninstall result %v, want changed", r)
+	}
 	sim := ts.Node()
 	if _, err := sim.Service(ops.WinsService); err == nil || sim.Exists(`C:\etc\rancher\wins\wins.exe`) {
 		t.Error("uninstall left the service or the binary")
@@ -107,6 +119,27 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 	code, _, errOut = run(t, "wins", "verify", "-c", file)
 	if code != exitcode.Partial || !strings.Contains(errOut, "not registered") {
 		t.Errorf("verify after uninstall: exit %d\n%s", code, errOut)
+	}
+}
+
+// A swap from wins v0.15 to v0.16, which runs without the pipes, is
+// rolled back as soon as wins has run a moment without them, not after
+// the health timeout (an hour here).
+func TestWinsV016DetectedAtOnce(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
+	if code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms"); code != exitcode.OK {
+		t.Fatalf("v0.15: exit %d\n%s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "wins.exe"), []byte("MZ wins v0.16.0 "+simnode.MarkerWinsNoPipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms", "--health-timeout", "1h")
+	if code != exitcode.Partial || !strings.Contains(errOut, "although the service has been Running for") || !strings.Contains(errOut, "use wins v0.15.x or earlier") {
+		t.Errorf("v0.16: exit %d, want %d and the missing pipe\n%s", code, exitcode.Partial, errOut)
+	}
+	if b, _ := ts.Node().ReadFile(`C:\etc\rancher\wins\wins.exe`); string(b) != "MZ rancher/wins v0.15.1\n" {
+		t.Errorf("v0.16 was not rolled back: %q", b)
 	}
 }
 
@@ -122,7 +155,7 @@ func TestWinsCommandExitCodes(t *testing.T) {
 	}{
 		{name: "wins without the bridge", binary: "MZ wins v0.16.0 " + simnode.MarkerWinsNoPipe, code: exitcode.Partial,
 			stderr: []string{"check pipes", "v0.16 and later removed the named-pipe bridge", "use wins v0.15.x or earlier"}},
-		{name: "no spec.wins", code: exitcode.Usage, stderr: []string{"has no spec.wins", "samples/wins.yaml"}},
+		{name: "no spec.wins", code: exitcode.Usage, stderr: []string{"has no spec.wins", "see the wins section of 'swdt config init'"}},
 		{name: "unreachable node", hostname: "127.0.0.1:1", binary: "MZ wins", code: exitcode.Failure, stderr: []string{"winworker"}},
 		{name: "unknown subcommand", binary: "MZ wins", args: []string{"verfy"}, code: exitcode.Usage, stderr: []string{`did you mean "verify"`}},
 	}

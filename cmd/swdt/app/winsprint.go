@@ -5,13 +5,17 @@ import (
 	"strings"
 
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/wins"
 )
 
 // winsNodeJSON is one node in `swdt wins -o json` output.
 type winsNodeJSON struct {
-	Name      string           `json:"name"`
+	Name string `json:"name"`
+	// Result is the node's outcome in the shared vocabulary: of the
+	// deploy or uninstall, failed when a check failed.
+	Result    string           `json:"result"`
 	Deploy    *wins.Deployment `json:"deploy,omitempty"`
 	Uninstall *wins.Removal    `json:"uninstall,omitempty"`
 	Checks    []checkJSON      `json:"checks"`
@@ -40,8 +44,8 @@ func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 	for _, r := range results {
 		nj := winsNodeJSON{Name: r.Node, Checks: []checkJSON{}}
 		if r.Err != nil {
-			nj.Error = r.Err.Error()
-			rows = append(rows, []string{r.Node, "-", "failed", "nothing done: see the error below"})
+			nj.Result, nj.Error = resultFailed, r.Err.Error()
+			rows = append(rows, []string{r.Node, "-", resultFailed, "nothing done: see the error below"})
 			out.Nodes = append(out.Nodes, nj)
 			continue
 		}
@@ -50,31 +54,85 @@ func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 		for _, c := range rep.Checks {
 			nj.Checks = append(nj.Checks, checkJSON{Check: c, Result: checkResult(c.OK)})
 		}
+		nj.Result = winsResult(rep)
 		if d := rep.Deploy; d != nil {
-			rows = append(rows, []string{r.Node, "deploy", string(d.Action), deployDetail(d)})
+			action := string(d.Action)
+			if deployDryRun(d.Action) {
+				action = resultWouldChange
+			}
+			rows = append(rows, []string{r.Node, "deploy", action, deployDetail(d)})
 		}
 		if rm := rep.Uninstall; rm != nil {
-			rows = append(rows, []string{r.Node, "uninstall", "done", uninstallDetail(rm)})
+			rows = append(rows, []string{r.Node, "uninstall", uninstallResult(rm), uninstallDetail(rm)})
 		}
 		for _, c := range rep.Checks {
-			result := "ok"
-			if !c.OK {
-				result = "FAILED"
-			}
-			rows = append(rows, []string{r.Node, c.Name, result, c.Detail})
+			rows = append(rows, []string{r.Node, c.Name, checkResult(c.OK), c.Detail})
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
 	return printDoc(u, out, []string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
 }
 
+// winsResult is a node's outcome in the shared vocabulary.
+func winsResult(rep *wins.Report) string {
+	result := resultUnchanged
+	switch d := rep.Deploy; {
+	case d == nil:
+	case d.Action == wins.ActionFailed:
+		return resultFailed
+	case d.Action == wins.ActionRolledBack:
+		return resultRolledBack
+	case deployDryRun(d.Action):
+		result = resultWouldChange
+	case d.Action != wins.ActionUnchanged:
+		result = resultChanged
+	}
+	if rm := rep.Uninstall; rm != nil {
+		result = uninstallResult(rm)
+	}
+	if rep.Failed() {
+		return resultFailed
+	}
+	if len(rep.Checks) > 0 && rep.Deploy == nil && rep.Uninstall == nil {
+		return resultPassed // wins verify
+	}
+	return result
+}
+
+// deployDryRun reports whether a is what a dry run says it would do.
+func deployDryRun(a wins.Action) bool {
+	switch a {
+	case wins.ActionInstall, wins.ActionUpdate, wins.ActionReconfigure, wins.ActionStart:
+		return true
+	}
+	return false
+}
+
+// uninstallResult is changed when the uninstall removed anything.
+func uninstallResult(r *wins.Removal) string {
+	if r.ServiceRemoved || len(r.Removed) > 0 || r.StoppedProcesses > 0 {
+		return resultChanged
+	}
+	return resultUnchanged
+}
+
 func deployDetail(d *wins.Deployment) string {
 	var parts []string
-	parts = append(parts, "wins.exe "+string(d.Binary))
+	if deployDryRun(d.Action) {
+		parts = append(parts, "would "+string(d.Action))
+	}
+	binary := string(d.Binary)
+	if d.Binary == hotswap.ActionUpdate {
+		binary = resultWouldChange
+	}
+	parts = append(parts, "wins.exe "+binary)
 	if d.BytesSent > 0 {
 		parts = append(parts, fmt.Sprintf("%d bytes sent", d.BytesSent))
 	}
-	if d.ConfigChanged {
+	switch {
+	case d.ConfigChanged && deployDryRun(d.Action):
+		parts = append(parts, "config would be written")
+	case d.ConfigChanged:
 		parts = append(parts, "config written")
 	}
 	if d.Registered {
