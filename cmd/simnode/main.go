@@ -109,7 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		latency       multiFlag
 		failOps       multiFlag
+		nonAdmins     multiFlag
 	)
+	fs.Var(&nonAdmins, "non-admin", "add a non-administrator account `NAME=PUBKEYFILE` that logs in with that key (repeatable)")
 	fs.Var(&latency, "op-latency", "fault: `OP=MS` delay (repeatable)")
 	fs.Var(&failOps, "fail-op", "fault: fail `OP` once (repeatable)")
 	fs.Usage = func() {
@@ -144,6 +146,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}
+	}
+	for _, v := range nonAdmins {
+		a, err := simnode.ParseNonAdmin(v)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.Accounts = append(opts.Accounts, a)
 	}
 	if *authorizedKey == "" && *password == "" {
 		return usageError{errors.New("give --authorized-key or --password (or both), or nobody can log in")}

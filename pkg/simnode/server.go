@@ -119,6 +119,9 @@ func New(opts Options) (*Server, error) {
 	for _, a := range opts.Accounts {
 		s.accounts[strings.ToLower(a.Name)] = a
 	}
+	if err := s.ensureProfiles(); err != nil {
+		return nil, fmt.Errorf("simnode: create the accounts' profiles: %w", err)
+	}
 	if opts.AuthorizedKeysFile != "" {
 		keys, err := readAuthorizedKeys(opts.AuthorizedKeysFile)
 		if err != nil {
@@ -208,6 +211,9 @@ func (s *Server) checkKey(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissio
 		return nil, errors.New("permission denied")
 	}
 	perms := &ssh.Permissions{Extensions: map[string]string{"user": a.Name}}
+	if a.ownKey(key) {
+		return perms, nil
+	}
 	for _, k := range s.keys {
 		if bytes.Equal(k.Marshal(), key.Marshal()) {
 			return perms, nil
