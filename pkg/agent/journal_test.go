@@ -96,7 +96,8 @@ func TestSwapRecoverAfterKill(t *testing.T) {
 				t.Fatal("the killed swap left no journal")
 			}
 
-			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "a"})
+			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "a",
+				Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		stopRenewing = renewWhile(w, req.Owner.RunID)
 	}
 	defer stopRenewing()
-	if j, err := journalRead(w); err != nil {
+	if j, err := journalRead(w, nil); err != nil {
 		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
 	} else if j != nil {
 		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)

@@ -35,12 +35,21 @@ func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (o
 	if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
 		return resp, err
 	}
-	j, err := journalRead(w)
+	if err := footprint(w); err != nil {
+		return resp, fmt.Errorf("nothing was repaired: %w", err)
+	}
+	j, err := journalRead(w, &resp.Ignored)
 	if err != nil {
 		return resp, err
 	}
 	if j != nil {
 		resp.Found, resp.Journal = true, j
+		// Only what a run of this node file could have written is acted
+		// on, with this node file's health checks.
+		var ignored []string
+		j.Request.Items, ignored = trustedItems(j.Request.Items, req.Trusted)
+		j.Request.ServiceChecks = nil
+		resp.Ignored = append(resp.Ignored, ignored...)
 		if err := resume(ctx, w, j, &resp); err != nil {
 			return resp, err
 		}

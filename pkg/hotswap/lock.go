@@ -116,8 +116,12 @@ func lockAndInspect(ctx context.Context, n Node, owner ops.LockOwner, staged []s
 	started := time.Now()
 	announced := ""
 	breakID := ""
+	dests := make([]string, len(targets))
+	for i, t := range targets {
+		dests[i] = t.Destination
+	}
 	for {
-		got, ierr := n.InspectLocked(ctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID, Staged: staged}, targets)
+		got, ierr := n.InspectLocked(ctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID, Staged: staged, Destinations: dests}, targets)
 		if ierr != nil {
 			return nil, got, fmt.Errorf("take the node's swap lock and inspect: %w", ierr)
 		}

@@ -290,7 +290,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	}
 	var repair *Repair
 	if u := found.Unfinished; u != nil && !opts.DryRun {
-		if repair, err = repairFirst(ctx, n, u, owner.RunID, opts); err != nil {
+		if repair, err = repairFirst(ctx, n, u, owner.RunID, trustedBinaries(items), opts); err != nil {
 			return nil, err
 		}
 		if found, err = inspect(); err != nil {
@@ -751,7 +751,11 @@ func restart(ctx context.Context, n Node, it Item, running bool, owner ops.LockO
 func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options, cause error) {
 	opts.Observer.Step("swap failed; repairing the node")
 	paths := stagedPaths(staged, sent)
-	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(opts, len(req.StopOrder)+len(req.StartOrder)), opts)
+	trusted := make([]ops.TrustedBinary, 0, len(req.Items))
+	for _, it := range req.Items {
+		trusted = append(trusted, ops.TrustedBinary{Service: it.Service, Destination: it.Destination, HealthChecks: it.HealthChecks})
+	}
+	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths, Trusted: trusted}, repairBudget(opts, len(req.StopOrder)+len(req.StartOrder)), opts)
 	msg := "swap failed: " + cause.Error()
 	switch {
 	case err != nil:

@@ -55,6 +55,10 @@ type NodeLockRequest struct {
 	// Staged are the files the run will stage (removed if its lock is
 	// ever broken as stale), recorded with the lock as it is taken.
 	Staged []string `json:"staged,omitempty"`
+	// Destinations are the binaries of the caller's node file: breaking
+	// a stale lock removes only the holder's staged files beside them
+	// (<destination>.swdt-new-<holder's run ID>[.swdt-zst]).
+	Destinations []string `json:"destinations,omitempty"`
 }
 
 // LockHolder is a lock as another run found it.
