@@ -1,0 +1,178 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/agent"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// plantJournal writes a journal naming items as if a swap of them were
+// unfinished.
+func plantJournal(t *testing.T, n *simnode.Node, items ...ops.SwapItem) {
+	t.Helper()
+	j := ops.SwapJournal{Owner: lockOwner("z"), Started: "2025-01-01T00:00:00Z",
+		Request: ops.ServiceSwapRequest{Items: items, StopOrder: []string{"kubelet"}, StartOrder: []string{"kubelet"}, StartTimeoutMs: 2000, HealthTimeoutMs: 300},
+		Stopped: []string{}, Recovery: []ops.JournalRecovery{}}
+	raw, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(ops.JournalPath, raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A journal is acted on only as far as a run of the caller's node file
+// could have written it: an item for another destination, or with names
+// that are not swdt's, is reported and left alone, and health checks come
+// from the node file, never from the journal.
+func TestSwapRecoverTrustsOnlyTheNodeFile(t *testing.T) {
+	const victim = `C:\Windows\System32\whoami.exe`
+	tests := []struct {
+		name string
+		item ops.SwapItem
+		why  string
+	}{
+		{name: "another destination", why: "not a binary of this node file",
+			item: ops.SwapItem{Service: "kubelet", Destination: victim, Staged: victim + ".swdt-new-z", Backup: victim + ".swdt-bak"}},
+		{name: "a backup that is not swdt's", why: "its backup",
+			item: ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: swapKubelet + ".swdt-new-z", Backup: victim}},
+		{name: "a staged file that is not swdt's", why: "its staged file",
+			item: ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: victim, Backup: swapKubelet + ".swdt-bak"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n := ts.Node()
+			before, _, err := n.Hash(victim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kubelet, _, _ := n.Hash(swapKubelet)
+			for _, p := range []string{tt.item.Staged, tt.item.Backup} {
+				if !strings.EqualFold(p, victim) {
+					if err := n.WriteFile(p, []byte("MZ planted")); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			tt.item.HealthChecks = []ops.HealthCheckSpec{{Command: []string{`C:\ProgramData\planted.exe`}}}
+			plantJournal(t, n, tt.item)
+			lockTake(t, ts, "b", time.Minute)
+			resp, err := agent.Call(context.Background(), n.OS(), ops.SwapRecover, ops.SwapRecoverRequest{RunID: "b",
+				Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Items) != 0 || len(resp.Ignored) != 1 || !strings.Contains(resp.Ignored[0], tt.why) {
+				t.Errorf("items %+v, ignored %q; want the item ignored because %s", resp.Items, resp.Ignored, tt.why)
+			}
+			if after, _, err := n.Hash(victim); err != nil || after != before {
+				t.Errorf("%s changed (%s, %v)", victim, after, err)
+			}
+			if after, _, _ := n.Hash(swapKubelet); after != kubelet {
+				t.Error("kubelet.exe changed")
+			}
+			for _, p := range []string{tt.item.Staged, tt.item.Backup} {
+				if !n.Exists(p) {
+					t.Errorf("%s, which the journal named, was removed", p)
+				}
+			}
+			if n.Exists(ops.JournalPath) {
+				t.Error("the journal was left")
+			}
+		})
+	}
+}
+
+// A journal or lock that Administrators and SYSTEM do not own was not
+// written by swdt: it is removed unread, and nothing it names is touched.
+func TestFootprintFilesOfOtherOwnersAreNotRead(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	n := ts.Node()
+	backup := swapKubelet + ".swdt-bak"
+	if err := n.WriteFile(backup, []byte("MZ planted backup")); err != nil {
+		t.Fatal(err)
+	}
+	lockTake(t, ts, "b", time.Minute)
+	plantJournal(t, n, ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: swapKubelet + ".swdt-new-z", Backup: backup})
+	if err := n.SetOwner(ops.JournalPath, "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := agent.Call(context.Background(), n.OS(), ops.SwapRecover, ops.SwapRecoverRequest{RunID: "b",
+		Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Found || len(resp.Ignored) != 1 || !strings.Contains(resp.Ignored[0], "owned by mallory") {
+		t.Errorf("found %v, ignored %q; want the journal removed unread", resp.Found, resp.Ignored)
+	}
+	if !n.Exists(backup) || n.Exists(ops.JournalPath) {
+		t.Errorf("backup exists %v (want true), journal exists %v (want false)", n.Exists(backup), n.Exists(ops.JournalPath))
+	}
+
+	if _, err := provCall(t, ts, ops.NodeUnlock, ops.NodeUnlockRequest{RunID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	lockTake(t, ts, "a", time.Hour)
+	if err := n.SetOwner(ops.LockPath, "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := lockVia(t, ts, ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000})
+	if err != nil || !got.Acquired {
+		t.Errorf("a lock mallory owns kept run b out: %+v, %v", got, err)
+	}
+}
+
+// A footprint folder that another account owns, or that others may
+// write, is given back to Administrators and SYSTEM before the lock or
+// the journal is used.
+func TestFootprintIsRepaired(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	n := ts.Node()
+	w := n.OS()
+	if err := n.MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetACL(ops.AgentDir, winos.ACL{Entries: []winos.ACE{{SID: winos.SIDUsers, Mask: winos.FileAllAccess, Inherit: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetOwner(ops.AgentDir, "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lockVia(t, ts, ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000}); err != nil || !got.Acquired {
+		t.Fatalf("lock: %+v, %v", got, err)
+	}
+	if owner, err := w.Owner(ops.AgentDir); err != nil || owner != winos.SIDAdministrators {
+		t.Errorf("owner = %s, %v; want Administrators", owner, err)
+	}
+	acl, err := w.ACL(ops.AgentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !acl.Protected {
+		t.Error("the folder still inherits")
+	}
+	for _, e := range acl.Entries {
+		if e.SID != winos.SIDAdministrators && e.SID != winos.SIDSystem {
+			t.Errorf("the folder still grants %s %#x", e.SID, e.Mask)
+		}
+	}
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.WriteFile(ops.AgentDir+`\planted.exe`, []byte("x")); err == nil {
+		t.Error("mallory may still write the footprint")
+	}
+}
