@@ -115,6 +115,18 @@ func discardUntrusted(w winos.OS, p string, notes *[]string) error {
 // backupSuffix names an item's backup: <destination>.swdt-bak.
 const backupSuffix = ".swdt-bak"
 
+// adminsOwn reports whether Administrators or SYSTEM own p, and who does:
+// a file anyone else owns was not written by swdt (or by the
+// administrator who installed the binary), and its owner may still
+// change it, so it is never put into place.
+func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
+	owner, err = w.Owner(p)
+	if err != nil {
+		return "", false, fmt.Errorf("read the owner of %s: %w", p, err)
+	}
+	return owner, adminSID(owner), nil
+}
+
 // stagedBeside reports whether p is a run's staged file (or its encoded
 // upload) beside one of dests: <destination>.swdt-new-<runID>, with
 // .swdt-zst after it for the upload.

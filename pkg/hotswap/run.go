@@ -586,6 +586,7 @@ func swapped(resp ops.ServiceSwapResponse, staged []Item, results []Result, inde
 		if r.ExitCode != 0 {
 			detail = append(detail, fmt.Sprintf("service exit code %d", r.ExitCode))
 		}
+		detail = append(detail, r.Notes...)
 		detail = append(detail, r.Events...)
 		res.Detail = strings.Join(detail, "; ")
 	}

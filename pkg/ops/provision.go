@@ -217,6 +217,9 @@ type SwapItemResult struct {
 	ExitCode int `json:"exitCode,omitempty"`
 	// Events are the service's last event-log lines after a failure.
 	Events []string `json:"events,omitempty"`
+	// Notes say what the swap did besides the swap itself (an old binary
+	// put back from its backup before anything stopped).
+	Notes []string `json:"notes,omitempty"`
 	// DowntimeMs is from the start of this service's stop to its Running
 	// again (after rollback if any); 0 when the swap did not stop it (it
 	// was not running) or it is not Running at the end.
