@@ -182,15 +182,30 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 	return path, true, nil
 }
 
-// notAdmin explains an access denied in ops.AgentDir, where only
-// Administrators and SYSTEM may read and write: the SSH account is not
-// an administrator.
+// NotAdminError is an SSH account that was denied access to
+// ops.AgentDir, where only Administrators and SYSTEM may read and write:
+// it is not an administrator, and swdt cannot deliver its agent.
+type NotAdminError struct {
+	// Node is the node's metadata.name.
+	Node string
+	// Err is the access denied.
+	Err error
+}
+
+func (e *NotAdminError) Error() string {
+	return fmt.Sprintf("the SSH account is not an administrator on node %s: %v; "+
+		"swdt needs a member of Administrators: set spec.credentials.username to one", e.Node, e.Err)
+}
+
+// Unwrap returns the access denied.
+func (e *NotAdminError) Unwrap() error { return e.Err }
+
+// notAdmin turns an access denied in ops.AgentDir into a *NotAdminError.
 func (n *Node) notAdmin(err error) error {
 	if !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
-	return fmt.Errorf("the SSH account is not an administrator on node %s: %w; "+
-		"swdt needs a member of Administrators: set spec.credentials.username to one", n.Name, err)
+	return &NotAdminError{Node: n.Name, Err: err}
 }
 
 // remoteSHA256 reads path back over SFTP and hashes it here.

@@ -31,6 +31,13 @@ type LockOwner struct {
 	// Host is the machine swdt runs on; PID its process there.
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
+	// PIDSpace names where PID means something (boot ID and PID
+	// namespace, "" when unknown) and PIDStart when that process started
+	// ("" when unknown): another run judges the holder dead by its PID
+	// only in the same PID space, and a live PID with another start time
+	// is another process.
+	PIDSpace string `json:"pidSpace,omitempty"`
+	PIDStart string `json:"pidStart,omitempty"`
 	// Command is what the run is, e.g. "swdt kubernetes".
 	Command string `json:"command"`
 	// Started is when the run took the lock (RFC 3339, swdt's clock).
