@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -125,6 +126,35 @@ func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
 		return "", false, fmt.Errorf("read the owner of %s: %w", p, err)
 	}
 	return owner, adminSID(owner), nil
+}
+
+// writeOwnFile writes a new file of swdt's own at p, with CREATE_NEW's
+// effect: whatever is at p is removed first (a file another account
+// created there is never adopted), and the written file must belong to
+// Administrators or SYSTEM and hold data before it is used, else it is
+// removed and the write fails.
+func writeOwnFile(w winos.OS, p string, data []byte) error {
+	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s before writing it: %w", p, err)
+	}
+	if err := w.WriteFile(p, data); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	owner, ok, err := adminsOwn(w, p)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s belongs to %s, who created it while swdt wrote it: not used", p, owner)
+	}
+	if err == nil {
+		var got []byte
+		if got, err = readSmallFile(w, p); err == nil && !bytes.Equal(got, data) {
+			err = fmt.Errorf("%s changed while swdt wrote it: not used", p)
+		}
+	}
+	if err != nil {
+		_ = w.Remove(p)
+		return err
+	}
+	return nil
 }
 
 // stagedBeside reports whether p is a run's staged file (or its encoded

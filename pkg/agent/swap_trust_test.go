@@ -162,3 +162,31 @@ func TestMissingDestinationKeepsItsBackup(t *testing.T) {
 		})
 	}
 }
+
+// A config.swdt-new another account created before swdt writes wins'
+// config is not adopted: the config swdt puts in place belongs to
+// Administrators, and its creator cannot change it.
+func TestWinsConfigStagedFileIsNeverAdopted(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	n := ts.Node()
+	dir := testWinsConfig[:strings.LastIndex(testWinsConfig, `\`)]
+	if err := n.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.WriteFile(testWinsConfig+".swdt-new", []byte("planted")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Call(context.Background(), n.OS(), ops.WinsConfigWrite, ops.WinsConfigWriteRequest{Path: testWinsConfig, Content: "debug: true\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := n.Owner(testWinsConfig); err != nil || owner != simnode.AccountAdministrators {
+		t.Errorf("wins' config belongs to %q (%v), want Administrators", owner, err)
+	}
+	if err := mallory.WriteFile(testWinsConfig, []byte("white_list: {processPaths: [C:\\ProgramData\\evil.exe]}\n")); err == nil {
+		t.Error("mallory may rewrite wins' config")
+	}
+}
