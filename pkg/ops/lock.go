@@ -5,9 +5,9 @@ import "fmt"
 // Ops of the per-node swap lock and journal (README "Reliability").
 //
 // One run at a time may stage and swap binaries on a node: it takes the
-// node lock (C:\ProgramData\swdt\swap.lock) first, renews it while it
+// node lock (C:\Program Files\swdt\swap.lock) first, renews it while it
 // works and releases it at the end. The swap writes a journal
-// (C:\ProgramData\swdt\swap-journal.json) before it changes anything and
+// (C:\Program Files\swdt\swap-journal.json) before it changes anything and
 // removes it when every service runs again, so that a swap cut short by a
 // killed swdt or a lost node is finished or rolled back by the next run.
 var (
