@@ -48,6 +48,8 @@ type machine struct {
 	hashMu    sync.Mutex
 	hashes    map[string]agentHash
 	untrusted []string
+	// agentDigests is Options.AgentDigests.
+	agentDigests func() []string
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.

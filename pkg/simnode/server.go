@@ -49,6 +49,11 @@ type Options struct {
 	HyperV *HyperVHost
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
+	// AgentDigests, when set, lists further SHA-256 digests (hex) of
+	// swdt-agent builds that run as swdt-agent, besides the builds
+	// embedded in this simnode: a swdt built from another tree. It is
+	// asked at every run of the agent's path.
+	AgentDigests func() []string
 }
 
 // Server is a simulated Windows node reachable over SSH.
@@ -97,6 +102,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
+	m.agentDigests = opts.AgentDigests
 	if opts.Faults != nil {
 		f := *opts.Faults
 		if err := m.updateFaults(func(cur *Faults) { *cur = f }); err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/agentbin"
@@ -19,7 +20,8 @@ type agentHash struct {
 }
 
 // trustedAgent reports whether the file at p holds exactly one of the
-// swdt-agent builds embedded in this binary: only then does running it
+// swdt-agent builds embedded in this binary (or named by
+// Options.AgentDigests): only then does running it
 // run swdt-agent. Any other bytes at the agent's path are some other
 // program.
 func (m *machine) trustedAgent(p string) bool {
@@ -48,6 +50,13 @@ func (m *machine) trustedAgent(p string) bool {
 	for _, goarch := range []string{"amd64", "arm64"} {
 		if d, err := agentbin.Digest(goarch); err == nil && d == h.sum {
 			return true
+		}
+	}
+	if m.agentDigests != nil {
+		for _, d := range m.agentDigests() {
+			if strings.EqualFold(strings.TrimSpace(d), h.sum) {
+				return true
+			}
 		}
 	}
 	return false
