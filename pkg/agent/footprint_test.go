@@ -176,3 +176,81 @@ func TestFootprintIsRepaired(t *testing.T) {
 		t.Error("mallory may still write the footprint")
 	}
 }
+
+// A repair killed at any of its steps leaves the journal, and the next
+// repair finishes the job: every service Running, the old binary in
+// place, the journal gone.
+func TestSwapRecoverKilledDuringRepair(t *testing.T) {
+	holds := []simnode.AgentHold{
+		{Call: "Rename", Target: `C:\k\kubelet.exe`},
+		{Call: "StartService", Target: "kubelet"},
+		{Call: "StartService", Target: "kube-proxy"},
+		{Call: "SetRecovery", Target: "kubelet"},
+	}
+	for _, hold := range holds {
+		t.Run(hold.Call+" "+hold.Target, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n, w := ts.Node(), ts.Node().OS()
+			rec := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryRestart, Delay: 5 * time.Second}}, ResetPeriod: time.Hour}
+			if err := w.SetRecovery("kubelet", rec); err != nil {
+				t.Fatal(err)
+			}
+			old, err := n.ReadFile(swapKubelet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ kubelet v2"))
+			req := swapKubeletRequest(it)
+			req.Owner = lockOwner("a")
+			lockTake(t, ts, "a", time.Minute)
+			// The swap is killed between its two renames: the repair
+			// must put the backup back and start the services.
+			if err := ts.SetFaults(simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "Rename", Target: `C:\k\kubelet.exe`, Cut: true}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := sshSwap(t, ts, req); err == nil {
+				t.Fatal("the swap answered although its agent was killed")
+			}
+			recover := ops.SwapRecoverRequest{RunID: "a", Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}}
+			h := hold
+			h.Op, h.Cut = ops.SwapRecover.Name, true
+			if err := ts.SetFaults(simnode.Faults{HoldAgent: &h}); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := json.Marshal(recover)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errOut strings.Builder
+			_, _ = ts.Execer().Exec(ctx, ops.CommandLine(ts.InstallAgent(), ops.SwapRecover.Name), strings.NewReader(string(raw)), &out, &errOut)
+			if n.HoldsReached() != 2 {
+				t.Fatalf("the repair was not killed at %s %s", hold.Call, hold.Target)
+			}
+			if !n.Exists(ops.JournalPath) {
+				t.Fatal("the killed repair removed the journal")
+			}
+			if err := ts.SetFaults(simnode.Faults{}); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, recover)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !resp.Found || len(resp.Items) != 1 || resp.Items[0].Binary != ops.RecoveredOld {
+				t.Fatalf("second repair = %+v", resp)
+			}
+			if b, _ := n.ReadFile(swapKubelet); string(b) != string(old) {
+				t.Errorf("kubelet.exe holds %q, want the old binary", b)
+			}
+			swapAllRunning(t, n)
+			if r, err := w.Recovery("kubelet"); err != nil || len(r.Actions) != 1 {
+				t.Errorf("failure actions = %+v, %v; want them back", r, err)
+			}
+			if n.Exists(ops.JournalPath) {
+				t.Error("the journal was left")
+			}
+		})
+	}
+}
