@@ -246,6 +246,8 @@ func (m *machine) createdLocked(a Account, w winPath) {
 // movedLocked carries the owner and ACL records of from (and below it)
 // to to, as NTFS keeps a file's security descriptor across a rename.
 func (m *machine) movedLocked(from, to winPath) {
+	m.forgetHash(from.key())
+	m.forgetHash(to.key())
 	if from.key() == to.key() {
 		return
 	}
@@ -269,6 +271,7 @@ func (m *machine) movedLocked(from, to winPath) {
 // forgetLocked drops the owner and ACL records of w and below it: the
 // file is gone.
 func (m *machine) forgetLocked(w winPath) {
+	m.forgetHash(w.key())
 	prefix := w.key() + `\`
 	for k := range m.st.Owners {
 		if k == w.key() || strings.HasPrefix(k, prefix) {

@@ -121,6 +121,7 @@ func (m *machine) openWrite(p string, fl openFlags) (*writeHandle, error) {
 		return nil, mapOSErr("open", w, host, err)
 	}
 	m.writers[w.key()]++
+	m.forgetHash(w.key())
 	return &writeHandle{File: f, m: m, key: w.key()}, nil
 }
 

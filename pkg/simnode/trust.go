@@ -11,8 +11,9 @@ import (
 )
 
 // agentHash is a file's SHA-256 as last computed, valid while its size
-// and modification time stay the same (simnode's own bookkeeping, so that
-// every op need not hash a few MB).
+// and modification time stay the same and nothing wrote, renamed or
+// removed the file (simnode's own bookkeeping, so that every op need not
+// hash a few MB).
 type agentHash struct {
 	size    int64
 	modTime time.Time
@@ -77,4 +78,12 @@ func (s *Server) UntrustedRuns() []string {
 	s.m.hashMu.Lock()
 	defer s.m.hashMu.Unlock()
 	return append([]string(nil), s.m.untrusted...)
+}
+
+// forgetHash drops the cached digest of the file at key: it was opened
+// for writing, renamed or removed.
+func (m *machine) forgetHash(key string) {
+	m.hashMu.Lock()
+	defer m.hashMu.Unlock()
+	delete(m.hashes, key)
 }
