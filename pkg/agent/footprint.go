@@ -44,19 +44,20 @@ func onlyAdminsWrite(acl winos.ACL) bool {
 	return true
 }
 
-// footprintOK reports whether the folder belongs to Administrators or
-// SYSTEM and only they may change it, and if not, what is wrong.
+// footprintOK reports whether the folder belongs to Administrators,
+// SYSTEM or the agent's account and only Administrators and SYSTEM may
+// change it, and if not, what is wrong.
 func footprintOK(w winos.OS) (string, error) {
-	owner, err := w.Owner(ops.AgentDir)
+	owner, ownerOK, err := adminsOwn(w, ops.AgentDir)
 	if err != nil {
-		return "", fmt.Errorf("read the owner of %s: %w", ops.AgentDir, err)
+		return "", err
 	}
 	acl, err := w.ACL(ops.AgentDir)
 	if err != nil {
 		return "", fmt.Errorf("read the ACL of %s: %w", ops.AgentDir, err)
 	}
 	switch {
-	case !adminSID(owner):
+	case !ownerOK:
 		return "it is owned by " + owner, nil
 	case !acl.Protected:
 		return "it inherits its parent's permissions", nil
@@ -82,27 +83,28 @@ func footprint(w winos.OS) error {
 	if err := w.SetACL(ops.AgentDir, footprintACL); err != nil {
 		return fmt.Errorf("%s is not safe (%s) and its ACL cannot be restricted to Administrators and SYSTEM: %w", ops.AgentDir, wrong, err)
 	}
-	if again, err := footprintOK(w); err != nil || again != "" {
-		return Fail("unsafe-footprint", "%s is not safe (%s) and could not be repaired (%s%v): nothing was done; "+
+	again, err := footprintOK(w)
+	if err != nil {
+		again = err.Error()
+	}
+	if again != "" {
+		return Fail("unsafe-footprint", "%s is not safe (%s) and could not be repaired (%s): nothing was done; "+
 			"as an administrator, delete it or give it to Administrators with only Administrators and SYSTEM allowed",
-			ops.AgentDir, wrong, again, err)
+			ops.AgentDir, wrong, again)
 	}
 	return nil
 }
 
-// discardUntrusted removes p when it exists and neither Administrators
-// nor SYSTEM own it: swdt did not write it, and it is never read. What
+// discardUntrusted removes p when it exists and neither Administrators,
+// SYSTEM nor the agent's account own it: swdt did not write it, and it is never read. What
 // was removed is added to notes (when not nil).
 func discardUntrusted(w winos.OS, p string, notes *[]string) error {
-	owner, err := w.Owner(p)
+	owner, ok, err := adminsOwn(w, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read the owner of %s: %w", p, err)
-	}
-	if adminSID(owner) {
-		return nil
+	if err != nil || ok {
+		return err
 	}
 	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s, which %s owns and swdt did not write: %w", p, owner, err)
@@ -116,16 +118,26 @@ func discardUntrusted(w winos.OS, p string, notes *[]string) error {
 // backupSuffix names an item's backup: <destination>.swdt-bak.
 const backupSuffix = ".swdt-bak"
 
-// adminsOwn reports whether Administrators or SYSTEM own p, and who does:
-// a file anyone else owns was not written by swdt (or by the
-// administrator who installed the binary), and its owner may still
-// change it, so it is never put into place.
+// adminsOwn reports whether Administrators, SYSTEM or the agent's own
+// (administrator) account own p, and who does: a file anyone else owns
+// was not written by swdt (or by the administrator who installed the
+// binary), and its owner may still change it, so it is never put into
+// place.
 func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
 	owner, err = w.Owner(p)
 	if err != nil {
 		return "", false, fmt.Errorf("read the owner of %s: %w", p, err)
 	}
-	return owner, adminSID(owner), nil
+	if adminSID(owner) {
+		return owner, true, nil
+	}
+	// Where policy makes an administrator's files its own rather than
+	// Administrators', the agent's own files are owned by its account.
+	self, err := w.CurrentUser()
+	if err != nil {
+		return "", false, fmt.Errorf("read the current user: %w", err)
+	}
+	return owner, self.Admin && self.Owner != "" && owner == self.Owner, nil
 }
 
 // writeOwnFile writes a new file of swdt's own at p, with CREATE_NEW's

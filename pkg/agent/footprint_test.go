@@ -254,3 +254,42 @@ func TestSwapRecoverKilledDuringRepair(t *testing.T) {
 		})
 	}
 }
+
+// selfOwnedOS plays a node whose policy makes an administrator's new
+// files its own (the token's default owner is the account, not
+// Administrators): every file belongs to the agent's account.
+type selfOwnedOS struct {
+	winos.OS
+	sid string
+}
+
+func (o selfOwnedOS) Owner(p string) (string, error) {
+	if _, err := o.OS.Owner(p); err != nil {
+		return "", err
+	}
+	return o.sid, nil
+}
+
+func (o selfOwnedOS) CurrentUser() (winos.User, error) {
+	u, err := o.OS.CurrentUser()
+	u.Owner = o.sid
+	return u, err
+}
+
+// Files the agent's own administrator account owns are swdt's: its
+// journal is read and repaired, not removed as another account's.
+func TestFootprintFilesOfTheAgentsAccountAreTrusted(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	lockTake(t, ts, "b", time.Minute)
+	plantJournal(t, n, ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: swapKubelet + ".swdt-new-z", Backup: swapKubelet + ".swdt-bak"})
+	w := selfOwnedOS{OS: n.OS(), sid: "S-1-5-21-1004336348-1177238915-682003330-500"}
+	resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "b",
+		Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Found || len(resp.Items) != 1 || len(resp.Ignored) != 0 {
+		t.Errorf("found %v, items %+v, ignored %q; want the journal repaired", resp.Found, resp.Items, resp.Ignored)
+	}
+}

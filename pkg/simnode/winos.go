@@ -51,7 +51,11 @@ func winErr(op, target string, err error) error {
 func (o simOS) Hostname() (string, error) { return o.n.Hostname(), nil }
 
 func (o simOS) CurrentUser() (winos.User, error) {
-	return winos.User{Name: o.n.Username(), Admin: o.n.IsAdmin()}, nil
+	owner := o.n.account.Name
+	if o.n.IsAdmin() {
+		owner = winos.SIDAdministrators
+	}
+	return winos.User{Name: o.n.Username(), Admin: o.n.IsAdmin(), Owner: owner}, nil
 }
 
 func (o simOS) Service(name string) (winos.Service, error) {

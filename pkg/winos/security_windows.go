@@ -211,3 +211,22 @@ func enablePrivileges(names ...string) error {
 	}
 	return nil
 }
+
+// tokenOwner reads the token's default owner (TokenOwner): the owner of
+// the objects the process creates.
+func tokenOwner(token windows.Token) (string, error) {
+	n := uint32(64)
+	for {
+		buf := make([]byte, n)
+		err := windows.GetTokenInformation(token, windows.TokenOwner, &buf[0], n, &n)
+		if err == windows.ERROR_INSUFFICIENT_BUFFER {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		// TOKEN_OWNER is one pointer to a SID (x/sys has no type for it).
+		owner := (*struct{ Owner *windows.SID })(unsafe.Pointer(&buf[0])).Owner
+		return owner.String(), nil
+	}
+}

@@ -145,6 +145,11 @@ type User struct {
 	// Admin is true when the process holds Administrators' rights
 	// (an elevated token).
 	Admin bool
+	// Owner is the SID the files the process creates get as their owner
+	// (the token's default owner: Administrators for an elevated
+	// administrator under Windows Server's default policy, else the
+	// account itself).
+	Owner string
 }
 
 // ServiceStatus is a service's current state, named as Get-Service names
