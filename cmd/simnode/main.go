@@ -48,16 +48,22 @@ const usageText = `simnode - a SIMULATED Windows Server 2022 node for swdt (this
 
 Usage:
   simnode --state-dir DIR [--listen 127.0.0.1:2222] [--authorized-key FILE]
-          [--password PW] [--user Administrator] [--reset] [fault flags]
+          [--password PW] [--user Administrator] [--non-admin NAME=PUBKEYFILE]
+          [--reset] [fault flags]
 
 simnode serves SSH (key and password auth, persistent host key) with an SFTP
 subsystem that maps Windows paths (/C:/k/kubelet.exe) into DIR/fs, and runs
 swdt-agent's op handlers in-process (once swdt has uploaded the agent to
-C:\ProgramData\swdt) over a simulated Windows layer, a state model kept in
+C:\Program Files\swdt) over a simulated Windows layer, a state model kept in
 DIR/state.json: services with states, PIDs, dependencies and
 start/stop delays; executables locked while they run (write and delete fail,
 rename works, as on NTFS); registry values; firewall rules; Chocolatey; named
-pipes owned by running services. Any other command gets cmd.exe's
+pipes owned by running services; file owners and DACLs with Windows
+Server's defaults (users may create files in C:\ProgramData and in folders
+below C:\, not in C:\Program Files or C:\Windows), which --non-admin
+accounts obey over SFTP and in the agent. The agent's path runs the agent
+only when its bytes are the embedded agent's; other bytes are logged as
+"ran untrusted program PATH" and fail. Any other command gets cmd.exe's
 "is not recognized" error. A fresh DIR is seeded like a new VM: RDP off, no
 Chocolatey, containerd, kubelet and kube-proxy running, no wins.
 
@@ -109,7 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		latency       multiFlag
 		failOps       multiFlag
+		nonAdmins     multiFlag
 	)
+	fs.Var(&nonAdmins, "non-admin", "add a non-administrator account `NAME=PUBKEYFILE` that logs in with that key (repeatable)")
 	fs.Var(&latency, "op-latency", "fault: `OP=MS` delay (repeatable)")
 	fs.Var(&failOps, "fail-op", "fault: fail `OP` once (repeatable)")
 	fs.Usage = func() {
@@ -144,6 +152,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}
+	}
+	for _, v := range nonAdmins {
+		a, err := simnode.ParseNonAdmin(v)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.Accounts = append(opts.Accounts, a)
 	}
 	if *authorizedKey == "" && *password == "" {
 		return usageError{errors.New("give --authorized-key or --password (or both), or nobody can log in")}

@@ -22,7 +22,7 @@ func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, want := range []string{"SIMULATED", "not Windows", simnode.MarkerCrashOnStart, simnode.MarkerHangOnStop, simnode.MarkerWinsNoPipe,
-		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json"} {
+		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json", "--non-admin", "untrusted program"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %q", want)
 		}
@@ -34,6 +34,8 @@ func TestUsageErrors(t *testing.T) {
 		{},                           // no state dir
 		{"--state-dir", t.TempDir()}, // nobody could log in
 		{"--state-dir", t.TempDir(), "--password", "x", "--op-latency", "bad"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--non-admin", "mallory"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--non-admin", "mallory=" + filepath.Join(t.TempDir(), "missing.pub")},
 	}
 	for _, args := range tests {
 		var out syncbuf.Buffer
@@ -57,7 +59,8 @@ func TestRunPrintsNodeYAMLAndStopsOnCancel(t *testing.T) {
 	ready := make(chan *simnode.Server, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", pub, "--fail-op", "node-facts"},
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", pub, "--fail-op", "node-facts",
+			"--non-admin", "mallory=" + pub, "--non-admin", "eve=" + pub},
 			&stdout, &stderr, func(s *simnode.Server) { ready <- s })
 	}()
 	var srv *simnode.Server
@@ -77,6 +80,11 @@ func TestRunPrintsNodeYAMLAndStopsOnCancel(t *testing.T) {
 	}
 	if f := srv.Faults(); len(f.FailOps) != 1 {
 		t.Errorf("fault flags not applied: %+v", f)
+	}
+	for _, name := range []string{"mallory", "eve"} {
+		if n, err := srv.NodeAs(name); err != nil || n.IsAdmin() {
+			t.Errorf("--non-admin %s: %v, admin %v", name, err, err == nil && n.IsAdmin())
+		}
 	}
 	if _, err := os.Stat(filepath.Join(state, "known_hosts")); err != nil {
 		t.Error(err)

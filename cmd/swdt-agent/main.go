@@ -1,6 +1,6 @@
 // Command swdt-agent runs swdt's node ops on a Windows node: one op per
 // invocation, `swdt-agent op NAME`, the JSON request on stdin and one JSON
-// result on stdout. swdt uploads it to C:\ProgramData\swdt and runs it over
+// result on stdout. swdt uploads it to C:\Program Files\swdt and runs it over
 // SSH; it is not meant to be run by hand (see pkg/agent).
 package main
 

@@ -30,8 +30,8 @@ func journalSave(w winos.OS, j *ops.SwapJournal) error {
 	if err != nil {
 		return fmt.Errorf("encode the swap journal: %w", err)
 	}
-	if err := w.MkdirAll(ops.AgentDir); err != nil {
-		return fmt.Errorf("create %s for the swap journal: %w", ops.AgentDir, err)
+	if err := footprint(w); err != nil {
+		return fmt.Errorf("the swap journal: %w", err)
 	}
 	if err := w.WriteFile(journalTmp, raw); err != nil {
 		return fmt.Errorf("write the swap journal: %w", err)
@@ -45,8 +45,15 @@ func journalSave(w winos.OS, j *ops.SwapJournal) error {
 	return nil
 }
 
-// journalRead returns the node's journal, nil when there is none.
-func journalRead(w winos.OS) (*ops.SwapJournal, error) {
+// journalRead returns the node's journal, nil when there is none. A
+// journal file that Administrators or SYSTEM do not own is removed unread
+// (and said so in notes, when not nil).
+func journalRead(w winos.OS, notes *[]string) (*ops.SwapJournal, error) {
+	for _, p := range []string{ops.JournalPath, journalTmp} {
+		if err := discardUntrusted(w, p, notes); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := readSmallFile(w, ops.JournalPath)
 	if err == nil {
 		var j ops.SwapJournal

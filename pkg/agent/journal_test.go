@@ -20,13 +20,7 @@ import (
 // kills the agent at that step, as a killed swdt or a lost node does.
 func sshSwap(t *testing.T, ts *simnode.TestServer, req ops.ServiceSwapRequest) error {
 	t.Helper()
-	path := ops.AgentPath(strings.Repeat("ab", 32))
-	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Node().WriteFile(path, []byte("MZ swdt-agent")); err != nil {
-		t.Fatal(err)
-	}
+	path := ts.InstallAgent()
 	raw, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +96,8 @@ func TestSwapRecoverAfterKill(t *testing.T) {
 				t.Fatal("the killed swap left no journal")
 			}
 
-			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "a"})
+			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "a",
+				Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
 			if err != nil {
 				t.Fatal(err)
 			}

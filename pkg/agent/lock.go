@@ -45,8 +45,8 @@ func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeL
 	if req.Owner.RunID == "" || req.StaleAfterMs <= 0 {
 		return resp, Fail("bad-request", "a lock request needs an owner's run ID and a positive staleAfterMs")
 	}
-	if err := w.MkdirAll(ops.AgentDir); err != nil {
-		return resp, fmt.Errorf("create %s for the swap lock: %w", ops.AgentDir, err)
+	if err := footprint(w); err != nil {
+		return resp, fmt.Errorf("the swap lock: %w", err)
 	}
 	rec := lockRecord{Owner: req.Owner, StaleAfterMs: req.StaleAfterMs, Staged: req.Staged}
 	// A holder that releases or is broken meanwhile makes another round
@@ -75,7 +75,7 @@ func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeL
 			resp.Holder = holder
 			return resp, nil
 		}
-		broke, removed, err := lockBreak(w, *holder)
+		broke, removed, err := lockBreak(w, *holder, req.Destinations)
 		if err != nil {
 			return resp, err
 		}
@@ -134,6 +134,10 @@ func lockWrite(w winos.OS, p string, rec lockRecord) error {
 // still cannot, it is an unknown holder, valid for lockDefaultStale after
 // its last write.
 func lockRead(w winos.OS) (*ops.LockHolder, error) {
+	// A lock Administrators or SYSTEM do not own is no run's of swdt.
+	if err := discardUntrusted(w, ops.LockPath, nil); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		st, err := w.Stat(ops.LockPath)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -183,8 +187,10 @@ func readSmallFile(w winos.OS, p string) ([]byte, error) {
 // lockBreak takes a stale lock away from holder: the lock file is first
 // renamed to a name of its own, so that of two runs breaking it at once
 // only one succeeds, and checked to be holder's (else it is put back).
-// The holder's staged files are removed: no swap of its will use them.
-func lockBreak(w winos.OS, holder ops.LockHolder) (bool, []string, error) {
+// The holder's staged files are removed: no swap of its will use them
+// (only those named <destination>.swdt-new-<its run ID> beside one of
+// dests, whatever else the lock lists).
+func lockBreak(w winos.OS, holder ops.LockHolder, dests []string) (bool, []string, error) {
 	moved := ops.LockPath + ".broken-" + holder.Owner.RunID
 	if err := w.Rename(ops.LockPath, moved); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || lockExists(err) {
@@ -206,6 +212,11 @@ func lockBreak(w winos.OS, holder ops.LockHolder) (bool, []string, error) {
 	}
 	var removed []string
 	for _, p := range holder.Staged {
+		// Only the holder's own staged files beside a binary of the
+		// caller's node file: the list is whatever the lock file said.
+		if !stagedBeside(p, holder.Owner.RunID, dests) {
+			continue
+		}
 		for _, f := range []string{p, p + ".swdt-part"} {
 			if _, ok, err := provisionStatFile(w, f); err != nil || !ok {
 				continue

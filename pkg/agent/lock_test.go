@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,16 @@ func TestNodeLockRules(t *testing.T) {
 			want: ops.NodeLockResponse{Acquired: true}, wantHolder: "b"},
 		{name: "a stale holder is broken and its staged files removed", held: "a", heldFor: 50 * time.Millisecond,
 			heldStaged: []string{swapKubelet + ".swdt-new-a"}, wait: 100 * time.Millisecond,
-			req: ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000},
+			req: ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000, Destinations: []string{swapKubelet}},
 			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 50, Staged: []string{swapKubelet + ".swdt-new-a"}},
+				Removed: []string{swapKubelet + ".swdt-new-a"}},
+			wantHolder: "b"},
+		{name: "a stale holder's list removes only its staged files beside this node file's binaries", held: "a", heldFor: 50 * time.Millisecond,
+			heldStaged: []string{`C:\Windows\System32\whoami.exe`, `C:\k\kube-proxy.exe.swdt-new-a`, swapKubelet + ".swdt-new-x", swapKubelet + ".swdt-new-a"},
+			wait:       100 * time.Millisecond,
+			req:        ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000, Destinations: []string{swapKubelet}},
+			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 50,
+				Staged: []string{`C:\Windows\System32\whoami.exe`, `C:\k\kube-proxy.exe.swdt-new-a`, swapKubelet + ".swdt-new-x", swapKubelet + ".swdt-new-a"}},
 				Removed: []string{swapKubelet + ".swdt-new-a"}},
 			wantHolder: "b"},
 		{name: "a holder the caller knows dead is broken", held: "a", heldFor: time.Minute,
@@ -100,8 +109,8 @@ func TestNodeLockRules(t *testing.T) {
 				t.Errorf("response\n got %s\nwant %s", g, w)
 			}
 			for _, p := range tt.heldStaged {
-				if n.Exists(p) {
-					t.Errorf("%s left behind", p)
+				if removed := slices.Contains(tt.want.Removed, p); n.Exists(p) == removed {
+					t.Errorf("%s: exists %v, want %v", p, n.Exists(p), !removed)
 				}
 			}
 			resp, err := provCall(t, ts, ops.ProvisionInspect, ops.ProvisionInspectRequest{})

@@ -121,7 +121,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		return resp, err
 	}
 	resp.Lock = lock
-	j, err := journalRead(w)
+	j, err := journalRead(w, nil)
 	if err != nil {
 		return resp, err
 	}

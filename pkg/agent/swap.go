@@ -113,7 +113,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		stopRenewing = renewWhile(w, req.Owner.RunID)
 	}
 	defer stopRenewing()
-	if j, err := journalRead(w); err != nil {
+	if j, err := journalRead(w, nil); err != nil {
 		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
 	} else if j != nil {
 		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
@@ -461,6 +461,16 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 		if _, err := s.w.Stat(it.Backup); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		if _, hasDest, err := provisionStatFile(s.w, it.Destination); err != nil {
+			return fmt.Errorf("%w; nothing was stopped", err)
+		} else if !hasDest {
+			note, err := s.restoreBackup(it)
+			if err != nil {
+				return fmt.Errorf("%w; nothing was stopped", err)
+			}
+			results[i].Notes = append(results[i].Notes, note)
+			continue
+		}
 		if err := s.w.Remove(it.Backup); err != nil {
 			return fmt.Errorf("clear the backup of an earlier swap (nothing was stopped): %w", err)
 		}
@@ -468,9 +478,38 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 	return nil
 }
 
+// restoreBackup handles a missing destination beside its backup (a swap
+// or repair cut short between its renames): the backup may be the only
+// copy of the old binary, so it goes back into place before anything
+// stops, and the swap keeps it as the backup to roll back to. A backup
+// that Administrators or SYSTEM do not own is not the old binary (another
+// account created that name): it is left alone and never put into place.
+func (s *swapRun) restoreBackup(it ops.SwapItem) (string, error) {
+	owner, ok, err := adminsOwn(s.w, it.Backup)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", Fail("untrusted-backup", "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
+			"and was not used; put the right binary at %s (or delete the backup) as an administrator and run again", it.Destination, it.Backup, owner, it.Destination)
+	}
+	if err := s.w.Rename(it.Backup, it.Destination); err != nil {
+		return "", fmt.Errorf("%s is missing; put back its backup %s: %w", it.Destination, it.Backup, err)
+	}
+	return fmt.Sprintf("%s was missing and its backup %s from an earlier swap was there: the backup was put back first, and kept as the binary to roll back to", it.Destination, it.Backup), nil
+}
+
 // verifyStaged hashes a staged file: "" when it has the item's digest,
 // else why not.
 func (s *swapRun) verifyStaged(it ops.SwapItem) (string, error) {
+	owner, ok, err := adminsOwn(s.w, it.Staged)
+	if err != nil {
+		return "", fmt.Errorf("verify the staged file %s: %w", it.Staged, err)
+	}
+	if !ok {
+		return fmt.Sprintf("staged file %s is owned by %s, not by Administrators or SYSTEM: swdt did not upload it (another account created that name first) "+
+			"and its owner could still change it; the binary was not swapped, remove the file and run again", it.Staged, owner), nil
+	}
 	sum, err := hashFile(s.w, it.Staged)
 	if err != nil {
 		return "", fmt.Errorf("verify the staged file %s: %w", it.Staged, err)
@@ -521,32 +560,33 @@ func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
 
 // rename keeps the old binary of item i as the backup and moves the
 // staged file into place; when the second step fails the old binary goes
-// back. A staged file that changed since check verified it is hashed
-// again, and not renamed in unless it still has the item's digest.
+// back. A verified staged file is hashed again first, and not renamed in
+// unless it still has the item's digest and belongs to Administrators or
+// SYSTEM.
 func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
 	it := s.req.Items[i]
 	fail := func(err error) {
 		res.Result = ops.SwapResultFailed
 		res.Error = "could not rename the staged binary into place: " + err.Error()
 	}
-	if seen, ok := s.verified[i]; ok {
+	if _, ok := s.verified[i]; ok {
+		// Hashed again right before the rename, whatever its size and
+		// time say: they can be kept while the bytes change.
 		st, err := s.w.Stat(it.Staged)
 		if err != nil {
 			fail(err)
 			return
 		}
-		if st.Size != seen.Size || !st.ModTime.Equal(seen.ModTime) {
-			why, err := s.verifyStaged(it)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if why != "" {
-				res.Result, res.Error = ops.SwapResultFailed, why
-				return
-			}
-			s.verified[i] = st
+		why, err := s.verifyStaged(it)
+		if err != nil {
+			fail(err)
+			return
 		}
+		if why != "" {
+			res.Result, res.Error = ops.SwapResultFailed, why
+			return
+		}
+		s.verified[i] = st
 	}
 	_, hadOld, err := provisionStatFile(s.w, it.Destination)
 	if err == nil {

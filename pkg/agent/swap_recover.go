@@ -35,12 +35,21 @@ func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (o
 	if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
 		return resp, err
 	}
-	j, err := journalRead(w)
+	if err := footprint(w); err != nil {
+		return resp, fmt.Errorf("nothing was repaired: %w", err)
+	}
+	j, err := journalRead(w, &resp.Ignored)
 	if err != nil {
 		return resp, err
 	}
 	if j != nil {
 		resp.Found, resp.Journal = true, j
+		// Only what a run of this node file could have written is acted
+		// on, with this node file's health checks.
+		var ignored []string
+		j.Request.Items, ignored = trustedItems(j.Request.Items, req.Trusted)
+		j.Request.ServiceChecks = nil
+		resp.Ignored = append(resp.Ignored, ignored...)
 		if err := resume(ctx, w, j, &resp); err != nil {
 			return resp, err
 		}
@@ -190,7 +199,14 @@ func (s *swapRun) settleFiles(it ops.SwapItem, removed *[]string) (string, error
 	case dest.Exists:
 	case hasBackup:
 		// Killed between its two renames, or half-way through a
-		// rollback: the old binary goes back.
+		// rollback: the old binary goes back (only swdt's backup: one
+		// another account owns is never put into place).
+		if owner, ok, err := adminsOwn(s.w, it.Backup); err != nil {
+			return "", err
+		} else if !ok {
+			return "", Fail("untrusted-backup", "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
+				"and was left alone; put the right binary at %s as an administrator and run again", it.Destination, it.Backup, owner, it.Destination)
+		}
 		if err := s.w.Rename(it.Backup, it.Destination); err != nil {
 			return "", fmt.Errorf("put back %s from %s: %w", it.Destination, it.Backup, err)
 		}
@@ -204,6 +220,9 @@ func (s *swapRun) settleFiles(it ops.SwapItem, removed *[]string) (string, error
 			return "", err
 		}
 		if staged.Exists && it.SHA256 != "" && strings.EqualFold(staged.SHA256, it.SHA256) {
+			if _, ok, err := adminsOwn(s.w, it.Staged); err != nil || !ok {
+				return binary, err
+			}
 			if err := s.w.Rename(it.Staged, it.Destination); err != nil {
 				return "", fmt.Errorf("put the staged %s into place: %w", it.Staged, err)
 			}

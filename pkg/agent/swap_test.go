@@ -19,7 +19,7 @@ const swapKubelet = `C:\k\kubelet.exe`
 // swapStage stages content as the new binary of service at dest.
 func swapStage(t *testing.T, n *simnode.Node, service, dest string, content []byte, checks ...ops.HealthCheckSpec) ops.SwapItem {
 	t.Helper()
-	it := ops.SwapItem{Service: service, Destination: dest, Staged: dest + ".swdt-new", Backup: dest + ".swdt-bak", HealthChecks: checks, SHA256: provSum(content)}
+	it := ops.SwapItem{Service: service, Destination: dest, Staged: dest + ".swdt-new-a", Backup: dest + ".swdt-bak", HealthChecks: checks, SHA256: provSum(content)}
 	if err := n.WriteFile(it.Staged, content); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestServiceSwapRenameDenied(t *testing.T) {
 		name   string
 		locked string
 	}{
-		{name: "staged file held open", locked: swapKubelet + ".swdt-new"},
+		{name: "staged file held open", locked: swapKubelet + ".swdt-new-a"},
 		{name: "destination held open", locked: swapKubelet},
 	}
 	for _, tt := range tests {
@@ -437,7 +437,7 @@ func TestServiceSwapRefusedBeforeStopping(t *testing.T) {
 		req     func(n *simnode.Node, it ops.SwapItem) ops.ServiceSwapRequest
 		message string
 	}{
-		{name: "staged file missing", message: `staged file C:\k\kubelet.exe.swdt-new is missing; nothing was stopped`,
+		{name: "staged file missing", message: `staged file C:\k\kubelet.exe.swdt-new-a is missing; nothing was stopped`,
 			req: func(n *simnode.Node, it ops.SwapItem) ops.ServiceSwapRequest {
 				_ = n.Remove(it.Staged)
 				return swapRequest(it)

@@ -72,8 +72,8 @@ func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteReque
 		return ops.WinsConfigWriteResponse{}, fmt.Errorf("create %s: %w", dir, err)
 	}
 	staged := req.Path + ".swdt-new"
-	if err := w.WriteFile(staged, content); err != nil {
-		return ops.WinsConfigWriteResponse{}, fmt.Errorf("write %s: %w", staged, err)
+	if err := writeOwnFile(w, staged, content); err != nil {
+		return ops.WinsConfigWriteResponse{}, err
 	}
 	resp := ops.WinsConfigWriteResponse{Changed: true}
 	if exists {

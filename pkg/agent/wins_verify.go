@@ -175,7 +175,7 @@ func winsPrinted(out []byte, name string) bool {
 	return false
 }
 
-// winsCopy copies a (small) file.
+// winsCopy copies a (small) file to a new file of swdt's own.
 func winsCopy(w winos.OS, from, to string) error {
 	content, exists, err := winsReadFile(w, from)
 	if err != nil {
@@ -184,7 +184,7 @@ func winsCopy(w winos.OS, from, to string) error {
 	if !exists {
 		return fmt.Errorf("copy %s to %s: %s does not exist", from, to, from)
 	}
-	if err := w.WriteFile(to, content); err != nil {
+	if err := writeOwnFile(w, to, content); err != nil {
 		return fmt.Errorf("copy %s to %s: %w", from, to, err)
 	}
 	return nil

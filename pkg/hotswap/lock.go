@@ -50,7 +50,8 @@ func newOwner(command string) ops.LockOwner {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
-	return ops.LockOwner{RunID: hex.EncodeToString(id[:]), Host: host, PID: os.Getpid(), Command: command, Started: time.Now().UTC().Format(time.RFC3339)}
+	return ops.LockOwner{RunID: hex.EncodeToString(id[:]), Host: host, PID: os.Getpid(), PIDSpace: pidSpace(), PIDStart: processStart(os.Getpid()),
+		Command: command, Started: time.Now().UTC().Format(time.RFC3339)}
 }
 
 // heldLock is a lock this run holds: it is renewed in the background
@@ -88,15 +89,28 @@ func setLive(id string, live bool) {
 }
 
 // ownerAlive reports whether the run o of this machine may still be
-// working: its process runs and, when that is this process, the run has
-// not ended.
+// working: its process runs (the same process: started when o says) and,
+// when that is this process, the run has not ended.
 func ownerAlive(o ops.LockOwner) bool {
-	if o.PID == os.Getpid() {
+	if o.PID == os.Getpid() && (o.PIDStart == "" || o.PIDStart == processStart(o.PID)) {
 		liveRuns.Lock()
 		defer liveRuns.Unlock()
 		return liveRuns.ids[o.RunID]
 	}
-	return processAlive(o.PID)
+	if !processAlive(o.PID) {
+		return false
+	}
+	if start := processStart(o.PID); o.PIDStart != "" && start != "" && start != o.PIDStart {
+		return false // the PID now names a later process
+	}
+	return true
+}
+
+// samePIDSpace reports whether holder's PID can be checked from here:
+// the same host name and the same PID space. A holder elsewhere (another
+// container, another boot) is alive as long as it renews the lock.
+func samePIDSpace(holder, self ops.LockOwner) bool {
+	return holder.Host == self.Host && holder.PIDSpace == self.PIDSpace
 }
 
 // lockAndInspect takes the node's lock for owner, recording the files the
@@ -116,8 +130,12 @@ func lockAndInspect(ctx context.Context, n Node, owner ops.LockOwner, staged []s
 	started := time.Now()
 	announced := ""
 	breakID := ""
+	dests := make([]string, len(targets))
+	for i, t := range targets {
+		dests[i] = t.Destination
+	}
 	for {
-		got, ierr := n.InspectLocked(ctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID, Staged: staged}, targets)
+		got, ierr := n.InspectLocked(ctx, ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Break: breakID, Staged: staged, Destinations: dests}, targets)
 		if ierr != nil {
 			return nil, got, fmt.Errorf("take the node's swap lock and inspect: %w", ierr)
 		}
@@ -143,7 +161,7 @@ func lockAndInspect(ctx context.Context, n Node, owner ops.LockOwner, staged []s
 		if h == nil {
 			continue
 		}
-		if h.Owner.Host == owner.Host && !ownerAlive(h.Owner) {
+		if samePIDSpace(h.Owner, owner) && !ownerAlive(h.Owner) {
 			breakID = h.Owner.RunID
 			continue
 		}

@@ -17,13 +17,20 @@ import (
 // one, retry a repair while the node does not answer.
 func TestRunLocksAndRepairsFirst(t *testing.T) {
 	host, _ := os.Hostname()
-	dead := ops.LockOwner{RunID: "dead", Host: host, PID: 1 << 30, Command: "swdt kubernetes"}
+	space := pidSpace()
+	dead := ops.LockOwner{RunID: "dead", Host: host, PID: 1 << 30, PIDSpace: space, Command: "swdt kubernetes"}
+	// elsewhere shares the host name but not the PID space (another
+	// container): its PID says nothing here.
+	elsewhere := ops.LockOwner{RunID: "elsewhere", Host: host, PID: 1 << 30, PIDSpace: "another-container", Command: "swdt kubernetes"}
+	// reused names a live PID (this test's parent) that started at
+	// another time: the holder is gone, the PID was given again.
+	reused := ops.LockOwner{RunID: "reused", Host: host, PID: os.Getppid(), PIDSpace: space, PIDStart: "1", Command: "swdt kubernetes"}
 	live := ops.LockOwner{RunID: "live", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
 	// ended is an earlier run of this process whose lock came back (a VM
 	// reverted to a snapshot of a swap); sibling a run of this process
 	// that holds its lock now.
-	ended := ops.LockOwner{RunID: "ended", Host: host, PID: os.Getpid(), Command: "swdt kubernetes"}
-	sibling := ops.LockOwner{RunID: "sibling", Host: host, PID: os.Getpid(), Command: "swdt kubernetes"}
+	ended := ops.LockOwner{RunID: "ended", Host: host, PID: os.Getpid(), PIDSpace: space, Command: "swdt kubernetes"}
+	sibling := ops.LockOwner{RunID: "sibling", Host: host, PID: os.Getpid(), PIDSpace: space, Command: "swdt kubernetes"}
 	setLive(sibling.RunID, true)
 	defer setLive(sibling.RunID, false)
 	unfinished := &ops.UnfinishedSwap{Journal: ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z",
@@ -37,7 +44,17 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 		// wantBreak is the RunID the run asked to break.
 		wantBreak string
 		wantSaid  string
+		// needsStart skips the case where processes' start times cannot
+		// be read.
+		needsStart bool
 	}{
+		{name: "a holder of this host name in another PID space is waited for",
+			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: elsewhere}, 2 },
+			wantCalls: "lock lock lock+inspect swap+unlock",
+			wantSaid:  "waiting for the node's swap lock, held by swdt kubernetes run elsewhere"},
+		{name: "a holder whose PID now names a later process is broken at once", needsStart: true,
+			setup:     func(f *fakeNode) { f.holder, f.holdFor = &ops.LockHolder{Owner: reused}, -1 },
+			wantCalls: "lock lock+inspect swap+unlock", wantBreak: "reused"},
 		{name: "a run locks, swaps and unlocks",
 			wantCalls: "lock+inspect swap+unlock"},
 		{name: "a dry run takes no lock and repairs nothing", opts: Options{DryRun: true},
@@ -83,6 +100,9 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 	lockPoll, repairRetry = 10*time.Millisecond, 10*time.Millisecond
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.needsStart && processStart(os.Getppid()) == "" {
+				t.Skip("this system does not tell when a process started")
+			}
 			f := &fakeNode{files: map[string]string{}, services: seedServices(nil)}
 			if tt.setup != nil {
 				tt.setup(f)

@@ -19,6 +19,9 @@ type Repair struct {
 	Items []ops.SwapRecoverItem `json:"items"`
 	// NotStarted lists services that would not start.
 	NotStarted []ops.ServiceProblem `json:"notStarted,omitempty"`
+	// Ignored says what the journal named that this node file's runs
+	// could not have written: left alone.
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // Summary says in one line what the repair left.
@@ -101,18 +104,31 @@ func recoverSwap(ctx context.Context, n Node, req ops.SwapRecoverRequest, budget
 
 // repairFirst repairs the unfinished swap that inspect found, before the
 // run plans anything.
-func repairFirst(ctx context.Context, n Node, u *ops.UnfinishedSwap, runID string, opts Options) (*Repair, error) {
+func repairFirst(ctx context.Context, n Node, u *ops.UnfinishedSwap, runID string, trusted []ops.TrustedBinary, opts Options) (*Repair, error) {
 	j := u.Journal
 	opts.Observer.Step(fmt.Sprintf("the node has an unfinished swap of %s, started %s; repairing it first", ownerText(j.Owner), j.Started))
 	services := len(j.Request.StopOrder) + len(j.Request.StartOrder)
-	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: runID}, repairBudget(opts, services), opts)
+	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: runID, Trusted: trusted}, repairBudget(opts, services), opts)
 	if err != nil {
 		return nil, fmt.Errorf("repair the unfinished swap of %s: %w; nothing else was done", ownerText(j.Owner), err)
 	}
-	r := &Repair{Owner: j.Owner, Started: j.Started, Items: resp.Items, NotStarted: resp.NotStarted}
+	for _, why := range resp.Ignored {
+		opts.Observer.Step(why)
+	}
+	r := &Repair{Owner: j.Owner, Started: j.Started, Items: resp.Items, NotStarted: resp.NotStarted, Ignored: resp.Ignored}
 	if resp.Journal != nil {
 		r.Owner, r.Started = resp.Journal.Owner, resp.Journal.Started
 	}
 	opts.Observer.Step(r.Summary())
 	return r, nil
+}
+
+// trustedBinaries are the node file's binaries, as a repair may act on
+// them: destination, service and health checks.
+func trustedBinaries(items []Item) []ops.TrustedBinary {
+	out := make([]ops.TrustedBinary, 0, len(items))
+	for _, it := range items {
+		out = append(out, ops.TrustedBinary{Service: it.Service, Destination: it.Destination, HealthChecks: it.HealthChecks})
+	}
+	return out
 }

@@ -296,7 +296,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	}
 	var repair *Repair
 	if u := found.Unfinished; u != nil && !opts.DryRun {
-		if repair, err = repairFirst(ctx, n, u, owner.RunID, opts); err != nil {
+		if repair, err = repairFirst(ctx, n, u, owner.RunID, trustedBinaries(items), opts); err != nil {
 			return nil, err
 		}
 		if found, err = inspect(); err != nil {

@@ -227,6 +227,7 @@ func (r *swapRun) swapped(resp ops.ServiceSwapResponse, staged []Item) map[strin
 		if it.ExitCode != 0 {
 			detail = append(detail, fmt.Sprintf("service exit code %d", it.ExitCode))
 		}
+		detail = append(detail, it.Notes...)
 		detail = append(detail, it.Events...)
 		res.Detail = strings.Join(detail, "; ")
 	}
@@ -448,7 +449,11 @@ func (r *swapRun) restart(ctx context.Context, it Item, running bool) error {
 func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, staged []Item, cause error) {
 	r.opts.Observer.Step("swap failed; repairing the node")
 	paths := r.stagedPaths(staged)
-	resp, err := recoverSwap(ctx, r.n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(r.opts, len(req.StopOrder)+len(req.StartOrder)), r.opts)
+	trusted := make([]ops.TrustedBinary, 0, len(req.Items))
+	for _, it := range req.Items {
+		trusted = append(trusted, ops.TrustedBinary{Service: it.Service, Destination: it.Destination, HealthChecks: it.HealthChecks})
+	}
+	resp, err := recoverSwap(ctx, r.n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths, Trusted: trusted}, repairBudget(r.opts, len(req.StopOrder)+len(req.StartOrder)), r.opts)
 	msg := "swap failed: " + cause.Error()
 	switch {
 	case err != nil:

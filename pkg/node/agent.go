@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,26 +22,12 @@ import (
 // context has no deadline.
 const DefaultAgentTimeout = 5 * time.Minute
 
-// agentGuess returns where the agent should be: the path it answered at
-// (known), or else the path of this swdt's amd64 agent, the one nearly
-// every node runs.
-func (n *Node) agentGuess() (path string, known bool, err error) {
-	if p := n.agent(); p != "" {
-		return p, true, nil
-	}
-	digest, err := agentbin.Digest("amd64")
-	if err != nil {
-		return "", false, err
-	}
-	return ops.AgentPath(digest), false, nil
-}
-
 // confirmAgent records that the agent answered at path.
 func (n *Node) confirmAgent(path string) {
 	n.agentMu.Lock()
 	defer n.agentMu.Unlock()
 	if n.agentPath == "" {
-		n.logger.Info("swdt-agent is on the node, nothing sent", "path", path)
+		n.logger.Info("swdt-agent is on the node and verified, nothing sent", "path", path)
 		n.agentPath = path
 	}
 }
@@ -81,6 +69,9 @@ type machineDeliveries struct {
 	// last is when a delivery last put the agent in place (read and
 	// written only while holding turn).
 	last time.Time
+	// verified is the agent path this process verified by content on the
+	// machine (read and written only while holding turn).
+	verified string
 }
 
 // deliveries maps a machine's address to its *machineDeliveries. Entries
@@ -89,8 +80,8 @@ var deliveries sync.Map
 
 // deliverInTurn is ensureAgent once no other delivery to the node's
 // machine from this process is under way (the one that waited then finds
-// the agent in place). arrived is true when the agent was put in place
-// after since, by this delivery or another.
+// the agent in place, verified). arrived is true when the agent was put
+// in place after since, by this delivery or another.
 func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string, arrived bool, err error) {
 	v, _ := deliveries.LoadOrStore(strings.ToLower(n.conn.Addr()), &machineDeliveries{turn: make(chan struct{}, 1)})
 	m := v.(*machineDeliveries)
@@ -100,7 +91,10 @@ func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string,
 		return "", false, fmt.Errorf("wait for another delivery of swdt-agent to %s: %w", n.conn.Addr(), ctx.Err())
 	}
 	defer func() { <-m.turn }()
-	path, fresh, err := n.ensureAgent(ctx)
+	path, fresh, err := n.ensureAgent(ctx, m.verified)
+	if err == nil {
+		m.verified = path
+	}
 	if fresh {
 		m.last = time.Now()
 	}
@@ -111,12 +105,16 @@ func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string,
 // files): its presence picks the arm64 agent without running anything.
 const armDir = `C:\Windows\SysArm32`
 
-// ensureAgent looks for the agent of the node's architecture at its
-// content-addressed path under ops.AgentDir and uploads it when it is
-// missing, then proves the upload by running it (agent-info reports the
-// SHA-256 of its own executable) and removes other versions. fresh is
-// true when it uploaded the agent.
-func (n *Node) ensureAgent(ctx context.Context) (path string, fresh bool, err error) {
+// ensureAgent makes sure the agent of the node's architecture is at its
+// content-addressed path under ops.AgentDir, with exactly the embedded
+// bytes, before anything runs it. ops.AgentDir is below C:\Program Files,
+// where only Administrators and SYSTEM may write, and the file found
+// there is read back and hashed the first time this process uses it
+// (verified names the path already checked): not trusted by its size,
+// nor by its own word. A file with other bytes is removed and the agent
+// uploaded again; an upload is read back and hashed too. fresh is true
+// when it uploaded the agent.
+func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, fresh bool, err error) {
 	goarch := "amd64"
 	if fi, err := n.conn.Stat(ctx, armDir); err == nil && fi.IsDir() {
 		goarch = "arm64"
@@ -128,22 +126,46 @@ func (n *Node) ensureAgent(ctx context.Context) (path string, fresh bool, err er
 	path = ops.AgentPath(a.SHA256)
 	fi, err := n.conn.Stat(ctx, path)
 	switch {
-	case err == nil && fi.Size() == int64(len(a.Binary)):
+	case err == nil && strings.EqualFold(path, verified):
 		n.confirmAgent(path)
 		return path, false, nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	case err == nil:
+		sum, rerr := n.remoteSHA256(ctx, path)
+		if rerr != nil {
+			return "", false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, rerr))
+		}
+		if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
+			n.confirmAgent(path)
+			return path, false, nil
+		}
+		n.logger.Warn("the file at the agent's path is not this swdt's agent: replacing it", "path", path, "sha256", sum)
+		if err := n.conn.Remove(ctx, path); err != nil {
+			return "", false, fmt.Errorf("%s holds a file that is not swdt-agent (SHA-256 %s) and it cannot be removed: %w; "+
+				"remove it as an administrator and run again", path, sum, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return "", false, fmt.Errorf("look for swdt-agent at %s: %w", path, err)
 	}
 	if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
-		return "", false, fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err)
+		return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
 	}
 	if err := n.conn.Upload(ctx, bytes.NewReader(a.Binary), int64(len(a.Binary)), path, nil); err != nil {
 		// Another swdt may have delivered it meanwhile (its op running
 		// keeps the file from being replaced): verified below like ours.
-		if fi, serr := n.conn.Stat(ctx, path); serr != nil || fi.Size() != int64(len(a.Binary)) {
+		if _, serr := n.conn.Stat(ctx, path); serr != nil {
 			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
 		}
 	}
+	sum, err := n.remoteSHA256(ctx, path)
+	if err != nil {
+		return "", false, fmt.Errorf("read back swdt-agent after uploading it to %s: %w", path, err)
+	}
+	if sum != a.SHA256 {
+		_ = n.conn.Remove(ctx, path)
+		return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
+			path, sum, a.SHA256)
+	}
+	// Its first run proves that it starts (the bytes are known good).
 	raw, err := n.exec(ctx, path, ops.AgentInfo.Name, ops.AgentInfoRequest{})
 	if err != nil {
 		return "", false, fmt.Errorf("run swdt-agent after uploading it to %s: %w", path, err)
@@ -152,17 +174,47 @@ func (n *Node) ensureAgent(ctx context.Context) (path string, fresh bool, err er
 	if err := json.Unmarshal(raw, &info); err != nil {
 		return "", false, fmt.Errorf("op %s: decode result: %w", ops.AgentInfo.Name, err)
 	}
-	if info.SHA256 != a.SHA256 {
-		_ = n.conn.Remove(ctx, path)
-		return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
-			path, info.SHA256, a.SHA256)
-	}
-	n.logger.Info("swdt-agent uploaded and verified", "path", path, "bytes", len(a.Binary), "goarch", goarch)
+	n.logger.Info("swdt-agent uploaded and verified", "path", path, "bytes", len(a.Binary), "goarch", goarch, "version", info.Version)
 	n.removeOldAgents(ctx, path)
 	n.agentMu.Lock()
 	n.agentPath = path
 	n.agentMu.Unlock()
 	return path, true, nil
+}
+
+// NotAdminError is an SSH account that was denied access to
+// ops.AgentDir, where only Administrators and SYSTEM may read and write:
+// it is not an administrator, and swdt cannot deliver its agent.
+type NotAdminError struct {
+	// Node is the node's metadata.name.
+	Node string
+	// Err is the access denied.
+	Err error
+}
+
+func (e *NotAdminError) Error() string {
+	return fmt.Sprintf("the SSH account is not an administrator on node %s: %v; "+
+		"swdt needs a member of Administrators: set spec.credentials.username to one", e.Node, e.Err)
+}
+
+// Unwrap returns the access denied.
+func (e *NotAdminError) Unwrap() error { return e.Err }
+
+// notAdmin turns an access denied in ops.AgentDir into a *NotAdminError.
+func (n *Node) notAdmin(err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return &NotAdminError{Node: n.Name, Err: err}
+}
+
+// remoteSHA256 reads path back over SFTP and hashes it here.
+func (n *Node) remoteSHA256(ctx context.Context, path string) (string, error) {
+	h := sha256.New()
+	if err := n.conn.Download(ctx, path, h); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // removeOldAgents deletes other versions of the agent. One still running

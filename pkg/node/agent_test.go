@@ -108,7 +108,7 @@ func TestAgentUploadedOncePerVersion(t *testing.T) {
 	if got := second.sent.Load(); got != 0 {
 		t.Errorf("second contact sent %d agent bytes, want 0", got)
 	}
-	if !strings.Contains(log2.String(), "swdt-agent is on the node, nothing sent") {
+	if !strings.Contains(log2.String(), "swdt-agent is on the node and verified, nothing sent") {
 		t.Errorf("second contact's -v log does not say the agent was reused:\n%s", log2.String())
 	}
 }
@@ -216,5 +216,37 @@ func BenchmarkAgentOp(b *testing.B) {
 		if _, err := n.Facts(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A file of the agent's exact size at the agent's path, but with other
+// bytes, is never run: it is read back, found not to be the agent,
+// replaced by an upload, and only then does an op run.
+func TestAgentOfRightSizeButOtherBytesIsNeverRun(t *testing.T) {
+	ts := simnode.StartTest(t)
+	a := embeddedAgent(t)
+	path := ops.AgentPath(a.SHA256)
+	fake := bytes.Clone(a.Binary)
+	fake[len(fake)/3] ^= 0x5a
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Node().WriteFile(path, fake); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dial(t, ts)
+	if _, err := node.New("winworker", c, nil).Facts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.UntrustedRuns(); len(got) != 0 {
+		t.Errorf("ran %v, which is not swdt-agent", got)
+	}
+	if got := c.sent.Load(); got != int64(len(a.Binary)) {
+		t.Errorf("sent %d bytes, want the agent uploaded again (%d)", got, len(a.Binary))
+	}
+	if got, _, err := ts.Node().Hash(path); err != nil || got != a.SHA256 {
+		t.Errorf("agent on the node: sha256 %s, err %v; want %s", got, err, a.SHA256)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/pkg/agentbin"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -50,6 +52,35 @@ func (c *floodConn) Exec(ctx context.Context, _ string, stdin io.Reader, stdout,
 }
 
 func (c *floodConn) Addr() string { return "flood:22" }
+
+// Stat and Download show a node that has this swdt's agent in place, as
+// delivery reads it back before anything runs it.
+func (c *floodConn) Stat(_ context.Context, p string) (fs.FileInfo, error) {
+	a, err := agentbin.For("amd64")
+	if err != nil || !strings.EqualFold(p, ops.AgentPath(a.SHA256)) {
+		return nil, fs.ErrNotExist
+	}
+	return agentFile{size: int64(len(a.Binary))}, nil
+}
+
+func (c *floodConn) Download(_ context.Context, _ string, w io.Writer) error {
+	a, err := agentbin.For("amd64")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(a.Binary)
+	return err
+}
+
+// agentFile is the agent's file as Stat describes it.
+type agentFile struct{ size int64 }
+
+func (f agentFile) Name() string       { return "swdt-agent.exe" }
+func (f agentFile) Size() int64        { return f.size }
+func (f agentFile) Mode() fs.FileMode  { return 0o644 }
+func (f agentFile) ModTime() time.Time { return time.Time{} }
+func (f agentFile) IsDir() bool        { return false }
+func (f agentFile) Sys() any           { return nil }
 
 const okResult = ops.ResultMarker + `{"ok":true,"data":{}}` + "\r\n"
 

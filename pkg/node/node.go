@@ -38,6 +38,8 @@ type Conn interface {
 	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(ctx context.Context, remotePath string) error
+	// Download copies a file's content to w.
+	Download(ctx context.Context, remotePath string, w io.Writer) error
 	// Addr is the address dialled (host:port): connections with one
 	// address reach one machine.
 	Addr() string

@@ -84,33 +84,21 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 // knows better, e.g. a swap's budget), else bound. An op cut off by it is
 // a *TimeoutError.
 //
-// The agent is run where it should be without looking first, so a node
-// that has it costs no extra round trip. When it does not answer there
-// (no result at all), call looks for it, delivers it if it is missing, and
-// runs the op again: only then, since an op that did not start cannot
-// have changed anything.
+// Nothing runs at the agent's path before this process has verified the
+// file there by content (deliver): the first op of a run delivers or
+// verifies the agent, within a bound of its own so that a first contact
+// does not eat a short op's budget.
 func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
 	var resp Resp
-	path, known, err := n.agentGuess()
-	if err != nil {
-		return resp, err
+	path := n.agent()
+	if path == "" {
+		p, _, err := n.deliver(ctx, time.Now())
+		if err != nil {
+			return resp, err
+		}
+		path = p
 	}
-	asked := time.Now()
-	resp, err = attempt(ctx, n, path, op, req, bound)
-	if known || !noAnswer(err) {
-		n.confirmAgent(path)
-		return resp, err
-	}
-	// The agent's delivery has a bound of its own: a first contact must
-	// not eat a short op's budget.
-	delivered, arrived, derr := n.deliver(ctx, asked)
-	if derr != nil {
-		return resp, derr
-	}
-	if delivered == path && !arrived {
-		return resp, err // the agent was there: the op itself gave no answer
-	}
-	return attempt(ctx, n, delivered, op, req, bound)
+	return attempt(ctx, n, path, op, req, bound)
 }
 
 // attempt runs op once with the agent at path, within bound.
@@ -128,13 +116,6 @@ func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op
 		return resp, &TimeoutError{Node: n.Name, Op: op.Name, After: bound, Err: err}
 	}
 	return resp, err
-}
-
-// noAnswer reports whether err is an op that printed no result: what a
-// shell prints for a program that does not exist.
-func noAnswer(err error) bool {
-	var oe *OpError
-	return errors.As(err, &oe) && oe.Kind == "protocol"
 }
 
 // HeartbeatInterval is how often Node.Waiting hears of an op that is

@@ -5,9 +5,9 @@ import "fmt"
 // Ops of the per-node swap lock and journal (docs/reference.md, "Reliability").
 //
 // One run at a time may stage and swap binaries on a node: it takes the
-// node lock (C:\ProgramData\swdt\swap.lock) first, renews it while it
+// node lock (C:\Program Files\swdt\swap.lock) first, renews it while it
 // works and releases it at the end. The swap writes a journal
-// (C:\ProgramData\swdt\swap-journal.json) before it changes anything and
+// (C:\Program Files\swdt\swap-journal.json) before it changes anything and
 // removes it when every service runs again, so that a swap cut short by a
 // killed swdt or a lost node is finished or rolled back by the next run.
 var (
@@ -31,6 +31,13 @@ type LockOwner struct {
 	// Host is the machine swdt runs on; PID its process there.
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
+	// PIDSpace names where PID means something (boot ID and PID
+	// namespace, "" when unknown) and PIDStart when that process started
+	// ("" when unknown): another run judges the holder dead by its PID
+	// only in the same PID space, and a live PID with another start time
+	// is another process.
+	PIDSpace string `json:"pidSpace,omitempty"`
+	PIDStart string `json:"pidStart,omitempty"`
 	// Command is what the run is, e.g. "swdt kubernetes".
 	Command string `json:"command"`
 	// Started is when the run took the lock (RFC 3339, swdt's clock).
@@ -55,6 +62,10 @@ type NodeLockRequest struct {
 	// Staged are the files the run will stage (removed if its lock is
 	// ever broken as stale), recorded with the lock as it is taken.
 	Staged []string `json:"staged,omitempty"`
+	// Destinations are the binaries of the caller's node file: breaking
+	// a stale lock removes only the holder's staged files beside them
+	// (<destination>.swdt-new-<holder's run ID>[.swdt-zst]).
+	Destinations []string `json:"destinations,omitempty"`
 }
 
 // LockHolder is a lock as another run found it.

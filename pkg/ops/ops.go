@@ -117,28 +117,33 @@ func ParseEnvelope(stdout []byte) (*Envelope, error) {
 	return &env, nil
 }
 
-// AgentDir is where swdt keeps the agent on a node.
-const AgentDir = `C:\ProgramData\swdt`
+// AgentDir is where swdt keeps the agent, the swap lock, the journal and
+// their bookkeeping on a node: a folder below C:\Program Files, where
+// only Administrators and SYSTEM may create anything (docs/DESIGN.md §9),
+// so that nothing a non-administrator wrote can be there.
+const AgentDir = `C:\Program Files\swdt`
 
 // AgentPath is the content-addressed path of the agent whose SHA-256 is
-// digest (lower-case hex). The name holds no spaces and no characters any
-// shell treats specially, so the same command line runs under cmd.exe,
-// powershell.exe and pwsh as sshd's default shell.
+// digest (lower-case hex).
 func AgentPath(digest string) string {
 	return AgentDir + `\swdt-agent-` + digest[:16] + `.exe`
 }
 
 // agentPathRE matches what AgentPath returns.
-var agentPathRE = regexp.MustCompile(`^C:\\ProgramData\\swdt\\swdt-agent-[0-9a-f]{16}\.exe$`)
+var agentPathRE = regexp.MustCompile(`^C:\\Program Files\\swdt\\swdt-agent-[0-9a-f]{16}\.exe$`)
 
 // IsAgentPath reports whether p is a path AgentPath returns.
 func IsAgentPath(p string) bool { return agentPathRE.MatchString(p) }
 
 // CommandLine is the exact command line that runs op name with the agent
-// at path: `<path> op <name>`. Both parts come from swdt itself, never
-// from user data.
+// at path: `cmd.exe /d /c "<path>" op <name>`. Both parts come from swdt
+// itself, never from user data. The path holds a space, and a quoted
+// program name starts an expression in PowerShell: run through cmd.exe
+// (which keeps the quotes of a command line that is one quoted program
+// and plain words), the same line works whether sshd's default shell is
+// cmd.exe, powershell.exe or pwsh.
 func CommandLine(path, name string) string {
-	return path + " op " + name
+	return `cmd.exe /d /c "` + path + `" op ` + name
 }
 
 // ParseCommandLine is the inverse of CommandLine: ok is false for any
@@ -151,4 +156,4 @@ func ParseCommandLine(cmd string) (path, name string, ok bool) {
 	return m[1], m[2], true
 }
 
-var commandRE = regexp.MustCompile(`^(C:\\ProgramData\\swdt\\swdt-agent-[0-9a-f]{16}\.exe) op ([a-z][a-z0-9-]*)$`)
+var commandRE = regexp.MustCompile(`^cmd\.exe /d /c "(C:\\Program Files\\swdt\\swdt-agent-[0-9a-f]{16}\.exe)" op ([a-z][a-z0-9-]*)$`)

@@ -239,6 +239,9 @@ type SwapItemResult struct {
 	ExitCode int `json:"exitCode,omitempty"`
 	// Events are the service's last event-log lines after a failure.
 	Events []string `json:"events,omitempty"`
+	// Notes say what the swap did besides the swap itself (an old binary
+	// put back from its backup before anything stopped).
+	Notes []string `json:"notes,omitempty"`
 	// DowntimeMs is from the start of this service's stop to its Running
 	// again (after rollback if any); 0 when the swap did not stop it (it
 	// was not running) or it is not Running at the end.
@@ -310,6 +313,19 @@ type SwapRecoverRequest struct {
 	RunID string `json:"runId"`
 	// Staged are the caller's own staged files, removed too.
 	Staged []string `json:"staged,omitempty"`
+	// Trusted are the binaries of the caller's node file. The repair acts
+	// only on journal items whose destination is one of them and whose
+	// staged file and backup are swdt's names beside it, and runs only
+	// their health checks (never the journal's); anything else the
+	// journal names is reported in Ignored and left alone.
+	Trusted []TrustedBinary `json:"trusted,omitempty"`
+}
+
+// TrustedBinary is one binary of the caller's node file.
+type TrustedBinary struct {
+	Service      string            `json:"service,omitempty"`
+	Destination  string            `json:"destination"`
+	HealthChecks []HealthCheckSpec `json:"healthChecks,omitempty"`
 }
 
 // Which binary a repair left at a destination.
@@ -351,6 +367,9 @@ type SwapRecoverResponse struct {
 	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
 	// Removed lists staged files that were deleted.
 	Removed []string `json:"removed"`
+	// Ignored says what the node's journal named that no run of the
+	// caller's node file could have written (and why): left alone.
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // Runs reports whether the service runs path as its program: Executable

@@ -140,6 +140,10 @@ func Run(ctx context.Context, name string, n Node, desired Desired, opts Options
 		obs = nopObserver{}
 	}
 	facts, err := n.SetupFacts(ctx)
+	var denied *node.NotAdminError
+	if errors.As(err, &denied) {
+		return nil, &NotAdminError{Node: name, User: "the SSH account"}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gather facts: %w", err)
 	}

@@ -133,6 +133,10 @@ func (a *agentOS) SetACL(p string, acl winos.ACL) error {
 	return a.do("SetACL", p, func() error { return a.OS.SetACL(p, acl) })
 }
 
+func (a *agentOS) SetOwner(p, sid string) error {
+	return a.do("SetOwner", p, func() error { return a.OS.SetOwner(p, sid) })
+}
+
 func (a *agentOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 	return a.do("SetRegistryValue", key, func() error { return a.OS.SetRegistryValue(key, v) })
 }

@@ -56,6 +56,15 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		fmt.Fprintf(ch.Stderr(), "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", path)
 		return 1
 	}
+	if !cs.srv.m.trustedAgent(path) {
+		// Whatever these bytes are, they are not swdt-agent: on Windows
+		// they would have run with the session's rights.
+		io.Copy(io.Discard, ch)
+		cs.srv.m.ranUntrusted(path)
+		cs.srv.log.Warn("ran untrusted program "+path, "user", cs.account.Name)
+		fmt.Fprintf(ch.Stderr(), "simnode: ran untrusted program %s (its bytes are not swdt-agent's)\r\n", path)
+		return 1
+	}
 	stdin, err := io.ReadAll(ch)
 	if err != nil {
 		return 1

@@ -121,6 +121,7 @@ func (m *machine) openWrite(p string, fl openFlags) (*writeHandle, error) {
 		return nil, mapOSErr("open", w, host, err)
 	}
 	m.writers[w.key()]++
+	m.forgetHash(w.key())
 	return &writeHandle{File: f, m: m, key: w.key()}, nil
 }
 
@@ -211,9 +212,15 @@ func (m *machine) remove(p string, recursive bool) error {
 		return fileErr("remove", w, CodeSharingViolation)
 	}
 	if fi.IsDir() && recursive {
-		return mapOSErr("remove", w, host, os.RemoveAll(host))
+		err = os.RemoveAll(host)
+	} else {
+		err = os.Remove(host)
 	}
-	return mapOSErr("remove", w, host, os.Remove(host))
+	if err == nil {
+		m.forgetLocked(w)
+		m.saveLocked()
+	}
+	return mapOSErr("remove", w, host, err)
 }
 
 func (m *machine) rename(oldp, newp string, replace bool) error {
@@ -253,6 +260,7 @@ func (m *machine) rename(oldp, newp string, replace bool) error {
 	if err := os.Rename(fromHost, toHost); err != nil {
 		return mapOSErr("rename", from, fromHost, err)
 	}
+	m.movedLocked(from, to)
 	// Open handles follow the file: a running process now runs the
 	// renamed file, which stays locked.
 	changed := false
@@ -324,11 +332,11 @@ func (n *Node) Stat(p string) (FileInfo, error) { return n.m.stat(p) }
 func (n *Node) Exists(p string) bool { _, err := n.m.stat(p); return err == nil }
 
 // List returns the entries of directory p, sorted by name.
-func (n *Node) List(p string) ([]FileInfo, error) { return n.m.list(p) }
+func (n *Node) List(p string) ([]FileInfo, error) { return n.m.listAs(n.account, p) }
 
 // Open opens p for reading (allowed even for a running executable).
 func (n *Node) Open(p string) (io.ReadCloser, error) {
-	f, _, err := n.m.openRead(p)
+	f, _, err := n.m.openReadAs(n.account, p)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +345,7 @@ func (n *Node) Open(p string) (io.ReadCloser, error) {
 
 // ReadFile returns the content of p.
 func (n *Node) ReadFile(p string) ([]byte, error) {
-	f, _, err := n.m.openRead(p)
+	f, _, err := n.m.openReadAs(n.account, p)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +357,7 @@ func (n *Node) ReadFile(p string) ([]byte, error) {
 // sharing violation when p is a running process's image, and when the
 // parent directory is missing (use MkdirAll).
 func (n *Node) Create(p string) (io.WriteCloser, error) {
-	return n.m.openWrite(p, openFlags{create: true, trunc: true})
+	return n.m.openWriteAs(n.account, p, openFlags{create: true, trunc: true})
 }
 
 // WriteFile replaces the content of p (creating it).
@@ -367,7 +375,7 @@ func (n *Node) WriteFile(p string, data []byte) error {
 
 // AppendFile appends data to p (creating it).
 func (n *Node) AppendFile(p string, data []byte) error {
-	f, err := n.m.openWrite(p, openFlags{create: true})
+	f, err := n.m.openWriteAs(n.account, p, openFlags{create: true})
 	if err != nil {
 		return err
 	}
@@ -388,29 +396,29 @@ func (n *Node) AppendFile(p string, data []byte) error {
 // error unless replace is set (Move-Item -Force), and a locked newPath is
 // always refused.
 func (n *Node) Rename(oldPath, newPath string, replace bool) error {
-	return n.m.rename(oldPath, newPath, replace)
+	return n.m.renameAs(n.account, oldPath, newPath, replace)
 }
 
 // Remove deletes a file or an empty directory; a running executable (or a
 // directory holding one) cannot be removed.
-func (n *Node) Remove(p string) error { return n.m.remove(p, false) }
+func (n *Node) Remove(p string) error { return n.m.removeAs(n.account, p, false) }
 
 // RemoveAll deletes p and everything below it, refusing when it holds a
 // running executable.
-func (n *Node) RemoveAll(p string) error { return n.m.remove(p, true) }
+func (n *Node) RemoveAll(p string) error { return n.m.removeAs(n.account, p, true) }
 
 // MkdirAll creates directory p and its parents (New-Item -Force).
-func (n *Node) MkdirAll(p string) error { return n.m.mkdir(p, true) }
+func (n *Node) MkdirAll(p string) error { return n.m.mkdirAs(n.account, p, true) }
 
 // Copy copies src to dst (Copy-Item); an existing dst is replaced only when
 // replace is set, and never when it is locked.
 func (n *Node) Copy(src, dst string, replace bool) error {
-	in, _, err := n.m.openRead(src)
+	in, _, err := n.m.openReadAs(n.account, src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := n.m.openWrite(dst, openFlags{create: true, trunc: true, excl: !replace})
+	out, err := n.m.openWriteAs(n.account, dst, openFlags{create: true, trunc: true, excl: !replace})
 	if err != nil {
 		return err
 	}
@@ -424,7 +432,7 @@ func (n *Node) Copy(src, dst string, replace bool) error {
 // Hash returns the lower-case hex SHA-256 and the size of p, streaming it
 // (Get-FileHash).
 func (n *Node) Hash(p string) (string, int64, error) {
-	f, _, err := n.m.openRead(p)
+	f, _, err := n.m.openReadAs(n.account, p)
 	if err != nil {
 		return "", 0, err
 	}
@@ -439,7 +447,7 @@ func (n *Node) Hash(p string) (string, int64, error) {
 
 // Contains reports whether p holds marker, streaming it.
 func (n *Node) Contains(p string, marker string) (bool, error) {
-	f, _, err := n.m.openRead(p)
+	f, _, err := n.m.openReadAs(n.account, p)
 	if err != nil {
 		return false, err
 	}
@@ -502,6 +510,11 @@ func (n *Node) SetACL(p string, acl *ACL) error {
 	w, err := parseWinPath(p)
 	if err != nil {
 		return err
+	}
+	if !n.account.Admin {
+		if err := n.m.writeSecurity(n.account, p); err != nil {
+			return err
+		}
 	}
 	return n.m.update(func(s *State, _ time.Time) error {
 		if acl == nil {

@@ -43,13 +43,22 @@ type machine struct {
 	writers map[string]int // open write handles by winPath key
 	markers markerCache
 
+	// hashMu guards hashes (trust.go's cache of agent digests) and
+	// untrusted (the programs run that were not swdt-agent).
+	hashMu    sync.Mutex
+	hashes    map[string]agentHash
+	untrusted []string
+	// agentDigests is Options.AgentDigests.
+	agentDigests func() []string
+
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.
 	holdsReached atomic.Int64
 }
 
 func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine, error) {
-	m := &machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{}}
+	m := &machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{},
+		hashes: map[string]agentHash{}}
 	st, err := loadState(stateFile(dir))
 	if err != nil {
 		return nil, err

@@ -579,7 +579,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	_ = n.InstallChocolatey()
 	_, _ = n.ChocoInstall("grep")
 	_ = n.WriteFile(`C:\k\note.txt`, []byte("kept"))
-	_ = n.SetACL(PathAdminAuthorizedKeys, &ACL{InheritanceDisabled: true, Entries: []ACE{{"BUILTIN\\Administrators", "F"}, {"NT AUTHORITY\\SYSTEM", "F"}}})
+	_ = n.SetACL(PathAdminAuthorizedKeys, &ACL{InheritanceDisabled: true, Entries: []ACE{{Identity: "BUILTIN\\Administrators", Rights: "F"}, {Identity: "NT AUTHORITY\\SYSTEM", Rights: "F"}}})
 	before := ts.State()
 	fp := ts.HostKeyFingerprint()
 
@@ -633,7 +633,7 @@ func TestKeysFromAdministratorsAuthorizedKeys(t *testing.T) {
 		c.Close()
 		t.Fatal("key accepted from a file with inherited permissions; sshd ignores it")
 	}
-	_ = n.SetACL(PathAdminAuthorizedKeys, &ACL{InheritanceDisabled: true, Entries: []ACE{{"Administrators", "F"}, {"SYSTEM", "F"}}})
+	_ = n.SetACL(PathAdminAuthorizedKeys, &ACL{InheritanceDisabled: true, Entries: []ACE{{Identity: "Administrators", Rights: "F"}, {Identity: "SYSTEM", Rights: "F"}}})
 	c, err := ts.Dial("Administrator")
 	if err != nil {
 		t.Fatalf("key in administrators_authorized_keys with the right ACL: %v", err)

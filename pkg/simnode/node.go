@@ -3,6 +3,8 @@ package simnode
 import (
 	"context"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Account is a user that may log in.
@@ -13,6 +15,9 @@ type Account struct {
 	Password string
 	// Admin says whether the account is a member of Administrators.
 	Admin bool
+	// Keys log in as this account only (besides Options.AuthorizedKeys,
+	// which log in as any account).
+	Keys []ssh.PublicKey
 }
 
 // Node is the machine as seen from one SSH session: what op handlers

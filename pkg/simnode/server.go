@@ -49,6 +49,11 @@ type Options struct {
 	HyperV *HyperVHost
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
+	// AgentDigests, when set, lists further SHA-256 digests (hex) of
+	// swdt-agent builds that run as swdt-agent, besides the builds
+	// embedded in this simnode: a swdt built from another tree. It is
+	// asked at every run of the agent's path.
+	AgentDigests func() []string
 }
 
 // Server is a simulated Windows node reachable over SSH.
@@ -99,6 +104,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
+	m.agentDigests = opts.AgentDigests
 	if opts.Faults != nil {
 		f := *opts.Faults
 		if err := m.updateFaults(func(cur *Faults) { *cur = f }); err != nil {
@@ -120,6 +126,9 @@ func New(opts Options) (*Server, error) {
 	s.accounts[strings.ToLower(opts.User)] = Account{Name: opts.User, Password: opts.Password, Admin: true}
 	for _, a := range opts.Accounts {
 		s.accounts[strings.ToLower(a.Name)] = a
+	}
+	if err := s.ensureProfiles(); err != nil {
+		return nil, fmt.Errorf("simnode: create the accounts' profiles: %w", err)
 	}
 	if opts.AuthorizedKeysFile != "" {
 		keys, err := readAuthorizedKeys(opts.AuthorizedKeysFile)
@@ -210,6 +219,9 @@ func (s *Server) checkKey(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissio
 		return nil, errors.New("permission denied")
 	}
 	perms := &ssh.Permissions{Extensions: map[string]string{"user": a.Name}}
+	if a.ownKey(key) {
+		return perms, nil
+	}
 	for _, k := range s.keys {
 		if bytes.Equal(k.Marshal(), key.Marshal()) {
 			return perms, nil

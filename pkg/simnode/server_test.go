@@ -14,20 +14,13 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// testAgentPath is where these tests put a stand-in for the uploaded
-// agent: simnode runs its in-process agent for an agent path that holds a
-// file, so the tests need no Windows build of the agent.
-var testAgentPath = ops.AgentPath(strings.Repeat("0123456789abcdef", 4))
+// testAgentPath is where installAgent puts the agent (set by it).
+var testAgentPath string
 
-// installAgent puts the stand-in agent on the node.
+// installAgent puts the agent on the node.
 func installAgent(t testing.TB, ts *TestServer) {
 	t.Helper()
-	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Node().WriteFile(testAgentPath, []byte("MZ stand-in for swdt-agent.exe")); err != nil {
-		t.Fatal(err)
-	}
+	testAgentPath = ts.InstallAgent()
 }
 
 // callOp runs op over SSH with ex as swdt does: the agent's command line,

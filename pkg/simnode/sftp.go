@@ -66,7 +66,7 @@ func toStatus(err error) error {
 func isVirtualRoot(p string) bool { return p == "/" || p == "" }
 
 func (h *sftpHandler) Fileread(r *sftp.Request) (io.ReaderAt, error) {
-	f, _, err := h.m.openRead(r.Filepath)
+	f, _, err := h.m.openReadAs(h.cs.account, r.Filepath)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -88,7 +88,7 @@ func (h *sftpHandler) OpenFile(r *sftp.Request) (sftp.WriterAtReaderAt, error) {
 
 func (h *sftpHandler) open(r *sftp.Request, read bool) (*cuttingWriter, error) {
 	fl := r.Pflags()
-	wh, err := h.m.openWrite(r.Filepath, openFlags{create: fl.Creat, trunc: fl.Trunc, excl: fl.Excl, read: read})
+	wh, err := h.m.openWriteAs(h.cs.account, r.Filepath, openFlags{create: fl.Creat, trunc: fl.Trunc, excl: fl.Excl, read: read})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -138,12 +138,12 @@ func (h *sftpHandler) Filecmd(r *sftp.Request) error {
 		attrs := r.Attributes()
 		fl := r.AttrFlags()
 		if fl.Size {
-			if err := h.m.truncate(r.Filepath, int64(attrs.Size)); err != nil {
+			if err := h.m.truncateAs(h.cs.account, r.Filepath, int64(attrs.Size)); err != nil {
 				return toStatus(err)
 			}
 		}
 		if fl.Acmodtime {
-			if err := h.m.chtimes(r.Filepath, time.Unix(int64(attrs.Atime), 0), time.Unix(int64(attrs.Mtime), 0)); err != nil {
+			if err := h.m.chtimesAs(h.cs.account, r.Filepath, time.Unix(int64(attrs.Atime), 0), time.Unix(int64(attrs.Mtime), 0)); err != nil {
 				return toStatus(err)
 			}
 		}
@@ -154,7 +154,7 @@ func (h *sftpHandler) Filecmd(r *sftp.Request) error {
 		}
 		return nil
 	case "Rename":
-		return toStatus(h.m.rename(r.Filepath, r.Target, false))
+		return toStatus(h.m.renameAs(h.cs.account, r.Filepath, r.Target, false))
 	case "Rmdir":
 		fi, err := h.m.stat(r.Filepath)
 		if err != nil {
@@ -163,7 +163,7 @@ func (h *sftpHandler) Filecmd(r *sftp.Request) error {
 		if !fi.IsDir {
 			return &statusErr{msg: "The directory name is invalid.", code: sftp.ErrSSHFxFailure}
 		}
-		return toStatus(h.m.remove(r.Filepath, false))
+		return toStatus(h.m.removeAs(h.cs.account, r.Filepath, false))
 	case "Remove":
 		fi, err := h.m.stat(r.Filepath)
 		if err != nil {
@@ -172,16 +172,16 @@ func (h *sftpHandler) Filecmd(r *sftp.Request) error {
 		if fi.IsDir {
 			return &statusErr{msg: "Access is denied.", code: sftp.ErrSSHFxFailure}
 		}
-		return toStatus(h.m.remove(r.Filepath, false))
+		return toStatus(h.m.removeAs(h.cs.account, r.Filepath, false))
 	case "Mkdir":
-		return toStatus(h.m.mkdir(r.Filepath, false))
+		return toStatus(h.m.mkdirAs(h.cs.account, r.Filepath, false))
 	}
 	return sftp.ErrSSHFxOpUnsupported
 }
 
 // PosixRename replaces an existing target (posix-rename@openssh.com).
 func (h *sftpHandler) PosixRename(r *sftp.Request) error {
-	return toStatus(h.m.rename(r.Filepath, r.Target, true))
+	return toStatus(h.m.renameAs(h.cs.account, r.Filepath, r.Target, true))
 }
 
 func (h *sftpHandler) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
@@ -190,7 +190,7 @@ func (h *sftpHandler) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 		if isVirtualRoot(r.Filepath) {
 			return listerAt{driveInfo("C:")}, nil
 		}
-		entries, err := h.m.list(r.Filepath)
+		entries, err := h.m.listAs(h.cs.account, r.Filepath)
 		if err != nil {
 			return nil, toStatus(err)
 		}

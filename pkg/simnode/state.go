@@ -62,6 +62,10 @@ type State struct {
 	// ACLs holds explicit access control lists by lower-case Windows path;
 	// a path without a record inherits its parent's permissions.
 	ACLs map[string]*ACL `json:"acls"`
+	// Owners holds the owner of each file or folder a non-administrator
+	// created, by lower-case Windows path; the rest belong to
+	// Administrators.
+	Owners map[string]string `json:"owners,omitempty"`
 	// HyperV is set when the machine plays a Hyper-V host (hyperv.go).
 	HyperV *HyperVHost `json:"hyperv,omitempty"`
 }
@@ -203,11 +207,21 @@ type ACL struct {
 	Entries []ACE `json:"entries"`
 }
 
-// ACE grants Rights (icacls letters: F, M, RX, R, W) to Identity
-// (e.g. "BUILTIN\Administrators", "NT AUTHORITY\SYSTEM").
+// ACE grants Rights (icacls letters: F, M, RX, R, W, AD, WD) to Identity
+// (e.g. "BUILTIN\Administrators", "NT AUTHORITY\SYSTEM", an account's
+// name, or "CREATOR OWNER" in an entry that is passed on).
 type ACE struct {
 	Identity string `json:"identity"`
 	Rights   string `json:"rights"`
+	// ObjectInherit (OI) and ContainerInherit (CI) pass the entry on to
+	// files and to folders below; InheritOnly (IO) entries do not apply
+	// to the folder itself.
+	ObjectInherit    bool `json:"oi,omitempty"`
+	ContainerInherit bool `json:"ci,omitempty"`
+	InheritOnly      bool `json:"io,omitempty"`
+	// Inherited marks an entry that came from a folder above (only in
+	// what the model computes, never recorded).
+	Inherited bool `json:"inherited,omitempty"`
 }
 
 // Registry key paths simnode seeds.
@@ -252,6 +266,7 @@ func newSeedState(hostname string, now time.Time) *State {
 		Registry: map[string]*RegistryKey{},
 		Firewall: map[string]*FirewallRule{},
 		ACLs:     map[string]*ACL{},
+		Owners:   map[string]string{},
 		Chocolatey: Chocolatey{
 			InstallVersion: "2.2.2",
 			Packages:       map[string]string{},
@@ -389,6 +404,9 @@ func loadState(path string) (*State, error) {
 	}
 	if s.ACLs == nil {
 		s.ACLs = map[string]*ACL{}
+	}
+	if s.Owners == nil {
+		s.Owners = map[string]string{}
 	}
 	if s.ServicePorts == nil {
 		s.ServicePorts = map[string][]int{}

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/agentbin"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // TestServer is a simnode started for a test: loopback address, temporary
@@ -138,6 +140,26 @@ func (ts *TestServer) CredentialsFor(user string) v1alpha1.CredentialsSpec {
 func (ts *TestServer) SSHConfig(alias string) string {
 	host, port, _ := net.SplitHostPort(ts.Addr())
 	return fmt.Sprintf("Host %s\n  HostName %s\n  Port %s\n  User %s\n  IdentityFile %s\n", alias, host, port, ts.User(), ts.KeyFile)
+}
+
+// InstallAgent puts this build's amd64 swdt-agent where swdt uploads it
+// and returns its path, for tests that run ops over SSH without swdt's
+// delivery: simnode runs a file at the agent's path as swdt-agent only
+// when its bytes are the embedded agent's.
+func (ts *TestServer) InstallAgent() string {
+	ts.t.Helper()
+	a, err := agentbin.For("amd64")
+	if err != nil {
+		ts.t.Fatalf("simnode: %v", err)
+	}
+	path := ops.AgentPath(a.SHA256)
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		ts.t.Fatalf("simnode: %v", err)
+	}
+	if err := ts.Node().WriteFile(path, a.Binary); err != nil {
+		ts.t.Fatalf("simnode: %v", err)
+	}
+	return path
 }
 
 // State returns a snapshot of the node's state for assertions.

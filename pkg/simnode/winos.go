@@ -51,7 +51,11 @@ func winErr(op, target string, err error) error {
 func (o simOS) Hostname() (string, error) { return o.n.Hostname(), nil }
 
 func (o simOS) CurrentUser() (winos.User, error) {
-	return winos.User{Name: o.n.Username(), Admin: o.n.IsAdmin()}, nil
+	owner := o.n.account.Name
+	if o.n.IsAdmin() {
+		owner = winos.SIDAdministrators
+	}
+	return winos.User{Name: o.n.Username(), Admin: o.n.IsAdmin(), Owner: owner}, nil
 }
 
 func (o simOS) Service(name string) (winos.Service, error) {
@@ -246,7 +250,7 @@ func (o simOS) Stat(p string) (winos.FileInfo, error) {
 }
 
 func (o simOS) Open(p string) (winos.File, error) {
-	f, _, err := o.n.m.openRead(p)
+	f, _, err := o.n.m.openReadAs(o.n.account, p)
 	if err != nil {
 		return nil, winErr("open", p, err)
 	}
@@ -278,43 +282,71 @@ func (o simOS) FileVersion(p string) (string, error) {
 	return v, winErr("read version", p, err)
 }
 
-// sids maps the account names simnode's ACL model records to SIDs.
+// sids maps the account names simnode's ACL model records to SIDs; other
+// accounts (simnode's own) are their names.
 var sids = map[string]string{
 	`builtin\administrators`:           winos.SIDAdministrators,
 	`nt authority\system`:              winos.SIDSystem,
 	`builtin\users`:                    winos.SIDUsers,
 	`nt authority\authenticated users`: winos.SIDAuthenticated,
 	`everyone`:                         winos.SIDEveryone,
+	`creator owner`:                    winos.SIDCreatorOwner,
+}
+
+// sidOf is the SID of an account simnode's model names.
+func sidOf(id string) string {
+	if sid, ok := sids[strings.ToLower(id)]; ok {
+		return sid
+	}
+	if strings.EqualFold(id, "administrators") {
+		return winos.SIDAdministrators
+	}
+	if strings.EqualFold(id, "system") {
+		return winos.SIDSystem
+	}
+	return id
+}
+
+// accountOf is the account name of a SID, as the model records it.
+func accountOf(sid string) string {
+	for name, s := range sids {
+		if s == sid {
+			return canonicalAccount(name)
+		}
+	}
+	return sid
 }
 
 // masks maps icacls' rights letters to access masks.
-var masks = map[string]uint32{"F": winos.FileAllAccess, "M": 0x1301BF, "RX": 0x1200A9, "R": 0x120089, "W": 0x100116}
+var masks = map[string]uint32{"F": winos.FileAllAccess, "M": 0x1301BF, "RX": 0x1200A9, "R": 0x120089, "W": 0x100116, "AD": 0x4, "WD": 0x2}
 
-// inheritedACL is what a file below C:\ProgramData inherits.
-var inheritedACL = []ACE{{Identity: `NT AUTHORITY\SYSTEM`, Rights: "F"}, {Identity: `BUILTIN\Administrators`, Rights: "F"}, {Identity: `BUILTIN\Users`, Rights: "RX"}}
-
+// ACL reports the explicit entries (inherit-only ones included) and,
+// unless inheritance is disabled, the inherited ones, as
+// GetNamedSecurityInfo does.
 func (o simOS) ACL(p string) (winos.ACL, error) {
-	if _, err := o.n.Stat(p); err != nil {
-		return winos.ACL{}, winErr("read ACL", p, err)
-	}
-	acl, err := o.n.ACL(p)
+	fi, err := o.n.Stat(p)
 	if err != nil {
 		return winos.ACL{}, winErr("read ACL", p, err)
 	}
-	out := winos.ACL{}
-	entries := inheritedACL
-	if acl != nil {
-		out.Protected = acl.InheritanceDisabled
-		entries = acl.Entries
-	}
-	for _, e := range entries {
-		sid, ok := sids[strings.ToLower(e.Identity)]
-		if !ok {
-			sid = e.Identity
+	var out winos.ACL
+	err = o.n.m.readSecurity(o.n.account, p, func(s *State, w winPath) {
+		exp := s.explicitLocked(w.key())
+		if exp != nil {
+			out.Protected = exp.InheritanceDisabled
+			for _, e := range exp.Entries {
+				out.Entries = append(out.Entries, winos.ACE{SID: sidOf(e.Identity), Mask: masks[strings.ToUpper(e.Rights)],
+					Inherit: e.ObjectInherit || e.ContainerInherit || e.InheritOnly})
+			}
 		}
-		out.Entries = append(out.Entries, winos.ACE{SID: sid, Mask: masks[e.Rights]})
-	}
-	return out, nil
+		eff, _ := s.effectiveACL(w, fi.IsDir)
+		for _, e := range eff {
+			if e.Inherited {
+				out.Entries = append(out.Entries, winos.ACE{SID: sidOf(e.Identity), Mask: masks[strings.ToUpper(e.Rights)],
+					Inherit: e.ObjectInherit || e.ContainerInherit})
+			}
+		}
+	})
+	return out, winErr("read ACL", p, err)
 }
 
 func (o simOS) SetACL(p string, acl winos.ACL) error {
@@ -326,12 +358,6 @@ func (o simOS) SetACL(p string, acl winos.ACL) error {
 		if e.Deny {
 			return &winos.Error{Op: "set ACL", Target: p, Code: winos.ErrInvalidParameter, Message: "simnode models allow entries only"}
 		}
-		id := e.SID
-		for name, sid := range sids {
-			if sid == e.SID {
-				id = canonicalAccount(name)
-			}
-		}
 		rights := ""
 		for letters, mask := range masks {
 			if mask == e.Mask {
@@ -339,11 +365,29 @@ func (o simOS) SetACL(p string, acl winos.ACL) error {
 			}
 		}
 		if rights == "" {
-			return &winos.Error{Op: "set ACL", Target: p, Code: winos.ErrInvalidParameter, Message: "simnode models icacls' F, M, RX, R and W masks only"}
+			return &winos.Error{Op: "set ACL", Target: p, Code: winos.ErrInvalidParameter, Message: "simnode models icacls' F, M, RX, R, W, AD and WD masks only"}
 		}
-		rec.Entries = append(rec.Entries, ACE{Identity: id, Rights: rights})
+		rec.Entries = append(rec.Entries, ACE{Identity: accountOf(e.SID), Rights: rights, ObjectInherit: e.Inherit, ContainerInherit: e.Inherit})
+	}
+	if err := o.n.m.writeSecurity(o.n.account, p); err != nil {
+		return winErr("set ACL", p, err)
 	}
 	return winErr("set ACL", p, o.n.SetACL(p, rec))
+}
+
+func (o simOS) Owner(p string) (string, error) {
+	owner, err := o.n.Owner(p)
+	if err != nil {
+		return "", winErr("read owner", p, err)
+	}
+	return sidOf(owner), nil
+}
+
+func (o simOS) SetOwner(p, sid string) error {
+	if err := o.n.m.writeSecurity(o.n.account, p); err != nil {
+		return winErr("set owner", p, err)
+	}
+	return winErr("set owner", p, o.n.SetOwner(p, accountOf(sid)))
 }
 
 // canonicalAccount spells an account as Windows prints it.
@@ -357,6 +401,8 @@ func canonicalAccount(lower string) string {
 		return `BUILTIN\Users`
 	case `nt authority\authenticated users`:
 		return `NT AUTHORITY\Authenticated Users`
+	case `creator owner`:
+		return AccountCreatorOwner
 	}
 	return "Everyone"
 }

@@ -62,7 +62,11 @@ func (windowsOS) CurrentUser() (User, error) {
 	if err != nil {
 		return User{}, winErr("look up account", tu.User.Sid.String(), err)
 	}
-	return User{Name: domain + `\` + account, Admin: token.IsElevated()}, nil
+	owner, err := tokenOwner(token)
+	if err != nil {
+		return User{}, winErr("read token owner", "current process", err)
+	}
+	return User{Name: domain + `\` + account, Admin: token.IsElevated(), Owner: owner}, nil
 }
 
 func (windowsOS) Stat(path string) (FileInfo, error) {

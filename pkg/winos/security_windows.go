@@ -94,7 +94,8 @@ func aclOf(sd *windows.SECURITY_DESCRIPTOR) (ACL, error) {
 				Message: fmt.Sprintf("access control entries of type %d are not supported", ace.Header.AceType)}
 		}
 		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
-		out.Entries = append(out.Entries, ACE{SID: sid.String(), Deny: deny, Mask: uint32(ace.Mask)})
+		inherit := ace.Header.AceFlags&(windows.OBJECT_INHERIT_ACE|windows.CONTAINER_INHERIT_ACE|windows.INHERIT_ONLY_ACE) != 0
+		out.Entries = append(out.Entries, ACE{SID: sid.String(), Deny: deny, Mask: uint32(ace.Mask), Inherit: inherit})
 	}
 	return out, nil
 }
@@ -119,8 +120,9 @@ func (windowsOS) SetACL(path string, acl ACL) error {
 	return winErr(op, path, windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, info, nil, nil, dacl, nil))
 }
 
-// daclOf builds a DACL of entries with SetEntriesInAcl. The entries apply
-// to the object itself and are not inherited by a directory's children.
+// daclOf builds a DACL of entries with SetEntriesInAcl. An entry applies
+// to the object itself and, when Inherit is set, to everything below a
+// directory.
 // SetEntriesInAcl puts the list in canonical order (denials first) and
 // merges entries of one SID, as Windows expects an ACL to be.
 func daclOf(entries []ACE) (*windows.ACL, error) {
@@ -137,10 +139,14 @@ func daclOf(entries []ACE) (*windows.ACL, error) {
 		if e.Deny {
 			mode = windows.DENY_ACCESS
 		}
+		inheritance := uint32(windows.NO_INHERITANCE)
+		if e.Inherit {
+			inheritance = windows.SUB_CONTAINERS_AND_OBJECTS_INHERIT
+		}
 		explicit[i] = windows.EXPLICIT_ACCESS{
 			AccessPermissions: windows.ACCESS_MASK(e.Mask),
 			AccessMode:        mode,
-			Inheritance:       windows.NO_INHERITANCE,
+			Inheritance:       inheritance,
 			Trustee: windows.TRUSTEE{
 				TrusteeForm:  windows.TRUSTEE_IS_SID,
 				TrusteeType:  windows.TRUSTEE_IS_UNKNOWN,
@@ -149,4 +155,78 @@ func daclOf(entries []ACE) (*windows.ACL, error) {
 		}
 	}
 	return windows.ACLFromEntries(explicit, nil)
+}
+
+// Owner reads the owner SID with GetNamedSecurityInfo.
+func (windowsOS) Owner(path string) (string, error) {
+	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	if err != nil {
+		return "", winErr("read owner", path, err)
+	}
+	owner, _, err := sd.Owner()
+	if err != nil {
+		return "", winErr("read owner", path, err)
+	}
+	if owner == nil {
+		return "", invalid("read owner", path, "the file has no owner")
+	}
+	return owner.String(), nil
+}
+
+// SetOwner sets the owner with SetNamedSecurityInfo, after enabling the
+// take-ownership and restore privileges an elevated administrator holds
+// (disabled by default), so that it may take a file another account owns
+// and give it to a group it belongs to.
+func (windowsOS) SetOwner(path, sid string) error {
+	const op = "set owner"
+	owner, err := windows.StringToSid(sid)
+	if err != nil {
+		return winErr("parse SID", sid, err)
+	}
+	if err := enablePrivileges("SeTakeOwnershipPrivilege", "SeRestorePrivilege"); err != nil {
+		return winErr(op, path, err)
+	}
+	return winErr(op, path, windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION, owner, nil, nil, nil))
+}
+
+// enablePrivileges enables privileges the process token holds.
+func enablePrivileges(names ...string) error {
+	var token windows.Token
+	if err := windows.OpenProcessToken(windows.CurrentProcess(), windows.TOKEN_ADJUST_PRIVILEGES|windows.TOKEN_QUERY, &token); err != nil {
+		return err
+	}
+	defer token.Close()
+	for _, name := range names {
+		var luid windows.LUID
+		if err := windows.LookupPrivilegeValue(nil, windows.StringToUTF16Ptr(name), &luid); err != nil {
+			return err
+		}
+		tp := windows.Tokenprivileges{PrivilegeCount: 1}
+		tp.Privileges[0] = windows.LUIDAndAttributes{Luid: luid, Attributes: windows.SE_PRIVILEGE_ENABLED}
+		// A privilege the token lacks stays off without an error here;
+		// SetNamedSecurityInfo then fails with its own.
+		if err := windows.AdjustTokenPrivileges(token, false, &tp, 0, nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tokenOwner reads the token's default owner (TokenOwner): the owner of
+// the objects the process creates.
+func tokenOwner(token windows.Token) (string, error) {
+	n := uint32(64)
+	for {
+		buf := make([]byte, n)
+		err := windows.GetTokenInformation(token, windows.TokenOwner, &buf[0], n, &n)
+		if err == windows.ERROR_INSUFFICIENT_BUFFER {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		// TOKEN_OWNER is one pointer to a SID (x/sys has no type for it).
+		owner := (*struct{ Owner *windows.SID })(unsafe.Pointer(&buf[0])).Owner
+		return owner.String(), nil
+	}
 }

@@ -100,6 +100,11 @@ type OS interface {
 	ACL(path string) (ACL, error)
 	// SetACL replaces a file's discretionary access list.
 	SetACL(path string, acl ACL) error
+	// Owner reads a file's or folder's owner, as a string SID.
+	Owner(path string) (string, error)
+	// SetOwner makes sid the owner of a file or folder (an administrator
+	// may take ownership of anything).
+	SetOwner(path, sid string) error
 
 	// RegistryValue reads a value below HKEY_LOCAL_MACHINE; a missing key
 	// or value wraps fs.ErrNotExist.
@@ -147,6 +152,11 @@ type User struct {
 	// Admin is true when the process holds Administrators' rights
 	// (an elevated token).
 	Admin bool
+	// Owner is the SID the files the process creates get as their owner
+	// (the token's default owner: Administrators for an elevated
+	// administrator under Windows Server's default policy, else the
+	// account itself).
+	Owner string
 }
 
 // ServiceStatus is a service's current state, named as Get-Service names
@@ -273,6 +283,10 @@ type ACE struct {
 	Deny bool
 	// Mask is the access mask (FileAllAccess for full control).
 	Mask uint32
+	// Inherit is true for an entry a folder passes on to the files and
+	// folders below it ((OI)(CI), or inherit-only); on SetACL it makes
+	// the entry apply to the folder and everything below it.
+	Inherit bool
 }
 
 // Well-known SIDs and access masks.
@@ -282,7 +296,11 @@ const (
 	SIDUsers          = "S-1-5-32-545"
 	SIDAuthenticated  = "S-1-5-11"
 	SIDEveryone       = "S-1-1-0"
+	SIDCreatorOwner   = "S-1-3-0"
 	FileAllAccess     = 0x1F01FF
+	// FileReadExecute is read and execute: what an entry may grant
+	// without letting its holder change anything.
+	FileReadExecute = 0x1200A9
 )
 
 // Registry value kinds.

@@ -79,9 +79,11 @@ func TestChecks(t *testing.T) {
 
 func TestRenderConfig(t *testing.T) {
 	spec := &v1alpha1.WinsSpec{Destination: `D:\wins\wins.exe`, WhiteList: v1alpha1.WinsWhiteList{
-		ProcessPaths: []string{`D:\wins\agent.exe`, `D:\WINS\SWDT-SMOKE.EXE`}, ProxyPorts: []int32{9796}}}
+		ProcessPaths: []string{`D:\wins\agent.exe`, `C:\PROGRAM FILES\SWDT\SWDT-SMOKE.EXE`}, ProxyPorts: []int32{9796}}}
 	p := PathsFor(spec)
-	if p.Config != `D:\wins\config` || p.Smoke != `D:\wins\swdt-smoke.exe` {
+	// The smoke program is in swdt's own folder, which only
+	// administrators can write, never beside wins.exe.
+	if p.Config != `D:\wins\config` || p.Smoke != `C:\Program Files\swdt\swdt-smoke.exe` {
 		t.Errorf("paths %+v", p)
 	}
 	got, err := RenderConfig(spec, p)
@@ -95,7 +97,7 @@ proxy: rancher_wins_proxy
 white_list:
   processPaths:
   - D:\wins\agent.exe
-  - D:\WINS\SWDT-SMOKE.EXE
+  - C:\PROGRAM FILES\SWDT\SWDT-SMOKE.EXE
   proxyPorts:
   - 9796
 `
@@ -103,7 +105,7 @@ white_list:
 		t.Errorf("config:\n%s\nwant:\n%s", got, want)
 	}
 	empty, err := RenderConfig(&v1alpha1.WinsSpec{}, PathsFor(nil))
-	if err != nil || !strings.Contains(empty, "proxyPorts: []") || !strings.Contains(empty, `- C:\etc\rancher\wins\swdt-smoke.exe`) {
+	if err != nil || !strings.Contains(empty, "proxyPorts: []") || !strings.Contains(empty, `- C:\Program Files\swdt\swdt-smoke.exe`) {
 		t.Errorf("empty whitelist config %q %v", empty, err)
 	}
 }

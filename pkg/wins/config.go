@@ -12,9 +12,12 @@ import (
 )
 
 // SmokeName is the file name of the harmless executable `--deep` runs
-// through the bridge. It is placed beside wins.exe, and its path is always
-// whitelisted in the config swdt writes, so that --deep works without the
-// user whitelisting anything.
+// through the bridge. It is placed in swdt's own folder (ops.AgentDir,
+// where only Administrators and SYSTEM may write, and only for the
+// duration of --deep), and its path is always whitelisted in the config
+// swdt writes, so that --deep works without the user whitelisting
+// anything, and no pod can have wins run a program another account put
+// there.
 const SmokeName = "swdt-smoke.exe"
 
 // Paths are where wins' files live on the node.
@@ -33,7 +36,7 @@ type Paths struct {
 func PathsFor(spec *v1alpha1.WinsSpec) Paths {
 	binary := target.WinsDestination(spec)
 	dir := binary[:strings.LastIndex(binary, `\`)+1]
-	return Paths{Binary: binary, Config: dir + "config", Smoke: dir + SmokeName}
+	return Paths{Binary: binary, Config: dir + "config", Smoke: ops.AgentDir + `\` + SmokeName}
 }
 
 // fileConfig is wins' config file. wins reads it as YAML through these

@@ -138,7 +138,7 @@ func TestDeployFreshNodeThenNothingChanges(t *testing.T) {
 		t.Errorf("service %+v", svc)
 	}
 	cfg, _ := f.sim.ReadFile(winsCfg)
-	for _, want := range []string{"listen: rancher_wins\n", "proxy: rancher_wins_proxy\n", `C:\etc\rancher\wins\agent.exe`, `C:\etc\rancher\wins\swdt-smoke.exe`, "- 9796"} {
+	for _, want := range []string{"listen: rancher_wins\n", "proxy: rancher_wins_proxy\n", `C:\etc\rancher\wins\agent.exe`, `C:\Program Files\swdt\swdt-smoke.exe`, "- 9796"} {
 		if !strings.Contains(string(cfg), want) {
 			t.Errorf("config lacks %q:\n%s", want, cfg)
 		}

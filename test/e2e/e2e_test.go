@@ -98,11 +98,11 @@ func (s *suite) agent(t *testing.T) {
 		t.Fatalf("swdt setup --dry-run: exit %d", code)
 	}
 	for _, n := range s.nodes {
-		if !strings.Contains(first, "swdt-agent uploaded and verified") && !strings.Contains(first, "swdt-agent is on the node, nothing sent") {
+		if !strings.Contains(first, "swdt-agent uploaded and verified") && !strings.Contains(first, "swdt-agent is on the node and verified, nothing sent") {
 			t.Errorf("node %s: the first run's -v output says nothing about the agent:\n%s", n.Name, first)
 		}
 	}
-	if strings.Contains(second, "swdt-agent uploaded") || strings.Count(second, "swdt-agent is on the node, nothing sent") != len(s.nodes) {
+	if strings.Contains(second, "swdt-agent uploaded") || strings.Count(second, "swdt-agent is on the node and verified, nothing sent") != len(s.nodes) {
 		t.Errorf("the second run sent the agent again, or did not say it reused it on every node:\n%s", second)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

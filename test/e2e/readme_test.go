@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"sigs.k8s.io/swdt/pkg/agentbin"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
@@ -71,13 +72,26 @@ func TestREADMEInnerLoop(t *testing.T) {
 	}
 
 	const password = "inner-loop-Passw0rd"
-	ts := simnode.StartTest(t, simnode.WithPassword(password))
+	clone := filepath.Join(t.TempDir(), "swdt")
+	// The README's make builds the agent in the clone: simnode runs that
+	// build as swdt-agent too.
+	builtAgents := simnode.WithOptions(func(o *simnode.Options) {
+		o.AgentDigests = func() []string {
+			var out []string
+			for _, goarch := range []string{"amd64", "arm64"} {
+				if raw, err := os.ReadFile(filepath.Join(clone, "pkg", "agentbin", "dist", agentbin.FileName(goarch)+".sha256")); err == nil {
+					out = append(out, string(raw))
+				}
+			}
+			return out
+		}
+	})
+	ts := simnode.StartTest(t, simnode.WithPassword(password), builtAgents)
 	home := t.TempDir()
 	pub := writeKeyPair(t, filepath.Join(home, ".ssh"))
 	k8s := filepath.Join(home, "go", "src", "k8s.io", "kubernetes")
 	writeStandInKubernetes(t, k8s, "v1")
 	kubelet := filepath.Join(k8s, "_output", "local", "bin", "windows", "amd64", "kubelet.exe")
-	clone := filepath.Join(t.TempDir(), "swdt")
 	copyClone(t, root, clone)
 	env := shellEnv(t, home, map[string]string{"VM_HOST": ts.Addr(), "VM_PASSWORD": password})
 

@@ -101,7 +101,7 @@ func TestSetupCommandFailures(t *testing.T) {
 			name: "non-admin user", opts: []simnode.TestOption{simnode.WithAccount(simnode.Account{Name: "developer"})},
 			user: "developer", setup: "    chocoPackages: [vim]\n", wantCode: exitcode.Failure,
 			wantStdout: []string{"winworker  -     failed"},
-			wantStderr: []string{`WIN-SIMNODE01\developer is not an administrator on node winworker`, "spec.credentials.username"},
+			wantStderr: []string{`is not an administrator on node winworker`, "spec.credentials.username"},
 		},
 		{
 			name: "unreachable node", unreach: true, setup: "    enableRDP: true\n", wantCode: exitcode.Failure,

@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// The node footprint (ops.AgentDir: the agent, the swap lock, the journal
+// and their temporary files) belongs to Administrators and SYSTEM. It
+// lies below C:\Program Files, where Windows lets no other account create
+// anything; the agent still checks the folder's owner and DACL before it
+// reads or writes its files there, repairs them when they are wrong, and
+// refuses to go on when the repair does not hold. A file in it that
+// Administrators or SYSTEM do not own was not written by swdt: it is
+// removed unread (docs/DESIGN.md §9).
+
+// footprintACL is the folder's DACL: inheritance off, full control for
+// Administrators and SYSTEM, passed on to everything in it.
+var footprintACL = winos.ACL{Protected: true, Entries: []winos.ACE{
+	{SID: winos.SIDAdministrators, Mask: winos.FileAllAccess, Inherit: true},
+	{SID: winos.SIDSystem, Mask: winos.FileAllAccess, Inherit: true},
+}}
+
+// adminSID reports whether sid is Administrators or SYSTEM.
+func adminSID(sid string) bool { return sid == winos.SIDAdministrators || sid == winos.SIDSystem }
+
+// onlyAdminsWrite reports whether acl lets nobody but Administrators and
+// SYSTEM change anything (others may read and execute).
+func onlyAdminsWrite(acl winos.ACL) bool {
+	for _, e := range acl.Entries {
+		if e.Deny || adminSID(e.SID) {
+			continue
+		}
+		if e.Mask&^uint32(winos.FileReadExecute) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// footprintOK reports whether the folder belongs to Administrators,
+// SYSTEM or the agent's account and only Administrators and SYSTEM may
+// change it, and if not, what is wrong.
+func footprintOK(w winos.OS) (string, error) {
+	owner, ownerOK, err := adminsOwn(w, ops.AgentDir)
+	if err != nil {
+		return "", err
+	}
+	acl, err := w.ACL(ops.AgentDir)
+	if err != nil {
+		return "", fmt.Errorf("read the ACL of %s: %w", ops.AgentDir, err)
+	}
+	switch {
+	case !ownerOK:
+		return "it is owned by " + owner, nil
+	case !acl.Protected:
+		return "it inherits its parent's permissions", nil
+	case !onlyAdminsWrite(acl):
+		return "accounts other than Administrators and SYSTEM may change it", nil
+	}
+	return "", nil
+}
+
+// footprint makes sure ops.AgentDir exists and belongs to Administrators
+// and SYSTEM alone, repairing its owner and DACL if needed.
+func footprint(w winos.OS) error {
+	if err := w.MkdirAll(ops.AgentDir); err != nil {
+		return fmt.Errorf("create %s: %w", ops.AgentDir, err)
+	}
+	wrong, err := footprintOK(w)
+	if err != nil || wrong == "" {
+		return err
+	}
+	if err := w.SetOwner(ops.AgentDir, winos.SIDAdministrators); err != nil {
+		return fmt.Errorf("%s is not safe (%s) and its owner cannot be set to Administrators: %w", ops.AgentDir, wrong, err)
+	}
+	if err := w.SetACL(ops.AgentDir, footprintACL); err != nil {
+		return fmt.Errorf("%s is not safe (%s) and its ACL cannot be restricted to Administrators and SYSTEM: %w", ops.AgentDir, wrong, err)
+	}
+	again, err := footprintOK(w)
+	if err != nil {
+		again = err.Error()
+	}
+	if again != "" {
+		return Fail("unsafe-footprint", "%s is not safe (%s) and could not be repaired (%s): nothing was done; "+
+			"as an administrator, delete it or give it to Administrators with only Administrators and SYSTEM allowed",
+			ops.AgentDir, wrong, again)
+	}
+	return nil
+}
+
+// discardUntrusted removes p when it exists and neither Administrators,
+// SYSTEM nor the agent's account own it: swdt did not write it, and it is never read. What
+// was removed is added to notes (when not nil).
+func discardUntrusted(w winos.OS, p string, notes *[]string) error {
+	owner, ok, err := adminsOwn(w, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil || ok {
+		return err
+	}
+	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s, which %s owns and swdt did not write: %w", p, owner, err)
+	}
+	if notes != nil {
+		*notes = append(*notes, fmt.Sprintf("removed %s unread: it is owned by %s, not by Administrators or SYSTEM, so swdt did not write it", p, owner))
+	}
+	return nil
+}
+
+// backupSuffix names an item's backup: <destination>.swdt-bak.
+const backupSuffix = ".swdt-bak"
+
+// adminsOwn reports whether Administrators, SYSTEM or the agent's own
+// (administrator) account own p, and who does: a file anyone else owns
+// was not written by swdt (or by the administrator who installed the
+// binary), and its owner may still change it, so it is never put into
+// place.
+func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
+	owner, err = w.Owner(p)
+	if err != nil {
+		return "", false, fmt.Errorf("read the owner of %s: %w", p, err)
+	}
+	if adminSID(owner) {
+		return owner, true, nil
+	}
+	// Where policy makes an administrator's files its own rather than
+	// Administrators', the agent's own files are owned by its account.
+	self, err := w.CurrentUser()
+	if err != nil {
+		return "", false, fmt.Errorf("read the current user: %w", err)
+	}
+	return owner, self.Admin && self.Owner != "" && owner == self.Owner, nil
+}
+
+// writeOwnFile writes a new file of swdt's own at p, with CREATE_NEW's
+// effect: whatever is at p is removed first (a file another account
+// created there is never adopted), and the written file must belong to
+// Administrators or SYSTEM and hold data before it is used, else it is
+// removed and the write fails.
+func writeOwnFile(w winos.OS, p string, data []byte) error {
+	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s before writing it: %w", p, err)
+	}
+	if err := w.WriteFile(p, data); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	owner, ok, err := adminsOwn(w, p)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s belongs to %s, who created it while swdt wrote it: not used", p, owner)
+	}
+	if err == nil {
+		var got []byte
+		if got, err = readSmallFile(w, p); err == nil && !bytes.Equal(got, data) {
+			err = fmt.Errorf("%s changed while swdt wrote it: not used", p)
+		}
+	}
+	if err != nil {
+		_ = w.Remove(p)
+		return err
+	}
+	return nil
+}
+
+// stagedBeside reports whether p is a run's staged file (or its encoded
+// upload) beside one of dests: <destination>.swdt-new-<runID>, with
+// .swdt-zst after it for the upload.
+func stagedBeside(p, runID string, dests []string) bool {
+	if runID == "" || strings.ContainsAny(runID, `\/.:`) {
+		return false
+	}
+	for _, d := range dests {
+		staged := d + stagedMark + runID
+		if strings.EqualFold(p, staged) || strings.EqualFold(p, staged+encodedSuffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// trustedItems keeps the journal items a run of the caller's node file
+// could have written: the destination is one of trusted, the staged file
+// is swdt's name beside it, the backup is <destination>.swdt-bak, and the
+// health checks are replaced by the node file's. The rest is described
+// in ignored.
+func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary) (kept []ops.SwapItem, ignored []string) {
+	for _, it := range items {
+		var match *ops.TrustedBinary
+		for i := range trusted {
+			if strings.EqualFold(trusted[i].Destination, it.Destination) {
+				match = &trusted[i]
+			}
+		}
+		why := ""
+		i := strings.LastIndex(strings.ToLower(it.Staged), stagedMark)
+		switch {
+		case match == nil:
+			why = "its destination is not a binary of this node file"
+		case i < 0 || !stagedBeside(it.Staged, it.Staged[i+len(stagedMark):], []string{it.Destination}):
+			why = "its staged file " + it.Staged + " is not named <destination>" + stagedMark + "<run ID>"
+		case !strings.EqualFold(it.Backup, it.Destination+backupSuffix):
+			why = "its backup " + it.Backup + " is not <destination>" + backupSuffix
+		case it.Encoded != "" && !strings.EqualFold(it.Encoded, it.Staged+encodedSuffix):
+			why = "its encoded upload " + it.Encoded + " is not <staged>" + encodedSuffix
+		}
+		if why != "" {
+			ignored = append(ignored, fmt.Sprintf("journal item %s (service %q) left alone: %s", it.Destination, it.Service, why))
+			continue
+		}
+		it.HealthChecks = match.HealthChecks
+		if match.Service != "" && !strings.EqualFold(match.Service, it.Service) {
+			it.Service = match.Service
+		}
+		kept = append(kept, it)
+	}
+	return kept, ignored
+}
