@@ -269,6 +269,18 @@ func (m *machine) rename(oldp, newp string, replace bool) error {
 		delete(m.writers, from.key())
 		m.writers[to.key()] += n
 	}
+	// The security descriptor belongs to the file: its explicit ACL goes
+	// with it, and a replaced file's goes away with that file.
+	if from.key() != to.key() {
+		a, had := m.st.ACLs[from.key()]
+		_, replaced := m.st.ACLs[to.key()]
+		delete(m.st.ACLs, from.key())
+		delete(m.st.ACLs, to.key())
+		if had {
+			m.st.ACLs[to.key()] = a
+		}
+		changed = changed || had || replaced
+	}
 	if changed {
 		m.saveLocked()
 	}

@@ -42,21 +42,24 @@ type machine struct {
 	log     *slog.Logger
 	writers map[string]int // open write handles by winPath key
 	markers markerCache
+	// kubelets are the simulated kubelets of services whose binary has
+	// MarkerKubelet.
+	kubelets kubelets
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.
 	holdsReached atomic.Int64
 }
 
-func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine, error) {
+func newMachine(dir, hostname string, bare bool, delays Delays, log *slog.Logger) (*machine, error) {
 	m := &machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{}}
 	st, err := loadState(stateFile(dir))
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
-		st = newSeedState(hostname, m.now())
-		if err := m.seedFS(); err != nil {
+		st = newSeedState(hostname, bare, m.now())
+		if err := m.seedFS(bare); err != nil {
 			return nil, err
 		}
 		if err := saveState(stateFile(dir), st); err != nil {
@@ -67,7 +70,7 @@ func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine
 	return m, nil
 }
 
-func (m *machine) seedFS() error {
+func (m *machine) seedFS(bare bool) error {
 	if err := os.MkdirAll(filepath.Join(m.fsRoot, "C"), 0o755); err != nil {
 		return fmt.Errorf("create file system: %w", err)
 	}
@@ -77,7 +80,7 @@ func (m *machine) seedFS() error {
 			return fmt.Errorf("seed %s: %w", d, err)
 		}
 	}
-	for p, content := range seedFiles() {
+	for p, content := range seedFiles(bare) {
 		w, _ := parseWinPath(p)
 		host := m.hostPathNoResolve(w)
 		if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {

@@ -40,6 +40,9 @@ type Options struct {
 	// Hostname seeds the computer name of a new state (default
 	// WIN-SIMNODE01).
 	Hostname string
+	// Bare seeds a new state as a VM with only OpenSSH: no containerd,
+	// kubelet or kube-proxy service or file (what swdt join starts from).
+	Bare bool
 	// Delays of service control; nil means DefaultDelays.
 	Delays *Delays
 	// Faults, when not nil, replace <StateDir>/faults.json at New.
@@ -93,7 +96,7 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("simnode: create state directory: %w", err)
 	}
-	m, err := newMachine(opts.StateDir, opts.Hostname, delays, log)
+	m, err := newMachine(opts.StateDir, opts.Hostname, opts.Bare, delays, log)
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
@@ -359,6 +362,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.m.kubelets.stop()
 	return nil
 }
 
