@@ -17,7 +17,16 @@ K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 AGENT_DIR := pkg/agentbin/dist
 AGENT_LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all help agent build test test-deps test-go cross lint generate schema clean bench demo images
+# The cluster test tier (internal/clustertest) runs the control plane of the
+# Kubernetes release hack/cluster/go.mod pins, built once into the user cache.
+CLUSTER_K8S   := $(shell sed -n 's/^require k8s.io\/kubernetes //p' hack/cluster/go.mod)
+CLUSTER_BIN   ?= $(or $(SWDT_CLUSTER_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/swdt/cluster/$(CLUSTER_K8S)/bin)
+CLUSTER_MINOR := $(word 2,$(subst ., ,$(CLUSTER_K8S)))
+CLUSTER_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(CLUSTER_K8S) -X $(p).gitMajor=1 -X $(p).gitMinor=$(CLUSTER_MINOR) \
+	-X $(p).gitTreeState=clean -X $(p).gitCommit=0000000000000000000000000000000000000000)
+
+.PHONY: all help agent build test test-deps test-go test-cluster cluster-bins cross lint generate schema clean bench demo images
 
 all: build
 
@@ -32,7 +41,7 @@ agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin
 build: agent ## build every command in cmd/ into bin/ (the agent first: swdt embeds it)
 	$(GOBUILD) -o $(BIN)/ ./cmd/swdt ./cmd/simnode
 
-test: test-deps agent test-go ## run the whole test suite (installs its tools when missing)
+test: test-deps agent cluster-bins test-go ## run the whole test suite (installs its tools when missing; the first run builds the control plane, see docs/join.md)
 
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
@@ -50,6 +59,7 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packag
 	command -v virsh >/dev/null || pkgs="$$pkgs libvirt-clients"; \
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	command -v rsync >/dev/null || pkgs="$$pkgs rsync"; \
+	[ -x /usr/bin/etcd ] || pkgs="$$pkgs etcd-server"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
 			echo "installing:$$pkgs"; \
@@ -62,6 +72,18 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packag
 test-go: ## go vet and go test ./...
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
+
+cluster-bins: ## build kube-apiserver and kube-controller-manager of hack/cluster's Kubernetes release into the user cache (once: about 20 min cold on 2 cores)
+	@mkdir -p $(CLUSTER_BIN)
+	@for c in kube-apiserver kube-controller-manager; do \
+		[ -x $(CLUSTER_BIN)/$$c ] && continue; \
+		echo "building $$c $(CLUSTER_K8S) into $(CLUSTER_BIN) (once)"; \
+		(cd hack/cluster && $(GO) build -trimpath -ldflags '$(CLUSTER_LDFLAGS)' -o $(CLUSTER_BIN)/$$c.tmp k8s.io/kubernetes/cmd/$$c) && \
+		mv $(CLUSTER_BIN)/$$c.tmp $(CLUSTER_BIN)/$$c || exit 1; \
+	done
+
+test-cluster: test-deps agent cluster-bins ## the cluster tier alone: swdt join and the cluster check against a real control plane on loopback
+	SWDT_CLUSTER_BIN=$(CLUSTER_BIN) $(GO) test $(GOTESTFLAGS) ./internal/clustertest/ ./test/cluster/...
 
 cross: agent ## build swdt for windows/amd64 and darwin/arm64 into bin/, and every package for windows
 	GOOS=windows GOARCH=amd64 $(GOBUILD) -o $(BIN)/swdt-windows-amd64.exe ./cmd/swdt

@@ -107,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		nonAdmin      = fs.String("non-admin-user", "", "also accept this `name` as a non-administrator account (same keys/password)")
 		hostname      = fs.String("hostname", "WIN-SIMNODE01", "computer name of a new state")
 		reset         = fs.Bool("reset", false, "discard the state (not the host key) and seed a fresh VM")
+		bare          = fs.Bool("bare", false, "seed a new state as a VM with only OpenSSH (no containerd, kubelet, kube-proxy): what swdt join starts from")
 		startDelay    = fs.Duration("start-delay", simnode.DefaultDelays().ServiceStart, "how long services stay StartPending")
 		stopDelay     = fs.Duration("stop-delay", simnode.DefaultDelays().ServiceStop, "how long services stay StopPending")
 		crashAfter    = fs.Duration("crash-after", simnode.DefaultDelays().CrashAfter, "how long a SIMNODE-CRASH-ON-START service runs")
@@ -147,6 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Password:           *password,
 		AuthorizedKeysFile: *authorizedKey,
 		Hostname:           *hostname,
+		Bare:               *bare,
 		Delays:             &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter},
 		Logger:             slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}

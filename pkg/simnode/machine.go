@@ -42,6 +42,9 @@ type machine struct {
 	log     *slog.Logger
 	writers map[string]int // open write handles by winPath key
 	markers markerCache
+	// kubelets are the simulated kubelets of services whose binary has
+	// MarkerKubelet.
+	kubelets kubelets
 
 	// hashMu guards hashes (trust.go's cache of agent digests) and
 	// untrusted (the programs run that were not swdt-agent).
@@ -56,7 +59,7 @@ type machine struct {
 	holdsReached atomic.Int64
 }
 
-func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine, error) {
+func newMachine(dir, hostname string, bare bool, delays Delays, log *slog.Logger) (*machine, error) {
 	m := &machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{},
 		hashes: map[string]agentHash{}}
 	st, err := loadState(stateFile(dir))
@@ -64,8 +67,8 @@ func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine
 		return nil, err
 	}
 	if st == nil {
-		st = newSeedState(hostname, m.now())
-		if err := m.seedFS(); err != nil {
+		st = newSeedState(hostname, bare, m.now())
+		if err := m.seedFS(bare); err != nil {
 			return nil, err
 		}
 		if err := saveState(stateFile(dir), st); err != nil {
@@ -76,7 +79,7 @@ func newMachine(dir, hostname string, delays Delays, log *slog.Logger) (*machine
 	return m, nil
 }
 
-func (m *machine) seedFS() error {
+func (m *machine) seedFS(bare bool) error {
 	if err := os.MkdirAll(filepath.Join(m.fsRoot, "C"), 0o755); err != nil {
 		return fmt.Errorf("create file system: %w", err)
 	}
@@ -86,7 +89,7 @@ func (m *machine) seedFS() error {
 			return fmt.Errorf("seed %s: %w", d, err)
 		}
 	}
-	for p, content := range seedFiles() {
+	for p, content := range seedFiles(bare) {
 		w, _ := parseWinPath(p)
 		host := m.hostPathNoResolve(w)
 		if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {

@@ -27,7 +27,7 @@ const (
 	MarkerWinsHang = "SIMNODE-WINS-HANG"
 )
 
-var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe}
+var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe, MarkerKubelet}
 
 type markerKey struct {
 	path  string

@@ -40,6 +40,9 @@ type Options struct {
 	// Hostname seeds the computer name of a new state (default
 	// WIN-SIMNODE01).
 	Hostname string
+	// Bare seeds a new state as a VM with only OpenSSH: no containerd,
+	// kubelet or kube-proxy service or file (what swdt join starts from).
+	Bare bool
 	// Delays of service control; nil means DefaultDelays.
 	Delays *Delays
 	// Faults, when not nil, replace <StateDir>/faults.json at New.
@@ -100,7 +103,7 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("simnode: create state directory: %w", err)
 	}
-	m, err := newMachine(opts.StateDir, opts.Hostname, delays, log)
+	m, err := newMachine(opts.StateDir, opts.Hostname, opts.Bare, delays, log)
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
@@ -116,6 +119,11 @@ func New(opts Options) (*Server, error) {
 		if err := m.update(func(s *State, _ time.Time) error { s.HyperV = hv; return nil }); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
+	}
+	// A kubelet whose service was running when the state was saved runs
+	// again in this process.
+	if err := m.update(func(s *State, _ time.Time) error { m.resumeKubeletsLocked(); return nil }); err != nil {
+		return nil, fmt.Errorf("simnode: %w", err)
 	}
 	hostKey, err := loadHostKey(filepath.Join(opts.StateDir, "ssh_host_ed25519_key"))
 	if err != nil {
@@ -391,6 +399,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.m.kubelets.stop()
 	return nil
 }
 

@@ -162,6 +162,11 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	s.spawn(svc, now)
 	// The process runs the file under its canonical spelling.
 	s.Processes[svc.PID].Image = string(canon)
+	if found[MarkerKubelet] {
+		if v, err := kubeletVersion(host); err == nil {
+			m.startKubeletLocked(svc.Name, svc.PID, v, svc.Args)
+		}
+	}
 	return svc.PendingUntil, nil
 }
 

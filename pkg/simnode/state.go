@@ -248,8 +248,9 @@ var seedServices = []Service{
 }
 
 // newSeedState returns a fresh Windows Server 2022 VM: RDP off, no
-// Chocolatey, containerd, kubelet and kube-proxy running, no wins.
-func newSeedState(hostname string, now time.Time) *State {
+// Chocolatey, containerd, kubelet and kube-proxy running (none of them
+// when bare: a VM with only OpenSSH, before swdt join), no wins.
+func newSeedState(hostname string, bare bool, now time.Time) *State {
 	s := &State{
 		Hostname:  hostname,
 		Services:  map[string]*Service{},
@@ -319,6 +320,9 @@ func newSeedState(hostname string, now time.Time) *State {
 		DisplayGroup: "OpenSSH Server", Direction: "Inbound", Protocol: "TCP", LocalPort: "22", Enabled: true}
 
 	for _, svc := range seedServices {
+		if bare {
+			break
+		}
 		svc := svc
 		svc.Dependencies = append([]string(nil), svc.Dependencies...)
 		svc.Args = append([]string(nil), svc.Args...)
@@ -330,8 +334,9 @@ func newSeedState(hostname string, now time.Time) *State {
 	return s
 }
 
-// seedFiles are the files of a fresh VM, written below fs/ on first start.
-func seedFiles() map[string]string {
+// seedFiles are the files of a fresh VM, written below fs/ on first start;
+// a bare one has no Kubernetes files.
+func seedFiles(bare bool) map[string]string {
 	files := map[string]string{
 		`C:\Windows\System32\cmd.exe`:             "simnode placeholder cmd.exe\r\n",
 		`C:\Windows\System32\whoami.exe`:          "simnode placeholder whoami.exe\r\n",
@@ -341,6 +346,11 @@ func seedFiles() map[string]string {
 		`C:\ProgramData\ssh\sshd_config`:          "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
 		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",
+	}
+	if bare {
+		delete(files, `C:\var\lib\kubelet\config.yaml`)
+		delete(files, `C:\Program Files\containerd\config.toml`)
+		return files
 	}
 	for _, svc := range seedServices {
 		files[svc.BinaryPath] = fmt.Sprintf("MZ simnode placeholder %s\r\nThis is not a real Windows executable; simnode only reads it for markers.\r\n%s\r\n",

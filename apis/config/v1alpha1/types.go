@@ -153,6 +153,44 @@ type KubernetesSpec struct {
 	// Provisioners are binaries, each feeding one Windows service.
 	// +optional
 	Provisioners []ProvisionerSpec `json:"provisioners,omitempty"`
+	// Join makes the node a worker of a cluster (swdt join): its
+	// kubelet provisioner's binary is installed and registered as a
+	// service that joins the cluster this section names. Extension.
+	// +optional
+	Join *JoinSpec `json:"join,omitempty"`
+}
+
+// JoinSpec names the cluster a node joins and how it appears there.
+type JoinSpec struct {
+	// Kubeconfig is the control plane's kubeconfig on this machine, whose
+	// user may create bootstrap tokens. Default: $KUBECONFIG, else
+	// ~/.kube/config.
+	// +optional
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context is the kubeconfig context. Default: its current context.
+	// +optional
+	Context string `json:"context,omitempty"`
+	// NodeName is the Node's name. Default: the node's host name in
+	// lower case.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Labels are added to the Node when it registers (the kubelet's
+	// --node-labels); kubernetes.io/os=windows is the kubelet's own.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are set when the Node registers, as key[=value]:Effect
+	// (the kubelet's registerWithTaints).
+	// +optional
+	Taints []string `json:"taints,omitempty"`
+	// ContainerdConfig is a local config.toml for containerd, used instead
+	// of the one swdt generates for Windows (CRI plugin, CNI directories,
+	// sandbox image). It applies when a provisioner feeds the containerd
+	// service.
+	// +optional
+	ContainerdConfig string `json:"containerdConfig,omitempty"`
+	// Timeout bounds the wait for the Node to register. Default: 3m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // ProvisionerSpec is one binary that feeds one Windows service.

@@ -201,6 +201,9 @@ func validateKubernetes(k *KubernetesSpec, p *field.Path) field.ErrorList {
 			destinations[d] = true
 		}
 	}
+	if k.Join != nil {
+		errs = append(errs, validateJoin(k, p.Child("join"))...)
+	}
 	return errs
 }
 

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/join"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// joinFlags are the flags of `swdt join`.
+type joinFlags struct {
+	reset    bool
+	swap     swapFlags
+	download downloadFlags
+}
+
+func newJoinCommand(e *env) *cobra.Command {
+	var f joinFlags
+	cmd := &cobra.Command{
+		Use:   "join",
+		Short: "Make each node a Windows worker of your cluster (kubelet, bootstrap token, Node)",
+		Long: `Join every node of the -c file that has spec.kubernetes.join to the cluster its
+kubeconfig names (kind, minikube, kubeadm: any control plane whose
+kubeconfig may create bootstrap tokens), in parallel.
+
+Before anything changes, swdt checks that the control plane answers and
+lets the kubeconfig's user create bootstrap tokens, that the kubelet's
+version (the kubelet provisioner's version, else the control plane's) is
+allowed by the version-skew policy, that the node is not joined to
+another cluster, and that no other machine has the Node's name.
+
+Then, as kubeadm join does on Windows: a bootstrap token is created, the
+cluster CA, a bootstrap kubeconfig and a KubeletConfiguration are written
+under C:\etc\kubernetes and C:\var\lib\kubelet (readable by Administrators
+and SYSTEM only), the kubelet provisioner's binary is installed through the
+hot-swap and registered as the kubelet service (--windows-service, no nssm
+or PowerShell wrapper), the Node must register and renew its Lease, and
+the token is deleted. A second run changes nothing and says unchanged.
+
+--reset undoes it: the kubelet service and files, the Node and swdt's
+bootstrap tokens.
+
+Exit codes: 0 joined (or reset), 1 failure, 2 the file is invalid, 3 some
+nodes failed.`,
+		Example: "  swdt join -c node.yaml\n  swdt join -c node.yaml -o json\n  swdt join -c node.yaml --reset",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runJoin(cmd.Context(), e, f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.reset, "reset", false, "undo the join: kubelet service and files, the Node, swdt's bootstrap tokens")
+	f.swap.add(cmd.Flags())
+	f.download.add(cmd.Flags())
+	return cmd
+}
+
+func runJoin(ctx context.Context, e *env, f joinFlags) error {
+	files := config.PrivateKeyFile
+	if !f.reset {
+		files |= config.ProvisionerSources
+	}
+	res, err := e.loadConfig(files)
+	if err != nil {
+		return err
+	}
+	abort, stop := e.interrupts(e.ui.Warn)
+	defer stop()
+	swap := f.swap.options()
+	swap.Abort = abort
+	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver("", false), Observer: winsObserver{ui: e.ui}}
+	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (join.Node, func(), error) {
+		n, err := e.connect(ctx, spec, warn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return n, func() { n.Close() }, nil
+	}
+	results, err := join.Run(ctx, res.Nodes, connect, opts)
+	if err != nil {
+		return fmt.Errorf("%w (in %s)", err, res.Path)
+	}
+	if err := printJoin(e.ui, results); err != nil {
+		return err
+	}
+	if err := fleet.Err(results, join.Failures); err != nil {
+		return err
+	}
+	done := "joined"
+	if f.reset {
+		done = "reset"
+	}
+	e.ui.Success("%s %d node(s)", done, len(results))
+	return nil
+}
+
+// joinNodeJSON is one node in `swdt join -o json` output.
+type joinNodeJSON struct {
+	Name string `json:"name"`
+	*join.Report
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+}
+
+// joinJSON is `swdt join -o json` output.
+type joinJSON struct {
+	docMeta
+	Nodes []joinNodeJSON `json:"nodes"`
+}
+
+func printJoin(u *ui.UI, results []fleet.Result[*join.Report]) error {
+	out := joinJSON{docMeta: meta("JoinReport"), Nodes: []joinNodeJSON{}}
+	var rows [][]string
+	for _, r := range results {
+		nj := joinNodeJSON{Name: r.Node, Report: r.Value}
+		if r.Err != nil {
+			nj.Result, nj.Error = resultFailed, r.Err.Error()
+			rows = append(rows, []string{r.Node, "-", resultFailed, "nothing done: see the error below"})
+			out.Nodes = append(out.Nodes, nj)
+			continue
+		}
+		rep := r.Value
+		nj.Result = rep.Result
+		rows = append(rows, []string{r.Node, rep.NodeName, rep.Result, joinDetail(rep)})
+		out.Nodes = append(out.Nodes, nj)
+	}
+	return printDoc(u, out, []string{"NODE", "K8S NODE", "RESULT", "DETAIL"}, rows)
+}
+
+func joinDetail(r *join.Report) string {
+	var parts []string
+	switch {
+	case r.Error != "":
+		parts = append(parts, r.Error)
+	case len(r.Removed) > 0:
+		parts = append(parts, "removed "+strings.Join(r.Removed, ", "))
+	case r.Node.Registered:
+		parts = append(parts, fmt.Sprintf("kubelet %s, Ready=%s", r.Node.KubeletVersion, r.Node.Ready))
+	default:
+		parts = append(parts, "no Node")
+	}
+	for _, b := range r.Binaries {
+		parts = append(parts, b.Name+" "+string(b.Action))
+	}
+	if r.Note != "" {
+		parts = append(parts, r.Note)
+	}
+	return strings.Join(parts, "; ")
+}

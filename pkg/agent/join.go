@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// The ops of swdt join. The files are at fixed paths (ops.JoinFilePaths):
+// a request names a file by role and carries only its content, so no
+// request can make the agent write anywhere else.
+var joinOps = []entry{
+	handle(ops.JoinInspect, joinInspect),
+	handle(ops.JoinWrite, joinWrite),
+	handle(ops.JoinReset, joinReset),
+}
+
+// joinKubeconfigMax bounds the kubelet.conf join-inspect returns.
+const joinKubeconfigMax = 1 << 20
+
+func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
+	var resp ops.JoinInspectResponse
+	host, err := w.Hostname()
+	if err != nil {
+		return resp, fmt.Errorf("read the host name: %w", err)
+	}
+	resp.Hostname = host
+	conf, exists, err := winsReadFile(w, ops.JoinKubeconfig)
+	if err != nil {
+		return resp, err
+	}
+	if exists {
+		if len(conf) > joinKubeconfigMax {
+			return resp, Fail("too-large", "%s is %d bytes, more than a kubeconfig can be (%d)", ops.JoinKubeconfig, len(conf), joinKubeconfigMax)
+		}
+		resp.Kubeconfig = string(conf)
+	}
+	for _, role := range joinRoles() {
+		ok, err := winsFileExists(w, ops.JoinFilePaths[role])
+		if err != nil {
+			return resp, fmt.Errorf("look for %s: %w", ops.JoinFilePaths[role], err)
+		}
+		if ok {
+			resp.Files = append(resp.Files, role)
+		}
+	}
+	return resp, nil
+}
+
+// joinRoles lists the join files in a fixed order.
+func joinRoles() []ops.JoinFile {
+	roles := make([]ops.JoinFile, 0, len(ops.JoinFilePaths))
+	for r := range ops.JoinFilePaths {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	return roles
+}
+
+// joinWrite writes each file whose bytes differ: beside it first, then
+// renamed into place, then restricted to Administrators and SYSTEM (the
+// bootstrap kubeconfig holds a token).
+func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error) {
+	var resp ops.JoinWriteResponse
+	for role := range req.Files {
+		if _, ok := ops.JoinFilePaths[role]; !ok {
+			return resp, Fail("bad-request", "join-write: unknown file %q", role)
+		}
+	}
+	for _, role := range joinRoles() {
+		content, ok := req.Files[role]
+		if !ok {
+			continue
+		}
+		path := ops.JoinFilePaths[role]
+		old, exists, err := winsReadFile(w, path)
+		if err != nil {
+			return resp, err
+		}
+		if exists && bytes.Equal(old, []byte(content)) {
+			continue
+		}
+		dir, _ := winsSplit(path)
+		if err := w.MkdirAll(dir); err != nil {
+			return resp, fmt.Errorf("create %s: %w", dir, err)
+		}
+		staged := path + ".swdt-new"
+		if err := w.WriteFile(staged, []byte(content)); err != nil {
+			return resp, fmt.Errorf("write %s: %w", staged, err)
+		}
+		if err := w.SetACL(staged, keysAdminOnly); err != nil {
+			return resp, winsAlso(fmt.Errorf("restrict %s to Administrators and SYSTEM: %w", staged, err), winsRemoveQuietly(w, staged))
+		}
+		if exists {
+			if err := w.Remove(path); err != nil {
+				return resp, winsAlso(fmt.Errorf("replace %s: %w", path, err), winsRemoveQuietly(w, staged))
+			}
+		}
+		if err := w.Rename(staged, path); err != nil {
+			return resp, winsAlso(fmt.Errorf("rename %s to %s: %w", staged, path, err), winsRemoveQuietly(w, staged))
+		}
+		resp.Changed = append(resp.Changed, role)
+	}
+	return resp, nil
+}
+
+// joinStopLimit bounds how long join-reset waits for the kubelet to stop
+// before it ends its process.
+const joinStopLimit = 60 * time.Second
+
+// joinReset stops and deletes each service, then removes the join files,
+// the kubelet's kubeconfig, and each binary with swdt's leftovers beside
+// it. Each step is idempotent.
+func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
+	resp := ops.JoinResetResponse{Removed: []string{}}
+	if len(req.Services) == 0 {
+		return resp, Fail("bad-request", "join-reset needs the services to remove")
+	}
+	files := []string{ops.JoinKubeconfig}
+	for _, role := range joinRoles() {
+		files = append(files, ops.JoinFilePaths[role])
+	}
+	for _, s := range req.Services {
+		if s.Name == "" || s.Binary == "" {
+			return resp, Fail("bad-request", "join-reset needs each service's name and binary path")
+		}
+		deleted, err := joinDeleteService(ctx, w, s.Name)
+		if err != nil {
+			return resp, err
+		}
+		if deleted {
+			resp.Deleted = append(resp.Deleted, s.Name)
+		}
+		files = append(files, s.Binary, s.Binary+".swdt-bak", s.Binary+".swdt-failed")
+	}
+	for _, f := range files {
+		ok, err := winsFileExists(w, f)
+		if err != nil {
+			return resp, fmt.Errorf("look for %s: %w", f, err)
+		}
+		if !ok {
+			continue
+		}
+		if err := w.Remove(f); err != nil {
+			return resp, fmt.Errorf("remove %s: %w", f, err)
+		}
+		resp.Removed = append(resp.Removed, f)
+	}
+	return resp, nil
+}
+
+// joinDeleteService stops and deletes a service; a missing one is fine.
+func joinDeleteService(ctx context.Context, w winos.OS, name string) (bool, error) {
+	svc, err := w.Service(name)
+	switch {
+	case winsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read service %s: %w", name, err)
+	}
+	if err := joinStop(ctx, w, svc); err != nil {
+		return false, err
+	}
+	res, err := winsExec(ctx, w, winsLimits.call, "sc.exe", "delete", name)
+	if err != nil {
+		return false, err
+	}
+	switch winos.Errno(res.ExitCode) {
+	case 0, winos.ErrServiceMarkedForDelete, winos.ErrServiceDoesNotExist:
+		return true, nil
+	}
+	return false, Fail("unregister-failed", "could not delete service %s: sc.exe delete exited %d: %s", name, res.ExitCode, winsOutput(res))
+}
+
+// joinStop stops svc and waits until it is stopped, ending its process
+// when it does not stop within joinStopLimit.
+func joinStop(ctx context.Context, w winos.OS, svc winos.Service) error {
+	// A service that is starting accepts no stop control (error 1061).
+	if _, err := poll(ctx, joinStopLimit, 200*time.Millisecond, func() (bool, error) {
+		s, err := w.Service(svc.Name)
+		if err == nil {
+			svc = s
+		}
+		return err == nil && s.Status != winos.StatusStartPending, err
+	}); err != nil {
+		return fmt.Errorf("read service %s: %w", svc.Name, err)
+	}
+	if svc.Status == winos.StatusStopped {
+		return nil
+	}
+	if svc.Status != winos.StatusStopPending {
+		if err := w.StopService(svc.Name); err != nil {
+			return fmt.Errorf("stop service %s: %w", svc.Name, err)
+		}
+	}
+	stopped := func() (bool, error) {
+		s, err := w.Service(svc.Name)
+		return err == nil && s.Status == winos.StatusStopped, err
+	}
+	ok, err := poll(ctx, joinStopLimit, 200*time.Millisecond, stopped)
+	if ok || err != nil {
+		return err
+	}
+	if svc.PID > 0 {
+		if err := w.KillProcess(svc.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+			return fmt.Errorf("end the process of service %s (PID %d): %w", svc.Name, svc.PID, err)
+		}
+	}
+	ok, err = poll(ctx, 10*time.Second, 200*time.Millisecond, stopped)
+	if err == nil && !ok {
+		return Fail("timeout", "service %s did not stop within %s, nor after its process was ended", svc.Name, joinStopLimit)
+	}
+	return err
+}

@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// NodeState is what the cluster says of one Node: whether it exists, the
+// kubelet that reports it, its Ready condition and its Lease.
+type NodeState struct {
+	// Name is the Node's name.
+	Name string `json:"name"`
+	// Registered is false when no Node of that name exists.
+	Registered bool `json:"registered"`
+	// KubeletVersion is status.nodeInfo.kubeletVersion.
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	// OS is status.nodeInfo.operatingSystem.
+	OS string `json:"os,omitempty"`
+	// Hostname is the Node's Hostname address.
+	Hostname string `json:"hostname,omitempty"`
+	// Ready is the Ready condition's status: True, False or Unknown.
+	Ready corev1.ConditionStatus `json:"ready,omitempty"`
+	// ReadyReason and ReadyMessage explain a Ready condition that is not
+	// True (for example no network plugin yet).
+	ReadyReason  string `json:"readyReason,omitempty"`
+	ReadyMessage string `json:"readyMessage,omitempty"`
+	// LeaseRenewed is the kube-node-lease Lease's renewTime.
+	LeaseRenewed time.Time `json:"leaseRenewed,omitzero"`
+}
+
+// Node reads the Node name and its Lease. A missing Node is not an error:
+// Registered is false.
+func (c *Cluster) Node(ctx context.Context, name string) (NodeState, error) {
+	st := NodeState{Name: name}
+	n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return st, nil
+	}
+	if err != nil {
+		return st, c.explain(err)
+	}
+	st.Registered = true
+	st.KubeletVersion = n.Status.NodeInfo.KubeletVersion
+	st.OS = n.Status.NodeInfo.OperatingSystem
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeHostName {
+			st.Hostname = a.Address
+		}
+	}
+	st.Ready = corev1.ConditionUnknown
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			st.Ready, st.ReadyReason, st.ReadyMessage = cond.Status, cond.Reason, cond.Message
+		}
+	}
+	lease, err := c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		st.LeaseRenewed = leaseTime(lease)
+	case !apierrors.IsNotFound(err):
+		return st, c.explain(err)
+	}
+	return st, nil
+}
+
+func leaseTime(l *coordinationv1.Lease) time.Time {
+	if l.Spec.RenewTime != nil {
+		return l.Spec.RenewTime.Time
+	}
+	return time.Time{}
+}
+
+// Want is what WaitNode waits for.
+type Want struct {
+	// KubeletVersion, when set, must be the Node's kubeletVersion.
+	KubeletVersion string
+	// RenewedAfter, when set, the Lease must have been renewed after it
+	// (proof that the kubelet now running talks to the cluster).
+	RenewedAfter time.Time
+	// Ready, when true, the Ready condition must be True.
+	Ready bool
+}
+
+func (w Want) met(st NodeState) bool {
+	return st.Registered &&
+		(w.KubeletVersion == "" || st.KubeletVersion == w.KubeletVersion) &&
+		(w.RenewedAfter.IsZero() || st.LeaseRenewed.After(w.RenewedAfter)) &&
+		(!w.Ready || st.Ready == corev1.ConditionTrue)
+}
+
+// WaitNode polls the Node until want is met or ctx ends; it returns the
+// last state seen, and on a timeout an error that says what was missing.
+func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every time.Duration) (NodeState, error) {
+	for {
+		st, err := c.Node(ctx, name)
+		if err == nil && want.met(st) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return st, err
+			}
+			return st, fmt.Errorf("node %s: %s", name, missing(st, want))
+		case <-time.After(every):
+		}
+	}
+}
+
+// missing says which part of want st lacks.
+func missing(st NodeState, want Want) string {
+	switch {
+	case !st.Registered:
+		return "no Node object registered"
+	case want.KubeletVersion != "" && st.KubeletVersion != want.KubeletVersion:
+		return fmt.Sprintf("the Node reports kubelet %s, not %s", st.KubeletVersion, want.KubeletVersion)
+	case !want.RenewedAfter.IsZero() && !st.LeaseRenewed.After(want.RenewedAfter):
+		return "its Lease was not renewed since the kubelet started"
+	case want.Ready && st.Ready != corev1.ConditionTrue:
+		return fmt.Sprintf("not Ready (%s: %s)", st.ReadyReason, st.ReadyMessage)
+	}
+	return "not as wanted"
+}
+
+// DeleteNode deletes the Node name and its Lease; a missing one is fine.
+func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
+	err := c.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Node %s: %w", name, c.explain(err))
+	}
+	err = c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Lease %s: %w", name, c.explain(err))
+	}
+	return nil
+}
+
+// BootstrapKubeconfig is the kubeconfig a kubelet starts TLS bootstrap
+// with: the API server, its CA and the bootstrap token.
+func (c *Cluster) BootstrapKubeconfig(token Token) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos["tls-bootstrap-token-user"] = &clientcmdapi.AuthInfo{Token: token.Value}
+	cfg.Contexts["tls-bootstrap-token-user@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: "tls-bootstrap-token-user"}
+	cfg.CurrentContext = "tls-bootstrap-token-user@kubernetes"
+	return clientcmd.Write(*cfg)
+}
+
+// ServerOf reads the API server URL of a kubeconfig's current context
+// (a node's kubelet.conf), to tell which cluster a node belongs to.
+func ServerOf(kubeconfig []byte) (string, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	kctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", fmt.Errorf("no current context")
+	}
+	kc, ok := cfg.Clusters[kctx.Cluster]
+	if !ok {
+		return "", fmt.Errorf("context %s names no cluster", cfg.CurrentContext)
+	}
+	return kc.Server, nil
+}

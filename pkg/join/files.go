@@ -1,0 +1,142 @@
+package join
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// ContainerdEndpoint is the CRI endpoint of containerd's default pipe.
+const ContainerdEndpoint = "npipe:////./pipe/containerd-containerd"
+
+// KubeletConfig is the KubeletConfiguration a join writes: what kubeadm
+// writes for a Windows node (client CA, webhook authentication and
+// authorization, no cgroups or node-allocatable enforcement, no
+// resolv.conf) plus the node file's taints.
+func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
+	no, yes, empty := false, true, ""
+	kc := kubeletv1beta1.KubeletConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: kubeletv1beta1.SchemeGroupVersion.String(), Kind: "KubeletConfiguration"},
+		Authentication: kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: ops.JoinCAFile},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &yes},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &no},
+		},
+		Authorization:          kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
+		CgroupsPerQOS:          &no,
+		EnforceNodeAllocatable: []string{},
+		ResolverConfig:         &empty,
+		RotateCertificates:     true,
+		ClusterDomain:          "cluster.local",
+	}
+	for _, t := range js.Taints {
+		taint, err := v1alpha1.ParseTaint(t)
+		if err != nil {
+			return nil, err
+		}
+		kc.RegisterWithTaints = append(kc.RegisterWithTaints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: taint.Effect})
+	}
+	return yaml.Marshal(kc)
+}
+
+// ContainerdConfig is containerd's config.toml for a Windows node, as
+// Install-Containerd.ps1 makes it: the default pipe, the CRI plugin with
+// the windows snapshotter and the runhcs process-isolation runtime, the
+// CNI directories and the pause image.
+func ContainerdConfig() []byte {
+	return []byte(`version = 2
+root = "C:\\ProgramData\\containerd\\root"
+state = "C:\\ProgramData\\containerd\\state"
+
+[grpc]
+  address = "\\\\.\\pipe\\containerd-containerd"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "windows"
+    default_runtime_name = "runhcs-wcow-process"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runhcs-wcow-process]
+      runtime_type = "io.containerd.runhcs.v1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "C:\\opt\\cni\\bin"
+    conf_dir = "C:\\etc\\cni\\net.d"
+`)
+}
+
+// ContainerdRegistration is the containerd service a join registers: what
+// `containerd.exe --register-service` creates (the binary with
+// --run-service and its config), then the node file's register args.
+func ContainerdRegistration(containerd *v1alpha1.ProvisionerSpec) ops.ServiceRegisterRequest {
+	req := ops.ServiceRegisterRequest{Name: serviceOf(containerd), Program: containerd.Destination,
+		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig},
+		DisplayName: "containerd", Description: "Container runtime (registered by swdt join)", StartType: "Automatic"}
+	return withRegister(req, containerd.Register)
+}
+
+// serviceOf is the service a provisioner feeds.
+func serviceOf(p *v1alpha1.ProvisionerSpec) string {
+	if p.Service != "" {
+		return p.Service
+	}
+	return p.Name
+}
+
+// withRegister applies the node file's register section to req: its args
+// come last (so they win), its other fields replace req's.
+func withRegister(req ops.ServiceRegisterRequest, r *v1alpha1.ServiceRegistration) ops.ServiceRegisterRequest {
+	if r == nil {
+		return req
+	}
+	req.Args = append(req.Args, r.Args...)
+	if r.DisplayName != "" {
+		req.DisplayName = r.DisplayName
+	}
+	if r.Description != "" {
+		req.Description = r.Description
+	}
+	if r.StartType != "" {
+		req.StartType = r.StartType
+	}
+	if len(r.DependsOn) > 0 {
+		req.DependsOn = r.DependsOn
+	}
+	return req
+}
+
+// Registration is the kubelet service a join registers: the binary with
+// the flags kubeadm's kubeadm-flags.env and the Windows service need, then
+// the node file's own register args (they come last, so they win).
+// With containerd (a provisioner feeds it) the kubelet depends on it.
+func Registration(js *v1alpha1.JoinSpec, kubelet, containerd *v1alpha1.ProvisionerSpec, nodeName string) ops.ServiceRegisterRequest {
+	args := []string{
+		"--windows-service",
+		"--bootstrap-kubeconfig=" + ops.JoinBootstrapKubeconfig,
+		"--kubeconfig=" + ops.JoinKubeconfig,
+		"--config=" + ops.JoinKubeletConfig,
+		"--cert-dir=" + ops.JoinCertDir,
+		"--hostname-override=" + nodeName,
+		"--container-runtime-endpoint=" + ContainerdEndpoint,
+	}
+	if len(js.Labels) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(js.Labels)) {
+			kv = append(kv, k+"="+js.Labels[k])
+		}
+		args = append(args, "--node-labels="+strings.Join(kv, ","))
+	}
+	req := ops.ServiceRegisterRequest{Name: serviceOf(kubelet), Program: kubelet.Destination, Args: args,
+		DisplayName: "kubelet", Description: "Kubernetes node agent (registered by swdt join)", StartType: "Automatic"}
+	if containerd != nil {
+		req.DependsOn = []string{serviceOf(containerd)}
+	}
+	return withRegister(req, kubelet.Register)
+}

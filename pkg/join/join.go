@@ -1,0 +1,439 @@
+// Package join is the `swdt join` workflow: it makes a Windows node a
+// worker of the developer's own cluster, and `--reset` undoes it.
+//
+// A join checks the control plane first (reachable, credentials that may
+// create bootstrap tokens, the kubelet version allowed by the skew policy)
+// and the node (not joined to another cluster, its name not taken by
+// another machine) before it changes anything. Then it creates a bootstrap
+// token as `kubeadm token create` does, writes the files a kubeadm join
+// writes on Windows (the cluster CA, the bootstrap kubeconfig and a
+// KubeletConfiguration) through the agent, installs the kubelet through
+// the hot-swap and registers its service with --windows-service, waits for
+// the Node to register and renew its Lease, and deletes the token: the
+// kubelet has its own client certificate by then (TLS bootstrap).
+//
+// It reaches the node through Node and the cluster through pkg/cluster;
+// it never prints and never sees SSH.
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/cluster"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/target"
+)
+
+// Node is what the workflow needs from a node; *node.Node implements it.
+type Node interface {
+	hotswap.Node
+	InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
+	WriteJoinFiles(ctx context.Context, files map[ops.JoinFile]string) (ops.JoinWriteResponse, error)
+	ResetJoin(ctx context.Context, req ops.JoinResetRequest) (ops.JoinResetResponse, error)
+	RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error)
+}
+
+// Observer shows a run. Implementations must be safe for concurrent use.
+type Observer interface {
+	// Step reports what one node is doing.
+	Step(node, msg string)
+	// Warn reports something the user must see.
+	Warn(msg string)
+}
+
+// Options tune a run.
+type Options struct {
+	// Reset undoes a join instead.
+	Reset bool
+	// Resolver resolves the kubelet's source.
+	Resolver *source.Resolver
+	// Swap tunes the kubelet's hot-swap; Observer and Command are set here.
+	Swap hotswap.Options
+	// Observer shows the run.
+	Observer Observer
+	// PollEvery is how often the Node is read while waiting (default 1s).
+	PollEvery time.Duration
+	// TokenTTL is how long the bootstrap token is valid (default 1h; it is
+	// deleted once the node has joined).
+	TokenTTL time.Duration
+}
+
+// Result words of a report.
+const (
+	ResultChanged   = "changed"
+	ResultUnchanged = "unchanged"
+	ResultFailed    = "failed"
+	ResultRemoved   = "removed"
+)
+
+// DefaultTimeout bounds the wait for the Node when the node file sets none.
+const DefaultTimeout = 3 * time.Minute
+
+// Report is the outcome on one node.
+type Report struct {
+	// NodeName is the Node object's name.
+	NodeName string `json:"nodeName"`
+	// Result is changed, unchanged or failed (removed for --reset).
+	Result string `json:"result"`
+	// Server is the API server the node joined (or left).
+	Server string `json:"server"`
+	// Binaries are the hot-swap results of containerd (when installed)
+	// and the kubelet.
+	Binaries []hotswap.Result `json:"binaries,omitempty"`
+	// FilesChanged lists the join files written.
+	FilesChanged []ops.JoinFile `json:"filesChanged,omitempty"`
+	// Node is what the cluster says of the Node afterwards.
+	Node cluster.NodeState `json:"node"`
+	// Note explains a Node that is not Ready.
+	Note string `json:"note,omitempty"`
+	// Removed lists what --reset removed from the node.
+	Removed []string `json:"removed,omitempty"`
+	// Error says what failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Connect opens one node; fleet.Connector's shape with the join Node.
+type Connect func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (Node, func(), error)
+
+// Run joins (or resets) every node in parallel.
+func Run(ctx context.Context, nodes []v1alpha1.Node, connect Connect, opts Options) ([]fleet.Result[*Report], error) {
+	var with []v1alpha1.Node
+	for _, n := range nodes {
+		if n.Spec.Kubernetes.Join == nil {
+			opts.Observer.Warn("node " + n.Name + " has no spec.kubernetes.join: skipped")
+			continue
+		}
+		with = append(with, n)
+	}
+	if len(with) == 0 {
+		return nil, fmt.Errorf("no node has spec.kubernetes.join: add one naming the cluster's kubeconfig (see docs/join.md)")
+	}
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = time.Second
+	}
+	if opts.TokenTTL <= 0 {
+		opts.TokenTTL = time.Hour
+	}
+	return fleet.Run(ctx, with, 0, func(ctx context.Context, spec *v1alpha1.Node) (*Report, error) {
+		j := &joiner{spec: spec, opts: opts, step: func(msg string) { opts.Observer.Step(spec.Name, msg) }}
+		if opts.Reset {
+			return j.reset(ctx, connect)
+		}
+		return j.join(ctx, connect)
+	}), nil
+}
+
+// Failures lists what failed on one node.
+func Failures(r *Report) []error {
+	if r != nil && r.Error != "" {
+		return []error{fmt.Errorf("%s", r.Error)}
+	}
+	return nil
+}
+
+type joiner struct {
+	spec *v1alpha1.Node
+	opts Options
+	step func(string)
+}
+
+// prepared is what a join checked before it changes anything.
+type prepared struct {
+	cluster    *cluster.Cluster
+	kubelet    *v1alpha1.ProvisionerSpec
+	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
+	version    string                    // the kubelet version the node must report ("" unknown)
+	sources    map[*v1alpha1.ProvisionerSpec]*source.File
+	n          Node
+	closeN     func()
+	name       string
+	joined     bool // the node's kubelet.conf names this cluster
+	before     cluster.NodeState
+}
+
+func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
+	js := j.spec.Spec.Kubernetes.Join
+	k := &j.spec.Spec.Kubernetes
+	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+	c, err := cluster.Connect(js.Kubeconfig, js.Context)
+	if err != nil {
+		return nil, err
+	}
+	p.cluster = c
+	j.step("checking the control plane at " + c.Server)
+	server, err := c.Check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !j.opts.Reset {
+		want := server
+		if v := p.kubelet.Version; v != "" {
+			if want, err = version.ParseGeneric(v); err != nil {
+				return nil, fmt.Errorf("provisioner %s: version %q is not a Kubernetes version such as v1.37.2: %w", p.kubelet.Name, v, err)
+			}
+			p.version = "v" + strings.TrimPrefix(v, "v")
+		}
+		if err := cluster.CheckSkew(want, server); err != nil {
+			return nil, fmt.Errorf("provisioner %s: %w", p.kubelet.Name, err)
+		}
+	}
+	for _, pr := range p.binaries() {
+		if !resolve {
+			break
+		}
+		f, err := j.opts.Resolver.Resolve(ctx, pr.SourceURL, pr.SHA256, nil)
+		if err != nil {
+			return nil, fmt.Errorf("provisioner %s: %w; nothing was changed", pr.Name, err)
+		}
+		p.sources[pr] = f
+	}
+	j.step("connecting to " + j.spec.Spec.Credentials.Hostname)
+	n, closeN, err := connect(ctx, j.spec, func(msg string) { j.opts.Observer.Warn("node " + j.spec.Name + ": " + msg) })
+	if err != nil {
+		return nil, err
+	}
+	p.n, p.closeN = n, closeN
+	ins, err := n.InspectJoin(ctx)
+	if err != nil {
+		closeN()
+		return nil, err
+	}
+	p.name = js.NodeName
+	if p.name == "" {
+		p.name = strings.ToLower(ins.Hostname)
+	}
+	if ins.Kubeconfig != "" {
+		other, err := cluster.ServerOf([]byte(ins.Kubeconfig))
+		switch {
+		case err != nil:
+			closeN()
+			return nil, fmt.Errorf("the node's %s cannot be read (%v): remove it, or run swdt join --reset", ops.JoinKubeconfig, err)
+		case other != c.Server && !j.opts.Reset:
+			closeN()
+			return nil, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, c.Server)
+		}
+		p.joined = other == c.Server
+	}
+	if p.before, err = c.Node(ctx, p.name); err != nil {
+		closeN()
+		return nil, err
+	}
+	if p.before.Registered && !p.joined && !j.opts.Reset {
+		closeN()
+		return nil, fmt.Errorf("the cluster already has a Node named %s, and this machine has no kubelet credentials for it: another machine has that name. Set spec.kubernetes.join.nodeName, or delete the stale Node (kubectl delete node %s); nothing was changed", p.name, p.name)
+	}
+	return p, nil
+}
+
+// binaries are the provisioners a join installs, containerd first.
+func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
+	if p.containerd != nil {
+		return []*v1alpha1.ProvisionerSpec{p.containerd, p.kubelet}
+	}
+	return []*v1alpha1.ProvisionerSpec{p.kubelet}
+}
+
+func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
+	p, err := j.prepare(ctx, connect, true)
+	if err != nil {
+		return nil, err
+	}
+	defer p.closeN()
+	js := j.spec.Spec.Kubernetes.Join
+	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
+	description := "swdt join " + p.name
+	files := map[ops.JoinFile]string{ops.JoinFileCA: string(p.cluster.CAData)}
+	kc, err := KubeletConfig(js)
+	if err != nil {
+		return nil, err
+	}
+	files[ops.JoinFileKubeletConfig] = string(kc)
+	if p.containerd != nil {
+		cc := ContainerdConfig()
+		if js.ContainerdConfig != "" {
+			if cc, err = os.ReadFile(js.ContainerdConfig); err != nil {
+				return nil, fmt.Errorf("spec.kubernetes.join.containerdConfig: %w; nothing was changed", err)
+			}
+		}
+		files[ops.JoinFileContainerdConfig] = string(cc)
+	}
+	if !p.joined {
+		j.step("creating a bootstrap token")
+		token, err := p.cluster.CreateBootstrapToken(ctx, description, j.opts.TokenTTL)
+		if err != nil {
+			return nil, err
+		}
+		boot, err := p.cluster.BootstrapKubeconfig(token)
+		if err != nil {
+			return nil, err
+		}
+		files[ops.JoinFileBootstrapKubeconfig] = string(boot)
+	}
+	written, err := p.n.WriteJoinFiles(ctx, files)
+	if err != nil {
+		return nil, fmt.Errorf("write the kubelet's files: %w", err)
+	}
+	rep.FilesChanged = written.Changed
+	started := time.Now()
+	results, err := j.install(ctx, p, written.Changed)
+	rep.Binaries = results
+	if err != nil {
+		rep.Result, rep.Error = ResultFailed, err.Error()
+		return rep, nil
+	}
+	changed := len(written.Changed) > 0 || !p.before.Registered
+	for _, r := range results {
+		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
+	}
+	if changed {
+		rep.Result = ResultChanged
+	}
+	want := cluster.Want{KubeletVersion: p.version}
+	if rep.Result == ResultChanged {
+		want.RenewedAfter = started
+	}
+	timeout := DefaultTimeout
+	if js.Timeout != nil {
+		timeout = js.Timeout.Duration
+	}
+	j.step(fmt.Sprintf("waiting for Node %s to register (up to %s)", p.name, timeout))
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	rep.Node, err = p.cluster.WaitNode(wctx, p.name, want, j.opts.PollEvery)
+	cancel()
+	if err != nil {
+		rep.Result = ResultFailed
+		rep.Error = fmt.Sprintf("%v within %s: see swdt logs %s kubelet (the bootstrap token stays valid for %s)", err, timeout, j.spec.Name, j.opts.TokenTTL)
+		return rep, nil
+	}
+	if _, err := p.cluster.DeleteBootstrapTokens(ctx, description); err != nil {
+		j.opts.Observer.Warn(fmt.Sprintf("node %s: joined, but its bootstrap token was not deleted (it expires on its own): %v", j.spec.Name, err))
+	}
+	rep.Note = readyNote(rep.Node)
+	return rep, nil
+}
+
+// install puts containerd (when a provisioner feeds it) and the kubelet in
+// place through one hot-swap, registering their services when missing,
+// and restarts an unchanged one whose configuration file changed.
+func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFile) ([]hotswap.Result, error) {
+	js := j.spec.Spec.Kubernetes.Join
+	var items []hotswap.Item
+	for _, pr := range p.binaries() {
+		b := target.Provisioner(*pr)
+		reg := Registration(js, p.kubelet, p.containerd, p.name)
+		restart := slices.Contains(changed, ops.JoinFileKubeletConfig)
+		if pr == p.containerd {
+			reg = ContainerdRegistration(pr)
+			restart = slices.Contains(changed, ops.JoinFileContainerdConfig)
+			if len(b.HealthChecks) == 0 {
+				b.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
+			}
+		}
+		items = append(items, hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.sources[pr],
+			Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks, Restart: restart,
+			Register: func(ctx context.Context) error {
+				_, err := p.n.RegisterService(ctx, reg)
+				return err
+			}})
+	}
+	opts := j.opts.Swap
+	opts.Command = "swdt join"
+	opts.Observer = stepObserver{step: j.step}
+	report, err := hotswap.Run(ctx, p.n, items, opts)
+	if err != nil {
+		return nil, err
+	}
+	var failed []string
+	for _, res := range report.Results {
+		if res.Failed() {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", res.Name, res.Action, res.Error))
+		}
+	}
+	if len(failed) > 0 {
+		return report.Results, errors.New(strings.Join(failed, "; "))
+	}
+	return report.Results, nil
+}
+
+func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
+	p, err := j.prepare(ctx, connect, false)
+	if err != nil {
+		return nil, err
+	}
+	defer p.closeN()
+	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
+	var req ops.JoinResetRequest
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubelet, p.containerd} {
+		if pr != nil {
+			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
+		}
+	}
+	j.step("stopping and deleting the services and files of the join")
+	res, err := p.n.ResetJoin(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, svc := range res.Deleted {
+		rep.Removed = append(rep.Removed, "service "+svc)
+	}
+	rep.Removed = append(rep.Removed, res.Removed...)
+	if p.before.Registered && p.joined {
+		j.step("deleting Node " + p.name)
+		if err := p.cluster.DeleteNode(ctx, p.name); err != nil {
+			return nil, err
+		}
+		rep.Removed = append(rep.Removed, "Node "+p.name)
+	}
+	n, err := p.cluster.DeleteBootstrapTokens(ctx, "swdt join "+p.name)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		rep.Removed = append(rep.Removed, fmt.Sprintf("%d bootstrap token(s)", n))
+	}
+	if len(rep.Removed) > 0 {
+		rep.Result = ResultRemoved
+	}
+	rep.Node, err = p.cluster.Node(ctx, p.name)
+	return rep, err
+}
+
+// readyNote explains a Node that registered but is not Ready.
+func readyNote(st cluster.NodeState) string {
+	switch {
+	case st.Ready == corev1.ConditionTrue:
+		return ""
+	case strings.Contains(st.ReadyMessage, "NetworkPluginNotReady") || strings.Contains(st.ReadyMessage, "cni"):
+		return "NotReady only because no network plugin (CNI) runs on the node yet: deploy Flannel or Calico for Windows (sig-windows-tools' HostProcess DaemonSets), see docs/join.md"
+	}
+	return fmt.Sprintf("NotReady: %s: %s", st.ReadyReason, st.ReadyMessage)
+}
+
+// stepObserver shows the kubelet's hot-swap as steps.
+type stepObserver struct{ step func(string) }
+
+func (o stepObserver) Planned(p *hotswap.Plan) {
+	for _, s := range p.Steps {
+		o.step(fmt.Sprintf("plan: %s: %s (%s)", s.Item.Name, s.Action, s.Reason))
+	}
+}
+
+func (o stepObserver) Step(msg string) { o.step(msg) }
+
+func (o stepObserver) Upload(it hotswap.Item) func(sent int64) {
+	o.step(fmt.Sprintf("staging %s (%d bytes)", it.Staged(), it.Source.Size))
+	return func(int64) {}
+}

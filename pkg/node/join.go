@@ -1,0 +1,23 @@
+package node
+
+import (
+	"context"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// InspectJoin reads the node's host name and its join files.
+func (n *Node) InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error) {
+	return call(ctx, n, ops.JoinInspect, ops.JoinInspectRequest{}, n.Timeouts.query())
+}
+
+// WriteJoinFiles writes the join files whose content differs.
+func (n *Node) WriteJoinFiles(ctx context.Context, files map[ops.JoinFile]string) (ops.JoinWriteResponse, error) {
+	return call(ctx, n, ops.JoinWrite, ops.JoinWriteRequest{Files: files}, n.Timeouts.query())
+}
+
+// ResetJoin stops and deletes the kubelet service and removes what swdt
+// join put on the node.
+func (n *Node) ResetJoin(ctx context.Context, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
+	return call(ctx, n, ops.JoinReset, req, n.Timeouts.service())
+}

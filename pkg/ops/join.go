@@ -1,0 +1,100 @@
+package ops
+
+// The ops of swdt join (DESIGN.md §4.3): what a node needs to become a
+// worker of a cluster besides the kubelet binary and its service, which
+// go through the hot-swap. The files live at fixed paths (those kubeadm
+// uses on Windows); requests carry only their content.
+var (
+	// JoinInspect reads the node's host name, whether the kubelet files
+	// exist and the kubelet's kubeconfig (to tell which cluster the node
+	// belongs to).
+	JoinInspect = register[JoinInspectRequest, JoinInspectResponse]("join-inspect")
+	// JoinWrite writes the join files whose content differs, readable by
+	// Administrators and SYSTEM only.
+	JoinWrite = register[JoinWriteRequest, JoinWriteResponse]("join-write")
+	// JoinReset stops and deletes the kubelet service and removes the
+	// join files, the kubelet's certificates and the kubelet binary.
+	JoinReset = register[JoinResetRequest, JoinResetResponse]("join-reset")
+)
+
+// The files of a joined node.
+const (
+	// JoinCAFile is the cluster CA the kubelet trusts.
+	JoinCAFile = `C:\etc\kubernetes\pki\ca.crt`
+	// JoinBootstrapKubeconfig holds the bootstrap token (a secret).
+	JoinBootstrapKubeconfig = `C:\etc\kubernetes\bootstrap-kubelet.conf`
+	// JoinKubeconfig is written by the kubelet after TLS bootstrap.
+	JoinKubeconfig = `C:\etc\kubernetes\kubelet.conf`
+	// JoinKubeletConfig is the KubeletConfiguration file.
+	JoinKubeletConfig = `C:\var\lib\kubelet\config.yaml`
+	// JoinCertDir is where the kubelet keeps its client certificate.
+	JoinCertDir = `C:\var\lib\kubelet\pki`
+	// JoinContainerdConfig is containerd's config.toml, where
+	// Install-Containerd.ps1 puts it.
+	JoinContainerdConfig = `C:\Program Files\containerd\config.toml`
+)
+
+// JoinFile names one join file by its role.
+type JoinFile string
+
+// The join files swdt writes.
+const (
+	JoinFileCA                  JoinFile = "ca"
+	JoinFileBootstrapKubeconfig JoinFile = "bootstrap-kubeconfig"
+	JoinFileKubeletConfig       JoinFile = "kubelet-config"
+	JoinFileContainerdConfig    JoinFile = "containerd-config"
+)
+
+// JoinFilePaths maps each role to its path on the node.
+var JoinFilePaths = map[JoinFile]string{
+	JoinFileCA:                  JoinCAFile,
+	JoinFileBootstrapKubeconfig: JoinBootstrapKubeconfig,
+	JoinFileKubeletConfig:       JoinKubeletConfig,
+	JoinFileContainerdConfig:    JoinContainerdConfig,
+}
+
+// JoinInspectRequest asks for the join state; it has no parameters.
+type JoinInspectRequest struct{}
+
+// JoinInspectResponse is the node's join state.
+type JoinInspectResponse struct {
+	// Hostname is the computer's host name.
+	Hostname string `json:"hostname"`
+	// Kubeconfig is the content of JoinKubeconfig ("" when missing),
+	// at most 1 MiB.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Files lists the join files that exist, by role.
+	Files []JoinFile `json:"files,omitempty"`
+}
+
+// JoinWriteRequest carries the desired content of join files.
+type JoinWriteRequest struct {
+	Files map[JoinFile]string `json:"files"`
+}
+
+// JoinWriteResponse lists the files that changed.
+type JoinWriteResponse struct {
+	Changed []JoinFile `json:"changed,omitempty"`
+}
+
+// JoinResetRequest names the services a join registered, in the order
+// they are removed (the kubelet before containerd).
+type JoinResetRequest struct {
+	Services []JoinService `json:"services"`
+}
+
+// JoinService is one service a join registered and its binary.
+type JoinService struct {
+	// Name is the service name.
+	Name string `json:"name"`
+	// Binary is the service's binary (removed with swdt's backups).
+	Binary string `json:"binary"`
+}
+
+// JoinResetResponse reports what the reset removed.
+type JoinResetResponse struct {
+	// Deleted lists the services that existed and were deleted.
+	Deleted []string `json:"deleted,omitempty"`
+	// Removed lists the files removed.
+	Removed []string `json:"removed,omitempty"`
+}
