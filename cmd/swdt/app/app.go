@@ -143,6 +143,7 @@ into their services, and deploy rancher/wins.`,
 		newWinsCommand(e),
 		newExecCommand(e),
 		newLogsCommand(e),
+		newCpCommand(e),
 		newVMCommand(e),
 	)
 	return root
