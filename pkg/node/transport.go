@@ -72,7 +72,9 @@ func (n *Node) Dropped() (<-chan struct{}, error) {
 
 // Reconnect drops the node's connection and dials a new one.
 func (n *Node) Reconnect(ctx context.Context) error {
-	r, ok := n.conn.(interface{ Reconnect(ctx context.Context) error })
+	r, ok := n.conn.(interface {
+		Reconnect(ctx context.Context) error
+	})
 	if !ok {
 		return n.unsupported("reconnect")
 	}
