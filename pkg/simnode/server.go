@@ -381,6 +381,14 @@ func (s *Server) serveConn(c net.Conn) {
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
 	for nc := range chans {
+		if nc.ChannelType() == "direct-tcpip" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cs.serveDirectTCPIP(nc)
+			}()
+			continue
+		}
 		if nc.ChannelType() != "session" {
 			_ = nc.Reject(ssh.UnknownChannelType, "only session channels are supported")
 			continue

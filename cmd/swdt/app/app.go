@@ -144,6 +144,7 @@ into their services, and deploy rancher/wins.`,
 		newExecCommand(e),
 		newLogsCommand(e),
 		newCpCommand(e),
+		newPortForwardCommand(e),
 		newVMCommand(e),
 	)
 	return root
