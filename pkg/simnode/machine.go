@@ -152,6 +152,11 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 		}
 		for _, dep := range svc.Dependencies {
 			d := s.Services[strings.ToLower(dep)]
+			if d != nil && d.Status == StatusStartPending {
+				// The SCM starts a service once its dependencies run:
+				// it waits for one still starting.
+				return false
+			}
 			if d == nil || d.Status != StatusRunning {
 				reason := "The service has not been started."
 				if d == nil {

@@ -145,6 +145,7 @@ into their services, and deploy rancher/wins.`,
 		newLogsCommand(e),
 		newCpCommand(e),
 		newPortForwardCommand(e),
+		newRestartCommand(e),
 		newVMCommand(e),
 	)
 	return root
