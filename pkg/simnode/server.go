@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Options configure a simulated node.
@@ -424,10 +426,17 @@ type connState struct {
 
 func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
+	var pty *ptyState
 	for req := range reqs {
 		switch req.Type {
-		case "pty-req", "env", "window-change", "signal":
-			// Accepted and ignored: swdt never asks for a PTY.
+		case "pty-req":
+			var err error
+			pty, err = parsePtyReq(req.Payload)
+			if req.WantReply {
+				_ = req.Reply(err == nil, nil)
+			}
+		case "env", "window-change", "signal":
+			// Accepted and ignored before the shell runs.
 			if req.WantReply {
 				_ = req.Reply(true, nil)
 			}
@@ -438,6 +447,12 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				continue
 			}
 			_ = req.Reply(true, nil)
+			if _, _, agent := ops.ParseCommandLine(p.Command); pty != nil && !agent {
+				// A command with a terminal (ssh -t): the login shell
+				// runs it, as cmd.exe /c does.
+				cs.exit(ch, cs.serveShell(cs.ctx, ch, reqs, pty, p.Command))
+				return
+			}
 			// The request channel closes when the client closes the
 			// session: that ends the command, as sshd ends a session's
 			// processes.
@@ -473,8 +488,7 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			return
 		case "shell":
 			_ = req.Reply(true, nil)
-			fmt.Fprint(ch.Stderr(), "simnode: interactive shells are not simulated; run a command or use sftp\r\n")
-			cs.exit(ch, 1)
+			cs.exit(ch, cs.serveShell(cs.ctx, ch, reqs, pty, ""))
 			return
 		default:
 			if req.WantReply {

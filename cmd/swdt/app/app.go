@@ -146,6 +146,7 @@ into their services, and deploy rancher/wins.`,
 		newCpCommand(e),
 		newPortForwardCommand(e),
 		newRestartCommand(e),
+		newSSHCommand(e),
 		newVMCommand(e),
 	)
 	return root
