@@ -15,6 +15,7 @@ import (
 var restartOps = []entry{
 	handle(ops.ServiceRestart, serviceRestart),
 	handle(ops.NodeReboot, nodeReboot),
+	handle(ops.ServiceStatus, serviceStatus),
 }
 
 // serviceRestart is a swap without binaries: the swap op stops the
@@ -115,6 +116,24 @@ func nodeReboot(ctx context.Context, w winos.OS, req ops.NodeRebootRequest) (ops
 	}
 	if res.ExitCode != 0 {
 		return resp, Fail("reboot-refused", "shutdown.exe /r exited with %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)+string(res.Stdout)))
+	}
+	return resp, nil
+}
+
+// serviceStatus reads each service; a missing one is reported, not an
+// error.
+func serviceStatus(_ context.Context, w winos.OS, req ops.ServiceStatusRequest) (ops.ServiceStatusResponse, error) {
+	resp := ops.ServiceStatusResponse{Services: []ops.ServiceState{}}
+	for _, name := range req.Services {
+		svc, err := w.Service(name)
+		switch {
+		case winos.Code(err) == winos.ErrServiceDoesNotExist:
+			resp.Services = append(resp.Services, ops.ServiceState{Service: name})
+		case err != nil:
+			return resp, fmt.Errorf("service %s: %w", name, err)
+		default:
+			resp.Services = append(resp.Services, ops.ServiceState{Service: name, Exists: true, Status: string(svc.Status), StartType: svc.StartType, PID: svc.PID})
+		}
 	}
 	return resp, nil
 }

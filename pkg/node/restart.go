@@ -21,3 +21,9 @@ func (n *Node) RestartServices(ctx context.Context, req ops.ServiceRestartReques
 func (n *Node) Reboot(ctx context.Context, req ops.NodeRebootRequest) (ops.NodeRebootResponse, error) {
 	return call(ctx, n, ops.NodeReboot, req, n.Timeouts.query())
 }
+
+// ServiceStatus reads services' status, start type and process.
+func (n *Node) ServiceStatus(ctx context.Context, services []string) ([]ops.ServiceState, error) {
+	resp, err := call(ctx, n, ops.ServiceStatus, ops.ServiceStatusRequest{Services: services}, n.Timeouts.query())
+	return resp.Services, err
+}

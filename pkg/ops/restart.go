@@ -11,6 +11,9 @@ var (
 	// NodeReboot asks Windows to restart the machine and returns at once;
 	// the SSH connection drops when the machine goes down.
 	NodeReboot = register[NodeRebootRequest, NodeRebootResponse]("node-reboot")
+	// ServiceStatus reads services' status, start type and process: what
+	// swdt reboot --wait polls until they run.
+	ServiceStatus = register[ServiceStatusRequest, ServiceStatusResponse]("service-status")
 )
 
 // ServiceRestartRequest names the services to restart.
@@ -63,4 +66,26 @@ type NodeRebootRequest struct {
 type NodeRebootResponse struct {
 	// Hostname is the computer's name.
 	Hostname string `json:"hostname"`
+}
+
+// ServiceStatusRequest names the services to read.
+type ServiceStatusRequest struct {
+	Services []string `json:"services"`
+}
+
+// ServiceStatusResponse has one entry per service, in request order.
+type ServiceStatusResponse struct {
+	Services []ServiceState `json:"services"`
+}
+
+// ServiceState is one service as it is now.
+type ServiceState struct {
+	Service string `json:"service"`
+	// Exists is false when the node has no such service.
+	Exists bool `json:"exists"`
+	// Status is Running, Stopped, StartPending...
+	Status string `json:"status,omitempty"`
+	// StartType is Automatic, Manual or Disabled.
+	StartType string `json:"startType,omitempty"`
+	PID       int    `json:"pid,omitempty"`
 }

@@ -137,6 +137,7 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	s.config.AddHostKey(hostKey)
+	m.onReboot = s.dropConns
 	return s, nil
 }
 
@@ -366,6 +367,9 @@ func (s *Server) Close() error {
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
+	if s.m.down() {
+		return // rebooting: sshd is not running
+	}
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	sc, chans, reqs, err := ssh.NewServerConn(c, s.config)
 	if err != nil {

@@ -147,6 +147,7 @@ into their services, and deploy rancher/wins.`,
 		newPortForwardCommand(e),
 		newRestartCommand(e),
 		newSSHCommand(e),
+		newRebootCommand(e),
 		newVMCommand(e),
 	)
 	return root

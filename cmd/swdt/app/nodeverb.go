@@ -82,3 +82,8 @@ func nodeNames(res *config.Result) []string {
 	}
 	return names
 }
+
+// unknownArgs is the error for arguments a one-node verb does not take.
+func unknownArgs(verb string, args []string) error {
+	return fmt.Errorf("swdt %s takes a node name only, not %s (see 'swdt %s --help')", verb, strings.Join(args, " "), verb)
+}

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+func TestRebootWait(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	file := restartFile(t, ts, "10250") // kubelet's provisioner
+	if err := n.ConfigureService("kube-proxy", func(cfg *simnode.ServiceConfig) { cfg.StartType = simnode.StartManual }); err != nil {
+		t.Fatal(err)
+	}
+	before := ts.State()
+
+	code, out, errOut := run(t, "reboot", "-c", file, "--wait", "-o", "json")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	doc := decodeJSON[rebootJSON](t, out)
+	if doc.Kind != "Reboot" || doc.Result != resultChanged || !doc.Waited || doc.Node != "winworker" {
+		t.Fatalf("document: %s", out)
+	}
+	if !(0 < doc.DownAfterMs && doc.DownAfterMs <= doc.SSHBackAfterMs && doc.SSHBackAfterMs <= doc.ServicesRunningAfterMs) {
+		t.Errorf("times: down %d, ssh %d, services %d ms", doc.DownAfterMs, doc.SSHBackAfterMs, doc.ServicesRunningAfterMs)
+	}
+	if len(doc.Services) != 1 || doc.Services[0].Service != "kubelet" || doc.Services[0].Status != "Running" || doc.Services[0].RunningAfterMs < doc.SSHBackAfterMs {
+		t.Errorf("services: %+v", doc.Services)
+	}
+	if boots := n.Boots(); len(boots) != 1 {
+		t.Errorf("%d reboots, want 1", len(boots))
+	}
+	after := ts.State()
+	for _, name := range []string{"kubelet", "containerd"} {
+		if s := after.Services[name]; s.Status != simnode.StatusRunning || s.PID == before.Services[name].PID {
+			t.Errorf("%s after the reboot: %s, PID %d (was %d)", name, s.Status, s.PID, before.Services[name].PID)
+		}
+	}
+	if s := after.Services["kube-proxy"]; s.Status != simnode.StatusStopped {
+		t.Errorf("kube-proxy (Manual) is %s after the reboot, want Stopped", s.Status)
+	}
+
+	// A service that does not start at boot: the wait ends at --timeout
+	// with its start type named.
+	file = writeNodeFile(t, t.TempDir(), nodeHeader("winworker", ts.Credentials())+`  kubernetes:
+    provisioners:
+    - name: kube-proxy
+      sourceURL: ./kube-proxy.exe
+      destination: 'C:\k\kube-proxy.exe'
+`)
+	code, out, errOut = run(t, "reboot", "-c", file, "winworker", "--wait", "--timeout", "8s")
+	if code != exitcode.Failure || !strings.Contains(errOut, "kube-proxy (Stopped, start type Manual: Windows does not start it at boot)") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestRebootRefused(t *testing.T) {
+	ts := simnode.StartTest(t)
+	file := restartFile(t, ts, "10250")
+	if code, _, errOut := run(t, "reboot", "-c", file, "winworker", "extra"); code != exitcode.Usage || !strings.Contains(errOut, "takes a node name only") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, "reboot", "-c", file, "--wait", "--timeout", "0s"); code != exitcode.Usage || !strings.Contains(errOut, "--timeout must be positive") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if len(ts.Node().Boots()) != 0 {
+		t.Errorf("the node rebooted")
+	}
+}
