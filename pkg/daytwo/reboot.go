@@ -214,4 +214,6 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func ms(n int64) string { return (time.Duration(n) * time.Millisecond).Round(10 * time.Millisecond).String() }
+func ms(n int64) string {
+	return (time.Duration(n) * time.Millisecond).Round(10 * time.Millisecond).String()
+}
