@@ -16,7 +16,8 @@ import (
 // whose start type is Automatic start (dependencies first, each taking
 // Delays.ServiceStart), with new processes. Every other process is gone,
 // and the services of other start types are Stopped. Files, registry
-// and the services' configuration persist.
+// and the services' configuration persist; an install that waited for a
+// reboot (.NET 4.8, see Node.Reboot) is complete.
 
 // runShutdown plays shutdown.exe: /r [/t N] restarts the machine; other
 // uses are refused as the real one refuses a missing /r, /s or /a.
@@ -57,6 +58,7 @@ func (m *machine) reboot() {
 	_ = m.update(func(s *State, now time.Time) error {
 		up := now.Add(m.delays.Boot)
 		s.Processes = map[int]*Process{}
+		finishNetFx(s)
 		for _, key := range sortedKeys(s.Services) {
 			svc := s.Services[key]
 			svc.PID, svc.Status, svc.PendingUntil, svc.CrashAt, svc.RestartAt = 0, StatusStopped, time.Time{}, time.Time{}, time.Time{}
