@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/target"
@@ -30,6 +31,10 @@ type ServiceTimeouts struct {
 // RestartOptions are Restart's settings and hooks.
 type RestartOptions struct {
 	ServiceTimeouts
+	// Abort ends the restart op at once (a second Ctrl-C); the end of
+	// Restart's ctx (a first one) lets it finish, so that the services it
+	// stopped run again, and then makes Restart an error.
+	Abort context.Context
 	// Step is told what is happening ("restarting kubelet").
 	Step func(msg string)
 	// Warn receives what the user must see about the connection, naming
@@ -70,8 +75,13 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 		HealthTimeoutMs: int(opts.Health.Milliseconds()),
 	}
 	opts.Step("restarting " + strings.Join(services, ", "))
-	rep.ServiceRestartResponse, err = n.RestartServices(ctx, req)
+	octx, cancel := hotswap.UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	rep.ServiceRestartResponse, err = n.RestartServices(octx, req)
 	rep.DurationMs = time.Since(start).Milliseconds()
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("interrupted; the restart in progress finished first: %w", ctx.Err())
+	}
 	if err != nil {
 		err = fmt.Errorf("node %s: restart %s: %w", spec.Name, strings.Join(services, ", "), err)
 		if oe := (*node.OpError)(nil); errors.As(err, &oe) && oe.Kind == "not-found" {

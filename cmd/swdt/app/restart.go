@@ -45,14 +45,15 @@ dependencies first, and the health checks the node file gives their
 provisioners (wins's bridge checks for rancher-wins) run once they are
 up. A service that ignores its stop control for --stop-timeout is killed.
 A Stopped service is started. It uses the swap's machinery on the node:
-another swdt run's lock is respected, and a restart cut short (Ctrl-C,
-a lost connection) still asks every service it stopped to start again.
+another swdt run's lock is respected, and a restart cut short (a second
+Ctrl-C, a lost connection) still asks every service it stopped to start
+again. A first Ctrl-C lets the restart finish, then exits 130.
 
 NODE may be left out when --node names one or the file has one node.
 
 Exit codes: 0 every service is Running and passed its checks; 1 one is
 not, or the node could not be reached; 2 usage or config error, or a
-service the node does not have (nothing stopped).`,
+service the node does not have (nothing stopped); 130 interrupted.`,
 		Example: `  swdt restart node1 kubelet
   swdt restart node1 containerd kubelet -o json
   swdt restart --node node1 kube-proxy`,
@@ -70,7 +71,9 @@ func runRestart(ctx context.Context, e *env, args []string, t daytwo.ServiceTime
 	if err != nil {
 		return err
 	}
-	rep, err := daytwo.Restart(ctx, spec, e.connect, services, daytwo.RestartOptions{ServiceTimeouts: t,
+	abort, stop := e.interrupts(func(format string, args ...any) { e.ui.Warn(format, args...) })
+	defer stop()
+	rep, err := daytwo.Restart(ctx, spec, e.connect, services, daytwo.RestartOptions{ServiceTimeouts: t, Abort: abort,
 		Step: func(msg string) { e.ui.Step(spec.Name, "%s", msg) },
 		Warn: func(msg string) { e.ui.Warn("%s", msg) }})
 	if e.ui.Format() == ui.FormatJSON {

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
@@ -105,4 +108,36 @@ func TestRestart(t *testing.T) {
 			t.Errorf("exit %d\n%s", code, errOut)
 		}
 	})
+}
+
+// A first Ctrl-C lets the restart finish (the services run again) and
+// exits 130.
+func TestRestartInterrupted(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{OpLatencyMS: map[string]int{ops.ServiceRestart.Name: 1000}}))
+	file := restartFile(t, ts, "10250")
+	before := ts.State().Services["kubelet"].PID
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := make(fakeSignals, 1)
+	var out, errOut lockedBuffer
+	codes := make(chan int, 1)
+	go func() {
+		codes <- runEnv(ctx, &env{streams: Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, notify: fake.notify},
+			[]string{"restart", "-c", file, "kubelet", "--settle", "0"})
+	}()
+	sigs := <-fake
+	if !waitFor(t, func() bool { return strings.Contains(errOut.String(), "restarting kubelet") }) {
+		t.Fatalf("never restarting:\n%s", errOut.String())
+	}
+	sigs <- os.Interrupt
+	cancel() // what main's NotifyContext does on the same Ctrl-C
+	if code := <-codes; code != exitcode.Interrupted {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.Interrupted, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "the restart in progress finished first") {
+		t.Errorf("stderr:\n%s", errOut.String())
+	}
+	if svc := ts.State().Services["kubelet"]; svc.Status != simnode.StatusRunning || svc.PID == before {
+		t.Errorf("kubelet after the interrupted restart: %s, PID %d (was %d)", svc.Status, svc.PID, before)
+	}
 }
