@@ -9,11 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 )
+
+// streamOpenTimeout bounds the opening of one forwarded stream (a dial
+// through a connection that has to be made again included).
+const streamOpenTimeout = 30 * time.Second
 
 // PortSpec is one [LOCAL:]REMOTE argument of swdt port-forward.
 type PortSpec struct {
@@ -134,7 +139,9 @@ func PortForward(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connect
 				go func() {
 					defer wg.Done()
 					defer c.Close()
-					s, err := n.DialTCP(ctx, f.Remote)
+					dctx, cancel := context.WithTimeout(ctx, streamOpenTimeout)
+					s, err := n.DialTCP(dctx, f.Remote)
+					cancel()
 					if opts.Stream != nil && ctx.Err() == nil {
 						opts.Stream(f, err)
 					}

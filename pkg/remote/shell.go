@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -62,7 +63,14 @@ func (c *Client) Shell(ctx context.Context, opts ShellOptions) (int, error) {
 	if err := sess.RequestPty(term, size.Height, size.Width, modes); err != nil {
 		return -1, fmt.Errorf("%s: ask for a terminal: %w", what, err)
 	}
-	sess.Stdin, sess.Stdout, sess.Stderr = opts.Stdin, opts.Stdout, opts.Stdout
+	// One writer for both streams, written under a lock: the session
+	// copies each in its own goroutine, and a writer with ReadFrom (a
+	// bytes.Buffer) must not be filled by two at once.
+	out := &serialWriter{w: opts.Stdout}
+	if opts.Stdout == nil {
+		out.w = io.Discard
+	}
+	sess.Stdin, sess.Stdout, sess.Stderr = opts.Stdin, out, out
 	if opts.Command == "" {
 		err = sess.Shell()
 	} else {
@@ -146,4 +154,16 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 		return err
 	})
 	return sess, cn, err
+}
+
+// serialWriter serialises writes to w and hides any ReadFrom of w.
+type serialWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *serialWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
