@@ -32,9 +32,10 @@ func newSSHCommand(e *env) *cobra.Command {
 		Use:   "ssh [NODE] [-- COMMAND...]",
 		Short: "Open a shell on a node, or run one command with a terminal",
 		Long: `Open an interactive shell on a node (cmd.exe, or the DefaultShell set for
-Windows OpenSSH) with a terminal, as minikube ssh does, over the node
-file's connection settings: its key, ssh-agent, ProxyJump and
-known_hosts, with no ssh config of your own. Keys go to the node as
+Windows OpenSSH) with a terminal, as minikube ssh does, over the node's
+connection as every swdt command makes it: the node file's key,
+ssh-agent, known_hosts and host key policy, and ProxyJump from the ssh
+config swdt reads. Keys go to the node as
 typed: Ctrl-C interrupts the program running there, not swdt; the
 window's size follows yours. Leave the shell with exit.
 
