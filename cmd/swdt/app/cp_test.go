@@ -162,3 +162,25 @@ func sshdCredentials(t *testing.T, s *sshdtest.Server) v1alpha1.CredentialsSpec 
 	}
 	return v1alpha1.CredentialsSpec{Hostname: s.Addr, Username: s.User, PrivateKey: s.KeyFile, KnownHostsFile: kh}
 }
+
+func TestParseCopyArg(t *testing.T) {
+	tests := []struct {
+		arg  string
+		want copyArg
+	}{
+		{`node1:C:\k\kubelet.log`, copyArg{remote: true, node: "node1", path: `C:\k\kubelet.log`}},
+		{`:C:\k`, copyArg{remote: true, path: `C:\k`}},
+		{`node1:`, copyArg{remote: true, node: "node1"}},
+		{`node1:relative.txt`, copyArg{remote: true, node: "node1", path: "relative.txt"}},
+		{`./logs`, copyArg{path: "./logs"}},
+		{`C:\Users\me\logs`, copyArg{path: `C:\Users\me\logs`}},
+		{`c:/tmp`, copyArg{path: `c:/tmp`}},
+		{`./a:b`, copyArg{path: "./a:b"}},
+		{`dir\a:b`, copyArg{path: `dir\a:b`}},
+	}
+	for _, tt := range tests {
+		if got := parseCopyArg(tt.arg); got != tt.want {
+			t.Errorf("parseCopyArg(%q) = %+v, want %+v", tt.arg, got, tt.want)
+		}
+	}
+}
