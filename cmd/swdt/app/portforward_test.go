@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 // echoServer listens on the loopback and answers each line with its
@@ -194,5 +195,29 @@ func TestPortForwardUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %s\nwant exit %d and %q", code, errOut, exitcode.Usage, tt.want)
 			}
 		})
+	}
+}
+
+// A forward outlives its SSH connection: after the node rebooted (every
+// connection dropped), the next stream dials a new one.
+func TestPortForwardAfterTheConnectionDropped(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{ServiceStart: 10 * time.Millisecond, ServiceStop: 10 * time.Millisecond,
+		ShutdownGrace: 10 * time.Millisecond, Boot: 200 * time.Millisecond}))
+	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))
+	doc, stop := forwardedPorts(t, "-c", file, ":"+strconv.Itoa(echoServer(t, "")))
+	if got := ask(t, doc.Forwards[0].Local, "before"); got != "before\n" {
+		t.Fatalf("before the drop: %q", got)
+	}
+	if res, err := ts.Node().OS().Run(t.Context(), winos.Command{Path: "shutdown.exe", Args: []string{"/r", "/t", "0"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("shutdown.exe: %+v, %v", res, err)
+	}
+	if !waitFor(t, func() bool { b := ts.Node().Boots(); return len(b) == 1 && time.Now().After(b[0]) }) {
+		t.Fatal("the node never came back")
+	}
+	if got := ask(t, doc.Forwards[0].Local, "after"); got != "after\n" {
+		t.Errorf("after the drop: %q", got)
+	}
+	if code, errOut := stop(); code != exitcode.OK {
+		t.Errorf("exit %d\n%s", code, errOut)
 	}
 }
