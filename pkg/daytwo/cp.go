@@ -166,11 +166,14 @@ func (c *copier) uploadDir(src, dst string) error {
 	}
 	for _, e := range entries {
 		p := filepath.Join(src, e.Name())
-		fi, err := os.Stat(p) // follows links, as cp -r's sources are read
+		fi, err := os.Stat(p) // a link to a file sends the file
 		if err != nil {
 			return fmt.Errorf("%s (on this machine): %w", p, err)
 		}
 		switch {
+		case fi.IsDir() && e.Type()&fs.ModeSymlink != 0:
+			// A link to a folder may lead back up the tree.
+			c.warn(fmt.Sprintf("skipped %s: a link to a folder", p))
 		case fi.IsDir():
 			err = c.uploadDir(p, winJoin(dst, e.Name()))
 		case fi.Mode().IsRegular():

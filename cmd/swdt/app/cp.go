@@ -38,7 +38,8 @@ folder goes into DST when DST is an existing folder, else becomes DST.
 The folder DST is in must exist. Each file is written under a temporary
 name and renamed into place once complete, so a failed copy never leaves
 half a file at DST. A relative PATH on the node is relative to the login
-user's home folder.
+user's home folder. In a local folder, a link to a file sends the file and
+a link to a folder is skipped with a warning.
 
 Progress is shown on a terminal; -o json prints a summary (every file
 written, with its size).

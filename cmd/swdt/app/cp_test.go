@@ -73,6 +73,11 @@ func copyRoundTrip(t *testing.T, file, remoteDir string) {
 		"sub/deeper/x.yaml": []byte("a: 1\n"),
 	}
 	writeTree(t, filepath.Join(local, "folder"), tree)
+	// A link to a folder above is skipped (it would never end); a link to
+	// a file is the file.
+	if err := os.Symlink("..", filepath.Join(local, "folder", "sub", "up")); err != nil {
+		t.Fatal(err)
+	}
 	sep := `\`
 	if strings.HasPrefix(remoteDir, "/") {
 		sep = "/"
@@ -82,7 +87,7 @@ func copyRoundTrip(t *testing.T, file, remoteDir string) {
 	if code != exitcode.OK {
 		t.Fatalf("cp to the node: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "copied 4 files") {
+	if !strings.Contains(errOut, "copied 4 files") || !strings.Contains(errOut, "skipped "+filepath.Join(local, "folder", "sub", "up")+": a link to a folder") {
 		t.Errorf("stderr lacks the summary:\n%s", errOut)
 	}
 	back := t.TempDir()
