@@ -79,7 +79,11 @@ func Reboot(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, o
 	opts.Step("rebooting")
 	start := time.Now()
 	if _, err := n.Reboot(ctx, ops.NodeRebootRequest{}); err != nil {
-		return rep, fmt.Errorf("node %s: reboot: %w", spec.Name, err)
+		if !opts.Wait || !errors.Is(err, remote.ErrConnectionLost) {
+			return rep, fmt.Errorf("node %s: reboot: %w", spec.Name, err)
+		}
+		// Windows may end sshd before the op's answer is out.
+		warn("the connection dropped before the reboot op answered: taken as the node going down")
 	}
 	if !opts.Wait {
 		return rep, nil

@@ -71,3 +71,23 @@ func TestRebootRefused(t *testing.T) {
 		t.Errorf("the node rebooted")
 	}
 }
+
+// setup says a reboot is needed (Chocolatey 2 installed .NET 4.8 on a
+// node with 4.7.2), swdt reboot --wait does it, and setup then finishes.
+func TestSetupRebootSetup(t *testing.T) {
+	ts := simnode.StartTest(t)
+	if err := ts.Node().SetRegistryDWord(simnode.KeyNetFx4, "Release", simnode.NetFx472Server2019); err != nil {
+		t.Fatal(err)
+	}
+	file := setupNodeFile(t, ts, "Administrator", "    chocoPackages: [vim]\n")
+	code, _, errOut := run(t, "setup", "-c", file)
+	if code == exitcode.OK || !strings.Contains(errOut, "swdt reboot NODE --wait") {
+		t.Fatalf("first setup: exit %d, want a failure that names swdt reboot\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, "reboot", "-c", file, "--wait"); code != exitcode.OK {
+		t.Fatalf("reboot: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, "setup", "-c", file); code != exitcode.OK {
+		t.Errorf("setup after the reboot: exit %d\n%s", code, errOut)
+	}
+}
