@@ -31,10 +31,9 @@ import (
 // console program ended by Ctrl-C.
 const statusControlCExit = 0xC000013A
 
-// ptyState is a session's terminal, from pty-req and window-change.
+// ptyState is a session's terminal size, from pty-req and window-change.
 type ptyState struct {
 	mu            sync.Mutex
-	term          string
 	width, height int
 }
 
@@ -54,7 +53,7 @@ func parsePtyReq(payload []byte) (*ptyState, error) {
 	if err := ssh.Unmarshal(payload, &r); err != nil {
 		return nil, err
 	}
-	return &ptyState{term: r.Term, width: int(r.Columns), height: int(r.Rows)}, nil
+	return &ptyState{width: int(r.Columns), height: int(r.Rows)}, nil
 }
 
 // resize applies an RFC 4254 6.7 window-change.
