@@ -79,12 +79,14 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 	}
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(out, h), 1<<20)
+	// The declared size bounds what is written, whatever the stream says.
+	dst := &sizeLimit{w: bw, left: it.Size, size: it.Size}
 	var size int64
 	switch it.Encoding {
 	case ops.EncodingZstd:
-		size, err = delta.Decompress(bw, bufio.NewReaderSize(enc, 1<<20))
+		size, err = delta.Decompress(dst, bufio.NewReaderSize(enc, 1<<20))
 	case ops.EncodingPatch:
-		size, err = applyPatch(w, it.Reference, bw, enc)
+		size, err = applyPatch(w, it.Reference, dst, enc)
 	default:
 		err = fmt.Errorf("unknown encoding %q", it.Encoding)
 	}
@@ -125,6 +127,25 @@ func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (i
 	}
 	defer ref.Close()
 	return delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
+}
+
+// errTooLong is a decoded stream longer than the size its swap declared.
+var errTooLong = errors.New("the decoded file is longer than its declared size")
+
+// sizeLimit passes at most size bytes on to w; the write that would go
+// past them writes nothing and fails with errTooLong.
+type sizeLimit struct {
+	w          io.Writer
+	left, size int64
+}
+
+func (l *sizeLimit) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		return 0, fmt.Errorf("%w of %d bytes: stopped", errTooLong, l.size)
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 func removeIfExists(w winos.OS, p string) error {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 func TestStageDecode(t *testing.T) {
@@ -49,12 +51,26 @@ func TestStageDecode(t *testing.T) {
 		{"corrupted compressed upload", ops.EncodingZstd, compressed, old, "corrupt", "decode"},
 		{"truncated compressed upload", ops.EncodingZstd, compressed, old, "truncate", "decode"},
 		{"unknown encoding", "gzip", compressed, old, "", "unknown encoding"},
+		{"compressed upload longer than declared", ops.EncodingZstd, func(t *testing.T) []byte {
+			var b bytes.Buffer
+			if _, err := delta.Compress(context.Background(), &b, bytes.NewReader(append(bytes.Clone(nw), '!')), func() delta.Level { return delta.LevelFastest }); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}, old, "", "longer than its declared size of 1880014 bytes"},
+		{"patch longer than declared", ops.EncodingPatch, func(t *testing.T) []byte {
+			var b bytes.Buffer
+			if _, err := delta.Diff(context.Background(), &b, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(append(bytes.Clone(nw), nw...))); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}, old, "", "longer than its declared size"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{DamageEncoded: tc.damage}))
 			n := ts.Node()
-			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: tc.encoding, Staged: staged, SHA256: provSum(nw)}
+			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: tc.encoding, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
 			if tc.encoding == ops.EncodingPatch {
 				item.Reference = dest
 			}
@@ -148,5 +164,61 @@ func TestStageDecodeRefuses(t *testing.T) {
 				t.Errorf("%s was written", tc.item.Staged)
 			}
 		})
+	}
+}
+
+// writeCounter is the node's file system, counting what is written to the
+// files it creates.
+type writeCounter struct {
+	winos.OS
+	written int64
+}
+
+func (w *writeCounter) Create(path string) (io.WriteCloser, error) {
+	f, err := w.OS.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &countedFile{WriteCloser: f, n: &w.written}, nil
+}
+
+type countedFile struct {
+	io.WriteCloser
+	n *int64
+}
+
+func (f *countedFile) Write(p []byte) (int, error) {
+	n, err := f.WriteCloser.Write(p)
+	*f.n += int64(n)
+	return n, err
+}
+
+// A zstd bomb (36 KB that decode to 1 GiB) writes no more than the
+// size the swap declared before it is refused.
+func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
+	const dest = `C:\k\tool.exe`
+	const staged = dest + ".swdt-new-run1"
+	var frame bytes.Buffer
+	if _, err := delta.Compress(context.Background(), &frame, bytes.NewReader(make([]byte, 4<<20)), func() delta.Level { return delta.LevelBest }); err != nil {
+		t.Fatal(err)
+	}
+	bomb := bytes.Repeat(frame.Bytes(), 256) // frames concatenate: 1 GiB of zeros
+	const declared = 2 << 20
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingZstd, Staged: staged, SHA256: provSum([]byte("x")), Size: declared}
+	if err := n.WriteFile(item.Encoded, bomb); err != nil {
+		t.Fatal(err)
+	}
+	w := &writeCounter{OS: n.OS()}
+	_, _, err := agent.DecodeStaged(w, item)
+	if err == nil || !strings.Contains(err.Error(), "longer than its declared size of 2097152 bytes") {
+		t.Fatalf("decode of a %d-byte bomb: %v, want it refused at the declared size", len(bomb), err)
+	}
+	if w.written > declared {
+		t.Errorf("the decode wrote %d bytes, more than the %d declared", w.written, declared)
+	}
+	if n.Exists(staged) || n.Exists(item.Encoded) {
+		t.Error("the bomb or what it decoded to was left on the node")
 	}
 }

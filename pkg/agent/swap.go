@@ -401,7 +401,7 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w; nothing was stopped", err)
 		}
-		_, _, err := decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256}, it.Data)
+		_, _, err := decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, it.Data)
 		switch {
 		case err == nil:
 			// A leftover upload is only clutter; the file is verified.

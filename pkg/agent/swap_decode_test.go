@@ -125,7 +125,7 @@ func TestServiceSwapDecodes(t *testing.T) {
 			}
 			nw := append(bytes.Clone(old), []byte(" and a rebuilt function")...)
 			it := ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: staged, Backup: swapKubelet + ".swdt-bak",
-				SHA256: provSum(nw), Encoded: staged + ".swdt-zst", Encoding: tc.encoding, Fallback: tc.fallback}
+				SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: tc.encoding, Fallback: tc.fallback}
 			if tc.encoding == ops.EncodingPatch {
 				it.Reference = swapKubelet
 			}

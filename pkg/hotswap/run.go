@@ -541,7 +541,7 @@ func swapRequest(plan *Plan, owner ops.LockOwner, staged []Item, sent map[string
 			OldSHA256: plan.current(it.Destination).SHA256,
 		}
 		if u := sent[it.key()]; u.encoding != "" {
-			item.Encoded, item.Encoding, item.Data = it.encoded(), u.encoding, u.data
+			item.Encoded, item.Encoding, item.Data, item.Size = it.encoded(), u.encoding, u.data, it.Source.Size
 			if u.encoding == ops.EncodingPatch {
 				// A patch that fails is sent again compressed.
 				item.Reference, item.Fallback = it.Destination, true

@@ -38,10 +38,15 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 		return nil, fmt.Errorf("op %s: encode request: %w", name, err)
 	}
 	n.logger.Debug("run op", "op", name, "params", logged(params))
-	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout, stderr := newCapBuffer(name, "stdout", MaxReply, cancel), newCapBuffer(name, "stderr", MaxStderr, cancel)
 	start := time.Now()
-	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), &stdout, &stderr)
+	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), stdout, stderr)
 	n.logger.Info("op", "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
+	if lerr := limited(ctx); lerr != nil {
+		return nil, lerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", name, err)
 	}
@@ -57,15 +62,16 @@ func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMe
 // returns its data, or an *OpError with the rest of the output as detail.
 func result(name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
 	env, perr := ops.ParseEnvelope(printed)
+	stderr = tail(strings.TrimSpace(stderr), maxShownStderr)
 	if perr != nil {
-		detail := strings.TrimSpace(stderr)
+		detail := stderr
 		if detail == "" {
 			detail = tail(stdout, 2000)
 		}
 		return nil, &OpError{Op: name, Kind: "protocol", Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
 	}
 	if !env.OK {
-		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: strings.TrimSpace(stderr)}
+		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: stderr}
 	}
 	return env.Data, nil
 }
@@ -80,7 +86,7 @@ type OpError struct {
 	// Message is the op's own explanation.
 	Message string
 	// Stderr is what the agent (or the shell that could not start it)
-	// wrote to stderr, if anything.
+	// wrote to stderr, if anything: its last 8 KiB.
 	Stderr string
 }
 

@@ -32,8 +32,13 @@ func (n *Node) Exec(ctx context.Context, command []string, timeout time.Duration
 	if err != nil {
 		return resp, fmt.Errorf("op %s: encode request: %w", ops.Exec.Name, err)
 	}
-	errOut := &resultFilter{w: stderr}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errOut := &resultFilter{w: stderr, cancel: cancel}
 	status, err := n.conn.Exec(ctx, ops.CommandLine(path, ops.Exec.Name), bytes.NewReader(req), stdout, errOut)
+	if lerr := limited(ctx); lerr != nil {
+		return resp, lerr
+	}
 	if err == nil {
 		err = errOut.flush()
 	}
@@ -60,19 +65,27 @@ func (n *Node) ServiceLogs(ctx context.Context, req ops.ServiceLogsRequest) (ops
 
 // resultFilter passes a streaming op's stderr through to w, all but its
 // result line, which it keeps. A line is held back only while it could
-// still turn out to be the result line.
+// still turn out to be the result line, and only up to MaxStderr: a
+// longer one ends the op (cancel, with an *OutputLimitError as cause).
 type resultFilter struct {
 	w       io.Writer
+	cancel  context.CancelCauseFunc
 	pending []byte
 	line    []byte
 	// midLine is true when the start of the pending line was passed
 	// through already: it cannot be the result line.
 	midLine bool
+	// over is true once the held-back line went past MaxStderr; what
+	// comes after is dropped.
+	over bool
 }
 
 var marker = []byte(ops.ResultMarker)
 
 func (f *resultFilter) Write(p []byte) (int, error) {
+	if f.over {
+		return len(p), nil
+	}
 	f.pending = append(f.pending, p...)
 	for {
 		i := bytes.IndexByte(f.pending, '\n')
@@ -89,6 +102,10 @@ func (f *resultFilter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		f.pending, f.midLine = f.pending[:0], true
+	}
+	if len(f.pending) > MaxStderr {
+		f.pending, f.over = nil, true
+		f.cancel(&OutputLimitError{Op: ops.Exec.Name, Stream: "stderr", Limit: MaxStderr})
 	}
 	return len(p), nil
 }

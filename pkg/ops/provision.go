@@ -156,6 +156,11 @@ type SwapItem struct {
 	Encoded   string `json:"encoded,omitempty"`
 	Encoding  string `json:"encoding,omitempty"`
 	Reference string `json:"reference,omitempty"`
+	// Size is the length of the binary: decoding Encoded (or Data) stops,
+	// and fails, as soon as it would write more, so that a damaged or
+	// hostile stream cannot fill the node's disk before its digest is
+	// checked.
+	Size int64 `json:"size,omitempty"`
 	// Data, when set, is the encoded upload itself, sent in the request
 	// instead of as the file Encoded (a small patch: no upload round
 	// trips); it is decoded and checked the same way.

@@ -23,4 +23,7 @@ type StageDecodeItem struct {
 	Staged string `json:"staged"`
 	// SHA256 is the lower-case hex digest the decoded file must have.
 	SHA256 string `json:"sha256"`
+	// Size is the length the decoded file must have: decoding stops, and
+	// fails, as soon as it would write more.
+	Size int64 `json:"size"`
 }

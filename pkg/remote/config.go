@@ -9,11 +9,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kevinburke/ssh_config"
+
+	"sigs.k8s.io/swdt/internal/sshname"
 )
 
 // PassphraseEnv holds the passphrase of an encrypted private key, for
@@ -215,8 +216,7 @@ func (sc *sshConfig) reach(cfg Config, h *hop, hops int) ([]hop, error) {
 		return nil, nil
 	}
 	if key == "ProxyCommand" {
-		host, port, _ := net.SplitHostPort(h.addr)
-		cmd, err := expandTokens("ProxyCommand", val, map[byte]string{'h': host, 'p': port, 'r': h.user, 'n': h.name})
+		cmd, err := proxyCommand(val, *h)
 		if err != nil {
 			return nil, fmt.Errorf("%s for %s: %w", sc.file, h.name, err)
 		}
@@ -248,6 +248,17 @@ func (sc *sshConfig) reach(cfg Config, h *hop, hops int) ([]hop, error) {
 	return via, nil
 }
 
+// proxyCommand expands the tokens of a ProxyCommand for h. Each value is
+// quoted for the shell that runs the command (quoteToken), so that it
+// stays one word whatever it holds; names were checked already
+// (resolveHop), quoting is the second wall.
+func proxyCommand(val string, h hop) (string, error) {
+	host, port, _ := net.SplitHostPort(h.addr)
+	return expandTokens("ProxyCommand", val, map[byte]string{
+		'h': quoteToken(host), 'p': quoteToken(port), 'r': quoteToken(h.user), 'n': quoteToken(h.name),
+	})
+}
+
 // jumpSpec is one entry of a ProxyJump list.
 type jumpSpec struct{ user, host, port string }
 
@@ -277,11 +288,19 @@ func parseProxyJump(v string) ([]jumpSpec, error) {
 // KnownHostsFile and HostKeyPolicy.
 func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (hop, error) {
 	h := hop{name: alias, user: user}
+	// Names are checked as OpenSSH's client checks them, wherever they
+	// come from, before anything (a ProxyCommand) can use them.
+	if err := sshname.Host(alias); err != nil {
+		return h, fmt.Errorf("host %q: %w", alias, err)
+	}
 	host := alias
 	if hn := sc.get(alias, "HostName"); hn != "" {
 		var err error
 		if host, err = expandTokens("HostName", hn, map[byte]string{'h': alias}); err != nil {
 			return h, err
+		}
+		if err := sshname.Host(host); err != nil {
+			return h, fmt.Errorf("%s: HostName %q for %s: %w", sc.file, host, alias, err)
 		}
 	}
 	if port == "" {
@@ -290,8 +309,8 @@ func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (
 	if port == "" {
 		port = "22"
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return h, fmt.Errorf("host %q: bad port %q", alias, port)
+	if err := sshname.Port(port); err != nil {
+		return h, fmt.Errorf("host %q: %w", alias, err)
 	}
 	if h.user == "" {
 		h.user = sc.get(alias, "User")
@@ -301,6 +320,9 @@ func (sc *sshConfig) resolveHop(cfg Config, alias, user, port, keyFile string) (
 	}
 	if h.user == "" {
 		return h, fmt.Errorf("host %q: no user given: set username in the node file or User in the ssh config", alias)
+	}
+	if err := sshname.User(h.user); err != nil {
+		return h, fmt.Errorf("host %q: user %q: %w", alias, h.user, err)
 	}
 	h.addr = net.JoinHostPort(host, port)
 	tokens := map[byte]string{'d': homeDir(), 'u': localUser(), 'h': host, 'n': alias, 'p': port, 'r': h.user}

@@ -27,6 +27,10 @@ type proxyConn struct {
 	exited bool
 }
 
+// plainToken are the characters a ProxyCommand token may hold without
+// quotes: none of them means anything to sh or cmd.exe.
+const plainToken = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@+=:,./_-"
+
 // startProxyCommand runs command with the platform's shell (sh -c on
 // Unix, cmd /c on Windows).
 func startProxyCommand(command string) (*proxyConn, error) {

@@ -5,6 +5,7 @@ package remote
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 )
 
@@ -12,6 +13,15 @@ import (
 // prefixed by exec so that the shell is replaced by the command.
 func shellCommand(command string) *exec.Cmd {
 	return exec.Command("/bin/sh", "-c", "exec "+command)
+}
+
+// quoteToken makes s one word for sh, whatever it holds: as it is when
+// it has nothing sh would act on, else in single quotes.
+func quoteToken(s string) string {
+	if s != "" && strings.Trim(s, plainToken) == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // startKillable starts cmd in a process group of its own; kill ends the

@@ -5,6 +5,7 @@ package remote
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -22,6 +23,17 @@ func shellCommand(command string) *exec.Cmd {
 	cmd := exec.Command(comspec)
 	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `"` + comspec + `" /d /s /c "` + command + `"`}
 	return cmd
+}
+
+// quoteToken makes s one word for cmd.exe: as it is when it has nothing
+// cmd.exe would act on, else in double quotes (the names swdt checks
+// hold no double quote), where & | < > ^ ( ) lose their meaning; a
+// %NAME% pair is still expanded, as everywhere in a cmd /c line.
+func quoteToken(s string) string {
+	if s != "" && strings.Trim(s, plainToken) == "" {
+		return s
+	}
+	return `"` + s + `"`
 }
 
 // startKillable starts cmd in a job object that ends every process in it

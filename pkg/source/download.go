@@ -28,6 +28,10 @@ const (
 	// DefaultStallTimeout is how long a download may receive nothing, as
 	// for uploads (remote.DefaultStallTimeout).
 	DefaultStallTimeout = 60 * time.Second
+	// DefaultDownloadTimeout bounds a whole download: a server that
+	// trickles a few bytes before each stall timeout is given up on too.
+	// 100 MiB takes 30 minutes at 57 KiB/s.
+	DefaultDownloadTimeout = 30 * time.Minute
 )
 
 // keepFree is the space a download must leave free in the cache
@@ -39,6 +43,9 @@ var (
 	// ErrStalled is returned when a download receives nothing for the
 	// stall timeout.
 	ErrStalled = errors.New("download stalled")
+	// ErrDownloadTimeout is returned when a download has not finished
+	// within the download timeout.
+	ErrDownloadTimeout = errors.New("download took too long")
 	// ErrTooLarge is returned when a download is larger than the cap.
 	ErrTooLarge = errors.New("download too large")
 	// ErrNoSpace is returned when the cache directory has no room for a
@@ -51,6 +58,13 @@ func (r *Resolver) maxDownloadSize() int64 {
 		return r.MaxDownloadSize
 	}
 	return DefaultMaxDownloadSize
+}
+
+func (r *Resolver) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultDownloadTimeout
 }
 
 func (r *Resolver) stallTimeout() time.Duration {
@@ -126,11 +140,17 @@ func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, p
 	defer cancel(nil)
 	watch := time.AfterFunc(stall, func() { cancel(ErrStalled) })
 	defer watch.Stop()
-	stalled := func() error {
-		if !errors.Is(context.Cause(reqCtx), ErrStalled) {
-			return nil
+	budget := r.timeout()
+	deadline := time.AfterFunc(budget, func() { cancel(ErrDownloadTimeout) })
+	defer deadline.Stop()
+	cutOff := func() error {
+		switch cause := context.Cause(reqCtx); {
+		case errors.Is(cause, ErrStalled):
+			return fmt.Errorf("download %s: %w: nothing received for %s; check the server and this machine's network, or raise --download-stall-timeout", name, ErrStalled, stall)
+		case errors.Is(cause, ErrDownloadTimeout):
+			return fmt.Errorf("download %s: %w: not finished after %s; check the server and this machine's network, or raise --download-timeout", name, ErrDownloadTimeout, budget)
 		}
-		return fmt.Errorf("download %s: %w: nothing received for %s; check the server and this machine's network, or raise --download-stall-timeout", name, ErrStalled, stall)
+		return nil
 	}
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, ref, nil)
 	if err != nil {
@@ -146,7 +166,7 @@ func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, p
 	}
 	resp, err := r.client().Do(req)
 	if err != nil {
-		if serr := stalled(); serr != nil {
+		if serr := cutOff(); serr != nil {
 			return nil, serr
 		}
 		var uerr *url.Error
@@ -190,7 +210,7 @@ func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, p
 	body := &watchedReader{r: io.LimitReader(resp.Body, limit+1), watch: watch, stall: stall}
 	n, copyErr := io.Copy(io.MultiWriter(tmp, h, counter), body)
 	closeErr := tmp.Close()
-	if serr := stalled(); copyErr != nil && serr != nil {
+	if serr := cutOff(); copyErr != nil && serr != nil {
 		return nil, serr
 	}
 	switch {

@@ -13,7 +13,8 @@ import (
 )
 
 // A download is bounded: a body that stops coming is abandoned after the
-// stall timeout, one larger than the cap is refused (before anything is
+// stall timeout, one that trickles in forever after the download timeout,
+// one larger than the cap is refused (before anything is
 // written when the server announces it), and one the cache directory has
 // no room for is refused before it fills the disk.
 func TestDownloadLimits(t *testing.T) {
@@ -25,6 +26,19 @@ func TestDownloadLimits(t *testing.T) {
 			_, _ = w.Write(make([]byte, chunk))
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
+		case "/trickles": // a byte now and then: never a stall, never done
+			w.Header().Set("Content-Length", "100000")
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-tick.C:
+					_, _ = w.Write([]byte{0})
+					w.(http.Flusher).Flush()
+				}
+			}
 		case "/no-headers":
 			<-r.Context().Done()
 		case "/huge":
@@ -51,6 +65,9 @@ func TestDownloadLimits(t *testing.T) {
 	}{
 		{name: "body stalls", path: "/stalls", r: Resolver{StallTimeout: 300 * time.Millisecond},
 			is: ErrStalled, wantErr: "nothing received for 300ms"},
+		{name: "body trickles in for longer than the download timeout", path: "/trickles",
+			r:  Resolver{StallTimeout: time.Minute, Timeout: 300 * time.Millisecond},
+			is: ErrDownloadTimeout, wantErr: "not finished after 300ms; check the server and this machine's network, or raise --download-timeout"},
 		{name: "headers never come", path: "/no-headers", r: Resolver{StallTimeout: 300 * time.Millisecond},
 			is: ErrStalled, wantErr: "--download-stall-timeout"},
 		{name: "announced size above the cap", path: "/huge",

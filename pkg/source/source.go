@@ -69,6 +69,9 @@ type Resolver struct {
 	// StallTimeout is how long a download may receive nothing (headers
 	// included) before it is abandoned; 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
+	// Timeout bounds a whole download, headers to last byte, however
+	// slowly it keeps moving; 0 means DefaultDownloadTimeout.
+	Timeout time.Duration
 
 	// freeSpace reports the bytes available in a directory; nil means
 	// diskFree. Tests replace it.

@@ -65,7 +65,7 @@ func (p *Progress) line(attr color.Attribute, symbol, msg string) {
 	if p.u.colorErr {
 		symbol = paint(attr, symbol)
 	}
-	msg = strings.ReplaceAll(strings.TrimRight(redact.URLs(msg), "\n"), "\n", "\n  ")
+	msg = strings.ReplaceAll(strings.TrimRight(clean(redact.URLs(msg)), "\n"), "\n", "\n  ")
 	text := symbol + " " + msg + "\n"
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -96,7 +96,7 @@ type Transfer struct {
 // unknown). Call Update with the bytes done so far; the transfer ends by
 // itself when they reach total, or when End is called.
 func (p *Progress) Transfer(label string, total int64) *Transfer {
-	label = redact.URLs(label)
+	label = clean(redact.URLs(label))
 	t := &Transfer{p: p, label: label, total: total, started: time.Now(), stop: make(chan struct{})}
 	t.last = t.started
 	if !p.bars {

@@ -203,7 +203,7 @@ func (u *UI) status(attr color.Attribute, symbol, msg string) {
 		symbol = paint(attr, symbol)
 	}
 	// Continuation lines of a multi-line message line up under the text.
-	msg = strings.ReplaceAll(strings.TrimRight(redact.URLs(msg), "\n"), "\n", "\n  ")
+	msg = strings.ReplaceAll(strings.TrimRight(clean(redact.URLs(msg)), "\n"), "\n", "\n  ")
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	fmt.Fprintf(u.err, "%s %s\n", symbol, msg)
@@ -219,7 +219,7 @@ func paint(attr color.Attribute, s string) string {
 func (u *UI) Printf(format string, args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	_, _ = io.WriteString(u.out, redact.URLs(fmt.Sprintf(format, args...)))
+	_, _ = io.WriteString(u.out, clean(redact.URLs(fmt.Sprintf(format, args...))))
 }
 
 // Table writes rows under headers to stdout with aligned columns; the
@@ -229,7 +229,12 @@ func (u *UI) Table(headers []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			// Cleaned before alignment, which counts what it keeps.
+			cells[i] = clean(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -270,7 +275,7 @@ func (u *UI) writeJSON(data []byte, err error) error {
 	defer u.mu.Unlock()
 	// Redacting the encoded text covers every string in the document;
 	// "***" needs no escaping.
-	if _, err := io.WriteString(u.out, redact.URLs(string(data))+"\n"); err != nil {
+	if _, err := io.WriteString(u.out, redact.URLs(string(cleanJSON(data)))+"\n"); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

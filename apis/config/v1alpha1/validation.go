@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"sigs.k8s.io/swdt/internal/sshname"
 	"sigs.k8s.io/swdt/pkg/redact"
 )
 
@@ -124,6 +126,14 @@ func validateHostname(c *CredentialsSpec, p *field.Path) field.ErrorList {
 	if port < 1 || port > 65535 {
 		return field.ErrorList{field.Invalid(p, h, "port must be a number from 1 to 65535")}
 	}
+	if _, ps, err := net.SplitHostPort(h); err == nil && sshname.Port(ps) != nil {
+		return field.ErrorList{field.Invalid(p, h, "port must be a number from 1 to 65535")}
+	}
+	// As OpenSSH: a host name a shell would act on never reaches one (a
+	// ProxyCommand in ~/.ssh/config substitutes it).
+	if err := sshname.Host(host); err != nil {
+		return field.ErrorList{field.Invalid(p, h, err.Error())}
+	}
 	return nil
 }
 
@@ -137,6 +147,9 @@ func validateUsername(u string, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, u, "must not contain any of "+usernameForbidden)}
 	case strings.Count(u, `\`) > 1 || strings.HasPrefix(u, `\`) || strings.HasSuffix(u, `\`):
 		return field.ErrorList{field.Invalid(p, u, `must be user, DOMAIN\user or user@domain`)}
+	}
+	if err := sshname.User(u); err != nil {
+		return field.ErrorList{field.Invalid(p, u, err.Error())}
 	}
 	return nil
 }

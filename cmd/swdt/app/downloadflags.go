@@ -15,17 +15,20 @@ import (
 type downloadFlags struct {
 	maxSize      byteSize
 	stallTimeout time.Duration
+	timeout      time.Duration
 }
 
 func (d *downloadFlags) add(fl *pflag.FlagSet) {
 	d.maxSize = source.DefaultMaxDownloadSize
 	fl.Var(&d.maxSize, "max-download-size", "largest http(s) source to download, in bytes or as a quantity such as 500Mi or 4Gi")
-	fl.DurationVar(&d.stallTimeout, "download-stall-timeout", source.DefaultStallTimeout, "abandon a download that receives nothing for this long")
+	durationFlag(fl, &d.stallTimeout, "download-stall-timeout", source.DefaultStallTimeout, false, "abandon a download that receives nothing for this long")
+	durationFlag(fl, &d.timeout, "download-timeout", source.DefaultDownloadTimeout, false, "abandon a download that has not finished after this long, however slowly it still moves")
 }
 
 // resolver returns a source resolver with the flags' bounds.
 func (d downloadFlags) resolver(cacheDir string, rehash bool) *source.Resolver {
-	return &source.Resolver{CacheDir: cacheDir, Rehash: rehash, MaxDownloadSize: int64(d.maxSize), StallTimeout: d.stallTimeout}
+	return &source.Resolver{CacheDir: cacheDir, Rehash: rehash, MaxDownloadSize: int64(d.maxSize),
+		StallTimeout: d.stallTimeout, Timeout: d.timeout}
 }
 
 // byteSize is a flag holding a size in bytes, written as a Kubernetes

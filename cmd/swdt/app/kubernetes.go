@@ -93,7 +93,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, and hash every local source again")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
-	fl.DurationVar(&f.debounce, "debounce", 500*time.Millisecond, "with --watch: how long a source must be quiet before it is swapped")
+	durationFlag(fl, &f.debounce, "debounce", 500*time.Millisecond, true, "with --watch: how long a source must be quiet before it is swapped")
 	f.swap.add(fl)
 	f.transfer.add(fl)
 	f.download.add(fl)

@@ -19,11 +19,11 @@ type swapFlags struct {
 }
 
 func (s *swapFlags) add(fl *pflag.FlagSet) {
-	fl.DurationVar(&s.stopTimeout, "stop-timeout", hotswap.DefaultStopTimeout, "how long a service may take to stop before its process is killed")
-	fl.DurationVar(&s.startTimeout, "start-timeout", hotswap.DefaultStartTimeout, "how long a service may take to reach Running")
-	fl.DurationVar(&s.settle, "settle", hotswap.DefaultSettle, "how long started services must stay Running before they count as up")
-	fl.DurationVar(&s.healthTimeout, "health-timeout", hotswap.DefaultHealthTimeout, "how long health checks are retried")
-	fl.DurationVar(&s.lockWait, "lock-wait", hotswap.DefaultLockWait, "how long to wait while another swdt run holds the node's swap lock")
+	durationFlag(fl, &s.stopTimeout, "stop-timeout", hotswap.DefaultStopTimeout, false, "how long a service may take to stop before its process is killed")
+	durationFlag(fl, &s.startTimeout, "start-timeout", hotswap.DefaultStartTimeout, false, "how long a service may take to reach Running")
+	durationFlag(fl, &s.settle, "settle", hotswap.DefaultSettle, true, "how long started services must stay Running before they count as up (0: not at all)")
+	durationFlag(fl, &s.healthTimeout, "health-timeout", hotswap.DefaultHealthTimeout, false, "how long health checks are retried")
+	durationFlag(fl, &s.lockWait, "lock-wait", hotswap.DefaultLockWait, false, "how long to wait while another swdt run holds the node's swap lock")
 }
 
 // options returns hot-swap options with the flags' timings.
