@@ -49,7 +49,7 @@ come back within --timeout; 2 usage or config error.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait for the node to come back with its services Running")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --wait, how long to wait for the node and its services")
+	durationFlag(cmd.Flags(), &o.Timeout, "timeout", 10*time.Minute, false, "with --wait, how long to wait for the node and its services")
 	return cmd
 }
 

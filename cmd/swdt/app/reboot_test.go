@@ -64,7 +64,7 @@ func TestRebootRefused(t *testing.T) {
 	if code, _, errOut := run(t, "reboot", "-c", file, "winworker", "extra"); code != exitcode.Usage || !strings.Contains(errOut, "takes a node name only") {
 		t.Errorf("exit %d\n%s", code, errOut)
 	}
-	if code, _, errOut := run(t, "reboot", "-c", file, "--wait", "--timeout", "0s"); code != exitcode.Usage || !strings.Contains(errOut, "--timeout must be positive") {
+	if code, _, errOut := run(t, "reboot", "-c", file, "--wait", "--timeout", "0s"); code != exitcode.Usage || !strings.Contains(errOut, `invalid argument "0s" for "--timeout" flag: must be more than 0`) {
 		t.Errorf("exit %d\n%s", code, errOut)
 	}
 	if len(ts.Node().Boots()) != 0 {

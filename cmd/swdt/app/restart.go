@@ -27,10 +27,10 @@ type restartJSON struct {
 // addServiceTimeouts adds the timing flags of swdt restart and reboot,
 // named and defaulted as swdt kubernetes's.
 func addServiceTimeouts(fl *pflag.FlagSet, t *daytwo.ServiceTimeouts) {
-	fl.DurationVar(&t.Stop, "stop-timeout", hotswap.DefaultStopTimeout, "how long a service may take to stop before its process is killed")
-	fl.DurationVar(&t.Start, "start-timeout", hotswap.DefaultStartTimeout, "how long a service may take to reach Running")
-	fl.DurationVar(&t.Settle, "settle", hotswap.DefaultSettle, "how long started services must stay Running before they count as up")
-	fl.DurationVar(&t.Health, "health-timeout", hotswap.DefaultHealthTimeout, "how long health checks are retried")
+	durationFlag(fl, &t.Stop, "stop-timeout", hotswap.DefaultStopTimeout, false, "how long a service may take to stop before its process is killed")
+	durationFlag(fl, &t.Start, "start-timeout", hotswap.DefaultStartTimeout, false, "how long a service may take to reach Running")
+	durationFlag(fl, &t.Settle, "settle", hotswap.DefaultSettle, true, "how long started services must stay Running before they count as up (0: not at all)")
+	durationFlag(fl, &t.Health, "health-timeout", hotswap.DefaultHealthTimeout, false, "how long health checks are retried")
 }
 
 func newRestartCommand(e *env) *cobra.Command {

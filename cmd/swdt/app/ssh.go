@@ -22,7 +22,9 @@ type sshJSON struct {
 	Node     string `json:"node"`
 	Command  string `json:"command"`
 	ExitCode int    `json:"exitCode"`
-	// Output is what the terminal showed (stdout and stderr together).
+	// Output is what the terminal showed (stdout and stderr together),
+	// cleaned as every JSON document is (no escape sequences or carriage
+	// returns).
 	Output string `json:"output"`
 	Error  string `json:"error,omitempty"`
 }

@@ -65,7 +65,7 @@ func TestSSH(t *testing.T) {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
 		doc := decodeJSON[sshJSON](t, out)
-		if doc.Kind != "SSHCommand" || doc.Result != resultPassed || doc.Output != "WIN-SIMNODE01\r\n" || doc.Command != "hostname" || doc.Node != "winworker" {
+		if doc.Kind != "SSHCommand" || doc.Result != resultPassed || doc.Output != "WIN-SIMNODE01\n" || doc.Command != "hostname" || doc.Node != "winworker" {
 			t.Errorf("document: %s", out)
 		}
 		if code, _, errOut := runIn(t, "", "ssh", "-c", file, "-o", "json"); code != exitcode.Usage || !strings.Contains(errOut, "an interactive shell has no JSON output") {
