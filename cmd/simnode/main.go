@@ -64,7 +64,12 @@ below C:\, not in C:\Program Files or C:\Windows), which --non-admin
 accounts obey over SFTP and in the agent. The agent's path runs the agent
 only when its bytes are the embedded agent's; other bytes are logged as
 "ran untrusted program PATH" and fail. Any other command gets cmd.exe's
-"is not recognized" error. A fresh DIR is seeded like a new VM: RDP off, no
+"is not recognized" error, unless the session has a terminal: a shell, and
+a command with ssh -t, get a small cmd.exe look-alike that runs the
+simulated programs (pkg/simnode/shell.go). Port forwarding (direct-tcpip)
+reaches this machine's loopback only, and shutdown.exe /r plays a reboot
+(connections drop; Automatic services start again). A fresh DIR is seeded
+like a new VM: RDP off, no
 Chocolatey, containerd, kubelet and kube-proxy running, no wins.
 
 Markers (byte strings anywhere in a service's binary, read when it starts):
@@ -111,6 +116,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		startDelay    = fs.Duration("start-delay", simnode.DefaultDelays().ServiceStart, "how long services stay StartPending")
 		stopDelay     = fs.Duration("stop-delay", simnode.DefaultDelays().ServiceStop, "how long services stay StopPending")
 		crashAfter    = fs.Duration("crash-after", simnode.DefaultDelays().CrashAfter, "how long a SIMNODE-CRASH-ON-START service runs")
+		shutdownGrace = fs.Duration("shutdown-grace", simnode.DefaultDelays().ShutdownGrace, "how long after shutdown.exe /r the machine goes down at the earliest")
+		bootTime      = fs.Duration("boot-time", simnode.DefaultDelays().Boot, "how long a rebooting machine refuses SSH")
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
@@ -149,8 +156,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		AuthorizedKeysFile: *authorizedKey,
 		Hostname:           *hostname,
 		Bare:               *bare,
-		Delays:             &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter},
-		Logger:             slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Delays: &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter,
+			ShutdownGrace: *shutdownGrace, Boot: *bootTime},
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}

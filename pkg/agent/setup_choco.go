@@ -236,7 +236,7 @@ func chocoRebootRequired(w winos.OS, out string) error {
 		why += fmt.Sprintf(": Chocolatey 2 needs .NET Framework 4.8, which the installer has just installed (this node ran %s until now)",
 			netFxName(rel.Number, ok))
 	}
-	return Fail(ops.KindRebootRequired, "%s. Reboot the node (e.g. Restart-Computer), then run swdt setup again: the next run "+
+	return Fail(ops.KindRebootRequired, "%s. Reboot the node (swdt reboot NODE --wait, or Restart-Computer on it), then run swdt setup again: the next run "+
 		"completes the install. The installer said: %s", why, lastBytes(out, 400))
 }
 

@@ -298,15 +298,20 @@ func (n *Node) ChocoList() []string {
 // pending takes effect. Services and processes are left as they are.
 func (n *Node) Reboot() error {
 	return n.m.update(func(s *State, _ time.Time) error {
-		if !s.Chocolatey.NetFxPending {
-			return nil
-		}
-		s.Chocolatey.NetFxPending = false
-		key := strings.ToLower(KeyNetFx4)
-		if s.Registry[key] == nil {
-			s.Registry[key] = &RegistryKey{Path: KeyNetFx4, Values: map[string]*RegistryValue{}}
-		}
-		s.Registry[key].Values["release"] = &RegistryValue{Name: "Release", Kind: "DWord", Number: NetFx48}
+		finishNetFx(s)
 		return nil
 	})
+}
+
+// finishNetFx completes a .NET install that waits for a reboot.
+func finishNetFx(s *State) {
+	if !s.Chocolatey.NetFxPending {
+		return
+	}
+	s.Chocolatey.NetFxPending = false
+	key := strings.ToLower(KeyNetFx4)
+	if s.Registry[key] == nil {
+		s.Registry[key] = &RegistryKey{Path: KeyNetFx4, Values: map[string]*RegistryValue{}}
+	}
+	s.Registry[key].Values["release"] = &RegistryValue{Name: "Release", Kind: "DWord", Number: NetFx48}
 }

@@ -22,11 +22,15 @@ type Delays struct {
 	// CrashAfter is how long a SIMNODE-CRASH-ON-START service stays
 	// Running before it exits.
 	CrashAfter time.Duration
+	// ShutdownGrace is how long after shutdown.exe /r the machine goes
+	// down at the earliest; Boot is how long it is then unreachable.
+	ShutdownGrace, Boot time.Duration
 }
 
 // DefaultDelays are close to a small real service's.
 func DefaultDelays() Delays {
-	return Delays{ServiceStart: 200 * time.Millisecond, ServiceStop: 200 * time.Millisecond, CrashAfter: 500 * time.Millisecond}
+	return Delays{ServiceStart: 200 * time.Millisecond, ServiceStop: 200 * time.Millisecond, CrashAfter: 500 * time.Millisecond,
+		ShutdownGrace: time.Second, Boot: time.Second}
 }
 
 // machine is the simulated computer: state, files and faults, shared by
@@ -53,6 +57,11 @@ type machine struct {
 	untrusted []string
 	// agentDigests is Options.AgentDigests.
 	agentDigests func() []string
+
+	// upAt is when a machine that is rebooting is up again (see
+	// reboot.go); onReboot drops the SSH connections when it goes down.
+	upAt     time.Time
+	onReboot func()
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.
@@ -164,6 +173,11 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 		}
 		for _, dep := range svc.Dependencies {
 			d := s.Services[strings.ToLower(dep)]
+			if d != nil && d.Status == StatusStartPending {
+				// The SCM starts a service once its dependencies run:
+				// it waits for one still starting.
+				return false
+			}
 			if d == nil || d.Status != StatusRunning {
 				reason := "The service has not been started."
 				if d == nil {

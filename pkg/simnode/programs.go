@@ -36,6 +36,8 @@ var programs = map[string]program{
 	"choco.exe": runChoco,
 	"sc.exe":    runSC,
 	"cmd.exe":   runCmd,
+	// shutdown.exe /r restarts the machine (reboot.go).
+	"shutdown.exe": runShutdown,
 	// timeout.exe /t N waits N seconds, as Windows' does.
 	"timeout.exe": func(ctx context.Context, n *Node, _ string, args []string, _ []byte) (winos.Result, error) {
 		secs := 0

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Options configure a simulated node.
@@ -154,6 +156,7 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	s.config.AddHostKey(hostKey)
+	m.onReboot = s.dropConns
 	return s, nil
 }
 
@@ -405,6 +408,9 @@ func (s *Server) Close() error {
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
+	if s.m.down() {
+		return // rebooting: sshd is not running
+	}
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	sc, chans, reqs, err := ssh.NewServerConn(c, s.config)
 	if err != nil {
@@ -425,6 +431,14 @@ func (s *Server) serveConn(c net.Conn) {
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
 	for nc := range chans {
+		if nc.ChannelType() == "direct-tcpip" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cs.serveDirectTCPIP(nc)
+			}()
+			continue
+		}
 		if nc.ChannelType() != "session" {
 			_ = nc.Reject(ssh.UnknownChannelType, "only session channels are supported")
 			continue
@@ -460,10 +474,17 @@ type connState struct {
 
 func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
+	var pty *ptyState
 	for req := range reqs {
 		switch req.Type {
-		case "pty-req", "env", "window-change", "signal":
-			// Accepted and ignored: swdt never asks for a PTY.
+		case "pty-req":
+			var err error
+			pty, err = parsePtyReq(req.Payload)
+			if req.WantReply {
+				_ = req.Reply(err == nil, nil)
+			}
+		case "env", "window-change", "signal":
+			// Accepted and ignored before the shell runs.
 			if req.WantReply {
 				_ = req.Reply(true, nil)
 			}
@@ -474,6 +495,12 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				continue
 			}
 			_ = req.Reply(true, nil)
+			if _, _, agent := ops.ParseCommandLine(p.Command); pty != nil && !agent {
+				// A command with a terminal (ssh -t): the login shell
+				// runs it, as cmd.exe /c does.
+				cs.exit(ch, cs.serveShell(cs.ctx, ch, reqs, pty, p.Command))
+				return
+			}
 			// The request channel closes when the client closes the
 			// session: that ends the command, as sshd ends a session's
 			// processes.
@@ -509,8 +536,7 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			return
 		case "shell":
 			_ = req.Reply(true, nil)
-			fmt.Fprint(ch.Stderr(), "simnode: interactive shells are not simulated; run a command or use sftp\r\n")
-			cs.exit(ch, 1)
+			cs.exit(ch, cs.serveShell(cs.ctx, ch, reqs, pty, ""))
 			return
 		default:
 			if req.WantReply {

@@ -68,6 +68,8 @@ type State struct {
 	Owners map[string]string `json:"owners,omitempty"`
 	// HyperV is set when the machine plays a Hyper-V host (hyperv.go).
 	HyperV *HyperVHost `json:"hyperv,omitempty"`
+	// Boots are when the machine came up after each reboot (reboot.go).
+	Boots []time.Time `json:"boots,omitempty"`
 }
 
 // Service is one Windows service.
@@ -343,6 +345,7 @@ func seedFiles(bare bool) map[string]string {
 		`C:\Windows\System32\hostname.exe`:        "simnode placeholder hostname.exe\r\n",
 		`C:\Windows\System32\sc.exe`:              "simnode placeholder sc.exe\r\n",
 		`C:\Windows\System32\timeout.exe`:         "simnode placeholder timeout.exe\r\n",
+		`C:\Windows\System32\shutdown.exe`:        "simnode placeholder shutdown.exe\r\n",
 		`C:\ProgramData\ssh\sshd_config`:          "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
 		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",

@@ -78,7 +78,8 @@ func StartTest(t testing.TB, opts ...TestOption) *TestServer {
 		Listen:         "127.0.0.1:0",
 		StateDir:       filepath.Join(t.TempDir(), "simnode"),
 		AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()},
-		Delays:         &Delays{ServiceStart: 20 * time.Millisecond, ServiceStop: 20 * time.Millisecond, CrashAfter: 100 * time.Millisecond},
+		Delays: &Delays{ServiceStart: 20 * time.Millisecond, ServiceStop: 20 * time.Millisecond, CrashAfter: 100 * time.Millisecond,
+			ShutdownGrace: 500 * time.Millisecond, Boot: 100 * time.Millisecond},
 	}
 	for _, fn := range opts {
 		fn(&o)

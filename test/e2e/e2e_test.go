@@ -72,6 +72,7 @@ func runSuite(t *testing.T, path string) {
 		{"setup", s.setup},
 		{"kubernetes", s.kubernetes},
 		{"wins", s.wins},
+		{"daytwo", s.daytwo},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.run) {

@@ -144,6 +144,11 @@ into their services, and deploy rancher/wins.`,
 		newJoinCommand(e),
 		newExecCommand(e),
 		newLogsCommand(e),
+		newCpCommand(e),
+		newPortForwardCommand(e),
+		newRestartCommand(e),
+		newSSHCommand(e),
+		newRebootCommand(e),
 		newVMCommand(e),
 	)
 	return root

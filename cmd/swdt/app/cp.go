@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/daytwo"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// cpJSON is `swdt cp -o json` output.
+type cpJSON struct {
+	docMeta
+	Result string `json:"result"`
+	*daytwo.CopyReport
+	Error string `json:"error,omitempty"`
+}
+
+func newCpCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cp SRC DST",
+		Short: "Copy files and folders to or from a node",
+		Long: `Copy a file or a folder (with everything in it) between this machine and
+a node, over the node's SSH connection (SFTP), as scp -r or kubectl cp do.
+One of SRC and DST is NODE:PATH, with PATH a Windows path on the node
+(quote it for the shell: 'node1:C:\k\kubelet.log'); the other is a local
+path. ":PATH" (no node name) means the node --node names, or the file's
+only node. A letter before the colon is a drive (C:\x), and a colon after
+a slash is part of a local path (./a:b).
+
+A file goes into DST when DST is an existing folder, else becomes DST; a
+folder goes into DST when DST is an existing folder, else becomes DST.
+The folder DST is in must exist. Each file is written under a temporary
+name and renamed into place once complete, so a failed copy never leaves
+half a file at DST. A relative PATH on the node is relative to the login
+user's home folder. In a local folder, a link to a file sends the file and
+a link to a folder is skipped with a warning.
+
+Progress is shown on a terminal; -o json prints a summary (every file
+written, with its size).
+
+Exit codes: 0 copied; 1 the copy failed part-way or the node could not be
+reached; 2 usage or config error, a missing SRC or a missing folder for
+DST (nothing copied).`,
+		Example: `  swdt cp 'node1:C:\var\log\kubelet\kubelet.log' .
+  swdt cp ./kubelet-config.yaml 'node1:C:\var\lib\kubelet\config.yaml'
+  swdt cp 'node1:C:\ProgramData\containerd\crash' ./crash
+  swdt cp -o json ./manifests ':C:\k\manifests'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt cp needs a source and a destination, one of them NODE:PATH: %s", cmd.Use))
+			}
+			return nil
+		},
+		ValidArgsFunction: e.completeCopyArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCp(cmd.Context(), e, args[0], args[1])
+		},
+	}
+}
+
+// copyArg is one argument of swdt cp.
+type copyArg struct {
+	remote bool
+	node   string // "" for the default node
+	path   string
+}
+
+// parseCopyArg tells NODE:PATH from a local path.
+func parseCopyArg(s string) copyArg {
+	i := strings.IndexByte(s, ':')
+	if i < 0 || i == 1 && isLetter(s[0]) || strings.ContainsAny(s[:i], `/\`) {
+		return copyArg{path: s}
+	}
+	return copyArg{remote: true, node: s[:i], path: s[i+1:]}
+}
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+func runCp(ctx context.Context, e *env, srcArg, dstArg string) error {
+	src, dst := parseCopyArg(srcArg), parseCopyArg(dstArg)
+	switch {
+	case src.remote == dst.remote && src.remote:
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt cp copies between this machine and a node: both %s and %s are on nodes; copy to this machine first", srcArg, dstArg))
+	case src.remote == dst.remote:
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt cp copies between this machine and a node: one of %s and %s must be NODE:PATH (for example node1:C:\\k)", srcArg, dstArg))
+	}
+	remote := src
+	if dst.remote {
+		remote = dst
+	}
+	if remote.path == "" {
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("name a path on the node after %q, for example %s:C:\\k", remote.node+":", remote.node))
+	}
+	spec, err := e.nodeByName("cp", remote.node)
+	if err != nil {
+		return err
+	}
+	p := e.ui.NewProgress()
+	opts := daytwo.CopyOptions{Warn: func(msg string) { p.Warn("%s", msg) }}
+	if e.ui.Format() != ui.FormatJSON {
+		opts.Transfer = func(path string, size int64) (func(int64), func()) {
+			t := p.Transfer(path, size)
+			return t.Update, t.End
+		}
+	}
+	rep, err := daytwo.Copy(ctx, spec, e.connect, src.path, dst.path, dst.remote, opts)
+	if e.ui.Format() == ui.FormatJSON {
+		doc := cpJSON{docMeta: meta("Copy"), Result: resultChanged, CopyReport: rep}
+		if err != nil {
+			doc.Result, doc.Error = resultFailed, err.Error()
+		}
+		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if e.ui.Format() != ui.FormatJSON {
+		e.ui.Success("node %s: copied %d files (%s) in %s", spec.Name, len(rep.Files), ui.Bytes(rep.Bytes), (time.Duration(rep.DurationMs) * time.Millisecond).String())
+	}
+	return nil
+}
+
+// completeCopyArg completes NODE: with the node names of the -c file.
+func (e *env) completeCopyArg(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if strings.Contains(toComplete, ":") || len(args) > 1 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	names, _ := e.completeNode(cmd, nil, toComplete)
+	for i, n := range names {
+		names[i] = n + ":"
+	}
+	return names, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
+}

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// The verbs that work on one node (ssh, cp, port-forward, restart,
+// reboot) find it the same way: a first argument that names a node of
+// the -c file, else the one node --node names, else the file's only node.
+
+// verbNode loads the -c file and returns the node a one-node verb works
+// on and the arguments after its name (all of args when the node was not
+// named there), showing the warnings about that node only.
+func (e *env) verbNode(verb string, args []string) (*v1alpha1.Node, []string, error) {
+	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	name, rest := "", args
+	if len(args) > 0 && slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == args[0] }) {
+		name, rest = args[0], args[1:]
+	}
+	spec, err := e.defaultNode(res, verb, name, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return spec, rest, nil
+}
+
+// nodeByName is verbNode for a verb whose node comes inside an argument
+// (swdt cp's NODE:PATH): name may be "" for the default node.
+func (e *env) nodeByName(verb, name string) (*v1alpha1.Node, error) {
+	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
+	if err != nil {
+		return nil, err
+	}
+	if name != "" && !slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name }) {
+		return nil, unknownNode(res, name)
+	}
+	return e.defaultNode(res, verb, name, nil)
+}
+
+// defaultNode picks the node called name, or when name is "" the one of
+// --node, or the file's only one; args are the verb's arguments, for the
+// suggestion when the first one looks like a mistyped node name.
+func (e *env) defaultNode(res *config.Result, verb, name string, args []string) (*v1alpha1.Node, error) {
+	switch {
+	case name != "" && len(e.nodes) > 0 && !(len(e.nodes) == 1 && e.nodes[0] == name):
+		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s works on one node: it was named %s and --node %s", verb, name, strings.Join(e.nodes, ",")))
+	case name == "" && len(e.nodes) > 1:
+		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s works on one node, not --node %s", verb, strings.Join(e.nodes, ",")))
+	case name == "" && len(e.nodes) == 1:
+		name = e.nodes[0]
+	case name == "" && len(res.Nodes) == 1:
+		name = res.Nodes[0].Name
+	case name == "":
+		if len(args) > 0 && config.Closest(args[0], nodeNames(res)) != "" {
+			return nil, unknownNode(res, args[0])
+		}
+		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s needs a node: %s has %d (%s); name one first, or use --node",
+			verb, res.Path, len(res.Nodes), strings.Join(nodeNames(res), ", ")))
+	}
+	i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name })
+	if i < 0 {
+		return nil, unknownNode(res, name)
+	}
+	res.Nodes = []v1alpha1.Node{res.Nodes[i]}
+	e.showWarnings(res)
+	return &res.Nodes[0], nil
+}
+
+func nodeNames(res *config.Result) []string {
+	names := make([]string, len(res.Nodes))
+	for i, n := range res.Nodes {
+		names[i] = n.Name
+	}
+	return names
+}
+
+// unknownArgs is the error for arguments a one-node verb does not take.
+func unknownArgs(verb string, args []string) error {
+	return fmt.Errorf("swdt %s takes a node name only, not %s (see 'swdt %s --help')", verb, strings.Join(args, " "), verb)
+}

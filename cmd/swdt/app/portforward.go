@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/daytwo"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// portForwardJSON is the one document `swdt port-forward -o json` prints,
+// once every port listens.
+type portForwardJSON struct {
+	docMeta
+	Result   string           `json:"result"`
+	Node     string           `json:"node"`
+	Forwards []daytwo.Forward `json:"forwards"`
+}
+
+// resultListening is port-forward's result: its ports listen until Ctrl-C.
+const resultListening = "listening"
+
+func newPortForwardCommand(e *env) *cobra.Command {
+	var address string
+	cmd := &cobra.Command{
+		Use:   "port-forward [NODE] [LOCAL:]REMOTE...",
+		Short: "Forward local ports to ports on a node over its SSH connection",
+		Long: `Listen on local ports and carry each connection made to them to a port on
+the node's loopback (127.0.0.1 as the node sees it), through the node's
+SSH connection (direct-tcpip, as ssh -L does), with the node file's keys,
+agent, ProxyJump and known_hosts: kubelet's 10250, pprof, a debugger.
+Several ports at once; until Ctrl-C.
+
+  10250        local 10250 to the node's 10250
+  8080:80      local 8080 to the node's 80
+  :6060        a free local port (printed) to the node's 6060
+
+NODE may be left out when --node names one or the file has one node.
+The node's sshd must allow TCP forwarding (AllowTcpForwarding, on by
+default). A stream the node refuses (nothing listens there) is a warning;
+the other streams go on.
+
+Exit codes: 0 ended by Ctrl-C; 1 the node could not be reached; 2 usage
+or config error, or a local port that is taken.`,
+		Example: `  swdt port-forward node1 10250
+  swdt port-forward node1 8080:80 :6060
+  swdt port-forward --node node1 --address 0.0.0.0 10250`,
+		ValidArgsFunction: e.completeNode,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPortForward(cmd.Context(), e, args, address)
+		},
+	}
+	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "local address to listen on")
+	return cmd
+}
+
+func runPortForward(ctx context.Context, e *env, args []string, address string) error {
+	spec, rest, err := e.verbNode("port-forward", args)
+	if err != nil {
+		return err
+	}
+	ports, err := daytwo.ParsePorts(rest)
+	if err != nil {
+		return err
+	}
+	return daytwo.PortForward(ctx, spec, e.connect, ports, daytwo.ForwardOptions{
+		Address: address,
+		Warn:    func(msg string) { e.ui.Warn("%s", msg) },
+		Ready: func(forwards []daytwo.Forward) {
+			if e.ui.Format() == ui.FormatJSON {
+				_ = e.ui.JSONLine(portForwardJSON{docMeta: meta("PortForward"), Result: resultListening, Node: spec.Name, Forwards: forwards})
+				return
+			}
+			for _, f := range forwards {
+				e.ui.Printf("Forwarding from %s -> %s on node %s\n", f.Local, f.Remote, spec.Name)
+			}
+			e.ui.Step(spec.Name, "forwarding until Ctrl-C")
+		},
+		Stream: func(f daytwo.Forward, err error) {
+			if err != nil {
+				e.ui.Warn("node %s: %s -> %s: %v", spec.Name, f.Local, f.Remote, err)
+				return
+			}
+			e.ui.Logger().Info("handling connection", "node", spec.Name, "local", f.Local, "remote", f.Remote)
+		},
+	})
+}

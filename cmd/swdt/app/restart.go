@@ -1,0 +1,144 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"sigs.k8s.io/swdt/pkg/config"
+	"sigs.k8s.io/swdt/pkg/daytwo"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/target"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// restartJSON is `swdt restart -o json` output.
+type restartJSON struct {
+	docMeta
+	Result string `json:"result"`
+	*daytwo.RestartReport
+	Error string `json:"error,omitempty"`
+}
+
+// addServiceTimeouts adds the timing flags of swdt restart and reboot,
+// named and defaulted as swdt kubernetes's.
+func addServiceTimeouts(fl *pflag.FlagSet, t *daytwo.ServiceTimeouts) {
+	durationFlag(fl, &t.Stop, "stop-timeout", hotswap.DefaultStopTimeout, false, "how long a service may take to stop before its process is killed")
+	durationFlag(fl, &t.Start, "start-timeout", hotswap.DefaultStartTimeout, false, "how long a service may take to reach Running")
+	durationFlag(fl, &t.Settle, "settle", hotswap.DefaultSettle, true, "how long started services must stay Running before they count as up (0: not at all)")
+	durationFlag(fl, &t.Health, "health-timeout", hotswap.DefaultHealthTimeout, false, "how long health checks are retried")
+}
+
+func newRestartCommand(e *env) *cobra.Command {
+	var t daytwo.ServiceTimeouts
+	cmd := &cobra.Command{
+		Use:   "restart [NODE] SERVICE...",
+		Short: "Restart services on a node and check that they come back",
+		Long: `Restart Windows services on a node without swapping anything: each is
+stopped (the services that depend on it first: Windows refuses to stop a
+service while a dependent runs), then all of them are started again,
+dependencies first, and the health checks the node file gives their
+provisioners (wins's bridge checks for rancher-wins) run once they are
+up. A service that ignores its stop control for --stop-timeout is killed.
+A Stopped service is started. It uses the swap's machinery on the node:
+another swdt run's lock is respected, and a restart cut short (a second
+Ctrl-C, a lost connection) still asks every service it stopped to start
+again. A first Ctrl-C lets the restart finish, then exits 130.
+
+NODE may be left out when --node names one or the file has one node.
+
+Exit codes: 0 every service is Running and passed its checks; 1 one is
+not, or the node could not be reached; 2 usage or config error, or a
+service the node does not have (nothing stopped); 130 interrupted.`,
+		Example: `  swdt restart node1 kubelet
+  swdt restart node1 containerd kubelet -o json
+  swdt restart --node node1 kube-proxy`,
+		ValidArgsFunction: e.completeNodeThenServices,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRestart(cmd.Context(), e, args, t)
+		},
+	}
+	addServiceTimeouts(cmd.Flags(), &t)
+	return cmd
+}
+
+func runRestart(ctx context.Context, e *env, args []string, t daytwo.ServiceTimeouts) error {
+	spec, services, err := e.verbNode("restart", args)
+	if err != nil {
+		return err
+	}
+	abort, stop := e.interrupts(func(format string, args ...any) { e.ui.Warn(format, args...) })
+	defer stop()
+	rep, err := daytwo.Restart(ctx, spec, e.connect, services, daytwo.RestartOptions{ServiceTimeouts: t, Abort: abort,
+		Step: func(msg string) { e.ui.Step(spec.Name, "%s", msg) },
+		Warn: func(msg string) { e.ui.Warn("%s", msg) }})
+	if e.ui.Format() == ui.FormatJSON {
+		doc := restartJSON{docMeta: meta("Restart"), Result: resultChanged, RestartReport: rep}
+		if err != nil {
+			doc.Result, doc.Error = resultFailed, err.Error()
+		}
+		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
+			err = jerr
+		}
+		return err
+	}
+	if len(rep.Services) > 0 {
+		downtime := map[string]string{}
+		for _, d := range rep.Downtime {
+			downtime[d.Service] = (time.Duration(d.DowntimeMs) * time.Millisecond).String()
+		}
+		var rows [][]string
+		for _, s := range rep.Services {
+			rows = append(rows, []string{s.Service, pidText(s.PIDBefore), pidText(s.PIDAfter), orDash(downtime[s.Service]), s.Status})
+		}
+		for _, s := range rep.AlsoStopped {
+			rows = append(rows, []string{s + " (dependent)", "-", "-", orDash(downtime[s]), "restarted with it"})
+		}
+		if terr := e.ui.Table([]string{"SERVICE", "PID BEFORE", "PID AFTER", "DOWNTIME", "STATUS"}, rows); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	if err == nil {
+		e.ui.Success("node %s: restarted in %s", spec.Name, (time.Duration(rep.DurationMs) * time.Millisecond).String())
+	}
+	return err
+}
+
+func pidText(pid int) string {
+	if pid == 0 {
+		return "-"
+	}
+	return strconv.Itoa(pid)
+}
+
+// completeNodeThenServices completes the node name first, then the
+// services of the node file's provisioners (and rancher-wins).
+func (e *env) completeNodeThenServices(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	path, _ := cmd.Flags().GetString("config")
+	res, err := config.Load(path)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	if len(args) == 0 {
+		out = nodeNames(res)
+	}
+	for _, n := range res.Nodes {
+		if len(args) > 0 && args[0] != n.Name && len(res.Nodes) > 1 {
+			continue
+		}
+		for _, b := range target.Provisioners(&n) {
+			if b.Service != "" && !slices.Contains(out, b.Service) {
+				out = append(out, b.Service)
+			}
+		}
+		if n.Spec.Wins != nil && !slices.Contains(out, target.Wins(n.Spec.Wins).Service) {
+			out = append(out, target.Wins(n.Spec.Wins).Service)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

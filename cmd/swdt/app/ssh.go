@@ -1,0 +1,128 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"sigs.k8s.io/swdt/pkg/daytwo"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/ui"
+)
+
+// sshJSON is `swdt ssh -o json NODE -- COMMAND` output.
+type sshJSON struct {
+	docMeta
+	Result   string `json:"result"`
+	Node     string `json:"node"`
+	Command  string `json:"command"`
+	ExitCode int    `json:"exitCode"`
+	// Output is what the terminal showed (stdout and stderr together),
+	// cleaned as every JSON document is (no escape sequences or carriage
+	// returns).
+	Output string `json:"output"`
+	Error  string `json:"error,omitempty"`
+}
+
+func newSSHCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ssh [NODE] [-- COMMAND...]",
+		Short: "Open a shell on a node, or run one command with a terminal",
+		Long: `Open an interactive shell on a node (cmd.exe, or the DefaultShell set for
+Windows OpenSSH) with a terminal, as minikube ssh does, over the node's
+connection as every swdt command makes it: the node file's key,
+ssh-agent, known_hosts and host key policy, and ProxyJump from the ssh
+config swdt reads. Keys go to the node as
+typed: Ctrl-C interrupts the program running there, not swdt; the
+window's size follows yours. Leave the shell with exit.
+
+With -- COMMAND, run that one command with a terminal (as ssh -t does)
+and exit with its status. COMMAND is a command line for the node's
+shell: its words are joined with spaces and not quoted, as ssh does. For
+a program with arguments passed as data, use swdt exec.
+
+swdt always asks for a terminal, also when its input is not one (as
+ssh -tt): then the node's shell echoes what it reads.
+
+NODE may be left out when --node names one or the file has one node.
+
+Exit codes: the remote shell's or command's exit status; 1 when the node
+could not be reached, the connection was lost, or the status does not fit
+in 0-255 (0xC000013A after Ctrl-C...); 2 usage or config error.`,
+		Example: `  swdt ssh node1
+  swdt ssh node1 -- ipconfig /all
+  swdt ssh -- type C:\k\kubelet.log
+  swdt ssh -o json node1 -- hostname`,
+		ValidArgsFunction: e.completeNode,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			before, after := args, []string(nil)
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				before, after = args[:dash], args[dash:]
+			}
+			return runSSH(cmd.Context(), e, before, after)
+		},
+	}
+}
+
+func runSSH(ctx context.Context, e *env, before, after []string) error {
+	spec, rest, err := e.verbNode("ssh", before)
+	if err != nil {
+		return err
+	}
+	command := strings.Join(append(rest, after...), " ")
+	jsonOut := e.ui.Format() == ui.FormatJSON
+	if jsonOut && command == "" {
+		return exitcode.WithCode(exitcode.Usage, errors.New("an interactive shell has no JSON output: give a command after --, or leave out -o json"))
+	}
+	stdout, _ := e.ui.Passthrough()
+	var captured bytes.Buffer
+	if jsonOut {
+		stdout = &captured
+	}
+	opts := remote.ShellOptions{Command: command, Term: os.Getenv("TERM"), Stdin: e.streams.In, Stdout: stdout}
+	if t := e.ui.Terminal(e.streams.In); t != nil && !jsonOut {
+		if size, err := t.Size(); err == nil {
+			opts.Size = remote.WindowSize(size)
+		}
+		restore, err := t.Raw()
+		if err != nil {
+			return err
+		}
+		defer restore()
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		resize := make(chan remote.WindowSize)
+		go func() {
+			for sz := range t.Resizes(rctx) {
+				select {
+				case resize <- remote.WindowSize(sz):
+				case <-rctx.Done():
+					return
+				}
+			}
+		}()
+		opts.Resize = resize
+	}
+	status, err := daytwo.Shell(ctx, spec, e.connect, opts, func(msg string) { e.ui.Warn("%s", msg) })
+	if jsonOut {
+		doc := sshJSON{docMeta: meta("SSHCommand"), Result: resultPassed, Node: spec.Name, Command: command, ExitCode: status, Output: captured.String()}
+		if err != nil || status != 0 {
+			doc.Result = resultFailed
+		}
+		if err != nil {
+			doc.Error = err.Error()
+		}
+		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return exitcode.Quiet(status)
+}

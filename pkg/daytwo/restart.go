@@ -1,0 +1,122 @@
+package daytwo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/target"
+)
+
+// ServiceTimeouts bound the stops, starts and health checks of swdt
+// restart and swdt reboot.
+type ServiceTimeouts struct {
+	// Stop is how long a service may take to stop before its process is
+	// killed; Start how long it may take to reach Running.
+	Stop, Start time.Duration
+	// Settle is how long a started service must stay Running.
+	Settle time.Duration
+	// Health is how long health checks are retried.
+	Health time.Duration
+}
+
+// RestartOptions are Restart's settings and hooks.
+type RestartOptions struct {
+	ServiceTimeouts
+	// Abort ends the restart op at once (a second Ctrl-C); the end of
+	// Restart's ctx (a first one) lets it finish, so that the services it
+	// stopped run again, and then makes Restart an error.
+	Abort context.Context
+	// Step is told what is happening ("restarting kubelet").
+	Step func(msg string)
+	// Warn receives what the user must see about the connection, naming
+	// the node.
+	Warn func(msg string)
+}
+
+// RestartReport is what Restart did.
+type RestartReport struct {
+	Node string `json:"node"`
+	ops.ServiceRestartResponse
+	DurationMs int64 `json:"durationMs"`
+}
+
+// Restart restarts services on the node spec: each is stopped (its
+// running dependents first, which are started again too), then all are
+// started, dependencies first, and the health checks the node file gives
+// their provisioners (and wins's, for rancher-wins) run. A service that
+// does not start or fails its checks makes the restart an error, with the
+// report saying which; a service the node does not have stops nothing.
+func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, services []string, opts RestartOptions) (*RestartReport, error) {
+	start := time.Now()
+	rep := &RestartReport{Node: spec.Name}
+	if len(services) == 0 {
+		return rep, exitcode.WithCode(exitcode.Usage, errors.New("name the services to restart, for example kubelet"))
+	}
+	n, err := connect(ctx, spec, func(msg string) { opts.Warn("node " + spec.Name + ": " + msg) })
+	if err != nil {
+		return rep, fmt.Errorf("node %s: %w", spec.Name, err)
+	}
+	defer n.Close()
+	req := ops.ServiceRestartRequest{
+		Services:        services,
+		Checks:          serviceChecks(spec, services),
+		StopTimeoutMs:   int(opts.Stop.Milliseconds()),
+		StartTimeoutMs:  int(opts.Start.Milliseconds()),
+		SettleMs:        int(opts.Settle.Milliseconds()),
+		HealthTimeoutMs: int(opts.Health.Milliseconds()),
+	}
+	opts.Step("restarting " + strings.Join(services, ", "))
+	octx, cancel := hotswap.UntilAbort(ctx, opts.Abort)
+	defer cancel()
+	rep.ServiceRestartResponse, err = n.RestartServices(octx, req)
+	rep.DurationMs = time.Since(start).Milliseconds()
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("interrupted; the restart in progress finished first: %w", ctx.Err())
+	}
+	if err != nil {
+		err = fmt.Errorf("node %s: restart %s: %w", spec.Name, strings.Join(services, ", "), err)
+		if oe := (*node.OpError)(nil); errors.As(err, &oe) && oe.Kind == "not-found" {
+			err = exitcode.WithCode(exitcode.Usage, err)
+		}
+		return rep, err
+	}
+	if len(rep.NotStarted) > 0 {
+		var why []string
+		for _, p := range rep.NotStarted {
+			why = append(why, p.Service+": "+p.Error)
+		}
+		return rep, fmt.Errorf("node %s: restarted, but not running: %s (see swdt logs %s)", spec.Name, strings.Join(why, "; "), spec.Name)
+	}
+	return rep, nil
+}
+
+// serviceChecks are the node file's health checks of services, by the
+// name the user gave: every provisioner of the service contributes its
+// own, and rancher-wins gets wins's.
+func serviceChecks(spec *v1alpha1.Node, services []string) map[string][]ops.HealthCheckSpec {
+	binaries := target.Provisioners(spec)
+	if spec.Spec.Wins != nil {
+		binaries = append(binaries, target.Wins(spec.Spec.Wins))
+	}
+	out := map[string][]ops.HealthCheckSpec{}
+	for _, s := range services {
+		for _, b := range binaries {
+			if strings.EqualFold(b.Service, s) {
+				out[s] = append(out[s], b.HealthChecks...)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

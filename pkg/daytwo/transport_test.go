@@ -1,0 +1,65 @@
+package daytwo
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+func TestParsePorts(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []PortSpec
+		err  string
+	}{
+		{args: []string{"10250"}, want: []PortSpec{{Local: 10250, Remote: 10250}}},
+		{args: []string{"8080:80", ":6060", "0:22"}, want: []PortSpec{{Local: 8080, Remote: 80}, {Remote: 6060}, {Remote: 22}}},
+		{err: "name at least one port"},
+		{args: []string{"http"}, err: `port "http": "http" is not a port number`},
+		{args: []string{"80:"}, err: `port "80:": "" is not a port number`},
+		{args: []string{"1:0"}, err: `"0" is not a port number`},
+		{args: []string{"65536"}, err: `"65536" is not a port number`},
+		{args: []string{"-1:80"}, err: `"-1" is not a port number`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := ParsePorts(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || exitcode.Code(err) != exitcode.Usage {
+					t.Fatalf("error %v (exit %d), want %q (usage)", err, exitcode.Code(err), tt.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ParsePorts = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWindowsPathHelpers(t *testing.T) {
+	tests := []struct {
+		path, base, dir string
+	}{
+		{`C:\k\kubelet.log`, "kubelet.log", `C:\k`},
+		{`C:\k\logs\`, "logs", `C:\k`},
+		{`C:\kubelet.log`, "kubelet.log", `C:\`},
+		{`C:/k/x`, "x", `C:/k`},
+		{`notes.txt`, "notes.txt", ""},
+		{`/tmp/x`, "x", "/tmp"},
+		{`/x`, "x", "/"},
+	}
+	for _, tt := range tests {
+		if b, d := winBase(tt.path), winDir(tt.path); b != tt.base || d != tt.dir {
+			t.Errorf("%s: base %q dir %q, want %q %q", tt.path, b, d, tt.base, tt.dir)
+		}
+	}
+	if got := winJoin(`C:\k`, "a"); got != `C:\k\a` {
+		t.Errorf("winJoin = %q", got)
+	}
+	if got := winJoin(`C:\`, "a"); got != `C:\a` {
+		t.Errorf("winJoin at a root = %q", got)
+	}
+}
