@@ -49,6 +49,8 @@ type Options struct {
 	HyperV *HyperVHost
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
+	// Wine, when not nil, runs the uploaded agent under Wine (wine.go).
+	Wine *Wine
 }
 
 // Server is a simulated Windows node reachable over SSH.
@@ -60,6 +62,7 @@ type Server struct {
 	accounts map[string]Account
 	keys     []ssh.PublicKey
 	log      *slog.Logger
+	wine     *wineNode
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -93,6 +96,14 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("simnode: create state directory: %w", err)
 	}
+	var wine *wineNode
+	if opts.Wine != nil {
+		w, err := prepareWine(context.Background(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+		wine = w
+	}
 	m, err := newMachine(opts.StateDir, opts.Hostname, delays, log)
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
@@ -113,7 +124,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
-	s := &Server{opts: opts, m: m, hostKey: hostKey, log: log, conns: map[net.Conn]struct{}{},
+	s := &Server{opts: opts, m: m, hostKey: hostKey, log: log, wine: wine, conns: map[net.Conn]struct{}{},
 		accounts: map[string]Account{}, keys: append([]ssh.PublicKey(nil), opts.AuthorizedKeys...)}
 	s.accounts[strings.ToLower(opts.User)] = Account{Name: opts.User, Password: opts.Password, Admin: true}
 	for _, a := range opts.Accounts {
@@ -135,6 +146,11 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	s.config.AddHostKey(hostKey)
+	if wine != nil {
+		if err := wine.startServer(); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -359,6 +375,9 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if s.wine != nil {
+		s.wine.close()
+	}
 	return nil
 }
 
