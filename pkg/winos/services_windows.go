@@ -2,6 +2,7 @@ package winos
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 	"unsafe"
@@ -99,7 +100,7 @@ func (windowsOS) Service(name string) (Service, error) {
 	if err := windows.QueryServiceConfig(s.Handle, cfg, uint32(unsafe.Sizeof(*buf)), &n); err != nil {
 		return Service{}, winErr("query service config", name, err)
 	}
-	return Service{
+	out := Service{
 		Name:            name,
 		DisplayName:     windows.UTF16PtrToString(cfg.DisplayName),
 		Status:          serviceStatus(st.State),
@@ -109,8 +110,36 @@ func (windowsOS) Service(name string) (Service, error) {
 		Dependencies:    multiString(cfg.Dependencies),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
-	}, nil
+	}
+	if st.State != svc.Stopped && st.ProcessId != 0 {
+		out.ProcessExitCode, out.ProcessExited = processExit(st.ProcessId)
+	}
+	return out, nil
 }
+
+// processExit is OpenProcess and GetExitCodeProcess: whether the process
+// pid has exited, and its exit code. A PID that names no process any more
+// (ERROR_INVALID_PARAMETER) has exited with an unknown code (-1); one
+// that cannot be opened for another reason is taken as alive.
+func processExit(pid uint32) (int, bool) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
+		return -1, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if err := windows.GetExitCodeProcess(h, &code); err != nil || code == stillActive {
+		return 0, false
+	}
+	return int(code), true
+}
+
+// stillActive is STILL_ACTIVE, GetExitCodeProcess's code for a process
+// that runs.
+const stillActive = 259
 
 // configBuffer receives QueryServiceConfig's and QueryServiceConfig2's
 // results: both document 8 KiB as the most they return, so one call

@@ -177,6 +177,13 @@ type Service struct {
 	ExitCode int
 	// ServiceExitCode is the service-specific exit code.
 	ServiceExitCode int
+	// ProcessExited is true when Status says the service runs (or is
+	// starting or stopping) but its process PID has exited: a service
+	// control manager that did not notice (Wine's never does) reports a
+	// dead service as Running, or a stopped one as StopPending for good.
+	// ProcessExitCode is then the process's exit code.
+	ProcessExited   bool
+	ProcessExitCode int
 }
 
 // RecoveryAction is one failure action: what the service control manager
