@@ -37,10 +37,12 @@ test: test-deps agent test-go ## run the whole test suite (installs its tools wh
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
 # tests run it in session mode, so libvirt-daemon-system is not needed) and
-# Node.js with pscheck's pinned npm packages (PowerShell grammar check).
+# Node.js with pscheck's pinned npm packages (PowerShell grammar check),
+# and Wine with mingw-w64 (test/wine runs the real agent under Wine;
+# simnode builds the ProcessPrng DLL of pkg/simnode/winedll with mingw).
 # Installed with apt and npm when missing and this user may; tests whose
 # tools are missing skip, except under CI=true, where they fail.
-test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packages when missing
+test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js, pscheck's npm packages, Wine and mingw-w64 when missing
 	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	pkgs=; \
 	[ -x /usr/sbin/sshd ] || pkgs="$$pkgs openssh-server"; \
@@ -48,6 +50,9 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packag
 	[ -x /usr/sbin/libvirtd ] || pkgs="$$pkgs libvirt-daemon"; \
 	command -v virsh >/dev/null || pkgs="$$pkgs libvirt-clients"; \
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
+	command -v wine >/dev/null || pkgs="$$pkgs wine"; \
+	[ -x /usr/lib/wine/wine64 ] || pkgs="$$pkgs wine64"; \
+	command -v x86_64-w64-mingw32-gcc >/dev/null || pkgs="$$pkgs gcc-mingw-w64-x86-64-win32"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
 			echo "installing:$$pkgs"; \

@@ -71,6 +71,12 @@ Markers (byte strings anywhere in a service's binary, read when it starts):
   SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it (in the
                           first MiB of the file)
 
+Wine (--wine): the uploaded swdt-agent.exe really runs, under Wine, with
+the C: drive a Wine prefix's drive_c in DIR/wine, and services are real
+Windows programs in Wine's service manager. The first start boots the
+prefix (about 15 s, 700 MB); it needs apt-get install wine wine64
+gcc-mingw-w64-x86-64-win32 (or make test-deps).
+
 Faults (also in DIR/faults.json, re-read on every connection, op and upload;
 edit it while simnode runs):
   --op-latency OP=MS       delay an op (OP "*" for every op); repeatable
@@ -107,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
+		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
 		latency       multiFlag
 		failOps       multiFlag
 	)
@@ -142,6 +149,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Delays:             &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter},
 		Logger:             slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
+	if *wine {
+		opts.Wine = &simnode.Wine{}
+	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}
 	}
@@ -165,7 +175,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		opts.Faults = &f
 	}
 	if *reset {
-		for _, p := range []string{"state.json", "faults.json", "fs"} {
+		for _, p := range []string{"state.json", "faults.json", "fs", "wine"} {
 			if err := os.RemoveAll(filepath.Join(*stateDir, p)); err != nil {
 				return fmt.Errorf("reset: %w", err)
 			}

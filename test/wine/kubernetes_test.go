@@ -1,6 +1,7 @@
 package wine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,5 +36,19 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 	n.winsvc("svc.exe", "build=v3 exit=1")
 	if code, out, _ := n.kube(); code != exitcode.Partial || !strings.Contains(out, "rolled-back") {
 		t.Fatalf("rollback: exit %d, want %d\n%s", code, exitcode.Partial, out)
+	}
+	// The node runs v2 again: in sync with a local v2.
+	n.winsvc("svc.exe", "build=v2")
+	code, out, _ := n.swdt("status", "--cache-dir", n.dir+"/cache", "-o", "json")
+	var doc struct {
+		Nodes []struct {
+			Binaries []struct{ Name, Status, Source string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Nodes) != 1 || len(doc.Nodes[0].Binaries) != 1 {
+		t.Fatalf("status: exit %d, %v\n%s", code, err, out)
+	}
+	if b := doc.Nodes[0].Binaries[0]; b.Status != "Running" || b.Source != "in sync" {
+		t.Errorf("status = %+v, want Running and in sync", b)
 	}
 }
