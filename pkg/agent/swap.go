@@ -795,15 +795,15 @@ func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (str
 func (s *swapRun) healthCheck(ctx context.Context, c ops.HealthCheckSpec) (string, error) {
 	switch {
 	case c.NamedPipe != "":
-		pipes, err := s.w.Pipes()
-		if err != nil {
-			return "could not list named pipes: " + err.Error(), nil
-		}
 		want := c.NamedPipe
 		if len(want) > len(swapPipePrefix) && strings.EqualFold(want[:len(swapPipePrefix)], swapPipePrefix) {
 			want = want[len(swapPipePrefix):]
 		}
-		if swapContains(pipes, want) {
+		found, err := pipesExist(s.w, want)
+		if err != nil {
+			return "could not look for the named pipe: " + err.Error(), nil
+		}
+		if found[want] {
 			return "", nil
 		}
 		return "named pipe " + swapPipePrefix + want + " does not exist", nil

@@ -108,6 +108,10 @@ type OS interface {
 
 	// Pipes lists the named pipes below \\.\pipe\.
 	Pipes() ([]string, error)
+	// PipeExists reports whether \\.\pipe\name exists, without
+	// connecting to it (WaitNamedPipe), for systems that cannot list
+	// \\.\pipe\ (Wine).
+	PipeExists(name string) (bool, error)
 	// PortListening reports whether a TCP port is in the listening state.
 	PortListening(port int) (bool, error)
 }
