@@ -18,8 +18,7 @@ const kubeSpec = `  kubernetes:
 
 // kube runs swdt kubernetes with timeouts for Wine.
 func (n *node) kube(args ...string) (int, string, string) {
-	return n.swdt(append([]string{"kubernetes", "--cache-dir", n.dir + "/cache",
-		"--stop-timeout", "20s", "--start-timeout", "30s", "--settle", "1s", "--health-timeout", "10s"}, args...)...)
+	return n.swdt(append([]string{"kubernetes", "--stop-timeout", "20s", "--start-timeout", "30s", "--settle", "1s", "--health-timeout", "10s"}, args...)...)
 }
 
 func TestKubernetesRegisterSwapRollBack(t *testing.T) {
@@ -39,7 +38,7 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 	}
 	// The node runs v2 again: in sync with a local v2.
 	n.winsvc("svc.exe", "build=v2")
-	code, out, _ := n.swdt("status", "--cache-dir", n.dir+"/cache", "-o", "json")
+	code, out, _ := n.swdt("status", "-o", "json")
 	var doc struct {
 		Nodes []struct {
 			Binaries []struct{ Name, Status, Source string }

@@ -28,6 +28,7 @@ var shared struct {
 	dir      string
 	template string
 	winsvc   []byte
+	fakewins []byte
 }
 
 func TestMain(m *testing.M) {
@@ -57,7 +58,10 @@ func setup(t *testing.T) {
 		if shared.err = simnode.BootWinePrefix(context.Background(), shared.template); shared.err != nil {
 			return
 		}
-		shared.winsvc, shared.err = buildWindows(filepath.Join(shared.dir, "winsvc.exe"), "./testdata/winsvc")
+		if shared.winsvc, shared.err = buildWindows(filepath.Join(shared.dir, "winsvc.exe"), "./testdata/winsvc"); shared.err != nil {
+			return
+		}
+		shared.fakewins, shared.err = buildWindows(filepath.Join(shared.dir, "fakewins.exe"), "./testdata/fakewins")
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
@@ -85,6 +89,7 @@ type node struct {
 func newNode(t *testing.T) *node {
 	t.Helper()
 	setup(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	return &node{t: t, ts: simnode.StartTest(t, simnode.WithWine(shared.template)), dir: t.TempDir()}
 }
 
@@ -115,8 +120,13 @@ spec:
 // file's directory (see testdata/winsvc for the settings).
 func (n *node) winsvc(name, settings string) {
 	n.t.Helper()
-	b := append(append([]byte(nil), shared.winsvc...), "\nwinsvc:"+settings+"\n"...)
-	if err := os.WriteFile(filepath.Join(n.dir, name), b, 0o644); err != nil {
+	n.write(name, append(append([]byte(nil), shared.winsvc...), "\nwinsvc:"+settings+"\n"...))
+}
+
+// write writes a file into the node file's directory.
+func (n *node) write(name string, content []byte) {
+	n.t.Helper()
+	if err := os.WriteFile(filepath.Join(n.dir, name), content, 0o644); err != nil {
 		n.t.Fatal(err)
 	}
 }
