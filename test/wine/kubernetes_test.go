@@ -2,18 +2,25 @@ package wine
 
 import (
 	"encoding/json"
-	"strings"
+	"maps"
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
+// Two services registered by swdt itself, one in a path with spaces.
 const kubeSpec = `  kubernetes:
     provisioners:
     - name: swdt-wine
-      sourceURL: ./svc.exe
+      sourceURL: ./a.exe
       destination: 'C:\k\swdt-wine.exe'
-      register: {}
+      register:
+        args: [--name, a]
+    - name: swdt-wine-b
+      sourceURL: ./b.exe
+      destination: 'C:\Program Files\swdt wine\swdt wine b.exe'
+      register:
+        displayName: swdt Wine B
 `
 
 // kube runs swdt kubernetes with timeouts for Wine.
@@ -21,33 +28,102 @@ func (n *node) kube(args ...string) (int, string, string) {
 	return n.swdt(append([]string{"kubernetes", "--stop-timeout", "20s", "--start-timeout", "30s", "--settle", "1s", "--health-timeout", "10s"}, args...)...)
 }
 
-func TestKubernetesRegisterSwapRollBack(t *testing.T) {
-	n := newNode(t)
-	n.writeConfig(kubeSpec)
-	n.winsvc("svc.exe", "build=v1")
-	if code, out, _ := n.kube(); code != 0 || !strings.Contains(out, "updated") {
-		t.Fatalf("register: exit %d\n%s", code, out)
+// actions are the provisioners' actions of swdt kubernetes -o json.
+func (n *node) kubeActions(args ...string) (int, map[string]string) {
+	n.t.Helper()
+	code, out, _ := n.kube(append(args, "-o", "json")...)
+	var doc struct {
+		Nodes []struct {
+			Provisioners []struct{ Name, Action string }
+		}
 	}
-	n.winsvc("svc.exe", "build=v2")
-	if code, out, _ := n.kube(); code != 0 || !strings.Contains(out, "updated") {
-		t.Fatalf("swap: exit %d\n%s", code, out)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 {
+		n.t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}
-	n.winsvc("svc.exe", "build=v3 exit=1")
-	if code, out, _ := n.kube(); code != exitcode.Partial || !strings.Contains(out, "rolled-back") {
-		t.Fatalf("rollback: exit %d, want %d\n%s", code, exitcode.Partial, out)
+	got := map[string]string{}
+	for _, p := range doc.Nodes[0].Provisioners {
+		got[p.Name] = p.Action
 	}
-	// The node runs v2 again: in sync with a local v2.
-	n.winsvc("svc.exe", "build=v2")
+	return code, got
+}
+
+// status returns swdt status -o json's binaries by name: "status/source".
+func (n *node) status() map[string]string {
+	n.t.Helper()
 	code, out, _ := n.swdt("status", "-o", "json")
 	var doc struct {
 		Nodes []struct {
 			Binaries []struct{ Name, Status, Source string }
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Nodes) != 1 || len(doc.Nodes[0].Binaries) != 1 {
-		t.Fatalf("status: exit %d, %v\n%s", code, err, out)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Nodes) != 1 {
+		n.t.Fatalf("status: exit %d, %v\n%s", code, err, out)
 	}
-	if b := doc.Nodes[0].Binaries[0]; b.Status != "Running" || b.Source != "in sync" {
-		t.Errorf("status = %+v, want Running and in sync", b)
+	got := map[string]string{}
+	for _, b := range doc.Nodes[0].Binaries {
+		got[b.Name] = b.Status + "/" + b.Source
+	}
+	return got
+}
+
+func TestKubernetesRegisterSwapRollBack(t *testing.T) {
+	n := newNode(t)
+	n.writeConfig(kubeSpec)
+	n.winsvc("a.exe", "build=a1")
+	n.winsvc("b.exe", "build=b1")
+	steps := []struct {
+		name string
+		a, b string // the builds' settings
+		code int
+		want map[string]string
+	}{
+		{"register both", "build=a1", "build=b1", 0, map[string]string{"swdt-wine": "updated", "swdt-wine-b": "updated"}},
+		{"swap both", "build=a2", "build=b2", 0, map[string]string{"swdt-wine": "updated", "swdt-wine-b": "updated"}},
+		{"a build that exits after Running is rolled back", "build=a3 exit=1", "build=b2", exitcode.Partial,
+			map[string]string{"swdt-wine": "rolled-back", "swdt-wine-b": "unchanged"}},
+	}
+	for _, s := range steps {
+		n.winsvc("a.exe", s.a)
+		n.winsvc("b.exe", s.b)
+		code, got := n.kubeActions()
+		if code != s.code || !maps.Equal(got, s.want) {
+			t.Fatalf("%s: exit %d %v, want %d %v", s.name, code, got, s.code, s.want)
+		}
+	}
+	// The node runs a2 again: in sync with a local a2.
+	n.winsvc("a.exe", "build=a2")
+	want := map[string]string{"swdt-wine": "Running/in sync", "swdt-wine-b": "Running/in sync"}
+	if got := n.status(); !maps.Equal(got, want) {
+		t.Errorf("status = %v, want %v", got, want)
+	}
+}
+
+func TestKubernetesTCPCheckRollsBack(t *testing.T) {
+	n := newNode(t)
+	n.writeConfig(`  kubernetes:
+    provisioners:
+    - name: swdt-wine
+      sourceURL: ./a.exe
+      destination: 'C:\k\swdt-wine.exe'
+      register: {}
+      healthCheck:
+      - tcpPort: 47123
+`)
+	for _, s := range []struct {
+		settings string
+		code     int
+		action   string
+	}{
+		{"build=1 listen=127.0.0.1:47123", 0, "updated"},
+		{"build=2", exitcode.Partial, "rolled-back"},
+	} {
+		n.winsvc("a.exe", s.settings)
+		if code, got := n.kubeActions(); code != s.code || got["swdt-wine"] != s.action {
+			t.Fatalf("%s: exit %d %v, want %d %s", s.settings, code, got, s.code, s.action)
+		}
+	}
+	n.winsvc("a.exe", "build=1 listen=127.0.0.1:47123")
+	if got := n.status(); got["swdt-wine"] != "Running/in sync" {
+		t.Errorf("status = %v", got)
 	}
 }
