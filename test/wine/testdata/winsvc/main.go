@@ -9,6 +9,9 @@
 //	build=NAME       a label, so that two variants have different bytes
 //	exit=CODE        exit with CODE right after reporting Running
 //	listen=ADDR      listen on the TCP address ADDR while running
+//
+// Run with the one argument "hang", it is a console program that prints
+// "started" and then blocks until it is killed (for swdt exec --timeout).
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/windows/svc"
 )
@@ -84,6 +88,12 @@ func (h service) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<-
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "hang" {
+		fmt.Println("started")
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
 	s, err := readSettings()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "winsvc:", err)
