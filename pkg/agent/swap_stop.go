@@ -200,7 +200,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 			restarted = true
 			return true, nil
 		}
-		if svc.Status != winos.StatusStopped {
+		if !serviceDown(svc) {
 			return false, nil
 		}
 		runs, err := s.processRuns(pid, exe)
@@ -221,7 +221,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 				return false, err
 			}
 			status = svc.Status
-			return svc.Status != winos.StatusStopped, nil
+			return !serviceDown(svc), nil
 		})
 		if err != nil {
 			return err

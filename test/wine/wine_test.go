@@ -31,7 +31,14 @@ var shared struct {
 	fakewins []byte
 }
 
+// runAsSwdt makes the test binary run as swdt itself (its arguments after
+// the program name), for tests that must kill a real swdt process.
+const runAsSwdt = "SWDT_WINE_TEST_RUN_AS_SWDT"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runAsSwdt) == "1" {
+		os.Exit(app.Run(context.Background(), app.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:]))
+	}
 	code := m.Run()
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)

@@ -9,6 +9,8 @@
 //	build=NAME       a label, so that two variants have different bytes
 //	exit=CODE        exit with CODE right after reporting Running
 //	listen=ADDR      listen on the TCP address ADDR while running
+//	hangstop=1       ignore the stop control: report StopPending and run
+//	                 on until killed
 //
 // Run with the one argument "hang", it is a console program that prints
 // "started" and then blocks until it is killed (for swdt exec --timeout).
@@ -27,8 +29,9 @@ import (
 )
 
 type settings struct {
-	exit   int
-	listen string
+	exit     int
+	listen   string
+	hangStop bool
 }
 
 // readSettings reads the trailer of the program's own file.
@@ -55,6 +58,8 @@ func readSettings() (settings, error) {
 			}
 		case "listen":
 			s.listen = v
+		case "hangstop":
+			s.hangStop = v == "1"
 		}
 	}
 	return s, nil
@@ -81,7 +86,9 @@ func (h service) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<-
 			status <- c.CurrentStatus
 		case svc.Stop, svc.Shutdown:
 			status <- svc.Status{State: svc.StopPending}
-			return false, 0
+			if !h.s.hangStop {
+				return false, 0
+			}
 		}
 	}
 	return false, 0
