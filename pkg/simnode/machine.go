@@ -152,6 +152,12 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 		}
 		for _, dep := range svc.Dependencies {
 			d := s.Services[strings.ToLower(dep)]
+			if d != nil && d.Status == StatusStartPending && !svc.PendingUntil.Before(d.PendingUntil) {
+				// The dependency's own transition came first: make it
+				// before this one (transitions happen in time order,
+				// not in the order of the names).
+				return false
+			}
 			if d == nil || d.Status != StatusRunning {
 				reason := "The service has not been started."
 				if d == nil {
