@@ -3,6 +3,7 @@ package wine
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
@@ -95,6 +96,11 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 	want := map[string]string{"swdt-wine": "Running/in sync", "swdt-wine-b": "Running/in sync"}
 	if got := n.status(); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
+	}
+	// The event log is read by a PowerShell script, and Wine's
+	// powershell.exe is a stub that prints nothing: swdt logs says so.
+	if code, _, errOut := n.swdt("logs", "wine", "swdt-wine"); code != 0 || !strings.Contains(errOut, "cannot read the event log") {
+		t.Errorf("logs: exit %d", code)
 	}
 }
 

@@ -2,6 +2,7 @@ package wine
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,19 @@ func TestWinsDeployVerifyDeep(t *testing.T) {
 	}
 	if len(names) != 4 {
 		t.Errorf("checks %v, want service, pipes, get-version and deep", names)
+	}
+
+	// Uninstall stops the service, which wins.exe then deletes.
+	code, out, _ = n.swdt("wins", "uninstall", "-o", "json")
+	var un struct {
+		Nodes []struct {
+			Uninstall *struct{ ServiceRemoved bool }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &un); err != nil || code != 0 || len(un.Nodes) != 1 || un.Nodes[0].Uninstall == nil || !un.Nodes[0].Uninstall.ServiceRemoved {
+		t.Errorf("uninstall: exit %d, %v:\n%s", code, err, out)
+	}
+	if code, _, errOut := n.swdt("wins", "verify"); code != 3 || !strings.Contains(errOut, "not registered") {
+		t.Errorf("verify after uninstall: exit %d", code)
 	}
 }
