@@ -3,11 +3,14 @@ package winos
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/registry"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 )
@@ -111,6 +114,10 @@ func (windowsOS) Service(name string) (Service, error) {
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
 	}
+	if len(out.Dependencies) == 0 {
+		// Wine's QueryServiceConfig returns no dependencies.
+		out.Dependencies = registeredDependencies(name)
+	}
 	if st.State != svc.Stopped && st.ProcessId != 0 {
 		out.ProcessExitCode, out.ProcessExited = processExit(st.ProcessId)
 	}
@@ -171,7 +178,69 @@ func (windowsOS) Dependents(name string) ([]string, error) {
 	}
 	defer s.close()
 	deps, err := s.ListDependentServices(svc.AnyActivity)
-	return deps, winErr("enumerate dependent services", name, err)
+	if err != nil {
+		return nil, winErr("enumerate dependent services", name, err)
+	}
+	if len(deps) > 0 {
+		return deps, nil
+	}
+	// A service control manager that keeps no dependencies (Wine's)
+	// reports none: the services' registered dependencies say.
+	return registeredDependents(name)
+}
+
+// servicesKey holds every service's registration below HKLM.
+const servicesKey = `SYSTEM\CurrentControlSet\Services`
+
+// registeredDependencies is the service's DependOnService registry value:
+// the services it was registered to need.
+func registeredDependencies(name string) []string {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, servicesKey+`\`+name, registry.QUERY_VALUE)
+	if err != nil {
+		return nil
+	}
+	defer k.Close()
+	deps, _, err := k.GetStringsValue("DependOnService")
+	if err != nil {
+		return nil
+	}
+	return deps
+}
+
+// registeredDependents is Dependents from every service's DependOnService
+// registry value, in the order EnumDependentServices uses: a service's
+// own dependents before it.
+func registeredDependents(name string) ([]string, error) {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, servicesKey, registry.ENUMERATE_SUB_KEYS)
+	if err != nil {
+		return nil, winErr("open registry key", `HKLM\`+servicesKey, err)
+	}
+	defer k.Close()
+	names, err := k.ReadSubKeyNames(-1)
+	if err != nil {
+		return nil, winErr("list registry key", `HKLM\`+servicesKey, err)
+	}
+	slices.Sort(names)
+	dependents := map[string][]string{}
+	for _, n := range names {
+		for _, d := range registeredDependencies(n) {
+			dependents[strings.ToLower(d)] = append(dependents[strings.ToLower(d)], n)
+		}
+	}
+	var out []string
+	seen := map[string]bool{strings.ToLower(name): true}
+	var visit func(string)
+	visit = func(n string) {
+		for _, d := range dependents[strings.ToLower(n)] {
+			if !seen[strings.ToLower(d)] {
+				seen[strings.ToLower(d)] = true
+				visit(d)
+				out = append(out, d)
+			}
+		}
+	}
+	visit(name)
+	return out, nil
 }
 
 // CreateService is CreateService through mgr, which quotes the program

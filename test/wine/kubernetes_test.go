@@ -9,7 +9,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
-// Two services registered by swdt itself, one in a path with spaces.
+// Two services registered by swdt itself, one in a path with spaces that
+// depends on the other.
 const kubeSpec = `  kubernetes:
     provisioners:
     - name: swdt-wine
@@ -22,6 +23,7 @@ const kubeSpec = `  kubernetes:
       destination: 'C:\Program Files\swdt wine\swdt wine b.exe'
       register:
         displayName: swdt Wine B
+        dependsOn: [swdt-wine]
 `
 
 // kube runs swdt kubernetes with timeouts for Wine.
@@ -48,23 +50,33 @@ func (n *node) kubeActions(args ...string) (int, map[string]string) {
 	return code, got
 }
 
-// status returns swdt status -o json's binaries by name: "status/source".
+// status returns swdt status -o json's binaries by name: "status/source",
+// and their PIDs.
 func (n *node) status() map[string]string {
+	got, _ := n.statusPIDs()
+	return got
+}
+
+func (n *node) statusPIDs() (map[string]string, map[string]int) {
 	n.t.Helper()
 	code, out, _ := n.swdt("status", "-o", "json")
 	var doc struct {
 		Nodes []struct {
-			Binaries []struct{ Name, Status, Source string }
+			Binaries []struct {
+				Name, Status, Source string
+				PID                  int
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Nodes) != 1 {
 		n.t.Fatalf("status: exit %d, %v\n%s", code, err, out)
 	}
-	got := map[string]string{}
+	got, pids := map[string]string{}, map[string]int{}
 	for _, b := range doc.Nodes[0].Binaries {
 		got[b.Name] = b.Status + "/" + b.Source
+		pids[b.Name] = b.PID
 	}
-	return got
+	return got, pids
 }
 
 func TestKubernetesRegisterSwapRollBack(t *testing.T) {
@@ -80,19 +92,26 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 	}{
 		{"register both", "build=a1", "build=b1", 0, map[string]string{"swdt-wine": "updated", "swdt-wine-b": "updated"}},
 		{"swap both", "build=a2", "build=b2", 0, map[string]string{"swdt-wine": "updated", "swdt-wine-b": "updated"}},
-		{"a build that exits after Running is rolled back", "build=a3 exit=1", "build=b2", exitcode.Partial,
+		{"swap the dependency alone", "build=a3", "build=b2", 0, map[string]string{"swdt-wine": "updated", "swdt-wine-b": "unchanged"}},
+		{"a build that exits after Running is rolled back", "build=a4 exit=1", "build=b2", exitcode.Partial,
 			map[string]string{"swdt-wine": "rolled-back", "swdt-wine-b": "unchanged"}},
 	}
 	for _, s := range steps {
 		n.winsvc("a.exe", s.a)
 		n.winsvc("b.exe", s.b)
+		_, before := n.statusPIDs()
 		code, got := n.kubeActions()
 		if code != s.code || !maps.Equal(got, s.want) {
 			t.Fatalf("%s: exit %d %v, want %d %v", s.name, code, got, s.code, s.want)
 		}
+		// Wine keeps no dependencies: the agent finds them in the
+		// registry, and stops and starts the dependent around the swap.
+		if _, after := n.statusPIDs(); s.name == "swap the dependency alone" && after["swdt-wine-b"] == before["swdt-wine-b"] {
+			t.Errorf("%s: swdt-wine-b still runs as PID %d: it was not stopped with its dependency", s.name, after["swdt-wine-b"])
+		}
 	}
-	// The node runs a2 again: in sync with a local a2.
-	n.winsvc("a.exe", "build=a2")
+	// The node runs a3 again: in sync with a local a3.
+	n.winsvc("a.exe", "build=a3")
 	want := map[string]string{"swdt-wine": "Running/in sync", "swdt-wine-b": "Running/in sync"}
 	if got := n.status(); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
