@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 // setup boots the template prefix and builds the programs, once.
 func setup(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the Wine tier boots a Wine prefix and takes minutes: run it without -short")
+	}
 	if missing := simnode.WineMissing(); len(missing) > 0 {
 		msg := fmt.Sprintf("Wine tests need %s (make test-deps installs them)", strings.Join(missing, ", "))
 		if os.Getenv("CI") == "true" {
