@@ -2,7 +2,6 @@ package simnode
 
 import (
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -36,6 +35,4 @@ func (o simOS) missing(api, op, target string) error {
 
 // PipeExists looks name up among the pipes of running services, as
 // WaitNamedPipe finds a pipe by its name (which ignores case).
-func (o simOS) PipeExists(name string) (bool, error) {
-	return slices.ContainsFunc(o.n.Pipes(), func(p string) bool { return strings.EqualFold(p, name) }), nil
-}
+func (o simOS) PipeExists(name string) (bool, error) { return o.n.PipeExists(name), nil }

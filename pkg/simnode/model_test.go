@@ -258,10 +258,8 @@ func TestServiceDependencies(t *testing.T) {
 
 	// Starting kube-proxy starts kubelet and containerd first. The
 	// clock stands still until the test moves it.
-	now := n.Now()
-	ts.m.mu.Lock()
-	ts.m.now = func() time.Time { return now }
-	ts.m.mu.Unlock()
+	clock := useTestClock(ts)
+	clock.Freeze()
 	if err := n.StartService("kube-proxy"); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +274,7 @@ func TestServiceDependencies(t *testing.T) {
 	}
 	// All three are due at once (a loaded machine looks later than
 	// the start delays): they come up in the order they were due.
-	now = kp.PendingUntil.Add(time.Second)
+	clock.Add(kp.PendingUntil.Sub(clock.Now()) + time.Second)
 	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
 		if s, _ := n.Service(name); s.Status != StatusRunning || s.PID == 0 {
 			t.Errorf("%s is %s (PID %d)", name, s.Status, s.PID)
@@ -336,6 +334,7 @@ func TestServiceStartErrors(t *testing.T) {
 func TestPipesFollowTheirService(t *testing.T) {
 	ts := StartTest(t)
 	n := ts.Node()
+	clock := useTestClock(ts)
 	if !n.PipeExists("containerd-containerd") || !n.PipeExists(`\\.\pipe\containerd-containerd`) {
 		t.Fatal("containerd pipe missing while containerd runs")
 	}
@@ -362,12 +361,15 @@ func TestPipesFollowTheirService(t *testing.T) {
 			Args: []string{"srv", "app", "run"}, StartType: StartAutomatic}); err != nil {
 			t.Fatal(err)
 		}
+		clock.Freeze()
 		if err := n.StartService("rancher-wins"); err != nil {
 			t.Fatal(err)
 		}
 		if n.PipeExists("rancher_wins") {
 			t.Error("wins pipe exists while StartPending")
 		}
+		clock.Add(time.Second)
+		clock.Run()
 		waitStatus(t, n, "rancher-wins", StatusRunning)
 		if got := n.PipeExists("rancher_wins") && n.PipeExists("rancher_wins_proxy"); got != tc.pipes {
 			t.Errorf("%s: pipes present = %v, want %v (pipes %v)", tc.content, got, tc.pipes, n.Pipes())
