@@ -211,7 +211,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			}
 		}
 	}
-	fmt.Fprintf(stdout, `simnode: a SIMULATED Windows Server 2022 node (this is not Windows)
+	what := "a SIMULATED Windows Server 2022 node (this is not Windows)"
+	if *wine {
+		what = "a node whose agent and services run under Wine (this is not Windows)"
+	}
+	fmt.Fprintf(stdout, `simnode: %s
   address:   %s
   host key:  %s
   state:     %s
@@ -231,7 +235,7 @@ spec:
     knownHostsFile: %s
     hostKeyPolicy: accept-new
 ---
-`, srv.Addr(), srv.HostKeyFingerprint(), *stateDir, srv.Addr(), *user, privateKey, absKnown)
+`, what, srv.Addr(), srv.HostKeyFingerprint(), *stateDir, srv.Addr(), *user, privateKey, absKnown)
 	if ready != nil {
 		ready(srv)
 	}
