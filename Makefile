@@ -78,7 +78,7 @@ lint: ## gofmt (must list nothing), go vet, and go vet of the Windows-only code 
 	$(GO) vet ./...
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	GOOS=windows GOARCH=arm64 $(GO) vet ./cmd/swdt-agent ./pkg/winos ./pkg/agent
-	GOOS=windows GOARCH=amd64 $(GO) vet ./test/wine/testdata/winsvc ./test/wine/testdata/fakewins
+	GOOS=windows GOARCH=amd64 $(GO) vet ./test/wine/testdata/winsvc ./test/wine/testdata/fakewins ./test/wine/testdata/fakechoco
 
 generate: schema ## regenerate deep-copy functions of the Node API, and its JSON Schema
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(K8S_VERSION) \

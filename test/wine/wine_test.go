@@ -23,12 +23,13 @@ import (
 // shared is what every test of the binary uses: one booted prefix that
 // each node copies, and the Windows programs, built once.
 var shared struct {
-	once     sync.Once
-	err      error
-	dir      string
-	template string
-	winsvc   []byte
-	fakewins []byte
+	once      sync.Once
+	err       error
+	dir       string
+	template  string
+	winsvc    []byte
+	fakewins  []byte
+	fakechoco []byte
 }
 
 // runAsSwdt makes the test binary run as swdt itself (its arguments after
@@ -71,7 +72,10 @@ func setup(t *testing.T) {
 		if shared.winsvc, shared.err = buildWindows(filepath.Join(shared.dir, "winsvc.exe"), "./testdata/winsvc"); shared.err != nil {
 			return
 		}
-		shared.fakewins, shared.err = buildWindows(filepath.Join(shared.dir, "fakewins.exe"), "./testdata/fakewins")
+		if shared.fakewins, shared.err = buildWindows(filepath.Join(shared.dir, "fakewins.exe"), "./testdata/fakewins"); shared.err != nil {
+			return
+		}
+		shared.fakechoco, shared.err = buildWindows(filepath.Join(shared.dir, "fakechoco.exe"), "./testdata/fakechoco")
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
