@@ -250,6 +250,10 @@ func prepareWine(ctx context.Context, opts Options) (*wineNode, error) {
 	}
 	prefix := filepath.Join(dir, "wine")
 	if _, err := os.Stat(prefix); errors.Is(err, fs.ErrNotExist) {
+		// What an interrupted copy or boot left.
+		if err := os.RemoveAll(prefix + ".tmp"); err != nil {
+			return nil, fmt.Errorf("Wine prefix: %w", err)
+		}
 		if opts.Wine.Template != "" {
 			if err := copyWinePrefix(opts.Wine.Template, prefix+".tmp"); err != nil {
 				return nil, fmt.Errorf("copy Wine prefix %s: %w", opts.Wine.Template, err)
