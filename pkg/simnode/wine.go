@@ -266,7 +266,11 @@ func prepareWine(ctx context.Context, opts Options) (*wineNode, error) {
 		}
 	}
 	drive := filepath.Join(dir, "fs", "C")
-	if _, err := os.Lstat(drive); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Lstat(drive)
+	if err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		return nil, fmt.Errorf("the state directory %s holds a simulated C: drive (it was made without the Wine mode): use another one, or reset it", dir)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(drive), 0o755); err != nil {
 			return nil, fmt.Errorf("Wine prefix: %w", err)
 		}
