@@ -47,10 +47,12 @@ test: test-deps agent cluster-bins test-go ## run the whole test suite (installs
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the
 # tests run it in session mode, so libvirt-daemon-system is not needed) and
 # Node.js with pscheck's pinned npm packages (PowerShell grammar check);
-# rsync for make bench's rsync rows.
+# rsync for make bench's rsync rows; Debian's etcd-server for the cluster
+# tier; and Wine with mingw-w64 (test/wine runs the real agent under Wine;
+# simnode builds the ProcessPrng DLL of pkg/simnode/winedll with mingw).
 # Installed with apt and npm when missing and this user may; tests whose
 # tools are missing skip, except under CI=true, where they fail.
-test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packages when missing
+test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js, pscheck's npm packages, Wine and mingw-w64 when missing
 	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	pkgs=; \
 	[ -x /usr/sbin/sshd ] || pkgs="$$pkgs openssh-server"; \
@@ -60,6 +62,9 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js and pscheck's npm packag
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	command -v rsync >/dev/null || pkgs="$$pkgs rsync"; \
 	[ -x /usr/bin/etcd ] || pkgs="$$pkgs etcd-server"; \
+	command -v wine >/dev/null || pkgs="$$pkgs wine"; \
+	[ -x /usr/lib/wine/wine64 ] || pkgs="$$pkgs wine64"; \
+	command -v x86_64-w64-mingw32-gcc >/dev/null || pkgs="$$pkgs gcc-mingw-w64-x86-64-win32"; \
 	if [ -n "$$pkgs" ]; then \
 		if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then \
 			echo "installing:$$pkgs"; \
@@ -97,6 +102,7 @@ lint: ## gofmt (must list nothing), go vet, and go vet of the Windows-only code 
 	$(GO) vet ./...
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	GOOS=windows GOARCH=arm64 $(GO) vet ./cmd/swdt-agent ./pkg/winos ./pkg/agent
+	GOOS=windows GOARCH=amd64 $(GO) vet ./test/wine/testdata/winsvc ./test/wine/testdata/fakewins ./test/wine/testdata/fakechoco
 
 generate: schema ## regenerate deep-copy functions of the Node API, and its JSON Schema
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(K8S_VERSION) \

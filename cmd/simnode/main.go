@@ -82,6 +82,12 @@ Markers (byte strings anywhere in a service's binary, read when it starts):
   SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it (in the
                           first MiB of the file)
 
+Wine (--wine): the uploaded swdt-agent.exe really runs, under Wine, with
+the C: drive a Wine prefix's drive_c in DIR/wine, and services are real
+Windows programs in Wine's service manager. The first start boots the
+prefix (about 15 s, 700 MB); it needs apt-get install wine wine64
+gcc-mingw-w64-x86-64-win32 (or make test-deps).
+
 Faults (also in DIR/faults.json, re-read on every connection, op and upload;
 edit it while simnode runs):
   --op-latency OP=MS       delay an op (OP "*" for every op); repeatable
@@ -121,6 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
+		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
 		latency       multiFlag
 		failOps       multiFlag
 		nonAdmins     multiFlag
@@ -160,6 +167,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			ShutdownGrace: *shutdownGrace, Boot: *bootTime},
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
+	if *wine {
+		opts.Wine = &simnode.Wine{}
+	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}
 	}
@@ -190,7 +200,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		opts.Faults = &f
 	}
 	if *reset {
-		for _, p := range []string{"state.json", "faults.json", "fs"} {
+		for _, p := range []string{"state.json", "faults.json", "fs", "wine"} {
 			if err := os.RemoveAll(filepath.Join(*stateDir, p)); err != nil {
 				return fmt.Errorf("reset: %w", err)
 			}
@@ -226,7 +236,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			}
 		}
 	}
-	fmt.Fprintf(stdout, `simnode: a SIMULATED Windows Server 2022 node (this is not Windows)
+	what := "a SIMULATED Windows Server 2022 node (this is not Windows)"
+	if *wine {
+		what = "a node whose agent and services run under Wine (this is not Windows)"
+	}
+	fmt.Fprintf(stdout, `simnode: %s
   address:   %s
   host key:  %s
   state:     %s
@@ -246,7 +260,7 @@ spec:
     knownHostsFile: %s
     hostKeyPolicy: accept-new
 ---
-`, srv.Addr(), srv.HostKeyFingerprint(), *stateDir, srv.Addr(), *user, privateKey, absKnown)
+`, what, srv.Addr(), srv.HostKeyFingerprint(), *stateDir, srv.Addr(), *user, privateKey, absKnown)
 	if ready != nil {
 		ready(srv)
 	}

@@ -49,8 +49,10 @@ func TestNodeLockRules(t *testing.T) {
 		heldFor    time.Duration
 		heldStaged []string
 		req        ops.NodeLockRequest
-		wait       time.Duration
-		want       ops.NodeLockResponse
+		// age is how long ago the holder last renewed the lock (the
+		// lock file's last-write time is set back by that much).
+		age  time.Duration
+		want ops.NodeLockResponse
 		// wantHolder is the lock's owner afterwards.
 		wantHolder string
 	}{
@@ -60,17 +62,20 @@ func TestNodeLockRules(t *testing.T) {
 			want: ops.NodeLockResponse{Holder: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 60000}}, wantHolder: "a"},
 		{name: "its own run takes it again", held: "b", heldFor: time.Minute, req: ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000},
 			want: ops.NodeLockResponse{Acquired: true}, wantHolder: "b"},
-		{name: "a stale holder is broken and its staged files removed", held: "a", heldFor: 50 * time.Millisecond,
-			heldStaged: []string{swapKubelet + ".swdt-new-a"}, wait: 100 * time.Millisecond,
+		{name: "a live holder that renewed a while ago is reported", held: "a", heldFor: time.Minute, age: 50 * time.Second,
+			req:  ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000},
+			want: ops.NodeLockResponse{Holder: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 60000}}, wantHolder: "a"},
+		{name: "a stale holder is broken and its staged files removed", held: "a", heldFor: time.Minute,
+			heldStaged: []string{swapKubelet + ".swdt-new-a"}, age: 2 * time.Minute,
 			req: ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000, Destinations: []string{swapKubelet}},
-			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 50, Staged: []string{swapKubelet + ".swdt-new-a"}},
+			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 60000, Staged: []string{swapKubelet + ".swdt-new-a"}},
 				Removed: []string{swapKubelet + ".swdt-new-a"}},
 			wantHolder: "b"},
-		{name: "a stale holder's list removes only its staged files beside this node file's binaries", held: "a", heldFor: 50 * time.Millisecond,
+		{name: "a stale holder's list removes only its staged files beside this node file's binaries", held: "a", heldFor: time.Minute,
 			heldStaged: []string{`C:\Windows\System32\whoami.exe`, `C:\k\kube-proxy.exe.swdt-new-a`, swapKubelet + ".swdt-new-x", swapKubelet + ".swdt-new-a"},
-			wait:       100 * time.Millisecond,
+			age:        2 * time.Minute,
 			req:        ops.NodeLockRequest{Owner: lockOwner("b"), StaleAfterMs: 60000, Destinations: []string{swapKubelet}},
-			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 50,
+			want: ops.NodeLockResponse{Acquired: true, Broken: &ops.LockHolder{Owner: lockOwner("a"), StaleAfterMs: 60000,
 				Staged: []string{`C:\Windows\System32\whoami.exe`, `C:\k\kube-proxy.exe.swdt-new-a`, swapKubelet + ".swdt-new-x", swapKubelet + ".swdt-new-a"}},
 				Removed: []string{swapKubelet + ".swdt-new-a"}},
 			wantHolder: "b"},
@@ -95,7 +100,11 @@ func TestNodeLockRules(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(tt.wait)
+			if tt.age > 0 {
+				if err := n.SetModTime(ops.LockPath, time.Now().Add(-tt.age)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			got, err := lockVia(t, ts, tt.req)
 			if err != nil {
 				t.Fatal(err)

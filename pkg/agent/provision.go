@@ -85,6 +85,11 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		}
 		queue = append(queue, dependents...)
 		executable, wrapper := serviceProgram(w, svc)
+		if svc.ProcessExited {
+			// The service control manager did not notice that its
+			// process exited (Wine's does not): it is down.
+			svc.Status, svc.PID = winos.StatusStopped, 0
+		}
 		resp.Services = append(resp.Services, ops.ServiceInfo{
 			Name:       svc.Name,
 			Exists:     true,

@@ -81,6 +81,9 @@ type swapRun struct {
 	killed      []string
 	// recovery holds the failure actions switched off, to put back.
 	recovery []swapRecovery
+	// recoveryUnknown lists the services whose failure actions the
+	// system could not report (ops.ServiceSwapResponse.RecoveryUnknown).
+	recoveryUnknown []string
 	// journal is the swap's journal once written (nil before).
 	journal *ops.SwapJournal
 	// verified holds, by item, the staged file as it was when its
@@ -119,6 +122,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
 	}
 	resp, err := s.run(ctx)
+	resp.RecoveryUnknown = s.recoveryUnknown
 	problems := s.restoreRecovery()
 	if err == nil {
 		resp.RecoveryNotRestored = problems
@@ -673,6 +677,9 @@ func (s *swapRun) startAll(ctx context.Context, names []string) (map[string]stri
 			failures[key] = fmt.Sprintf("could not read the service %d ms after it started: %v", s.req.SettleMs, err)
 		} else if svc.Status != winos.StatusRunning {
 			failures[key] = fmt.Sprintf("service stopped again within %d ms of starting (status %s)", s.req.SettleMs, svc.Status)
+		} else if svc.ProcessExited {
+			failures[key] = fmt.Sprintf("service stopped again within %d ms of starting: its process %d exited with code %d (the service control manager still reports %s)",
+				s.req.SettleMs, svc.PID, svc.ProcessExitCode, svc.Status)
 		}
 	}
 	return failures, nil
@@ -687,7 +694,7 @@ func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration
 	if err != nil {
 		return fmt.Sprintf("service could not be started: %v", err), nil
 	}
-	if svc.Status != winos.StatusRunning && svc.Status != winos.StatusStartPending {
+	if svc.Status != winos.StatusRunning && svc.Status != winos.StatusStartPending || svc.ProcessExited {
 		if err := w.StartService(name); err != nil && winos.Code(err) != winos.ErrServiceAlreadyRunning {
 			status := svc.Status
 			if now, serr := w.Service(name); serr == nil {
@@ -698,7 +705,7 @@ func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration
 	}
 	running, err := poll(ctx, limit, swapPollInterval, func() (bool, error) {
 		svc, err = w.Service(name)
-		return err == nil && (svc.Status == winos.StatusRunning || svc.Status == winos.StatusStopped), err
+		return err == nil && (svc.Status == winos.StatusRunning || serviceDown(svc)), err
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -709,8 +716,18 @@ func swapStart(ctx context.Context, w winos.OS, name string, limit time.Duration
 		return fmt.Sprintf("service did not reach Running within %d ms (status %s)", limit.Milliseconds(), svc.Status), nil
 	case svc.Status == winos.StatusStopped:
 		return fmt.Sprintf("service stopped while starting (exit code %d)", swapExitCode(svc)), nil
+	case svc.ProcessExited:
+		return fmt.Sprintf("service stopped while starting: its process %d exited with code %d (the service control manager still reports %s)",
+			svc.PID, svc.ProcessExitCode, svc.Status), nil
 	}
 	return "", nil
+}
+
+// serviceDown reports whether svc no longer runs: Stopped, or its
+// process has exited although the service control manager did not notice
+// (winos.Service.ProcessExited).
+func serviceDown(svc winos.Service) bool {
+	return svc.Status == winos.StatusStopped || svc.ProcessExited
 }
 
 // swapExitCode is a stopped service's exit code: its own when it set one.
@@ -824,15 +841,15 @@ func (s *swapRun) health(ctx context.Context, service string, checks []ops.Healt
 func (s *swapRun) healthCheck(ctx context.Context, c ops.HealthCheckSpec) (string, error) {
 	switch {
 	case c.NamedPipe != "":
-		pipes, err := s.w.Pipes()
-		if err != nil {
-			return "could not list named pipes: " + err.Error(), nil
-		}
 		want := c.NamedPipe
 		if len(want) > len(swapPipePrefix) && strings.EqualFold(want[:len(swapPipePrefix)], swapPipePrefix) {
 			want = want[len(swapPipePrefix):]
 		}
-		if swapContains(pipes, want) {
+		found, err := pipesExist(s.w, want)
+		if err != nil {
+			return "could not look for the named pipe: " + err.Error(), nil
+		}
+		if found[want] {
 			return "", nil
 		}
 		return "named pipe " + swapPipePrefix + want + " does not exist", nil

@@ -111,7 +111,7 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 		svc, err := w.Service(name)
 		switch {
 		case err != nil:
-		case svc.Status == winos.StatusRunning:
+		case svc.Status == winos.StatusRunning && !svc.ProcessExited:
 			wasRunning[strings.ToLower(name)] = true
 		case svc.Status == winos.StatusStopPending:
 			// Killed after the stop control: the stop is finished (its

@@ -46,7 +46,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if svc.Status == winos.StatusStopped {
+	if serviceDown(svc) {
 		return nil
 	}
 	exe := serviceExecutable(svc.CommandLine)
@@ -55,18 +55,18 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		// the stop timeout to finish starting first.
 		_, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 			svc, err = s.w.Service(name)
-			return err == nil && !swapTakesNoControl(svc.Status), err
+			return err == nil && (!swapTakesNoControl(svc.Status) || svc.ProcessExited), err
 		})
 		if err != nil {
 			return err
 		}
 	}
 	pid := svc.PID
-	switch svc.Status {
-	case winos.StatusStopped:
+	switch {
+	case serviceDown(svc):
 		// It failed to start meanwhile.
 		return nil
-	case winos.StatusStopPending:
+	case svc.Status == winos.StatusStopPending:
 		if err := s.markStopped(name); err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		if err == nil && pid == 0 {
 			pid = svc.PID
 		}
-		return err == nil && svc.Status == winos.StatusStopped, err
+		return err == nil && serviceDown(svc), err
 	})
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 			restarted = true
 			return true, nil
 		}
-		if svc.Status != winos.StatusStopped {
+		if !serviceDown(svc) {
 			return false, nil
 		}
 		runs, err := s.processRuns(pid, exe)
@@ -221,7 +221,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 				return false, err
 			}
 			status = svc.Status
-			return svc.Status != winos.StatusStopped, nil
+			return !serviceDown(svc), nil
 		})
 		if err != nil {
 			return err
@@ -265,6 +265,12 @@ func (s *swapRun) recoveryOff(name string) error {
 	}
 	rec, err := s.w.Recovery(name)
 	if errors.Is(err, winos.ErrServiceDoesNotExist) {
+		return nil
+	}
+	if errors.Is(err, winos.ErrInvalidLevel) {
+		// The system cannot report failure actions (Wine cannot): none
+		// are switched off, and the result says so.
+		s.recoveryUnknown = append(s.recoveryUnknown, name)
 		return nil
 	}
 	if err != nil {

@@ -92,7 +92,9 @@ func winsStopService(ctx context.Context, w winos.OS) (*winsHalt, error) {
 	}
 	h.wasRunning = svc.Status != winos.StatusStopped
 	rec, err := w.Recovery(ops.WinsService)
-	if err != nil && !winsNotFound(err) {
+	// A system that cannot report failure actions (ERROR_INVALID_LEVEL:
+	// Wine) has none to switch off.
+	if err != nil && !winsNotFound(err) && !errors.Is(err, winos.ErrInvalidLevel) {
 		return h, fmt.Errorf("read the failure actions of service %s: %w", ops.WinsService, err)
 	}
 	if winsActs(rec) {
@@ -169,7 +171,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 		}
 	}
 	pid, image := svc.PID, winsImage(w, svc.PID)
-	if svc.Status != winos.StatusStopped && svc.Status != winos.StatusStopPending {
+	if !serviceDown(svc) && svc.Status != winos.StatusStopPending {
 		err := w.StopService(name)
 		switch winos.Code(err) {
 		case 0, winos.ErrServiceNotActive, winos.ErrServiceCannotAcceptCtrl, winos.ErrServiceDoesNotExist:
@@ -179,7 +181,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 	}
 	stopped := func() (bool, error) {
 		s, gone, err := status()
-		return gone || s.Status == winos.StatusStopped, err
+		return gone || serviceDown(s), err
 	}
 	ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, stopped)
 	if err != nil {
@@ -244,7 +246,7 @@ func winsStaysStopped(ctx context.Context, w winos.OS) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("read service %s: %w", ops.WinsService, err)
 		}
-		restarted = svc.Status != winos.StatusStopped
+		restarted = !serviceDown(svc)
 		return restarted, nil
 	})
 	return !restarted, err

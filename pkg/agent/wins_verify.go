@@ -47,19 +47,7 @@ func winsVerify(ctx context.Context, w winos.OS, req ops.WinsVerifyRequest) (ops
 // winsPipes reports which of wins' two pipes exist (pipe names compare
 // without regard to case).
 func winsPipes(w winos.OS) (map[string]bool, error) {
-	names, err := w.Pipes()
-	if err != nil {
-		return nil, fmt.Errorf(`list \\.\pipe\: %w`, err)
-	}
-	out := map[string]bool{ops.WinsPipe: false, ops.WinsProxyPipe: false}
-	for _, n := range names {
-		for want := range out {
-			if strings.EqualFold(n, want) {
-				out[want] = true
-			}
-		}
-	}
-	return out, nil
+	return pipesExist(w, ops.WinsPipe, ops.WinsProxyPipe)
 }
 
 // winsRegistryVersion reads ops.WinsVersionKeys from the host registry:

@@ -21,14 +21,36 @@ func nodes(names ...string) []v1alpha1.Node {
 	return out
 }
 
+// waitOrFail waits for ch; a minute without it means the nodes did not
+// run at once (that bound is for a hang, not a measure of speed).
+func waitOrFail(t *testing.T, ch <-chan struct{}, what string) {
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Errorf("%s: the nodes did not run in parallel", what)
+	}
+}
+
 func TestRunKeepsOrderAndRunsConcurrently(t *testing.T) {
 	ns := nodes("a", "b", "c", "d")
-	var running, peak atomic.Int32
+	// Every node waits until all have started (they run at once), then
+	// each waits for the next to finish: the last node finishes first, so
+	// the order of the results must not come from completion.
+	var started atomic.Int32
+	all := make(chan struct{})
+	finished := map[string]chan struct{}{}
+	for _, n := range ns {
+		finished[n.Name] = make(chan struct{})
+	}
 	res := Run(context.Background(), ns, 0, func(_ context.Context, n *v1alpha1.Node) (string, error) {
-		raise(&peak, running.Add(1))
-		// Later nodes finish first, so order must not come from completion.
-		time.Sleep(time.Duration(4-len(n.Name)-int(n.Name[0]-'a')) * 10 * time.Millisecond)
-		running.Add(-1)
+		defer close(finished[n.Name])
+		if started.Add(1) == int32(len(ns)) {
+			close(all)
+		}
+		waitOrFail(t, all, "start")
+		if next, ok := finished[string(rune(n.Name[0]+1))]; ok {
+			waitOrFail(t, next, "finish of "+string(rune(n.Name[0]+1)))
+		}
 		return strings.ToUpper(n.Name), nil
 	})
 	for i, r := range res {
@@ -36,23 +58,27 @@ func TestRunKeepsOrderAndRunsConcurrently(t *testing.T) {
 			t.Errorf("result %d = %+v", i, r)
 		}
 	}
-	if peak.Load() < 2 {
-		t.Errorf("peak concurrency %d: nodes did not run in parallel", peak.Load())
-	}
 	if err := Err(res, nil); err != nil {
 		t.Errorf("Err = %v", err)
 	}
 }
 
 func TestRunLimit(t *testing.T) {
-	var running, peak atomic.Int32
+	var running, peak, started atomic.Int32
+	two := make(chan struct{})
 	Run(context.Background(), nodes("a", "b", "c", "d", "e"), 2, func(context.Context, *v1alpha1.Node) (int, error) {
 		raise(&peak, running.Add(1))
-		time.Sleep(10 * time.Millisecond)
-		running.Add(-1)
+		defer running.Add(-1)
+		// The first two wait for each other: the limit is reached.
+		switch started.Add(1) {
+		case 1:
+			waitOrFail(t, two, "limit 2")
+		case 2:
+			close(two)
+		}
 		return 0, nil
 	})
-	if p := peak.Load(); p > 2 {
+	if p := peak.Load(); p != 2 {
 		t.Errorf("peak concurrency %d, limit 2", p)
 	}
 }

@@ -272,6 +272,10 @@ type ServiceSwapResponse struct {
 	// switched off (to kill a process, or while a new binary was on
 	// trial) and could not put back.
 	RecoveryNotRestored []ServiceProblem `json:"recoveryNotRestored,omitempty"`
+	// RecoveryUnknown lists services whose failure actions the system
+	// could not report (QueryServiceConfig2 answers ERROR_INVALID_LEVEL,
+	// as Wine does): the swap took them as none and switched nothing off.
+	RecoveryUnknown []string `json:"recoveryUnknown,omitempty"`
 	// Undecoded lists the items with Fallback whose encoded upload did not
 	// decode into the expected file. The swap then stopped nothing,
 	// renamed nothing and kept the lock; the other items' staged files

@@ -86,6 +86,11 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		log.Info("op failed", "kind", "injected")
 		return 1
 	}
+	if cs.srv.wine != nil {
+		status := cs.srv.wine.runAgent(ctx, path, name, stdin, ch, ch.Stderr())
+		log.Info("op", "status", status, "duration", time.Since(start), "wine", true)
+		return status
+	}
 	w := &agentOS{OS: n.OS(), ctx: ctx, m: m, op: name, cut: func() { cs.conn.Close() }}
 	self := agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}
 	if ops.Streams(name) {

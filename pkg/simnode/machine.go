@@ -309,6 +309,9 @@ type Faults struct {
 	// HoldAgent stops the agent at one step of an op until its session
 	// ends (see AgentHold): the point at which a test kills swdt.
 	HoldAgent *AgentHold `json:"holdAgent,omitempty"`
+	// MissingAPIs are Win32 calls the node lacks, as Wine and stripped-down
+	// or hardened images do (see MissingAPI* in missing.go).
+	MissingAPIs []string `json:"missingApis,omitempty"`
 }
 
 // heldOpen reports whether Faults.HeldOpen names w.

@@ -59,6 +59,8 @@ type Options struct {
 	// embedded in this simnode: a swdt built from another tree. It is
 	// asked at every run of the agent's path.
 	AgentDigests func() []string
+	// Wine, when not nil, runs the uploaded agent under Wine (wine.go).
+	Wine *Wine
 }
 
 // Server is a simulated Windows node reachable over SSH.
@@ -70,6 +72,7 @@ type Server struct {
 	accounts map[string]Account
 	keys     []ssh.PublicKey
 	log      *slog.Logger
+	wine     *wineNode
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -105,6 +108,14 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("simnode: create state directory: %w", err)
 	}
+	var wine *wineNode
+	if opts.Wine != nil {
+		w, err := prepareWine(context.Background(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+		wine = w
+	}
 	m, err := newMachine(opts.StateDir, opts.Hostname, opts.Bare, delays, log)
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
@@ -131,7 +142,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
-	s := &Server{opts: opts, m: m, hostKey: hostKey, log: log, conns: map[net.Conn]struct{}{},
+	s := &Server{opts: opts, m: m, hostKey: hostKey, log: log, wine: wine, conns: map[net.Conn]struct{}{},
 		accounts: map[string]Account{}, keys: append([]ssh.PublicKey(nil), opts.AuthorizedKeys...)}
 	s.accounts[strings.ToLower(opts.User)] = Account{Name: opts.User, Password: opts.Password, Admin: true}
 	for _, a := range opts.Accounts {
@@ -157,6 +168,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s.config.AddHostKey(hostKey)
 	m.onReboot = s.dropConns
+	if wine != nil {
+		if err := wine.startServer(); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -403,6 +419,9 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.m.kubelets.stop()
+	if s.wine != nil {
+		s.wine.close()
+	}
 	return nil
 }
 

@@ -156,6 +156,9 @@ func (o simOS) Recovery(name string) (winos.Recovery, error) {
 	if err != nil {
 		return winos.Recovery{}, winErr("query service failure actions", name, err)
 	}
+	if err := o.missing(MissingAPIFailureActions, "query service failure actions", name); err != nil {
+		return winos.Recovery{}, err
+	}
 	var r winos.Recovery
 	if svc.Recovery != nil {
 		r.ResetPeriod = svc.Recovery.ResetPeriod
@@ -467,6 +470,9 @@ func (o simOS) SetFirewallRules(_ context.Context, names []string, enabled bool)
 }
 
 func (o simOS) Pipes() ([]string, error) {
+	if err := o.missing(MissingAPIPipeListing, "list named pipes", `\\.\pipe\`); err != nil {
+		return nil, err
+	}
 	pipes := o.n.Pipes()
 	sort.Strings(pipes)
 	return pipes, nil

@@ -26,9 +26,12 @@ type Progress struct {
 	// heartbeat is how often a transfer prints where it is when there
 	// are no bars.
 	heartbeat time.Duration
-	mu        sync.Mutex
-	p         *mpb.Progress
-	width     int
+	// ticks, when not nil, times the heartbeats instead of a ticker of
+	// heartbeat (a clock the tests control).
+	ticks <-chan time.Time
+	mu    sync.Mutex
+	p     *mpb.Progress
+	width int
 	// active counts transfers whose bar is not finished; the bar container
 	// is shut down when it drops to zero so that later status lines print
 	// normally.
@@ -101,8 +104,9 @@ type Transfer struct {
 	current int64
 	// last is when Update was last called, for the bar's moving rate.
 	last time.Time
-	// stop ends the heartbeat.
-	stop chan struct{}
+	// stop ends the heartbeat; beaten is closed when it has ended.
+	stop   chan struct{}
+	beaten chan struct{}
 }
 
 // Transfer starts showing a transfer of total bytes (total <= 0 when
@@ -118,7 +122,8 @@ func (p *Progress) Transfer(label string, total int64) *Transfer {
 			size = ": " + Bytes(total)
 		}
 		p.line(color.FgCyan, "▶", label+size)
-		go t.beat(p.heartbeat)
+		t.beaten = make(chan struct{})
+		go t.beat()
 		return t
 	}
 	p.mu.Lock()
@@ -160,6 +165,10 @@ func (t *Transfer) Update(done int64) {
 func (t *Transfer) End() {
 	t.once.Do(func() {
 		close(t.stop)
+		if t.beaten != nil {
+			// No heartbeat after the end.
+			<-t.beaten
+		}
 		t.mu.Lock()
 		done := t.current
 		t.mu.Unlock()
@@ -188,17 +197,22 @@ func (t *Transfer) End() {
 	})
 }
 
-// beat prints, every interval until End, how far the transfer is and how
+// beat prints, every heartbeat until End, how far the transfer is and how
 // fast it moved since the last beat: a stalled link shows as 0 B/s.
-func (t *Transfer) beat(interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+func (t *Transfer) beat() {
+	defer close(t.beaten)
+	ticks := t.p.ticks
+	if ticks == nil {
+		tick := time.NewTicker(t.p.heartbeat)
+		defer tick.Stop()
+		ticks = tick.C
+	}
 	prev, prevAt := int64(0), t.started
 	for {
 		select {
 		case <-t.stop:
 			return
-		case now := <-tick.C:
+		case now := <-ticks:
 			t.mu.Lock()
 			done := t.current
 			t.mu.Unlock()

@@ -20,6 +20,7 @@ const (
 	ErrSharingViolation          Errno = 32
 	ErrFileExists                Errno = 80
 	ErrDirNotEmpty               Errno = 145
+	ErrInvalidLevel              Errno = 124
 	ErrAlreadyExists             Errno = 183
 	ErrDependentServicesRunning  Errno = 1051
 	ErrServiceRequestTimeout     Errno = 1053

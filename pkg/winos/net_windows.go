@@ -37,6 +37,29 @@ func (windowsOS) Pipes() ([]string, error) {
 	return names, nil
 }
 
+// WaitNamedPipeW is not in x/sys/windows.
+var procWaitNamedPipeW = windows.NewLazySystemDLL("kernel32.dll").NewProc("WaitNamedPipeW")
+
+// PipeExists is WaitNamedPipe with a 1 ms wait, which finds a pipe by its
+// name without connecting to it: it exists when an instance is free, or
+// when every instance is busy (ERROR_SEM_TIMEOUT).
+func (windowsOS) PipeExists(name string) (bool, error) {
+	const op = "probe named pipe"
+	path := `\\.\pipe\` + name
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return false, winErr(op, path, err)
+	}
+	r, _, err := procWaitNamedPipeW.Call(uintptr(unsafe.Pointer(p)), 1)
+	switch {
+	case r != 0, err == windows.ERROR_SEM_TIMEOUT:
+		return true, nil
+	case err == windows.ERROR_FILE_NOT_FOUND:
+		return false, nil
+	}
+	return false, winErr(op, path, err)
+}
+
 // GetExtendedTcpTable is not in x/sys/windows.
 var procGetExtendedTcpTable = windows.NewLazySystemDLL("iphlpapi.dll").NewProc("GetExtendedTcpTable")
 

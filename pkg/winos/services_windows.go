@@ -2,12 +2,16 @@ package winos
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/registry"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 )
@@ -100,7 +104,7 @@ func (windowsOS) Service(name string) (Service, error) {
 	if err := windows.QueryServiceConfig(s.Handle, cfg, uint32(unsafe.Sizeof(*buf)), &n); err != nil {
 		return Service{}, winErr("query service config", name, err)
 	}
-	return Service{
+	out := Service{
 		Name:            name,
 		DisplayName:     windows.UTF16PtrToString(cfg.DisplayName),
 		Status:          serviceStatus(st.State),
@@ -110,8 +114,40 @@ func (windowsOS) Service(name string) (Service, error) {
 		Dependencies:    multiString(cfg.Dependencies),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
-	}, nil
+	}
+	if len(out.Dependencies) == 0 {
+		// Wine's QueryServiceConfig returns no dependencies.
+		out.Dependencies = registeredDependencies(name)
+	}
+	if st.State != svc.Stopped && st.ProcessId != 0 {
+		out.ProcessExitCode, out.ProcessExited = processExit(st.ProcessId)
+	}
+	return out, nil
 }
+
+// processExit is OpenProcess and GetExitCodeProcess: whether the process
+// pid has exited, and its exit code. A PID that names no process any more
+// (ERROR_INVALID_PARAMETER) has exited with an unknown code (-1); one
+// that cannot be opened for another reason is taken as alive.
+func processExit(pid uint32) (int, bool) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
+		return -1, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if err := windows.GetExitCodeProcess(h, &code); err != nil || code == stillActive {
+		return 0, false
+	}
+	return int(code), true
+}
+
+// stillActive is STILL_ACTIVE, GetExitCodeProcess's code for a process
+// that runs.
+const stillActive = 259
 
 // configBuffer receives QueryServiceConfig's and QueryServiceConfig2's
 // results: both document 8 KiB as the most they return, so one call
@@ -143,7 +179,69 @@ func (windowsOS) Dependents(name string) ([]string, error) {
 	}
 	defer s.close()
 	deps, err := s.ListDependentServices(svc.AnyActivity)
-	return deps, winErr("enumerate dependent services", name, err)
+	if err != nil {
+		return nil, winErr("enumerate dependent services", name, err)
+	}
+	if len(deps) > 0 {
+		return deps, nil
+	}
+	// A service control manager that keeps no dependencies (Wine's)
+	// reports none: the services' registered dependencies say.
+	return registeredDependents(name)
+}
+
+// servicesKey holds every service's registration below HKLM.
+const servicesKey = `SYSTEM\CurrentControlSet\Services`
+
+// registeredDependencies is the service's DependOnService registry value:
+// the services it was registered to need.
+func registeredDependencies(name string) []string {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, servicesKey+`\`+name, registry.QUERY_VALUE)
+	if err != nil {
+		return nil
+	}
+	defer k.Close()
+	deps, _, err := k.GetStringsValue("DependOnService")
+	if err != nil {
+		return nil
+	}
+	return deps
+}
+
+// registeredDependents is Dependents from every service's DependOnService
+// registry value, in the order EnumDependentServices uses: a service's
+// own dependents before it.
+func registeredDependents(name string) ([]string, error) {
+	k, err := registry.OpenKey(registry.LOCAL_MACHINE, servicesKey, registry.ENUMERATE_SUB_KEYS)
+	if err != nil {
+		return nil, winErr("open registry key", `HKLM\`+servicesKey, err)
+	}
+	defer k.Close()
+	names, err := k.ReadSubKeyNames(-1)
+	if err != nil {
+		return nil, winErr("list registry key", `HKLM\`+servicesKey, err)
+	}
+	slices.Sort(names)
+	dependents := map[string][]string{}
+	for _, n := range names {
+		for _, d := range registeredDependencies(n) {
+			dependents[strings.ToLower(d)] = append(dependents[strings.ToLower(d)], n)
+		}
+	}
+	var out []string
+	seen := map[string]bool{strings.ToLower(name): true}
+	var visit func(string)
+	visit = func(n string) {
+		for _, d := range dependents[strings.ToLower(n)] {
+			if !seen[strings.ToLower(d)] {
+				seen[strings.ToLower(d)] = true
+				visit(d)
+				out = append(out, d)
+			}
+		}
+	}
+	visit(name)
+	return out, nil
 }
 
 // CreateService is CreateService through mgr, which quotes the program

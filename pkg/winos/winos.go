@@ -120,6 +120,10 @@ type OS interface {
 
 	// Pipes lists the named pipes below \\.\pipe\.
 	Pipes() ([]string, error)
+	// PipeExists reports whether \\.\pipe\name exists, without
+	// connecting to it (WaitNamedPipe), for systems that cannot list
+	// \\.\pipe\ (Wine).
+	PipeExists(name string) (bool, error)
 	// PortListening reports whether a TCP port is in the listening state.
 	PortListening(port int) (bool, error)
 }
@@ -194,6 +198,13 @@ type Service struct {
 	ExitCode int
 	// ServiceExitCode is the service-specific exit code.
 	ServiceExitCode int
+	// ProcessExited is true when Status says the service runs (or is
+	// starting or stopping) but its process PID has exited: a service
+	// control manager that did not notice (Wine's never does) reports a
+	// dead service as Running, or a stopped one as StopPending for good.
+	// ProcessExitCode is then the process's exit code.
+	ProcessExited   bool
+	ProcessExitCode int
 }
 
 // RecoveryAction is one failure action: what the service control manager
