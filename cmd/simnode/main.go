@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		crashAfter    = fs.Duration("crash-after", simnode.DefaultDelays().CrashAfter, "how long a SIMNODE-CRASH-ON-START service runs")
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
+		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		latency       multiFlag
 		failOps       multiFlag
@@ -141,6 +142,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Hostname:           *hostname,
 		Delays:             &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter},
 		Logger:             slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if *kubeletSetup != "" {
+		k, err := simnode.ParseKubeletSetup(*kubeletSetup)
+		if err != nil {
+			return usageError{fmt.Errorf("--kubelet-setup: %w", err)}
+		}
+		opts.KubeletSetup = k
 	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}

@@ -62,6 +62,12 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		}
 	}
 	pid := svc.PID
+	// A wrapper's children (nssm's program) must be gone too before the
+	// binary is touched, and killed with it.
+	tree, err := s.serviceTree(pid)
+	if err != nil {
+		return err
+	}
 	switch svc.Status {
 	case winos.StatusStopped:
 		// It failed to start meanwhile.
@@ -84,8 +90,9 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	stopped, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		svc, err = s.w.Service(name)
-		if err == nil && pid == 0 {
+		if err == nil && pid == 0 && svc.PID != 0 {
 			pid = svc.PID
+			tree, err = s.serviceTree(pid)
 		}
 		return err == nil && svc.Status == winos.StatusStopped, err
 	})
@@ -93,7 +100,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		return err
 	}
 	if !stopped {
-		return s.kill(ctx, name, pid, exe, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
+		return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
 	}
 	if pid == 0 {
 		return nil
@@ -101,13 +108,13 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	// Stopped is reported before the process has exited, and the binary
 	// stays locked until it has.
 	gone, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-		runs, err := s.processRuns(pid, exe)
+		runs, err := s.treeRuns(pid, exe, tree)
 		return !runs, err
 	})
 	if err != nil || gone {
 		return err
 	}
-	return s.kill(ctx, name, pid, exe, fmt.Sprintf("stopped, but its process %d still ran %d ms later", pid, s.req.StopTimeoutMs))
+	return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("stopped, but its process %d still ran %d ms later", pid, s.req.StopTimeoutMs))
 }
 
 // swapTakesNoControl reports whether a service in status st refuses
@@ -168,11 +175,12 @@ func (s *swapRun) stopDependents(ctx context.Context, name string) error {
 	return nil
 }
 
-// kill ends the process of a service that will not stop, and returns
-// once the service is Stopped, its process gone, and it stayed stopped
-// for swapStaysStopped. why says what the service did instead of
-// stopping.
-func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why string) error {
+// kill ends the process of a service that will not stop, then every
+// process of its tree (TerminateProcess ends one process: a killed nssm
+// leaves its program running), and returns once the service is Stopped,
+// its processes gone, and it stayed stopped for swapStaysStopped. why
+// says what the service did instead of stopping.
+func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tree []procRef, why string) error {
 	if pid == 0 {
 		return Fail("timeout", "service %s %s and has no process to kill", name, why)
 	}
@@ -184,6 +192,9 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 	}
 	if err := s.w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
 		return fmt.Errorf("service %s %s; kill its process %d: %w", name, why, pid, err)
+	}
+	if err := s.killTree(tree); err != nil {
+		return fmt.Errorf("service %s %s; its process %d was killed, but: %w", name, why, pid, err)
 	}
 	if !swapContains(s.killed, name) {
 		s.killed = append(s.killed, name)
@@ -203,7 +214,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 		if svc.Status != winos.StatusStopped {
 			return false, nil
 		}
-		runs, err := s.processRuns(pid, exe)
+		runs, err := s.treeRuns(pid, exe, tree)
 		return !runs, err
 	})
 	if err != nil {

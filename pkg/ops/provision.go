@@ -85,6 +85,9 @@ type ServiceInfo struct {
 	Executable string `json:"executable,omitempty"`
 	// Wrapper is nssm's path when the service is wrapped by nssm.
 	Wrapper string `json:"wrapper,omitempty"`
+	// Via says how the service runs its program: "" directly, "nssm",
+	// or "nssm + PowerShell" (nssm running a script that starts it).
+	Via string `json:"via,omitempty"`
 	// DependsOn are the services this one needs.
 	DependsOn []string `json:"dependsOn"`
 	// Dependents are the services that need this one (direct only).

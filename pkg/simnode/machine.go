@@ -218,6 +218,7 @@ func (m *machine) crashLocked(svc *Service, now time.Time) {
 // terminateLocked ends svc's process and marks it Stopped.
 func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
 	if svc.PID != 0 {
+		m.endTreeLocked(svc.PID)
 		delete(m.st.Processes, svc.PID)
 	}
 	svc.PID = 0

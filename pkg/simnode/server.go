@@ -47,6 +47,9 @@ type Options struct {
 	// HyperV, when not nil, makes the machine a Hyper-V host with these
 	// VMs, replacing the Hyper-V part of the state at New.
 	HyperV *HyperVHost
+	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
+	// that way (sc, nssm, nssm-powershell), applied at New.
+	KubeletSetup KubeletSetup
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
 }
@@ -106,6 +109,11 @@ func New(opts Options) (*Server, error) {
 	if opts.HyperV != nil {
 		hv := opts.HyperV.clone()
 		if err := m.update(func(s *State, _ time.Time) error { s.HyperV = hv; return nil }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
+	if opts.KubeletSetup != "" {
+		if err := m.setKubeletSetup(opts.KubeletSetup); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
 	}

@@ -148,6 +148,7 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	if err != nil {
 		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
+	found = m.wrappedMarkersLocked(svc, found)
 	svc.Status = StatusStartPending
 	svc.PendingUntil = ready.Add(m.delays.ServiceStart)
 	svc.HangOnStop = found[MarkerHangOnStop]
@@ -159,6 +160,7 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	s.spawn(svc, now)
 	// The process runs the file under its canonical spelling.
 	s.Processes[svc.PID].Image = string(canon)
+	m.spawnWrappedLocked(svc, now)
 	return svc.PendingUntil, nil
 }
 
@@ -350,6 +352,8 @@ func (n *Node) StartProcess(image, commandLine string) (int, error) {
 // KillProcess ends a process (Stop-Process -Force). Killing a service's
 // process counts as a crash: the service stops with exit code 1 and an
 // event-log line, and its recovery action (a restart after a delay) runs.
+// Like TerminateProcess it ends that one process: its children (a
+// wrapper's program) run on.
 func (n *Node) KillProcess(pid int) error {
 	return n.m.update(func(s *State, now time.Time) error {
 		p := s.Processes[pid]
@@ -358,6 +362,8 @@ func (n *Node) KillProcess(pid int) error {
 		}
 		if p.Service != "" {
 			if svc := s.Services[strings.ToLower(p.Service)]; svc != nil && svc.PID == pid {
+				delete(s.Processes, pid)
+				svc.PID = 0 // so that the crash leaves its children running
 				n.m.crashLocked(svc, now)
 				return nil
 			}

@@ -133,6 +133,9 @@ type Process struct {
 	CommandLine string `json:"commandLine"`
 	// Service is the name of the service this process runs, if any.
 	Service string `json:"service,omitempty"`
+	// Parent is the process that started this one (0 for a service's
+	// process); like Windows' ParentProcessId it outlives the parent.
+	Parent int `json:"parent,omitempty"`
 	// Started is when the process started.
 	Started time.Time `json:"started"`
 }

@@ -61,6 +61,9 @@ func WithAccount(a Account) TestOption {
 // WithHyperV makes the server a Hyper-V host with these VMs.
 func WithHyperV(h HyperVHost) TestOption { return func(o *Options) { o.HyperV = &h } }
 
+// WithKubeletSetup seeds the kubelet service the way k installs it.
+func WithKubeletSetup(k KubeletSetup) TestOption { return func(o *Options) { o.KubeletSetup = k } }
+
 // WithPassword enables password authentication for the administrator.
 func WithPassword(pw string) TestOption { return func(o *Options) { o.Password = pw } }
 

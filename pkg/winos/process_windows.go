@@ -36,7 +36,7 @@ func (windowsOS) Processes() ([]Process, error) {
 	var out []Process
 	e := windows.ProcessEntry32{Size: uint32(unsafe.Sizeof(windows.ProcessEntry32{}))}
 	for err = windows.Process32First(snap, &e); err == nil; err = windows.Process32Next(snap, &e) {
-		p := Process{PID: int(e.ProcessID), Name: windows.UTF16ToString(e.ExeFile[:])}
+		p := Process{PID: int(e.ProcessID), ParentPID: int(e.ParentProcessID), Name: windows.UTF16ToString(e.ExeFile[:])}
 		if h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, e.ProcessID); err == nil {
 			p.Path = imagePath(h, path)
 			p.CommandLine = commandLine(h, cmdline)

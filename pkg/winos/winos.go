@@ -207,6 +207,10 @@ type Recovery struct {
 // Process is one running process.
 type Process struct {
 	PID int
+	// ParentPID is the process that created this one. Windows keeps it
+	// after that process ended, and may have given its PID to another
+	// process since.
+	ParentPID int
 	// Name is the image's file name (wins.exe).
 	Name string
 	// Path is the image's full path ("" when it cannot be read).
