@@ -104,6 +104,11 @@ type swapRecovery struct {
 // switched off; when it failed half-way it also starts again every
 // service it had stopped.
 func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+	unlock, _, err := lockSwapMutex(ctx, w, swapMutexWait, "nothing was stopped")
+	if err != nil {
+		return ops.ServiceSwapResponse{}, err
+	}
+	defer unlock()
 	s := newSwapRun(w, req)
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err
@@ -122,6 +127,10 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	problems := s.restoreRecovery()
 	if err == nil {
 		resp.RecoveryNotRestored = problems
+		// The result goes first: a repair that finds no journal reports it.
+		if err := swapResultSave(w, req.Owner.RunID, resp, nil); err != nil {
+			return resp, fmt.Errorf("the swap is done, but: %w", err)
+		}
 		if err := journalRemove(w); err != nil {
 			return resp, fmt.Errorf("the swap is done, but: %w", err)
 		}
@@ -150,7 +159,11 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	for _, p := range problems {
 		notes = append(notes, "service "+p.Service+": "+p.Error)
 	}
-	return resp, swapNote(err, notes)
+	err = swapNote(err, notes)
+	if saveErr := swapResultSave(w, req.Owner.RunID, resp, err); saveErr != nil {
+		err = swapNote(err, []string{saveErr.Error()})
+	}
+	return resp, err
 }
 
 // newSwapRun prepares a swap of req.

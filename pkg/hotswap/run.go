@@ -487,8 +487,13 @@ func swap(ctx context.Context, n Node, plan *Plan, lock *heldLock, owner ops.Loc
 		resp, err := n.SwapServices(swapCtx, req)
 		if err != nil {
 			lock.renew()
-			repairAfter(ctx, n, req, staged, sent, results, index, opts, err)
-			return nil, nil
+			finished := repairAfter(ctx, n, req, staged, sent, results, index, opts, err)
+			if finished == nil {
+				return nil, nil
+			}
+			// The op ran to its end on the node after all: its own answer
+			// is the truth.
+			resp = *finished
 		}
 		lock.released = resp.Unlocked
 		if len(resp.Undecoded) == 0 {
@@ -745,14 +750,23 @@ func restart(ctx context.Context, n Node, it Item, running bool, owner ops.LockO
 }
 
 // repairAfter repairs the node after the swap op itself failed
-// (connection lost, op error): swap-recover finishes or rolls back what
-// the swap's journal records, and the report says which binary each
-// service runs.
-func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options, cause error) {
+// (connection lost, op error): swap-recover waits for the swap's agent if
+// it still runs (it outlives a dropped connection), then finishes or
+// rolls back what the swap's journal records, and the report says which
+// binary each service runs. When the swap ran to a successful end after
+// all, repairAfter returns its answer and reports nothing.
+func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged []Item, sent map[string]upload, results []Result, index map[string]int, opts Options, cause error) *ops.ServiceSwapResponse {
 	opts.Observer.Step("swap failed; repairing the node")
 	paths := stagedPaths(staged, sent)
 	resp, err := recoverSwap(ctx, n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths}, repairBudget(opts, len(req.StopOrder)+len(req.StartOrder)), opts)
 	msg := "swap failed: " + cause.Error()
+	switch {
+	case err == nil && resp.Finished != nil && resp.Finished.Response != nil:
+		opts.Observer.Step("the swap ran to its end on the node after the connection dropped; its result follows")
+		return resp.Finished.Response
+	case err == nil && resp.Finished != nil:
+		msg = "swap failed: " + resp.Finished.Error
+	}
 	switch {
 	case err != nil:
 		msg += "; repair failed too: " + err.Error() + "; run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
@@ -774,9 +788,10 @@ func repairAfter(ctx context.Context, n Node, req ops.ServiceSwapRequest, staged
 			}
 			markFailed(results, index, []Item{it}, m)
 		}
-		return
+		return nil
 	}
 	markFailed(results, index, staged, msg)
+	return nil
 }
 
 // UntilAbort returns a context that outlives ctx's cancellation (a first

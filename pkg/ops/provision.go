@@ -319,6 +319,10 @@ type SwapRecoverItem struct {
 type SwapRecoverResponse struct {
 	// Found is false when the node had no unfinished swap.
 	Found bool `json:"found"`
+	// Finished is, when the node had no unfinished swap, the result the
+	// request's run's swap op left: it ran to its end after its
+	// connection dropped.
+	Finished *SwapFinished `json:"finished,omitempty"`
 	// Journal is the unfinished swap that was repaired.
 	Journal *SwapJournal `json:"journal,omitempty"`
 	// Items has one entry per item of the journal.

@@ -42,6 +42,8 @@ type machine struct {
 	log     *slog.Logger
 	writers map[string]int // open write handles by winPath key
 	markers markerCache
+	mutexes mutexTable
+	agents  agentTable
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.

@@ -106,6 +106,14 @@ type OS interface {
 	// SetFirewallRules enables or disables rules by name.
 	SetFirewallRules(ctx context.Context, names []string, enabled bool) error
 
+	// LockMutex waits until this process owns the machine-wide named
+	// mutex name (in the Global\ namespace), or ctx ends (ctx's error).
+	// abandoned reports that its last owner ended without releasing it
+	// (WAIT_ABANDONED): what it guarded may be half done. unlock
+	// releases it; a process that ends releases what it owns (as
+	// abandoned).
+	LockMutex(ctx context.Context, name string) (unlock func(), abandoned bool, err error)
+
 	// Pipes lists the named pipes below \\.\pipe\.
 	Pipes() ([]string, error)
 	// PortListening reports whether a TCP port is in the listening state.
