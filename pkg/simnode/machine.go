@@ -43,7 +43,10 @@ type machine struct {
 	writers map[string]int // open write handles by winPath key
 	markers markerCache
 	mutexes mutexTable
-	agents  agentTable
+	// scanHold and scans are the virus scanner's (scanner.go).
+	scanHold time.Duration
+	scans    map[string]*scan
+	agents   agentTable
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.
@@ -221,6 +224,9 @@ func (m *machine) crashLocked(svc *Service, now time.Time) {
 func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
 	if svc.PID != 0 {
 		m.endTreeLocked(svc.PID)
+		if p := m.st.Processes[svc.PID]; p != nil {
+			m.processEndedLocked(p, now)
+		}
 		delete(m.st.Processes, svc.PID)
 	}
 	svc.PID = 0

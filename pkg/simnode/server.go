@@ -47,6 +47,9 @@ type Options struct {
 	// HyperV, when not nil, makes the machine a Hyper-V host with these
 	// VMs, replacing the Hyper-V part of the state at New.
 	HyperV *HyperVHost
+	// ScannerHold, when positive, plays a virus scanner that holds every
+	// freshly written or just-run executable that long (scanner.go).
+	ScannerHold time.Duration
 	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
 	// that way (sc, nssm, nssm-powershell), applied at New.
 	KubeletSetup KubeletSetup
@@ -112,6 +115,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
 	}
+	m.scanHold = opts.ScannerHold
 	if opts.KubeletSetup != "" {
 		if err := m.setKubeletSetup(opts.KubeletSetup); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)

@@ -362,12 +362,14 @@ func (n *Node) KillProcess(pid int) error {
 		}
 		if p.Service != "" {
 			if svc := s.Services[strings.ToLower(p.Service)]; svc != nil && svc.PID == pid {
+				n.m.processEndedLocked(p, now)
 				delete(s.Processes, pid)
 				svc.PID = 0 // so that the crash leaves its children running
 				n.m.crashLocked(svc, now)
 				return nil
 			}
 		}
+		n.m.processEndedLocked(p, now)
 		delete(s.Processes, pid)
 		return nil
 	})

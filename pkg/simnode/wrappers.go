@@ -263,6 +263,7 @@ func (m *machine) endTreeLocked(pid int) {
 	for _, p := range m.st.Processes {
 		if p.Parent == pid {
 			m.endTreeLocked(p.PID)
+			m.processEndedLocked(p, m.now())
 			delete(m.st.Processes, p.PID)
 		}
 	}

@@ -112,15 +112,24 @@ func assertOneKubelet(t *testing.T, n *simnode.Node) {
 			t.Errorf("process %d runs %s", p.PID, p.Image)
 			continue
 		}
-		root := p
-		for root.Parent != 0 && procs[root.Parent].PID != 0 {
-			root = procs[root.Parent]
-		}
-		if root.PID != svc.PID {
-			t.Errorf("kubelet.exe process %d is not the kubelet service's (PID %d); its tree's top is %d", p.PID, svc.PID, root.PID)
+		if !inServiceTree(n, p, svc.PID) {
+			t.Errorf("kubelet.exe process %d (parent %d) does not run below the kubelet service's process %d", p.PID, p.Parent, svc.PID)
 		}
 	}
 	if found != 1 {
 		t.Errorf("%d kubelet.exe processes run, want 1: %+v", found, procs)
 	}
+}
+
+// inServiceTree reports whether p is the service process pid or runs
+// below it (a wrapper's program).
+func inServiceTree(n *simnode.Node, p simnode.Process, pid int) bool {
+	procs := map[int]simnode.Process{}
+	for _, q := range n.Processes() {
+		procs[q.PID] = q
+	}
+	for p.PID != pid && p.Parent != 0 {
+		p = procs[p.Parent]
+	}
+	return p.PID == pid
 }
