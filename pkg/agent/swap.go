@@ -325,34 +325,57 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 // that started (and the request's ServiceChecks of a service no item
 // feeds), and records a failure as the service's.
 func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[string]string, byService map[string][]int, results []ops.SwapItemResult) error {
+	type pending struct {
+		key     string
+		checks  []ops.HealthCheckSpec
+		failure string
+	}
+	var todo []*pending
 	for _, name := range start {
 		key := strings.ToLower(name)
 		if _, failed := failures[key]; failed {
 			continue
 		}
+		p := &pending{key: key}
 		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(byService[key]) == 0 {
-			failure, err := s.health(ctx, checks)
-			if err != nil {
-				return err
-			}
-			if failure != "" {
-				failures[key] = "health check failed: " + failure
-			}
-			continue
+			p.checks = checks
 		}
 		for _, i := range byService[key] {
-			if results[i].Result != ops.SwapResultSwapped {
-				continue
+			if results[i].Result == ops.SwapResultSwapped {
+				p.checks = append(p.checks, s.req.Items[i].HealthChecks...)
 			}
-			failure, err := s.health(ctx, s.req.Items[i].HealthChecks)
+		}
+		if len(p.checks) > 0 {
+			todo = append(todo, p)
+		}
+	}
+	// One timeout for all: each round checks every service that has not
+	// passed yet (one after another: the Windows layer is used from one
+	// goroutine), so a swap of several services that do not come up is
+	// rolled back after the health timeout, not after one per service.
+	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
+	for len(todo) > 0 {
+		var still []*pending
+		for _, p := range todo {
+			failure, err := s.healthRound(ctx, p.checks)
 			if err != nil {
 				return err
 			}
 			if failure != "" {
-				failures[key] = "health check failed: " + failure
-				break
+				p.failure = failure
+				still = append(still, p)
 			}
 		}
+		todo = still
+		if len(todo) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if err := sleep(ctx, swapHealthPoll); err != nil {
+			return err
+		}
+	}
+	for _, p := range todo {
+		failures[p.key] = "health check failed: " + p.failure
 	}
 	return nil
 }
@@ -761,30 +784,16 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 	return again, nil
 }
 
-// health runs checks until all pass or the health timeout runs out: ""
-// when they passed, else the last failure. Only the end of ctx is an
-// error.
-func (s *swapRun) health(ctx context.Context, checks []ops.HealthCheckSpec) (string, error) {
-	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
-	for {
-		failure := ""
-		for _, c := range checks {
-			f, err := s.healthCheck(ctx, c)
-			if err != nil {
-				return "", err
-			}
-			if f != "" {
-				failure = f
-				break
-			}
-		}
-		if failure == "" || !time.Now().Before(deadline) {
-			return failure, nil
-		}
-		if err := sleep(ctx, swapHealthPoll); err != nil {
-			return "", err
+// healthRound runs checks once, in order: "" when all pass, else why
+// the first that fails does not.
+func (s *swapRun) healthRound(ctx context.Context, checks []ops.HealthCheckSpec) (string, error) {
+	for _, c := range checks {
+		f, err := s.healthCheck(ctx, c)
+		if err != nil || f != "" {
+			return f, err
 		}
 	}
+	return "", nil
 }
 
 // healthCheck runs one health check: "" when it passes, else why not.
