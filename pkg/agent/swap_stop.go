@@ -32,8 +32,13 @@ const swapStopAttempts = 3
 // stop stops a service and waits until it is Stopped and its process has
 // exited, stopping its running dependents first (recorded in alsoStopped
 // when StopOrder did not name them) and killing the process when the
-// service ignores its stop control for the stop timeout. A service that is
-// already Stopped is left alone and not counted as stopped by the swap.
+// service ignores its stop control for the stop timeout. Its failure
+// actions are off from before the stop control (a process that exits
+// while stopping counts as a failure, and a restart then could start
+// the service, or the one it depends on, on the old binary). A service
+// that is already Stopped is left alone and not counted as stopped by the
+// swap. A service that shares its process (svchost) is only waited for:
+// that process runs on for the others, and is never killed.
 func (s *swapRun) stop(ctx context.Context, name string) error {
 	key := strings.ToLower(name)
 	if s.stopping[key] {
@@ -63,22 +68,31 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	pid := svc.PID
 	// A wrapper's children (nssm's program) must be gone too before the
-	// binary is touched, and killed with it.
-	tree, err := s.serviceTree(pid)
-	if err != nil {
-		return err
+	// binary is touched, and killed with it. A shared host's are not
+	// the service's.
+	var tree []procRef
+	if !svc.Shared {
+		if tree, err = s.serviceTree(pid); err != nil {
+			return err
+		}
 	}
 	switch svc.Status {
 	case winos.StatusStopped:
 		// It failed to start meanwhile.
 		return nil
 	case winos.StatusStopPending:
+		if err := s.recoveryOff(name); err != nil {
+			return fmt.Errorf("switch off the failure actions of service %s while it stops: %w", name, err)
+		}
 		if err := s.markStopped(name); err != nil {
 			return err
 		}
 	default:
 		if err := s.stopDependents(ctx, name); err != nil {
 			return err
+		}
+		if err := s.recoveryOff(name); err != nil {
+			return fmt.Errorf("switch off the failure actions of service %s before stopping it: %w", name, err)
 		}
 		// Its downtime starts now, after its dependents'.
 		if err := s.markStopped(name); err != nil {
@@ -90,7 +104,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	stopped, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		svc, err = s.w.Service(name)
-		if err == nil && pid == 0 && svc.PID != 0 {
+		if err == nil && pid == 0 && svc.PID != 0 && !svc.Shared {
 			pid = svc.PID
 			tree, err = s.serviceTree(pid)
 		}
@@ -98,6 +112,13 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if svc.Shared {
+		if !stopped {
+			return Fail("timeout", "service %s did not stop within %d ms; it shares its process %d with other services (svchost), "+
+				"which was not killed: that would end them all", name, s.req.StopTimeoutMs, pid)
+		}
+		return nil
 	}
 	if !stopped {
 		return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
@@ -304,15 +325,27 @@ func (s *swapRun) recoveryOff(name string) error {
 }
 
 // restoreRecovery puts back every service's failure actions that the swap
-// switched off, and lists those it could not.
+// switched off, reads each back, and lists those it could not restore.
 func (s *swapRun) restoreRecovery() []ops.ServiceProblem {
 	var problems []ops.ServiceProblem
 	for _, r := range s.recovery {
 		if err := s.w.SetRecovery(r.service, r.recovery); err != nil {
 			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("could not restore its failure actions: %v", err)})
+			continue
+		}
+		got, err := s.w.Recovery(r.service)
+		if err != nil {
+			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("its failure actions were restored but cannot be read back: %v", err)})
+		} else if !sameRecovery(got, r.recovery) {
+			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("its failure actions read back as %v after they were restored to %v", got.Actions, r.recovery.Actions)})
 		}
 	}
 	return problems
+}
+
+// sameRecovery reports whether two sets of failure actions are the same.
+func sameRecovery(a, b winos.Recovery) bool {
+	return a.ResetPeriod == b.ResetPeriod && slices.Equal(a.Actions, b.Actions)
 }
 
 // markStopped records that the swap stops name now, in the journal

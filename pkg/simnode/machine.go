@@ -157,6 +157,11 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 		}
 		for _, dep := range svc.Dependencies {
 			d := s.Services[strings.ToLower(dep)]
+			if d != nil && d.Status == StatusStartPending {
+				// Still starting (its step may just come later in this
+				// round): the service control manager waits for it.
+				return false
+			}
 			if d == nil || d.Status != StatusRunning {
 				reason := "The service has not been started."
 				if d == nil {
@@ -181,6 +186,10 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 	case StatusStopPending:
 		if svc.HangOnStop || now.Before(svc.PendingUntil) {
 			return false
+		}
+		if svc.ExitOnStop {
+			m.crashLocked(svc, now)
+			return true
 		}
 		m.terminateLocked(svc, now, 0, "")
 		return true
@@ -222,7 +231,7 @@ func (m *machine) crashLocked(svc *Service, now time.Time) {
 
 // terminateLocked ends svc's process and marks it Stopped.
 func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
-	if svc.PID != 0 {
+	if svc.PID != 0 && !m.st.hostsOthers(svc) {
 		m.endTreeLocked(svc.PID)
 		if p := m.st.Processes[svc.PID]; p != nil {
 			m.processEndedLocked(p, now)
@@ -234,6 +243,7 @@ func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, eve
 	svc.PendingUntil = time.Time{}
 	svc.CrashAt = time.Time{}
 	svc.HangOnStop = false
+	svc.ExitOnStop = false
 	svc.NoPipe = false
 	svc.LastExitCode = exitCode
 	if event != "" {

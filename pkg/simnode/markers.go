@@ -16,6 +16,10 @@ const (
 	// MarkerHangOnStop: a stop leaves the service StopPending until its
 	// process is killed.
 	MarkerHangOnStop = "SIMNODE-HANG-ON-STOP"
+	// MarkerExitOnStop: a stop ends with the process exiting before it
+	// reports Stopped: the service control manager counts that as a
+	// failure and runs the service's failure actions.
+	MarkerExitOnStop = "SIMNODE-EXIT-ON-STOP"
 	// MarkerWinsNoPipe: the service runs without creating its named pipes,
 	// like rancher/wins v0.16 and later.
 	MarkerWinsNoPipe = "SIMNODE-WINS-NO-PIPE"
@@ -25,7 +29,7 @@ const (
 	MarkerWinsHang = "SIMNODE-WINS-HANG"
 )
 
-var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe}
+var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe, MarkerExitOnStop}
 
 type markerKey struct {
 	path  string

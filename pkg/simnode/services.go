@@ -152,6 +152,7 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	svc.Status = StatusStartPending
 	svc.PendingUntil = ready.Add(m.delays.ServiceStart)
 	svc.HangOnStop = found[MarkerHangOnStop]
+	svc.ExitOnStop = found[MarkerExitOnStop]
 	svc.NoPipe = found[MarkerWinsNoPipe]
 	svc.CrashAt = time.Time{}
 	if found[MarkerCrashOnStart] {
@@ -360,17 +361,14 @@ func (n *Node) KillProcess(pid int) error {
 		if p == nil {
 			return Fail("not-found", "Cannot find a process with the process identifier %d.", pid)
 		}
-		if p.Service != "" {
-			if svc := s.Services[strings.ToLower(p.Service)]; svc != nil && svc.PID == pid {
-				n.m.processEndedLocked(p, now)
-				delete(s.Processes, pid)
-				svc.PID = 0 // so that the crash leaves its children running
-				n.m.crashLocked(svc, now)
-				return nil
-			}
-		}
 		n.m.processEndedLocked(p, now)
 		delete(s.Processes, pid)
+		// Every service the process runs fails (a shared host runs
+		// several); the crash leaves its children running.
+		for _, svc := range s.servicesIn(pid) {
+			svc.PID = 0
+			n.m.crashLocked(svc, now)
+		}
 		return nil
 	})
 }

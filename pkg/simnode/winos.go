@@ -68,6 +68,7 @@ func (o simOS) Service(name string) (winos.Service, error) {
 		CommandLine:  servicePathName(svc),
 		Dependencies: svc.Dependencies,
 		ExitCode:     svc.LastExitCode,
+		Shared:       svc.ShareGroup != "",
 	}, nil
 }
 

@@ -109,6 +109,7 @@ func (windowsOS) Service(name string) (Service, error) {
 		Dependencies:    multiString(cfg.Dependencies),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
+		Shared:          cfg.ServiceType&windows.SERVICE_WIN32_SHARE_PROCESS != 0,
 	}, nil
 }
 

@@ -185,6 +185,10 @@ type Service struct {
 	ExitCode int
 	// ServiceExitCode is the service-specific exit code.
 	ServiceExitCode int
+	// Shared is true for a service that shares its process with others
+	// (SERVICE_WIN32_SHARE_PROCESS: an svchost.exe group): that process
+	// outlives the service's stop, and killing it ends them all.
+	Shared bool
 }
 
 // RecoveryAction is one failure action: what the service control manager
