@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		crashAfter    = fs.Duration("crash-after", simnode.DefaultDelays().CrashAfter, "how long a SIMNODE-CRASH-ON-START service runs")
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
+		languageMode  = fs.String("language-mode", "", "PowerShell's language `mode`: full, or constrained (a WDAC/AppLocker node)")
 		scannerHold   = fs.Duration("scanner-hold", 0, "play a virus scanner that holds every freshly written or just-run executable for `duration` (rename and delete fail with a sharing violation)")
 		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
@@ -143,6 +144,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Hostname:           *hostname,
 		Delays:             &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter},
 		Logger:             slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if *languageMode != "" {
+		mode, err := simnode.ParseLanguageMode(*languageMode)
+		if err != nil {
+			return usageError{fmt.Errorf("--language-mode: %w", err)}
+		}
+		opts.LanguageMode = mode
 	}
 	if *scannerHold < 0 {
 		return usageError{fmt.Errorf("--scanner-hold %s: want a positive duration", *scannerHold)}

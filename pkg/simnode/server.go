@@ -47,6 +47,9 @@ type Options struct {
 	// HyperV, when not nil, makes the machine a Hyper-V host with these
 	// VMs, replacing the Hyper-V part of the state at New.
 	HyperV *HyperVHost
+	// LanguageMode, when set, replaces PowerShell's language mode at New
+	// ("FullLanguage" or LanguageConstrained).
+	LanguageMode string
 	// ScannerHold, when positive, plays a virus scanner that holds every
 	// freshly written or just-run executable that long (scanner.go).
 	ScannerHold time.Duration
@@ -116,6 +119,11 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	m.scanHold = opts.ScannerHold
+	if mode := opts.LanguageMode; mode != "" {
+		if err := m.update(func(s *State, _ time.Time) error { s.LanguageMode = mode; return nil }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
 	if opts.KubeletSetup != "" {
 		if err := m.setKubeletSetup(opts.KubeletSetup); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)

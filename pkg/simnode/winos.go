@@ -380,6 +380,9 @@ func (o simOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 }
 
 func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.FirewallRule, error) {
+	if err := o.n.constrainedErr(winos.ScriptFirewallRules); err != nil {
+		return nil, err
+	}
 	out := []winos.FirewallRule{}
 	for _, name := range names {
 		r, ok := o.n.FirewallRule(name)
@@ -389,6 +392,9 @@ func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.Firewal
 }
 
 func (o simOS) SetFirewallRules(_ context.Context, names []string, enabled bool) error {
+	if err := o.n.constrainedErr(winos.ScriptFirewallSet); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if _, ok := o.n.FirewallRule(name); !ok {
 			return &winos.Error{Op: "set firewall rule", Target: name, Code: winos.ErrNotFound,
