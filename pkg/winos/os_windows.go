@@ -77,7 +77,7 @@ func (windowsOS) Stat(path string) (FileInfo, error) {
 // shares no delete access): a file the agent only reads (a hash, a
 // status) must not make a rename or delete of it fail.
 func (windowsOS) Open(path string) (File, error) {
-	p, err := windows.UTF16PtrFromString(path)
+	p, err := windows.UTF16PtrFromString(longPath(path))
 	if err != nil {
 		return nil, winErr("open", path, err)
 	}

@@ -123,6 +123,11 @@ func (windowsOS) Run(ctx context.Context, c Command) (Result, error) {
 	if err == nil || errors.As(err, &exit) || errors.Is(err, exec.ErrWaitDelay) {
 		return res, nil
 	}
+	if errors.Is(err, exec.ErrNotFound) {
+		// os/exec's own lookup (a name without an extension) carries no
+		// Win32 code: it is the missing file CreateProcess would report.
+		return res, &Error{Op: "run", Target: path, Code: ErrFileNotFound, Message: "The system cannot find the file specified."}
+	}
 	return res, winErr("run", path, err)
 }
 

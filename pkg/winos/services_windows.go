@@ -227,6 +227,12 @@ func (windowsOS) SetRecovery(name string, r Recovery) error {
 	actions := make([]windows.SC_ACTION, max(1, len(r.Actions)))
 	for i, a := range r.Actions {
 		actions[i] = windows.SC_ACTION{Type: uint32(a.Type), Delay: scMilliseconds(a.Delay)}
+		if a.Type == RecoveryReboot {
+			// ChangeServiceConfig2 requires it for a reboot action.
+			if err := enablePrivilege(seShutdownName); err != nil {
+				return err
+			}
+		}
 	}
 	fa := windows.SERVICE_FAILURE_ACTIONS{
 		ResetPeriod:  scSeconds(r.ResetPeriod),
