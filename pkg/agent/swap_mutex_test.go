@@ -1,9 +1,14 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -59,5 +64,63 @@ func TestSwapRecoverReportsFinishedSwap(t *testing.T) {
 		if tt.result && (resp.Finished.Response == nil || len(resp.Finished.Response.Items) != len(swapped.Items) || resp.Finished.Response.Items[0].Result != swapped.Items[0].Result) {
 			t.Errorf("result = %+v, want the swap's %+v", resp.Finished.Response, swapped)
 		}
+	}
+}
+
+// An SSH signal request is what ends an agent on Windows (OpenSSH ends
+// the session's job): swdt sends one when it gives up on an op. The swap
+// then stops where it was, and leaves its journal to the repair.
+func TestSignalEndsTheAgent(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet"}
+	if err := ts.SetFaults(simnode.Faults{HoldAgent: &hold}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(swapKubeletRequest(swapStage(t, n, "kubelet", swapKubelet, []byte("MZ kubelet v2"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := ops.AgentPath(strings.Repeat("cd", 32))
+	if err := n.MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(path, []byte("MZ swdt-agent")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ts.Dial(ts.User())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Stdin = bytes.NewReader(raw)
+	if err := sess.Start(ops.CommandLine(path, ops.ServiceSwap.Name)); err != nil {
+		t.Fatal(err)
+	}
+	for n.HoldsReached() == 0 {
+		if err := n.Sleep(context.Background(), 5*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// swdt gives up on the op (remote.Client.Exec): a signal, then the
+	// session closes.
+	if err := sess.Signal(ssh.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	if err := sess.Wait(); err == nil {
+		t.Fatal("the swap answered although swdt gave up on it")
+	}
+	// The killed agent let go of the swap mutex; the repair takes it.
+	resp, err := agent.Call(context.Background(), n.OS(), ops.SwapRecover, ops.SwapRecoverRequest{})
+	if err != nil || !resp.Found || resp.Finished != nil {
+		t.Fatalf("repair: %+v, %v; want the killed swap's journal repaired", resp, err)
+	}
+	if b, _ := n.ReadFile(swapKubelet); string(b) == "MZ kubelet v2" {
+		t.Error("the killed agent went on and swapped kubelet")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -20,9 +21,10 @@ import (
 // simnode runs the agent's handlers in-process and does the same: the
 // handler's context does not end with the session (agentOS). An agent
 // that dies (the node loses power, someone ends the process) is the
-// AgentHold fault with Dies: once its session ends, every call that
-// would change the machine fails and changes nothing, its context ends,
-// and the named mutexes it owned are abandoned.
+// AgentHold fault with Dies, or an agent whose session gets a signal
+// request (which OpenSSH for Windows honours by ending the job): every
+// call that would change the machine fails and changes nothing, its
+// context ends, and the named mutexes it owned are abandoned.
 
 // AgentHold stops the agent at one step of an op: right after its Count-th
 // (1 when 0) call of Call whose target contains Target (any target when
@@ -62,21 +64,48 @@ type agentOS struct {
 	id      int64
 	cut     func()
 	seen    int
-	dead    bool
+	dead    atomic.Bool
+	// signalled is closed by a signal request, before the session ends.
+	signalled <-chan struct{}
 }
 
+// signalKey is the context key of the channel closed when the client
+// sends the session a signal request.
+type signalKey struct{}
+
 // newAgentOS is the Windows layer and the context of an agent started in
-// a session with context session; end is called when the agent exits.
+// a session with context session; end is called when the agent exits. A
+// signal request on the session kills the agent, as it ends the job.
 func newAgentOS(session context.Context, n *Node, m *machine, op string, cut func()) (*agentOS, context.Context, func()) {
 	ctx, kill := context.WithCancel(context.WithoutCancel(session))
 	a := &agentOS{OS: n.OS(), session: session, kill: kill, m: m, op: op, id: newMutexOwner(), cut: cut}
 	m.agents.begin(a.id, op)
+	exited := make(chan struct{})
+	if signalled, ok := session.Value(signalKey{}).(<-chan struct{}); ok {
+		a.signalled = signalled
+		go func() {
+			select {
+			case <-signalled:
+				a.die()
+			case <-exited:
+			}
+		}()
+	}
 	return a, ctx, func() {
+		close(exited)
 		kill()
 		// A process that ends abandons the mutexes it owns.
 		m.mutexes.abandonAll(a.id)
 		m.agents.end(a.id)
 	}
+}
+
+// die kills the agent: it changes nothing more, its context ends and its
+// mutexes are abandoned.
+func (a *agentOS) die() {
+	a.dead.Store(true)
+	a.kill()
+	a.m.mutexes.abandonAll(a.id)
 }
 
 // errAgentKilled is what a call of a killed agent returns.
@@ -85,7 +114,7 @@ var errAgentKilled = errors.New("simnode: the agent was killed (AgentHold with D
 // do runs one call that changes the machine, unless the agent is dead,
 // and holds it afterwards when an AgentHold names this step.
 func (a *agentOS) do(call, target string, fn func() error) error {
-	if a.dead {
+	if a.dead.Load() {
 		return errAgentKilled
 	}
 	a.m.agents.change(a.id)
@@ -106,10 +135,16 @@ func (a *agentOS) do(call, target string, fn func() error) error {
 		a.cut()
 	}
 	<-a.session.Done()
+	select {
+	case <-a.signalled:
+		// The session ended with a signal: the agent is dead now, not
+		// only once the watcher sees it.
+		a.die()
+		return err
+	default:
+	}
 	if h.Dies {
-		a.dead = true
-		a.kill()
-		a.m.mutexes.abandonAll(a.id)
+		a.die()
 		// Give the client's side of the cut time to notice first.
 		time.Sleep(10 * time.Millisecond)
 		return err
@@ -123,7 +158,7 @@ func (a *agentOS) do(call, target string, fn func() error) error {
 // LockMutex takes a named mutex for this agent: its calls share one owner,
 // and the mutexes it still owns when it ends are abandoned.
 func (a *agentOS) LockMutex(ctx context.Context, name string) (func(), bool, error) {
-	if a.dead {
+	if a.dead.Load() {
 		return nil, false, errAgentKilled
 	}
 	return a.m.lockMutex(ctx, name, a.id)

@@ -451,17 +451,24 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 			_ = req.Reply(true, nil)
 			// The request channel closes when the client closes the
-			// session: that ends the command, as sshd ends a session's
-			// processes.
+			// session: ctx ends (an agent runs on, see agentkill.go). A
+			// signal request ends the command.
 			ctx, cancel := context.WithCancel(cs.ctx)
+			signalled := make(chan struct{})
 			go func() {
+				once := false
 				for r := range reqs {
+					if r.Type == "signal" && !once {
+						once = true
+						close(signalled)
+					}
 					if r.WantReply {
-						_ = r.Reply(false, nil)
+						_ = r.Reply(r.Type == "signal", nil)
 					}
 				}
 				cancel()
 			}()
+			ctx = context.WithValue(ctx, signalKey{}, (<-chan struct{})(signalled))
 			status := cs.exec(ctx, ch, p.Command)
 			cancel()
 			cs.exit(ch, status)
