@@ -68,6 +68,8 @@ Markers (byte strings anywhere in a service's binary, read when it starts):
                           process is killed
   SIMNODE-WINS-NO-PIPE    the service runs without creating its named pipes
                           (like rancher/wins v0.16 and later)
+  SIMNODE-EXIT-ON-STOP    a stop ends with the process exiting before it
+                          reports Stopped: a failure, whose failure actions run
   SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it (in the
                           first MiB of the file)
 
@@ -78,6 +80,16 @@ edit it while simnode runs):
                            uploads (once, then cleared)
   --fail-op OP             fail an op once with kind "injected"; repeatable
   --choco-download-fails   the Chocolatey install script cannot download
+
+Real Windows behaviour (see pkg/simnode/README.md):
+  --kubelet-setup WAY      how the kubelet service runs C:\k\kubelet.exe: sc,
+                           nssm, or nssm-powershell (PrepareNode.ps1's nssm +
+                           powershell.exe + StartKubelet.ps1 process tree)
+  --scanner-hold DURATION  a virus scanner holds every fresh or just-run
+                           executable that long (rename/delete: error 32)
+  --language-mode MODE     full, or constrained (a WDAC/AppLocker node)
+An agent runs on to the end of its op when its connection drops, as under
+OpenSSH for Windows; an SSH signal request ends it.
 
 Flags:
 `

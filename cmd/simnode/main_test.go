@@ -22,7 +22,8 @@ func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, want := range []string{"SIMULATED", "not Windows", simnode.MarkerCrashOnStart, simnode.MarkerHangOnStop, simnode.MarkerWinsNoPipe,
-		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json"} {
+		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json",
+		simnode.MarkerExitOnStop, "--kubelet-setup", "--scanner-hold", "--language-mode"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %q", want)
 		}
@@ -34,6 +35,9 @@ func TestUsageErrors(t *testing.T) {
 		{},                           // no state dir
 		{"--state-dir", t.TempDir()}, // nobody could log in
 		{"--state-dir", t.TempDir(), "--password", "x", "--op-latency", "bad"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--kubelet-setup", "choco"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--language-mode", "strict"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--scanner-hold", "-1s"},
 	}
 	for _, args := range tests {
 		var out syncbuf.Buffer
