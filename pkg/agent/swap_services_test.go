@@ -94,3 +94,36 @@ func TestSwapLeavesSharedHostAlone(t *testing.T) {
 		t.Errorf("hns = %s, PID %d; want Running in the shared process %d again", hns.Status, hns.PID, other.PID)
 	}
 }
+
+// containerd's shims are its children and keep containers running across
+// its restarts: the swap of containerd neither waits for them nor kills
+// them (only a wrapper's children are its service's).
+func TestSwapLeavesContainerdShimsRunning(t *testing.T) {
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	const shim = `C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`
+	if err := n.WriteFile(shim, []byte("MZ shim")); err != nil {
+		t.Fatal(err)
+	}
+	cd, _ := n.Service("containerd")
+	shimPID := 0
+	if err := n.Update(func(s *simnode.State) error {
+		shimPID = s.NextPID
+		s.NextPID += 4
+		s.Processes[shimPID] = &simnode.Process{PID: shimPID, Parent: cd.PID, Image: shim, CommandLine: `"` + shim + `" -namespace k8s.io`}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const containerd = `C:\Program Files\containerd\containerd.exe`
+	resp, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, swapRequest(swapStage(t, n, "containerd", containerd, []byte("MZ containerd v2"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Items) != 1 || resp.Items[0].Result != ops.SwapResultSwapped || len(resp.Killed) != 0 {
+		t.Errorf("resp = %+v; want containerd swapped and nothing killed", resp)
+	}
+	if p, ok := n.LockedBy(shim); !ok || p.PID != shimPID {
+		t.Errorf("the shim (process %d) no longer runs", shimPID)
+	}
+}

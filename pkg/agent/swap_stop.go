@@ -68,10 +68,12 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	pid := svc.PID
 	// A wrapper's children (nssm's program) must be gone too before the
-	// binary is touched, and killed with it. A shared host's are not
-	// the service's.
+	// binary is touched, and killed with it. Other services' children are
+	// not theirs to end: containerd's shims keep containers running
+	// across its restarts.
+	wrapped := !svc.Shared && isWrapper(swapBase(exe))
 	var tree []procRef
-	if !svc.Shared {
+	if wrapped {
 		if tree, err = s.serviceTree(pid); err != nil {
 			return err
 		}
@@ -106,7 +108,9 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		svc, err = s.w.Service(name)
 		if err == nil && pid == 0 && svc.PID != 0 && !svc.Shared {
 			pid = svc.PID
-			tree, err = s.serviceTree(pid)
+			if wrapped {
+				tree, err = s.serviceTree(pid)
+			}
 		}
 		return err == nil && svc.Status == winos.StatusStopped, err
 	})

@@ -24,6 +24,13 @@ type procRef struct {
 	name string
 }
 
+// wrapperNames are the service wrappers swdt knows: programs that run the
+// real program as their child.
+var wrapperNames = []string{"nssm.exe"}
+
+// isWrapper reports whether the file name is a service wrapper's.
+func isWrapper(name string) bool { return swapContains(wrapperNames, name) }
+
 // shellNames are programs a wrapper may run to start the real program.
 var shellNames = []string{"powershell.exe", "pwsh.exe", "cmd.exe", "conhost.exe"}
 
@@ -124,7 +131,7 @@ const (
 // while it does not.
 func serviceProgram(w winos.OS, svc winos.Service) (executable, wrapper, via string) {
 	exe := serviceExecutable(svc.CommandLine)
-	if !strings.EqualFold(swapBase(exe), "nssm.exe") {
+	if !isWrapper(swapBase(exe)) {
 		return exe, "", ""
 	}
 	v, err := w.RegistryValue(`SYSTEM\CurrentControlSet\Services\`+svc.Name+`\Parameters`, "Application")

@@ -232,7 +232,7 @@ func (m *machine) crashLocked(svc *Service, now time.Time) {
 // terminateLocked ends svc's process and marks it Stopped.
 func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
 	if svc.PID != 0 && !m.st.hostsOthers(svc) {
-		m.endTreeLocked(svc.PID)
+		m.endWrappedLocked(svc)
 		if p := m.st.Processes[svc.PID]; p != nil {
 			m.processEndedLocked(p, now)
 		}

@@ -254,8 +254,17 @@ func (m *machine) wrappedMarkersLocked(svc *Service, found map[string]bool) map[
 	return out
 }
 
-// endTreeLocked ends every process below pid (an orderly stop of nssm
-// ends its tree; so does a crash of the service).
+// endWrappedLocked ends the processes below a wrapper service's process
+// as it ends (nssm ends its application's tree on a stop, and when its
+// application crashes). Other services' children live on: containerd's
+// shims keep containers running across its restarts.
+func (m *machine) endWrappedLocked(svc *Service) {
+	if strings.EqualFold(winBase(svc.BinaryPath), "nssm.exe") {
+		m.endTreeLocked(svc.PID)
+	}
+}
+
+// endTreeLocked ends every process below pid.
 func (m *machine) endTreeLocked(pid int) {
 	if pid == 0 {
 		return
