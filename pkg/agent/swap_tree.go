@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -38,11 +39,15 @@ var shellNames = []string{"powershell.exe", "pwsh.exe", "cmd.exe", "conhost.exe"
 func isShell(name string) bool { return swapContains(shellNames, name) }
 
 // processDescendants lists the processes below pid in one snapshot,
-// parents before their children. A process whose parent ID names pid
-// but that started before it would be a PID reuse; the snapshot has no
-// start times, so the tree is only read while pid runs (its children
-// cannot predate it then).
+// parents before their children. Windows keeps a process's parent ID
+// after the parent ended and reuses PIDs: a process that started before
+// the one now holding its parent's PID is not that one's child (nssm
+// checks the same).
 func processDescendants(procs []winos.Process, pid int) []winos.Process {
+	started := map[int]time.Time{}
+	for _, p := range procs {
+		started[p.PID] = p.Started
+	}
 	var out []winos.Process
 	queue := []int{pid}
 	seen := map[int]bool{pid: true}
@@ -50,11 +55,15 @@ func processDescendants(procs []winos.Process, pid int) []winos.Process {
 		parent := queue[0]
 		queue = queue[1:]
 		for _, p := range procs {
-			if p.ParentPID == parent && !seen[p.PID] {
-				seen[p.PID] = true
-				out = append(out, p)
-				queue = append(queue, p.PID)
+			if p.ParentPID != parent || seen[p.PID] {
+				continue
 			}
+			if ps := started[parent]; !ps.IsZero() && !p.Started.IsZero() && p.Started.Before(ps) {
+				continue // its real parent ended, and parent got its PID since
+			}
+			seen[p.PID] = true
+			out = append(out, p)
+			queue = append(queue, p.PID)
 		}
 	}
 	return out

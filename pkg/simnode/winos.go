@@ -198,7 +198,7 @@ func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, ma
 func (o simOS) Processes() ([]winos.Process, error) {
 	var out []winos.Process
 	for _, p := range o.n.Processes() {
-		out = append(out, winos.Process{PID: p.PID, ParentPID: p.Parent, Name: path.Base(strings.ReplaceAll(p.Image, `\`, "/")), Path: p.Image, CommandLine: p.CommandLine})
+		out = append(out, winos.Process{PID: p.PID, ParentPID: p.Parent, Started: p.Started, Name: path.Base(strings.ReplaceAll(p.Image, `\`, "/")), Path: p.Image, CommandLine: p.CommandLine})
 	}
 	return out, nil
 }

@@ -40,6 +40,10 @@ func (windowsOS) Processes() ([]Process, error) {
 		if h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, e.ProcessID); err == nil {
 			p.Path = imagePath(h, path)
 			p.CommandLine = commandLine(h, cmdline)
+			var created, exited, kernel, user windows.Filetime
+			if windows.GetProcessTimes(h, &created, &exited, &kernel, &user) == nil {
+				p.Started = time.Unix(0, created.Nanoseconds())
+			}
 			windows.CloseHandle(h)
 		}
 		out = append(out, p)

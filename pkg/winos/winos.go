@@ -221,8 +221,12 @@ type Process struct {
 	PID int
 	// ParentPID is the process that created this one. Windows keeps it
 	// after that process ended, and may have given its PID to another
-	// process since.
+	// process since: a child started before the process now holding
+	// ParentPID is not its child.
 	ParentPID int
+	// Started is when the process was created (zero when it cannot be
+	// read).
+	Started time.Time
 	// Name is the image's file name (wins.exe).
 	Name string
 	// Path is the image's full path ("" when it cannot be read).
