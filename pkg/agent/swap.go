@@ -737,6 +737,10 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		}
 		if err == nil {
 			res.Events = events
+		} else {
+			// No events is not the same as events that could not be
+			// read (a Constrained Language node refuses the script).
+			res.Events = []string{"the event log could not be read: " + err.Error()}
 		}
 	}
 	if s.journal != nil {

@@ -33,6 +33,7 @@ func ParseLanguageMode(s string) (string, error) {
 var fullLanguageScripts = map[string]bool{
 	winos.ScriptFirewallRules.Name(): true,
 	winos.ScriptFirewallSet.Name():   true,
+	winos.ScriptServiceEvents.Name(): true,
 	winos.ScriptChocoInstall.Name():  true,
 }
 
@@ -48,7 +49,7 @@ func (n *Node) constrainedScript(s winos.Script) (winos.Result, bool) {
 }
 
 // constrainedErr is the error the Windows layer's script-backed methods
-// (the firewall's) return when the language mode refuses their script.
+// (the firewall's, the event log's) return when the language mode refuses their script.
 func (n *Node) constrainedErr(s winos.Script) error {
 	res, refused := n.constrainedScript(s)
 	if !refused {

@@ -181,6 +181,9 @@ func (o simOS) SetRecovery(name string, r winos.Recovery) error {
 }
 
 func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, max int) ([]string, error) {
+	if err := o.n.constrainedErr(winos.ScriptServiceEvents); err != nil {
+		return nil, err
+	}
 	svc, err := o.n.Service(name)
 	if err != nil {
 		return nil, winErr("read event log", name, err)
