@@ -79,6 +79,8 @@ Markers (byte strings anywhere in a service's binary, read when it starts):
                           process is killed
   SIMNODE-WINS-NO-PIPE    the service runs without creating its named pipes
                           (like rancher/wins v0.16 and later)
+  SIMNODE-EXIT-ON-STOP    a stop ends with the process exiting before it
+                          reports Stopped: a failure, whose failure actions run
   SIMNODE-VERSION=1.2.3   the file's version as Get-Item reports it (in the
                           first MiB of the file)
 
@@ -95,6 +97,16 @@ edit it while simnode runs):
                            uploads (once, then cleared)
   --fail-op OP             fail an op once with kind "injected"; repeatable
   --choco-download-fails   the Chocolatey install script cannot download
+
+Real Windows behaviour (see pkg/simnode/README.md):
+  --kubelet-setup WAY      how the kubelet service runs C:\k\kubelet.exe: sc,
+                           nssm, or nssm-powershell (PrepareNode.ps1's nssm +
+                           powershell.exe + StartKubelet.ps1 process tree)
+  --scanner-hold DURATION  a virus scanner holds every fresh or just-run
+                           executable that long (rename/delete: error 32)
+  --language-mode MODE     full, or constrained (a WDAC/AppLocker node)
+An agent runs on to the end of its op when its connection drops, as under
+OpenSSH for Windows; an SSH signal request ends it.
 
 Flags:
 `
@@ -126,6 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		bootTime      = fs.Duration("boot-time", simnode.DefaultDelays().Boot, "how long a rebooting machine refuses SSH")
 		cutAfter      = fs.Int64("cut-after-bytes", 0, "fault: drop the connection after N bytes of SFTP uploads")
 		chocoFails    = fs.Bool("choco-download-fails", false, "fault: the Chocolatey install cannot download")
+		languageMode  = fs.String("language-mode", "", "PowerShell's language `mode`: full, or constrained (a WDAC/AppLocker node)")
+		scannerHold   = fs.Duration("scanner-hold", 0, "play a virus scanner that holds every freshly written or just-run executable for `duration` (rename and delete fail with a sharing violation)")
+		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
 		latency       multiFlag
@@ -169,6 +184,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	}
 	if *wine {
 		opts.Wine = &simnode.Wine{}
+	}
+	if *languageMode != "" {
+		mode, err := simnode.ParseLanguageMode(*languageMode)
+		if err != nil {
+			return usageError{fmt.Errorf("--language-mode: %w", err)}
+		}
+		opts.LanguageMode = mode
+	}
+	if *scannerHold < 0 {
+		return usageError{fmt.Errorf("--scanner-hold %s: want a positive duration", *scannerHold)}
+	}
+	opts.ScannerHold = *scannerHold
+	if *kubeletSetup != "" {
+		k, err := simnode.ParseKubeletSetup(*kubeletSetup)
+		if err != nil {
+			return usageError{fmt.Errorf("--kubelet-setup: %w", err)}
+		}
+		opts.KubeletSetup = k
 	}
 	if *nonAdmin != "" {
 		opts.Accounts = []simnode.Account{{Name: *nonAdmin, Password: *password}}

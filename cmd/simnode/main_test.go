@@ -22,7 +22,8 @@ func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, want := range []string{"SIMULATED", "not Windows", simnode.MarkerCrashOnStart, simnode.MarkerHangOnStop, simnode.MarkerWinsNoPipe,
-		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json", "--non-admin", "untrusted program"} {
+		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json", "--non-admin", "untrusted program",
+		simnode.MarkerExitOnStop, "--kubelet-setup", "--scanner-hold", "--language-mode"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %q", want)
 		}
@@ -36,6 +37,9 @@ func TestUsageErrors(t *testing.T) {
 		{"--state-dir", t.TempDir(), "--password", "x", "--op-latency", "bad"},
 		{"--state-dir", t.TempDir(), "--password", "x", "--non-admin", "mallory"},
 		{"--state-dir", t.TempDir(), "--password", "x", "--non-admin", "mallory=" + filepath.Join(t.TempDir(), "missing.pub")},
+		{"--state-dir", t.TempDir(), "--password", "x", "--kubelet-setup", "choco"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--language-mode", "strict"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--scanner-hold", "-1s"},
 	}
 	for _, args := range tests {
 		var out syncbuf.Buffer

@@ -27,18 +27,20 @@ func run(ctx context.Context, args []string) int {
 }
 
 // killChildrenWithAgent puts the agent in a job object that ends every
-// process in it when its last handle closes: when sshd terminates the
-// agent because swdt closed the session (Ctrl-C, a lost connection), the
-// programs the agent started (swdt exec's, choco.exe, wins.exe...) end
-// with it instead of running on unbounded. Jobs nest since Windows 8 /
-// Server 2012, so this works inside a job sshd may already use.
+// process in it when its last handle closes: when the agent ends (an op
+// done, or the agent killed), the programs it started (swdt exec's,
+// choco.exe, wins.exe...) end with it instead of running on unbounded.
+// Jobs nest since Windows 8 / Server 2012, so this works inside the job
+// sshd runs the session in. The job allows breakaway, as sshd's own does:
+// installers (Chocolatey packages, MSI custom actions) start helpers with
+// CREATE_BREAKAWAY_FROM_JOB and fail when the job forbids it.
 func killChildrenWithAgent() error {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return fmt.Errorf("create job object: %w", err)
 	}
 	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
-	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | windows.JOB_OBJECT_LIMIT_BREAKAWAY_OK
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)

@@ -159,7 +159,7 @@ func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin i
 	if err != nil {
 		return failed(Fail("bad-request", "read request from stdin: %v", err))
 	}
-	data, err := safely(ctx, h, w, inv, raw)
+	data, err := safely(ctx, h, busyOS{OS: w, ctx: ctx}, inv, raw)
 	if err != nil {
 		return failed(err)
 	}

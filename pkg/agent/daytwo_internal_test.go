@@ -66,20 +66,25 @@ func (r registryOS) RegistryValue(key, name string) (winos.RegistryValue, error)
 }
 
 func TestServiceProgram(t *testing.T) {
-	w := registryOS{vals: map[string]string{`SYSTEM\CurrentControlSet\Services\wrapped\Parameters\Application`: `C:\k\kubelet.exe`}}
+	w := registryOS{vals: map[string]string{
+		`SYSTEM\CurrentControlSet\Services\wrapped\Parameters\Application`: `C:\k\kubelet.exe`,
+		`SYSTEM\CurrentControlSet\Services\shell\Parameters\Application`:   `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`,
+	}}
 	tests := []struct {
-		svc                      winos.Service
-		wantExecutable, wantWrap string
+		svc                               winos.Service
+		wantExecutable, wantWrap, wantVia string
 	}{
-		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe --v=2`}, `C:\k\kubelet.exe`, ""},
-		{winos.Service{Name: "containerd", CommandLine: `"C:\Program Files\containerd\containerd.exe" --run-service`}, `C:\Program Files\containerd\containerd.exe`, ""},
-		{winos.Service{Name: "wrapped", CommandLine: `C:\k\NSSM.exe`}, `C:\k\kubelet.exe`, `C:\k\NSSM.exe`},
-		{winos.Service{Name: "unknown", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`},
+		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe --v=2`}, `C:\k\kubelet.exe`, "", ""},
+		{winos.Service{Name: "containerd", CommandLine: `"C:\Program Files\containerd\containerd.exe" --run-service`}, `C:\Program Files\containerd\containerd.exe`, "", ""},
+		{winos.Service{Name: "wrapped", CommandLine: `C:\k\NSSM.exe`}, `C:\k\kubelet.exe`, `C:\k\NSSM.exe`, "nssm"},
+		{winos.Service{Name: "unknown", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`, "nssm"},
+		// A stopped service has no tree to show what the script starts.
+		{winos.Service{Name: "shell", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`, "nssm + PowerShell"},
 	}
 	for _, tt := range tests {
-		exe, wrap := serviceProgram(w, tt.svc)
-		if exe != tt.wantExecutable || wrap != tt.wantWrap {
-			t.Errorf("serviceProgram(%q) = %q, %q; want %q, %q", tt.svc.CommandLine, exe, wrap, tt.wantExecutable, tt.wantWrap)
+		exe, wrap, via := serviceProgram(w, tt.svc)
+		if exe != tt.wantExecutable || wrap != tt.wantWrap || via != tt.wantVia {
+			t.Errorf("serviceProgram(%q) = %q, %q, %q; want %q, %q, %q", tt.svc.CommandLine, exe, wrap, via, tt.wantExecutable, tt.wantWrap, tt.wantVia)
 		}
 	}
 }

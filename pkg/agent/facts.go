@@ -67,6 +67,11 @@ func setupFacts(ctx context.Context, w winos.OS, req ops.SetupFactsRequest) (ops
 	if err := rdpCheckRuleNames(req.FirewallRules); err != nil {
 		return resp, err
 	}
+	// The firewall rules are read by a script that needs FullLanguage:
+	// a policy that forbids it is named first, not met as a script error.
+	if err := requireFullLanguage(ctx, w, "swdt setup reads and sets the firewall rules and installs Chocolatey with PowerShell scripts that need FullLanguage"); err != nil {
+		return resp, err
+	}
 	var err error
 	if resp.Node, err = nodeFacts(ctx, w, ops.NodeFactsRequest{}); err != nil {
 		return resp, err

@@ -205,7 +205,7 @@ func TestSwapRecoverKilledDuringRepair(t *testing.T) {
 			lockTake(t, ts, "a", time.Minute)
 			// The swap is killed between its two renames: the repair
 			// must put the backup back and start the services.
-			if err := ts.SetFaults(simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "Rename", Target: `C:\k\kubelet.exe`, Cut: true}}); err != nil {
+			if err := ts.SetFaults(simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "Rename", Target: `C:\k\kubelet.exe`, Cut: true, Dies: true}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := sshSwap(t, ts, req); err == nil {
@@ -213,7 +213,7 @@ func TestSwapRecoverKilledDuringRepair(t *testing.T) {
 			}
 			recover := ops.SwapRecoverRequest{RunID: "a", Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}}
 			h := hold
-			h.Op, h.Cut = ops.SwapRecover.Name, true
+			h.Op, h.Cut, h.Dies = ops.SwapRecover.Name, true, true
 			if err := ts.SetFaults(simnode.Faults{HoldAgent: &h}); err != nil {
 				t.Fatal(err)
 			}

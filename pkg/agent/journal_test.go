@@ -82,7 +82,7 @@ func TestSwapRecoverAfterKill(t *testing.T) {
 			req.Owner = lockOwner("a")
 			lockTake(t, ts, "a", time.Minute)
 			hold := tt.hold
-			hold.Op, hold.Cut = ops.ServiceSwap.Name, true
+			hold.Op, hold.Cut, hold.Dies = ops.ServiceSwap.Name, true, true
 			if err := ts.SetFaults(simnode.Faults{HoldAgent: &hold}); err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestSwapRecoverAfterKill(t *testing.T) {
 func TestServiceSwapRefusedWhileUnfinished(t *testing.T) {
 	ts := simnode.StartTest(t)
 	n := ts.Node()
-	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kube-proxy", Cut: true}
+	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kube-proxy", Cut: true, Dies: true}
 	if err := ts.SetFaults(simnode.Faults{HoldAgent: &hold}); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ type lockRecord struct {
 
 // nodeLock takes the lock, breaking a stale or dead holder's; a live
 // holder is reported, not waited for (the caller waits, and says so).
-func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
+func nodeLock(ctx context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
 	var resp ops.NodeLockResponse
 	if req.Owner.RunID == "" || req.StaleAfterMs <= 0 {
 		return resp, Fail("bad-request", "a lock request needs an owner's run ID and a positive staleAfterMs")
@@ -74,6 +74,12 @@ func nodeLock(_ context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeL
 		case !holder.Stale() && holder.Owner.RunID != req.Break:
 			resp.Holder = holder
 			return resp, nil
+		}
+		// A swap agent outlives its swdt and its connection: while one
+		// works, the lock is its run's, whatever became of that run.
+		if busy, err := swapAgentWorks(ctx, w); err != nil || busy {
+			resp.Holder = holder
+			return resp, err
 		}
 		broke, removed, err := lockBreak(w, *holder, req.Destinations)
 		if err != nil {

@@ -22,7 +22,7 @@ func TestServiceSwapOnMissingAPIs(t *testing.T) {
 		unknown   []string // RecoveryUnknown
 	}{
 		{name: "failure actions cannot be read", missing: simnode.MissingAPIFailureActions,
-			result: ops.SwapResultSwapped, unknown: []string{"kubelet"}},
+			result: ops.SwapResultSwapped, unknown: []string{"kubelet", "kube-proxy"}},
 		{name: "pipes cannot be listed: the pipe is probed by name", missing: simnode.MissingAPIPipeListing,
 			checks: []ops.HealthCheckSpec{{NamedPipe: `\\.\pipe\CONTAINERD-containerd`}}, result: ops.SwapResultSwapped},
 		{name: "pipes cannot be listed: a missing pipe fails the check", missing: simnode.MissingAPIPipeListing,

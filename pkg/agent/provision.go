@@ -84,7 +84,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 			return resp, fmt.Errorf("list the services that depend on %s: %w", svc.Name, err)
 		}
 		queue = append(queue, dependents...)
-		executable, wrapper := serviceProgram(w, svc)
+		executable, wrapper, via := serviceProgram(w, svc)
 		if svc.ProcessExited {
 			// The service control manager did not notice that its
 			// process exited (Wine's does not): it is down.
@@ -99,6 +99,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 			BinaryPath: svc.CommandLine,
 			Executable: executable,
 			Wrapper:    wrapper,
+			Via:        via,
 			DependsOn:  provisionNonNil(svc.Dependencies),
 			Dependents: provisionNonNil(dependents),
 		})
@@ -237,19 +238,4 @@ func filesRemove(_ context.Context, w winos.OS, req ops.FilesRemoveRequest) (ops
 		resp.Removed = append(resp.Removed, p)
 	}
 	return resp, nil
-}
-
-// serviceProgram is the program a service runs: its command line's
-// executable or, when that is nssm (which wraps a program that is not a
-// service), the program nssm starts; wrapper is then nssm's path.
-func serviceProgram(w winos.OS, svc winos.Service) (executable, wrapper string) {
-	exe := serviceExecutable(svc.CommandLine)
-	if !strings.EqualFold(swapBase(exe), "nssm.exe") {
-		return exe, ""
-	}
-	v, err := w.RegistryValue(`SYSTEM\CurrentControlSet\Services\`+svc.Name+`\Parameters`, "Application")
-	if err != nil || v.String == "" {
-		return "", exe // wrapped, and what it wraps is unknown
-	}
-	return v.String, exe
 }

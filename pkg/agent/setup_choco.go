@@ -174,24 +174,7 @@ func chocoInstall(ctx context.Context, w winos.OS, _ ops.ChocoInstallRequest) (o
 // but FullLanguage: under a WDAC or AppLocker policy Chocolatey's install
 // script cannot run, and would fail in ways that do not say why.
 func chocoCheckLanguageMode(ctx context.Context, w winos.OS) error {
-	res, expired, err := scriptBounded(ctx, w, setupLimits.query, winos.ScriptLanguageMode, nil)
-	if err != nil {
-		return fmt.Errorf("read PowerShell's language mode: %w", err)
-	}
-	if expired {
-		return Fail("timeout", "powershell.exe did not report its language mode within %s", setupLimits.query)
-	}
-	if res.ExitCode != 0 {
-		return Fail(ops.KindInstallFailed, "powershell.exe could not report its language mode (exit code %d), so Chocolatey's "+
-			"install script cannot run either: %s", res.ExitCode, lastBytes(printed(res), 800))
-	}
-	mode := chocoFirstLine(string(res.Stdout))
-	if mode != "FullLanguage" {
-		return Fail(ops.KindConstrainedLanguage, "PowerShell on this node runs in %s mode, which an application control policy "+
-			"(Windows Defender Application Control, WDAC, or AppLocker) enforces; Chocolatey's install script cannot run in it. Have the "+
-			"policy allow it, or install Chocolatey by other means so that %s exists, then run swdt setup again", mode, chocoExe)
-	}
-	return nil
+	return requireFullLanguage(ctx, w, "Chocolatey's install script cannot run in it (or install Chocolatey by other means so that "+chocoExe+" exists)")
 }
 
 // chocoRunInstaller runs the fixed choco-install script and returns its

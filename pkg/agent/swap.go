@@ -107,6 +107,11 @@ type swapRecovery struct {
 // switched off; when it failed half-way it also starts again every
 // service it had stopped.
 func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+	unlock, _, err := lockSwapMutex(ctx, w, swapMutexWait, "nothing was stopped")
+	if err != nil {
+		return ops.ServiceSwapResponse{}, err
+	}
+	defer unlock()
 	s := newSwapRun(w, req)
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err
@@ -126,6 +131,10 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	problems := s.restoreRecovery()
 	if err == nil {
 		resp.RecoveryNotRestored = problems
+		// The result goes first: a repair that finds no journal reports it.
+		if err := swapResultSave(w, req.Owner.RunID, resp, nil); err != nil {
+			return resp, fmt.Errorf("the swap is done, but: %w", err)
+		}
 		if err := journalRemove(w); err != nil {
 			return resp, fmt.Errorf("the swap is done, but: %w", err)
 		}
@@ -154,7 +163,11 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	for _, p := range problems {
 		notes = append(notes, "service "+p.Service+": "+p.Error)
 	}
-	return resp, swapNote(err, notes)
+	err = swapNote(err, notes)
+	if saveErr := swapResultSave(w, req.Owner.RunID, resp, err); saveErr != nil {
+		err = swapNote(err, []string{saveErr.Error()})
+	}
+	return resp, err
 }
 
 // newSwapRun prepares a swap of req.
@@ -316,34 +329,64 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 // that started (and the request's ServiceChecks of a service no item
 // feeds), and records a failure as the service's.
 func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[string]string, byService map[string][]int, results []ops.SwapItemResult) error {
+	type pending struct {
+		key     string
+		checks  []ops.HealthCheckSpec
+		failure string
+	}
+	var todo []*pending
 	for _, name := range start {
 		key := strings.ToLower(name)
 		if _, failed := failures[key]; failed {
 			continue
 		}
+		p := &pending{key: key}
 		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(byService[key]) == 0 {
-			failure, err := s.health(ctx, name, checks)
-			if err != nil {
-				return err
-			}
-			if failure != "" {
-				failures[key] = "health check failed: " + failure
-			}
-			continue
+			p.checks = checks
 		}
 		for _, i := range byService[key] {
-			if results[i].Result != ops.SwapResultSwapped {
-				continue
+			if results[i].Result == ops.SwapResultSwapped {
+				p.checks = append(p.checks, s.req.Items[i].HealthChecks...)
 			}
-			failure, err := s.health(ctx, name, s.req.Items[i].HealthChecks)
+		}
+		if len(p.checks) > 0 {
+			todo = append(todo, p)
+		}
+	}
+	// One timeout for all: each round checks every service that has not
+	// passed yet (one after another: the Windows layer is used from one
+	// goroutine), so a swap of several services that do not come up is
+	// rolled back after the health timeout, not after one per service.
+	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
+	for len(todo) > 0 {
+		var still []*pending
+		for _, p := range todo {
+			failure, failed, err := s.healthRound(ctx, p.checks)
 			if err != nil {
 				return err
 			}
-			if failure != "" {
-				failures[key] = "health check failed: " + failure
-				break
+			if failure == "" {
+				continue
 			}
+			p.failure = failure
+			// A wins pipe still missing once wins has been Running for
+			// winsPipeGrace never comes: v0.16 and later have none.
+			if up, ok := s.runningAt[p.key]; ok && isWinsPipe(failed.NamedPipe) && time.Since(s.started)-up >= winsPipeGrace {
+				failures[p.key] = fmt.Sprintf("health check failed: %s although the service has been Running for %s", failure, (time.Since(s.started) - up).Round(100*time.Millisecond))
+				continue
+			}
+			still = append(still, p)
 		}
+		todo = still
+		if len(todo) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if err := sleep(ctx, swapHealthPoll); err != nil {
+			return err
+		}
+	}
+	for _, p := range todo {
+		failures[p.key] = "health check failed: " + p.failure
 	}
 	return nil
 }
@@ -758,6 +801,10 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		}
 		if err == nil {
 			res.Events = events
+		} else {
+			// No events is not the same as events that could not be
+			// read (a Constrained Language node refuses the script).
+			res.Events = []string{"the event log could not be read: " + err.Error()}
 		}
 	}
 	if s.journal != nil {
@@ -805,36 +852,16 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 	return again, nil
 }
 
-// health runs the checks of service until all pass or the health
-// timeout runs out: "" when they passed, else the last failure. A wins
-// pipe still missing once the service has been Running for
-// winsPipeGrace fails at once: wins v0.16 and later never create it.
-// Only the end of ctx is an error.
-func (s *swapRun) health(ctx context.Context, service string, checks []ops.HealthCheckSpec) (string, error) {
-	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
-	for {
-		failure := ""
-		var failed ops.HealthCheckSpec
-		for _, c := range checks {
-			f, err := s.healthCheck(ctx, c)
-			if err != nil {
-				return "", err
-			}
-			if f != "" {
-				failure, failed = f, c
-				break
-			}
-		}
-		if failure == "" || !time.Now().Before(deadline) {
-			return failure, nil
-		}
-		if up, ok := s.runningAt[strings.ToLower(service)]; ok && isWinsPipe(failed.NamedPipe) && time.Since(s.started)-up >= winsPipeGrace {
-			return fmt.Sprintf("%s although the service has been Running for %s", failure, (time.Since(s.started) - up).Round(100*time.Millisecond)), nil
-		}
-		if err := sleep(ctx, swapHealthPoll); err != nil {
-			return "", err
+// healthRound runs checks once, in order: "" when all pass, else why
+// the first that fails does not, and that check.
+func (s *swapRun) healthRound(ctx context.Context, checks []ops.HealthCheckSpec) (string, ops.HealthCheckSpec, error) {
+	for _, c := range checks {
+		f, err := s.healthCheck(ctx, c)
+		if err != nil || f != "" {
+			return f, c, err
 		}
 	}
+	return "", ops.HealthCheckSpec{}, nil
 }
 
 // healthCheck runs one health check: "" when it passes, else why not.

@@ -32,15 +32,29 @@ import (
 // swapRecover repairs the node's unfinished swap, if it has one.
 func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
 	resp := ops.SwapRecoverResponse{Items: []ops.SwapRecoverItem{}, Started: []string{}, NotStarted: []ops.ServiceProblem{}, Removed: []string{}}
-	if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
+	// A swap whose connection dropped may still run: it goes first.
+	unlock, _, err := lockSwapMutex(ctx, w, repairMutexWait, "nothing was repaired")
+	if err != nil {
 		return resp, err
 	}
+	defer unlock()
 	if err := footprint(w); err != nil {
 		return resp, fmt.Errorf("nothing was repaired: %w", err)
 	}
 	j, err := journalRead(w, &resp.Ignored)
 	if err != nil {
 		return resp, err
+	}
+	if j == nil {
+		// The run's swap finished (and released the run's lock).
+		if resp.Finished, err = swapResultTake(w, req.RunID); err != nil {
+			return resp, err
+		}
+	}
+	if resp.Finished == nil {
+		if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
+			return resp, err
+		}
 	}
 	if j != nil {
 		resp.Found, resp.Journal = true, j

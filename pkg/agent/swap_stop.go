@@ -32,8 +32,13 @@ const swapStopAttempts = 3
 // stop stops a service and waits until it is Stopped and its process has
 // exited, stopping its running dependents first (recorded in alsoStopped
 // when StopOrder did not name them) and killing the process when the
-// service ignores its stop control for the stop timeout. A service that is
-// already Stopped is left alone and not counted as stopped by the swap.
+// service ignores its stop control for the stop timeout. Its failure
+// actions are off from before the stop control (a process that exits
+// while stopping counts as a failure, and a restart then could start
+// the service, or the one it depends on, on the old binary). A service
+// that is already Stopped is left alone and not counted as stopped by the
+// swap. A service that shares its process (svchost) is only waited for:
+// that process runs on for the others, and is never killed.
 func (s *swapRun) stop(ctx context.Context, name string) error {
 	key := strings.ToLower(name)
 	if s.stopping[key] {
@@ -62,17 +67,34 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 		}
 	}
 	pid := svc.PID
+	// A wrapper's children (nssm's program) must be gone too before the
+	// binary is touched, and killed with it. Other services' children are
+	// not theirs to end: containerd's shims keep containers running
+	// across its restarts.
+	wrapped := !svc.Shared && isWrapper(swapBase(exe))
+	var tree []procRef
+	if wrapped {
+		if tree, err = s.serviceTree(pid); err != nil {
+			return err
+		}
+	}
 	switch {
 	case serviceDown(svc):
 		// It failed to start meanwhile.
 		return nil
 	case svc.Status == winos.StatusStopPending:
+		if err := s.recoveryOff(name); err != nil {
+			return fmt.Errorf("switch off the failure actions of service %s while it stops: %w", name, err)
+		}
 		if err := s.markStopped(name); err != nil {
 			return err
 		}
 	default:
 		if err := s.stopDependents(ctx, name); err != nil {
 			return err
+		}
+		if err := s.recoveryOff(name); err != nil {
+			return fmt.Errorf("switch off the failure actions of service %s before stopping it: %w", name, err)
 		}
 		// Its downtime starts now, after its dependents'.
 		if err := s.markStopped(name); err != nil {
@@ -84,16 +106,26 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	stopped, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
 		svc, err = s.w.Service(name)
-		if err == nil && pid == 0 {
+		if err == nil && pid == 0 && svc.PID != 0 && !svc.Shared {
 			pid = svc.PID
+			if wrapped {
+				tree, err = s.serviceTree(pid)
+			}
 		}
 		return err == nil && serviceDown(svc), err
 	})
 	if err != nil {
 		return err
 	}
+	if svc.Shared {
+		if !stopped {
+			return Fail("timeout", "service %s did not stop within %d ms; it shares its process %d with other services (svchost), "+
+				"which was not killed: that would end them all", name, s.req.StopTimeoutMs, pid)
+		}
+		return nil
+	}
 	if !stopped {
-		return s.kill(ctx, name, pid, exe, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
+		return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
 	}
 	if pid == 0 {
 		return nil
@@ -101,13 +133,13 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	// Stopped is reported before the process has exited, and the binary
 	// stays locked until it has.
 	gone, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-		runs, err := s.processRuns(pid, exe)
+		runs, err := s.treeRuns(pid, exe, tree)
 		return !runs, err
 	})
 	if err != nil || gone {
 		return err
 	}
-	return s.kill(ctx, name, pid, exe, fmt.Sprintf("stopped, but its process %d still ran %d ms later", pid, s.req.StopTimeoutMs))
+	return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("stopped, but its process %d still ran %d ms later", pid, s.req.StopTimeoutMs))
 }
 
 // swapTakesNoControl reports whether a service in status st refuses
@@ -168,11 +200,12 @@ func (s *swapRun) stopDependents(ctx context.Context, name string) error {
 	return nil
 }
 
-// kill ends the process of a service that will not stop, and returns
-// once the service is Stopped, its process gone, and it stayed stopped
-// for swapStaysStopped. why says what the service did instead of
-// stopping.
-func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why string) error {
+// kill ends the process of a service that will not stop, then every
+// process of its tree (TerminateProcess ends one process: a killed nssm
+// leaves its program running), and returns once the service is Stopped,
+// its processes gone, and it stayed stopped for swapStaysStopped. why
+// says what the service did instead of stopping.
+func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tree []procRef, why string) error {
 	if pid == 0 {
 		return Fail("timeout", "service %s %s and has no process to kill", name, why)
 	}
@@ -184,6 +217,9 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 	}
 	if err := s.w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
 		return fmt.Errorf("service %s %s; kill its process %d: %w", name, why, pid, err)
+	}
+	if err := s.killTree(tree); err != nil {
+		return fmt.Errorf("service %s %s; its process %d was killed, but: %w", name, why, pid, err)
 	}
 	if !swapContains(s.killed, name) {
 		s.killed = append(s.killed, name)
@@ -203,7 +239,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe, why strin
 		if !serviceDown(svc) {
 			return false, nil
 		}
-		runs, err := s.processRuns(pid, exe)
+		runs, err := s.treeRuns(pid, exe, tree)
 		return !runs, err
 	})
 	if err != nil {
@@ -270,7 +306,9 @@ func (s *swapRun) recoveryOff(name string) error {
 	if errors.Is(err, winos.ErrInvalidLevel) {
 		// The system cannot report failure actions (Wine cannot): none
 		// are switched off, and the result says so.
-		s.recoveryUnknown = append(s.recoveryUnknown, name)
+		if !slices.ContainsFunc(s.recoveryUnknown, func(n string) bool { return strings.EqualFold(n, name) }) {
+			s.recoveryUnknown = append(s.recoveryUnknown, name)
+		}
 		return nil
 	}
 	if err != nil {
@@ -299,15 +337,27 @@ func (s *swapRun) recoveryOff(name string) error {
 }
 
 // restoreRecovery puts back every service's failure actions that the swap
-// switched off, and lists those it could not.
+// switched off, reads each back, and lists those it could not restore.
 func (s *swapRun) restoreRecovery() []ops.ServiceProblem {
 	var problems []ops.ServiceProblem
 	for _, r := range s.recovery {
 		if err := s.w.SetRecovery(r.service, r.recovery); err != nil {
 			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("could not restore its failure actions: %v", err)})
+			continue
+		}
+		got, err := s.w.Recovery(r.service)
+		if err != nil {
+			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("its failure actions were restored but cannot be read back: %v", err)})
+		} else if !sameRecovery(got, r.recovery) {
+			problems = append(problems, ops.ServiceProblem{Service: r.service, Error: fmt.Sprintf("its failure actions read back as %v after they were restored to %v", got.Actions, r.recovery.Actions)})
 		}
 	}
 	return problems
+}
+
+// sameRecovery reports whether two sets of failure actions are the same.
+func sameRecovery(a, b winos.Recovery) bool {
+	return a.ResetPeriod == b.ResetPeriod && slices.Equal(a.Actions, b.Actions)
 }
 
 // markStopped records that the swap stops name now, in the journal

@@ -129,8 +129,13 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 		resp, err := r.n.SwapServices(swapCtx, req)
 		if err != nil {
 			r.lock.renew()
-			r.repairAfter(ctx, req, staged, err)
-			return nil, nil
+			finished := r.repairAfter(ctx, req, staged, err)
+			if finished == nil {
+				return nil, nil
+			}
+			// The op ran to its end on the node after all: its own answer
+			// is the truth.
+			resp = *finished
 		}
 		r.lock.released = resp.Unlocked
 		if len(resp.Undecoded) == 0 {
@@ -443,10 +448,12 @@ func (r *swapRun) restart(ctx context.Context, it Item, running bool) error {
 }
 
 // repairAfter repairs the node after the swap op itself failed
-// (connection lost, op error): swap-recover finishes or rolls back what
-// the swap's journal records, and the report says which binary each
-// service runs.
-func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, staged []Item, cause error) {
+// (connection lost, op error): swap-recover waits for the swap's agent if
+// it still runs (it outlives a dropped connection), then finishes or
+// rolls back what the swap's journal records, and the report says which
+// binary each service runs. When the swap ran to a successful end after
+// all, repairAfter returns its answer and reports nothing.
+func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, staged []Item, cause error) *ops.ServiceSwapResponse {
 	r.opts.Observer.Step("swap failed; repairing the node")
 	paths := r.stagedPaths(staged)
 	trusted := make([]ops.TrustedBinary, 0, len(req.Items))
@@ -455,6 +462,13 @@ func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, s
 	}
 	resp, err := recoverSwap(ctx, r.n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths, Trusted: trusted}, repairBudget(r.opts, len(req.StopOrder)+len(req.StartOrder)), r.opts)
 	msg := "swap failed: " + cause.Error()
+	switch {
+	case err == nil && resp.Finished != nil && resp.Finished.Response != nil:
+		r.opts.Observer.Step("the swap ran to its end on the node after the connection dropped; its result follows")
+		return resp.Finished.Response
+	case err == nil && resp.Finished != nil:
+		msg = "swap failed: " + resp.Finished.Error
+	}
 	switch {
 	case err != nil:
 		msg += "; repair failed too: " + err.Error() + "; run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
@@ -476,11 +490,12 @@ func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, s
 			}
 			r.fail(it, m)
 		}
-		return
+		return nil
 	}
 	for _, it := range staged {
 		r.fail(it, msg)
 	}
+	return nil
 }
 
 // stagedPaths are the files the items left on the node: each staged file

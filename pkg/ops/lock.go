@@ -22,7 +22,27 @@ var (
 const (
 	LockPath    = AgentDir + `\swap.lock`
 	JournalPath = AgentDir + `\swap-journal.json`
+	// SwapResultPath holds the result of the last swap op, for a repair
+	// that finds the swap finished after its connection dropped.
+	SwapResultPath = AgentDir + `\swap-result.json`
 )
+
+// SwapMutex is the node-wide named mutex (Global\swdt-swap) the swap op
+// holds for its whole life, and that the repair waits on before it
+// touches the journal: an agent outlives a dropped connection, so the
+// swap may still be running when its run's repair starts.
+const SwapMutex = "swdt-swap"
+
+// SwapFinished is the result a swap op left on the node.
+type SwapFinished struct {
+	// RunID is the run whose swap it was.
+	RunID string `json:"runId"`
+	// Response is what the op answered, when it succeeded.
+	Response *ServiceSwapResponse `json:"response,omitempty"`
+	// Kind and Error are its failure, when it failed.
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"`
+}
 
 // LockOwner identifies one swdt run.
 type LockOwner struct {

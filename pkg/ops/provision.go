@@ -94,6 +94,9 @@ type ServiceInfo struct {
 	Executable string `json:"executable,omitempty"`
 	// Wrapper is nssm's path when the service is wrapped by nssm.
 	Wrapper string `json:"wrapper,omitempty"`
+	// Via says how the service runs its program: "" directly, "nssm",
+	// or "nssm + PowerShell" (nssm running a script that starts it).
+	Via string `json:"via,omitempty"`
 	// DependsOn are the services this one needs.
 	DependsOn []string `json:"dependsOn"`
 	// Dependents are the services that need this one (direct only).
@@ -358,6 +361,10 @@ type SwapRecoverItem struct {
 type SwapRecoverResponse struct {
 	// Found is false when the node had no unfinished swap.
 	Found bool `json:"found"`
+	// Finished is, when the node had no unfinished swap, the result the
+	// request's run's swap op left: it ran to its end after its
+	// connection dropped.
+	Finished *SwapFinished `json:"finished,omitempty"`
 	// Journal is the unfinished swap that was repaired.
 	Journal *SwapJournal `json:"journal,omitempty"`
 	// Items has one entry per item of the journal.

@@ -90,7 +90,7 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 			err = fmt.Errorf("source ended after %d of %d bytes", n, size)
 		}
 		if err == nil {
-			err = replace(sc, part, dst)
+			err = replace(ctx, sc, part, dst)
 		}
 		if err != nil {
 			if !errors.Is(err, sftp.ErrSSHFxConnectionLost) {
@@ -167,10 +167,29 @@ func watchStall(timeout time.Duration, r *uploadReader, abandon func()) (stopAnd
 
 func (r *uploadReader) Size() int64 { return r.size }
 
-// replace renames oldPath onto newPath, replacing newPath. Plain SFTP
-// rename refuses an existing target, so it uses posix-rename when offered
-// and otherwise removes the target first.
-func replace(sc *sftp.Client, oldPath, newPath string) error {
+// replaceBusy is how replace tries again while a file is busy: for about
+// two seconds.
+var replaceBusy = retryPolicy{Attempts: 20, Delay: 100 * time.Millisecond, ShouldRetry: sftpRefused}
+
+// replace renames oldPath onto newPath, replacing newPath. A fresh
+// executable is busy on Windows for a moment (a virus scanner opens it
+// without sharing delete access, and the rename fails): it is tried again
+// (replaceBusy).
+func replace(ctx context.Context, sc *sftp.Client, oldPath, newPath string) error {
+	return retry(ctx, "rename "+oldPath, replaceBusy, func(context.Context, int) error { return replaceOnce(sc, oldPath, newPath) })
+}
+
+// sftpRefused reports whether the server refused an SFTP request (what a
+// busy file gives; a lost connection is not that).
+func sftpRefused(err error) bool {
+	var st *sftp.StatusError
+	return errors.As(err, &st) && (st.FxCode() == sftp.ErrSSHFxFailure || st.FxCode() == sftp.ErrSSHFxPermissionDenied)
+}
+
+// replaceOnce is one try of replace. Plain SFTP rename refuses an
+// existing target, so it uses posix-rename when offered and otherwise
+// removes the target first.
+func replaceOnce(sc *sftp.Client, oldPath, newPath string) error {
 	if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
 		if err := sc.PosixRename(oldPath, newPath); err == nil {
 			return nil
@@ -271,7 +290,7 @@ func (c *Client) Rename(ctx context.Context, oldPath, newPath string) error {
 	op := fmt.Sprintf("rename %s to %s on %s", oldPath, newPath, c.t.addr)
 	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		o, n := SFTPPath(oldPath), SFTPPath(newPath)
-		err := replace(sc, o, n)
+		err := replace(ctx, sc, o, n)
 		if err != nil && attempt > 1 {
 			// The first attempt may have renamed before the link dropped.
 			if _, oerr := sc.Stat(o); errors.Is(oerr, fs.ErrNotExist) {

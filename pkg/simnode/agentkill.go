@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -12,28 +13,36 @@ import (
 // What happens to an agent whose session ends, and the fault that stops
 // one at a chosen step.
 //
-// On Windows, sshd runs a session's processes in a job object and ends
-// them all when the session ends: a swdt killed in the middle of a swap,
-// or a node that drops off the network, kills the agent at whatever it
-// was doing. simnode runs the agent's handlers in-process, so it models
-// that death instead: once the session's context ends, every call that
-// would change the machine fails and changes nothing (agentOS). What a
-// killed agent did is exactly what it did before its session ended.
+// OpenSSH for Windows runs a non-PTY command in a job object whose handle
+// the session owns, and does not end it when the client goes away: only
+// an explicit SSH signal request would, and Windows has no SIGPIPE. A
+// swdt killed in the middle of a swap, or a connection that drops, leaves
+// the agent running to the end of its op, writing to a pipe nobody reads.
+// simnode runs the agent's handlers in-process and does the same: the
+// handler's context does not end with the session (agentOS). An agent
+// that dies (the node loses power, someone ends the process) is the
+// AgentHold fault with Dies, or an agent whose session gets a signal
+// request (which OpenSSH for Windows honours by ending the job): every
+// call that would change the machine fails and changes nothing, its
+// context ends, and the named mutexes it owned are abandoned.
 
 // AgentHold stops the agent at one step of an op: right after its Count-th
 // (1 when 0) call of Call whose target contains Target (any target when
 // empty), the call returns and the agent waits, changing nothing more,
 // until its session ends; with Cut the SSH connection is closed there and
-// then, as when the node drops off the network. Call is a winos.OS method
-// that changes the machine: StopService, StartService, Rename, Remove,
-// WriteFile, KillProcess, SetRecovery. The hold applies once and is then
-// cleared.
+// then, as when the node drops off the network. Then the agent runs on to
+// the end of its op (after an agent of op ResumeWhen has started, when
+// set), or with Dies it is dead. Call is a winos.OS method that changes
+// the machine: StopService, StartService, Rename, Remove, WriteFile,
+// KillProcess, SetRecovery. The hold applies once and is then cleared.
 type AgentHold struct {
-	Op     string `json:"op"`
-	Call   string `json:"call"`
-	Target string `json:"target,omitempty"`
-	Count  int    `json:"count,omitempty"`
-	Cut    bool   `json:"cut,omitempty"`
+	Op         string `json:"op"`
+	Call       string `json:"call"`
+	Target     string `json:"target,omitempty"`
+	Count      int    `json:"count,omitempty"`
+	Cut        bool   `json:"cut,omitempty"`
+	Dies       bool   `json:"dies,omitempty"`
+	ResumeWhen string `json:"resumeWhen,omitempty"`
 }
 
 // HoldsReached is how many AgentHold faults agents have reached on this
@@ -42,27 +51,73 @@ func (n *Node) HoldsReached() int {
 	return int(n.m.holdsReached.Load())
 }
 
-// agentOS is the Windows layer of one agent invocation: the node's, until
-// the invocation's session ends.
+// agentOS is the Windows layer of one agent invocation (one process on
+// Windows): the node's, until the agent dies.
 type agentOS struct {
 	winos.OS
-	ctx  context.Context
-	m    *machine
-	op   string
-	cut  func()
-	seen int
-	held bool
+	// session ends with the SSH session; kill ends the handler's
+	// context (only when the agent dies).
+	session context.Context
+	kill    context.CancelFunc
+	m       *machine
+	op      string
+	id      int64
+	cut     func()
+	seen    int
+	dead    atomic.Bool
+	// signalled is closed by a signal request, before the session ends.
+	signalled <-chan struct{}
+}
+
+// signalKey is the context key of the channel closed when the client
+// sends the session a signal request.
+type signalKey struct{}
+
+// newAgentOS is the Windows layer and the context of an agent started in
+// a session with context session; end is called when the agent exits. A
+// signal request on the session kills the agent, as it ends the job.
+func newAgentOS(session context.Context, n *Node, m *machine, op string, cut func()) (*agentOS, context.Context, func()) {
+	ctx, kill := context.WithCancel(context.WithoutCancel(session))
+	a := &agentOS{OS: n.OS(), session: session, kill: kill, m: m, op: op, id: newMutexOwner(), cut: cut}
+	m.agents.begin(a.id, op)
+	exited := make(chan struct{})
+	if signalled, ok := session.Value(signalKey{}).(<-chan struct{}); ok {
+		a.signalled = signalled
+		go func() {
+			select {
+			case <-signalled:
+				a.die()
+			case <-exited:
+			}
+		}()
+	}
+	return a, ctx, func() {
+		close(exited)
+		kill()
+		// A process that ends abandons the mutexes it owns.
+		m.mutexes.abandonAll(a.id)
+		m.agents.end(a.id)
+	}
+}
+
+// die kills the agent: it changes nothing more, its context ends and its
+// mutexes are abandoned.
+func (a *agentOS) die() {
+	a.dead.Store(true)
+	a.kill()
+	a.m.mutexes.abandonAll(a.id)
 }
 
 // errAgentKilled is what a call of a killed agent returns.
-var errAgentKilled = errors.New("simnode: the agent was killed (its SSH session ended)")
+var errAgentKilled = errors.New("simnode: the agent was killed (AgentHold with Dies)")
 
 // do runs one call that changes the machine, unless the agent is dead,
 // and holds it afterwards when an AgentHold names this step.
 func (a *agentOS) do(call, target string, fn func() error) error {
-	if a.held || a.ctx.Err() != nil {
+	if a.dead.Load() {
 		return errAgentKilled
 	}
+	a.m.agents.change(a.id)
 	err := fn()
 	h := a.m.faults().HoldAgent
 	if h == nil || h.Op != a.op || h.Call != call || !strings.Contains(strings.ToLower(target), strings.ToLower(h.Target)) {
@@ -73,16 +128,40 @@ func (a *agentOS) do(call, target string, fn func() error) error {
 		return err
 	}
 	_ = a.m.updateFaults(func(f *Faults) { f.HoldAgent = nil })
-	a.held = true
+	started := a.m.agents.started(h.ResumeWhen)
 	a.m.holdsReached.Add(1)
-	a.m.log.Info("fault: agent held", "op", a.op, "call", call, "target", target, "cut", h.Cut)
+	a.m.log.Info("fault: agent held", "op", a.op, "call", call, "target", target, "cut", h.Cut, "dies", h.Dies)
 	if h.Cut {
 		a.cut()
 	}
-	<-a.ctx.Done()
-	// Give the client's side of the cut time to notice first.
-	time.Sleep(10 * time.Millisecond)
+	<-a.session.Done()
+	select {
+	case <-a.signalled:
+		// The session ended with a signal: the agent is dead now, not
+		// only once the watcher sees it.
+		a.die()
+		return err
+	default:
+	}
+	if h.Dies {
+		a.die()
+		// Give the client's side of the cut time to notice first.
+		time.Sleep(10 * time.Millisecond)
+		return err
+	}
+	if h.ResumeWhen != "" {
+		a.m.agents.waitStarted(h.ResumeWhen, started)
+	}
 	return err
+}
+
+// LockMutex takes a named mutex for this agent: its calls share one owner,
+// and the mutexes it still owns when it ends are abandoned.
+func (a *agentOS) LockMutex(ctx context.Context, name string) (func(), bool, error) {
+	if a.dead.Load() {
+		return nil, false, errAgentKilled
+	}
+	return a.m.lockMutex(ctx, name, a.id)
 }
 
 func (a *agentOS) StartService(name string) error {

@@ -46,9 +46,9 @@ func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) i
 // simulated Windows layer (Node.OS). The agent must have been uploaded to
 // path first, as on Windows, where a missing program cannot be started.
 //
-// Like sshd, which ends every process of a session when the session ends,
-// the handler's ctx is cancelled when the client closes the session or
-// the connection drops, and from then on it changes nothing (agentOS).
+// Like OpenSSH for Windows, which does not end a non-PTY command when
+// its client goes away, the handler runs on to the end of its op when the
+// session ends (agentOS); only an AgentHold with Dies kills it.
 func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name string) int {
 	n := cs.srv.node(cs.account)
 	if fi, err := n.Stat(path); err != nil || fi.IsDir {
@@ -91,7 +91,8 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		log.Info("op", "status", status, "duration", time.Since(start), "wine", true)
 		return status
 	}
-	w := &agentOS{OS: n.OS(), ctx: ctx, m: m, op: name, cut: func() { cs.conn.Close() }}
+	w, ctx, end := newAgentOS(ctx, n, m, name, func() { cs.conn.Close() })
+	defer end()
 	self := agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}
 	if ops.Streams(name) {
 		// A program's output reaches the client as it is written.

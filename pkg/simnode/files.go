@@ -47,6 +47,9 @@ func (h *writeHandle) Close() error {
 		if h.m.writers[h.key] <= 0 {
 			delete(h.m.writers, h.key)
 		}
+		if w, err := parseWinPath(h.key); err == nil {
+			h.m.scanLocked(w, h.m.now())
+		}
 	}
 	h.m.mu.Unlock()
 	return h.File.Close()
@@ -208,7 +211,7 @@ func (m *machine) remove(p string, recursive bool) error {
 	if err != nil {
 		return mapOSErr("remove", w, host, err)
 	}
-	if m.lockedBelowLocked(w) != nil || m.writers[w.key()] > 0 || m.heldOpen(w) {
+	if m.lockedBelowLocked(w) != nil || m.writers[w.key()] > 0 || m.heldOpen(w) || m.scanningLocked(w, m.now()) {
 		return fileErr("remove", w, CodeSharingViolation)
 	}
 	if fi.IsDir() && recursive {
@@ -239,7 +242,7 @@ func (m *machine) rename(oldp, newp string, replace bool) error {
 	if err != nil {
 		return mapOSErr("rename", from, fromHost, err)
 	}
-	if m.heldOpen(from) {
+	if m.heldOpen(from) || m.scanningLocked(from, m.now()) {
 		return fileErr("rename", from, CodeSharingViolation)
 	}
 	if fi.IsDir() && m.lockedBelowLocked(from) != nil && m.lockedByLocked(from) == nil {

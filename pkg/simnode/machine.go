@@ -62,6 +62,11 @@ type machine struct {
 	// reboot.go); onReboot drops the SSH connections when it goes down.
 	upAt     time.Time
 	onReboot func()
+	mutexes  mutexTable
+	// scanHold and scans are the virus scanner's (scanner.go).
+	scanHold time.Duration
+	scans    map[string]*scan
+	agents   agentTable
 
 	faultsMu sync.Mutex
 	// holdsReached counts the AgentHold faults agents reached.
@@ -203,6 +208,10 @@ func (m *machine) stepLocked(svc *Service, now time.Time) bool {
 		if svc.HangOnStop || now.Before(svc.PendingUntil) {
 			return false
 		}
+		if svc.ExitOnStop {
+			m.crashLocked(svc, now)
+			return true
+		}
 		m.terminateLocked(svc, now, 0, "")
 		return true
 	case StatusStopped:
@@ -243,7 +252,11 @@ func (m *machine) crashLocked(svc *Service, now time.Time) {
 
 // terminateLocked ends svc's process and marks it Stopped.
 func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, event string) {
-	if svc.PID != 0 {
+	if svc.PID != 0 && !m.st.hostsOthers(svc) {
+		m.endWrappedLocked(svc)
+		if p := m.st.Processes[svc.PID]; p != nil {
+			m.processEndedLocked(p, now)
+		}
 		delete(m.st.Processes, svc.PID)
 	}
 	svc.PID = 0
@@ -251,6 +264,7 @@ func (m *machine) terminateLocked(svc *Service, now time.Time, exitCode int, eve
 	svc.PendingUntil = time.Time{}
 	svc.CrashAt = time.Time{}
 	svc.HangOnStop = false
+	svc.ExitOnStop = false
 	svc.NoPipe = false
 	svc.LastExitCode = exitCode
 	if event != "" {

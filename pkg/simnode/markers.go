@@ -18,6 +18,10 @@ const (
 	// MarkerHangOnStop: a stop leaves the service StopPending until its
 	// process is killed.
 	MarkerHangOnStop = "SIMNODE-HANG-ON-STOP"
+	// MarkerExitOnStop: a stop ends with the process exiting before it
+	// reports Stopped: the service control manager counts that as a
+	// failure and runs the service's failure actions.
+	MarkerExitOnStop = "SIMNODE-EXIT-ON-STOP"
 	// MarkerWinsNoPipe: the service runs without creating its named pipes,
 	// like rancher/wins v0.16 and later.
 	MarkerWinsNoPipe = "SIMNODE-WINS-NO-PIPE"
@@ -27,7 +31,7 @@ const (
 	MarkerWinsHang = "SIMNODE-WINS-HANG"
 )
 
-var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe, MarkerKubelet}
+var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe, MarkerKubelet, MarkerExitOnStop}
 
 type markerKey struct {
 	path  string

@@ -52,6 +52,15 @@ type Options struct {
 	// HyperV, when not nil, makes the machine a Hyper-V host with these
 	// VMs, replacing the Hyper-V part of the state at New.
 	HyperV *HyperVHost
+	// LanguageMode, when set, replaces PowerShell's language mode at New
+	// ("FullLanguage" or LanguageConstrained).
+	LanguageMode string
+	// ScannerHold, when positive, plays a virus scanner that holds every
+	// freshly written or just-run executable that long (scanner.go).
+	ScannerHold time.Duration
+	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
+	// that way (sc, nssm, nssm-powershell), applied at New.
+	KubeletSetup KubeletSetup
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
 	// AgentDigests, when set, lists further SHA-256 digests (hex) of
@@ -130,6 +139,17 @@ func New(opts Options) (*Server, error) {
 	if opts.HyperV != nil {
 		hv := opts.HyperV.clone()
 		if err := m.update(func(s *State, _ time.Time) error { s.HyperV = hv; return nil }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
+	m.scanHold = opts.ScannerHold
+	if mode := opts.LanguageMode; mode != "" {
+		if err := m.update(func(s *State, _ time.Time) error { s.LanguageMode = mode; return nil }); err != nil {
+			return nil, fmt.Errorf("simnode: %w", err)
+		}
+	}
+	if opts.KubeletSetup != "" {
+		if err := m.setKubeletSetup(opts.KubeletSetup); err != nil {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
 	}
@@ -521,17 +541,24 @@ func (cs *connState) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				return
 			}
 			// The request channel closes when the client closes the
-			// session: that ends the command, as sshd ends a session's
-			// processes.
+			// session: ctx ends (an agent runs on, see agentkill.go). A
+			// signal request ends the command.
 			ctx, cancel := context.WithCancel(cs.ctx)
+			signalled := make(chan struct{})
 			go func() {
+				once := false
 				for r := range reqs {
+					if r.Type == "signal" && !once {
+						once = true
+						close(signalled)
+					}
 					if r.WantReply {
-						_ = r.Reply(false, nil)
+						_ = r.Reply(r.Type == "signal", nil)
 					}
 				}
 				cancel()
 			}()
+			ctx = context.WithValue(ctx, signalKey{}, (<-chan struct{})(signalled))
 			status := cs.exec(ctx, ch, p.Command)
 			cancel()
 			cs.exit(ch, status)

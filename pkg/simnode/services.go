@@ -149,9 +149,11 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	if err != nil {
 		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
+	found = m.wrappedMarkersLocked(svc, found)
 	svc.Status = StatusStartPending
 	svc.PendingUntil = ready.Add(m.delays.ServiceStart)
 	svc.HangOnStop = found[MarkerHangOnStop]
+	svc.ExitOnStop = found[MarkerExitOnStop]
 	svc.NoPipe = found[MarkerWinsNoPipe]
 	svc.CrashAt = time.Time{}
 	// A program given an argument it rejects (a kubelet flag it does not
@@ -162,6 +164,7 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	s.spawn(svc, now)
 	// The process runs the file under its canonical spelling.
 	s.Processes[svc.PID].Image = string(canon)
+	m.spawnWrappedLocked(svc, now)
 	if found[MarkerKubelet] {
 		if v, err := kubeletVersion(host); err == nil {
 			m.startKubeletLocked(svc.Name, svc.PID, v, svc.Args)
@@ -358,19 +361,22 @@ func (n *Node) StartProcess(image, commandLine string) (int, error) {
 // KillProcess ends a process (Stop-Process -Force). Killing a service's
 // process counts as a crash: the service stops with exit code 1 and an
 // event-log line, and its recovery action (a restart after a delay) runs.
+// Like TerminateProcess it ends that one process: its children (a
+// wrapper's program) run on.
 func (n *Node) KillProcess(pid int) error {
 	return n.m.update(func(s *State, now time.Time) error {
 		p := s.Processes[pid]
 		if p == nil {
 			return Fail("not-found", "Cannot find a process with the process identifier %d.", pid)
 		}
-		if p.Service != "" {
-			if svc := s.Services[strings.ToLower(p.Service)]; svc != nil && svc.PID == pid {
-				n.m.crashLocked(svc, now)
-				return nil
-			}
-		}
+		n.m.processEndedLocked(p, now)
 		delete(s.Processes, pid)
+		// Every service the process runs fails (a shared host runs
+		// several); the crash leaves its children running.
+		for _, svc := range s.servicesIn(pid) {
+			svc.PID = 0
+			n.m.crashLocked(svc, now)
+		}
 		return nil
 	})
 }

@@ -105,6 +105,13 @@ type Service struct {
 	// HangOnStop is set at start from the SIMNODE-HANG-ON-STOP marker: a
 	// stop then stays StopPending until the process is killed.
 	HangOnStop bool `json:"hangOnStop,omitempty"`
+	// ExitOnStop is set at start from the SIMNODE-EXIT-ON-STOP marker: a
+	// stop ends with the process exiting before it reports Stopped,
+	// which the service control manager counts as a failure.
+	ExitOnStop bool `json:"exitOnStop,omitempty"`
+	// ShareGroup, when set, makes the service share one process with the
+	// other running services of its group (an svchost.exe -k group).
+	ShareGroup string `json:"shareGroup,omitempty"`
 	// NoPipe is set at start from the SIMNODE-WINS-NO-PIPE marker: the
 	// service runs without creating its pipes.
 	NoPipe bool `json:"noPipe,omitempty"`
@@ -139,6 +146,9 @@ type Process struct {
 	CommandLine string `json:"commandLine"`
 	// Service is the name of the service this process runs, if any.
 	Service string `json:"service,omitempty"`
+	// Parent is the process that started this one (0 for a service's
+	// process); like Windows' ParentProcessId it outlives the parent.
+	Parent int `json:"parent,omitempty"`
 	// Started is when the process started.
 	Started time.Time `json:"started"`
 }
@@ -333,6 +343,7 @@ func newSeedState(hostname string, bare bool, now time.Time) *State {
 		s.Services[strings.ToLower(svc.Name)] = &svc
 		s.spawn(&svc, now)
 	}
+	seedSharedServices(s, now)
 	return s
 }
 
@@ -346,6 +357,7 @@ func seedFiles(bare bool) map[string]string {
 		`C:\Windows\System32\sc.exe`:              "simnode placeholder sc.exe\r\n",
 		`C:\Windows\System32\timeout.exe`:         "simnode placeholder timeout.exe\r\n",
 		`C:\Windows\System32\shutdown.exe`:        "simnode placeholder shutdown.exe\r\n",
+		PathSvchost:                               "MZ simnode placeholder svchost.exe\r\n",
 		`C:\ProgramData\ssh\sshd_config`:          "# simnode: sshd_config of Windows OpenSSH\r\nAuthorizedKeysFile .ssh/authorized_keys\r\nSubsystem sftp sftp-server.exe\r\nMatch Group administrators\r\n       AuthorizedKeysFile __PROGRAMDATA__/ssh/administrators_authorized_keys\r\n",
 		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",
@@ -367,6 +379,10 @@ var seedDirs = []string{`C:\Users\Administrator`, `C:\Users\Public`, `C:\Windows
 
 // spawn gives svc a new process.
 func (s *State) spawn(svc *Service, now time.Time) {
+	if pid := s.sharedHost(svc); pid != 0 {
+		svc.PID = pid
+		return
+	}
 	pid := s.NextPID
 	s.NextPID += 4
 	cmd := `"` + svc.BinaryPath + `"`

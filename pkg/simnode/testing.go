@@ -63,6 +63,13 @@ func WithAccount(a Account) TestOption {
 // WithHyperV makes the server a Hyper-V host with these VMs.
 func WithHyperV(h HyperVHost) TestOption { return func(o *Options) { o.HyperV = &h } }
 
+// WithScannerHold plays a virus scanner that holds every freshly written
+// or just-run executable for d.
+func WithScannerHold(d time.Duration) TestOption { return func(o *Options) { o.ScannerHold = d } }
+
+// WithKubeletSetup seeds the kubelet service the way k installs it.
+func WithKubeletSetup(k KubeletSetup) TestOption { return func(o *Options) { o.KubeletSetup = k } }
+
 // WithPassword enables password authentication for the administrator.
 func WithPassword(pw string) TestOption { return func(o *Options) { o.Password = pw } }
 

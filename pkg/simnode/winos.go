@@ -72,6 +72,7 @@ func (o simOS) Service(name string) (winos.Service, error) {
 		CommandLine:  servicePathName(svc),
 		Dependencies: svc.Dependencies,
 		ExitCode:     svc.LastExitCode,
+		Shared:       svc.ShareGroup != "",
 	}, nil
 }
 
@@ -201,6 +202,9 @@ func (o simOS) SetRecovery(name string, r winos.Recovery) error {
 }
 
 func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, max int) ([]string, error) {
+	if err := o.n.constrainedErr(winos.ScriptServiceEvents); err != nil {
+		return nil, err
+	}
 	svc, err := o.n.Service(name)
 	if err != nil {
 		return nil, winErr("read event log", name, err)
@@ -224,7 +228,7 @@ func (o simOS) ServiceEvents(_ context.Context, name string, since time.Time, ma
 func (o simOS) Processes() ([]winos.Process, error) {
 	var out []winos.Process
 	for _, p := range o.n.Processes() {
-		out = append(out, winos.Process{PID: p.PID, Name: path.Base(strings.ReplaceAll(p.Image, `\`, "/")), Path: p.Image, CommandLine: p.CommandLine})
+		out = append(out, winos.Process{PID: p.PID, ParentPID: p.Parent, Started: p.Started, Name: path.Base(strings.ReplaceAll(p.Image, `\`, "/")), Path: p.Image, CommandLine: p.CommandLine})
 	}
 	return out, nil
 }
@@ -448,6 +452,9 @@ func (o simOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 }
 
 func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.FirewallRule, error) {
+	if err := o.n.constrainedErr(winos.ScriptFirewallRules); err != nil {
+		return nil, err
+	}
 	out := []winos.FirewallRule{}
 	for _, name := range names {
 		r, ok := o.n.FirewallRule(name)
@@ -457,6 +464,9 @@ func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.Firewal
 }
 
 func (o simOS) SetFirewallRules(_ context.Context, names []string, enabled bool) error {
+	if err := o.n.constrainedErr(winos.ScriptFirewallSet); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if _, ok := o.n.FirewallRule(name); !ok {
 			return &winos.Error{Op: "set firewall rule", Target: name, Code: winos.ErrNotFound,

@@ -85,6 +85,9 @@ type Binary struct {
 	// ServiceRuns is the program the service runs, when it is known (for
 	// a service wrapped by nssm, the program nssm starts).
 	ServiceRuns string `json:"serviceRuns,omitempty"`
+	// RunsVia says how the service runs its program: directly, through
+	// nssm, or through nssm + PowerShell (a script nssm starts).
+	RunsVia string `json:"runsVia,omitempty"`
 }
 
 // Report is one node's status.
@@ -163,6 +166,10 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes hashcache.Cach
 		}
 		if s.Exists {
 			b.Status, b.StartType, b.PID, b.ServiceRuns = s.Status, s.StartType, s.PID, s.Executable
+			b.RunsVia = "directly"
+			if s.Via != "" {
+				b.RunsVia = "through " + s.Via
+			}
 		}
 		switch {
 		case journaled[strings.ToLower(t.Destination)]:

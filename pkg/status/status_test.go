@@ -53,8 +53,8 @@ func TestGather(t *testing.T) {
 		},
 		services: []ops.ServiceInfo{
 			{Name: "kubelet", Exists: true, Status: "Running", StartType: "Automatic", PID: 42},
-			{Name: "kube-proxy", Exists: true, Status: "Stopped", StartType: "Manual"},
-			{Name: "containerd", Exists: true, Status: "Running"},
+			{Name: "kube-proxy", Exists: true, Status: "Stopped", StartType: "Manual", Via: "nssm + PowerShell"},
+			{Name: "containerd", Exists: true, Status: "Running", Via: "nssm"},
 		},
 	}
 	targets := []Target{
@@ -69,9 +69,9 @@ func TestGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Binary{
-		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, Status: "Running", StartType: "Automatic", PID: 42, Present: true, Size: 10, SHA256: a, Source: InSync},
-		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Status: "Stopped", StartType: "Manual", Present: true, Size: 11, SHA256: a, Source: Differs},
-		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, Status: "Running", Source: NoLocalBuild},
+		{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, Status: "Running", StartType: "Automatic", PID: 42, Present: true, Size: 10, SHA256: a, Source: InSync, RunsVia: "directly"},
+		{Name: "kube-proxy", Service: "kube-proxy", Destination: `C:\k\kube-proxy.exe`, Status: "Stopped", StartType: "Manual", Present: true, Size: 11, SHA256: a, Source: Differs, RunsVia: "through nssm + PowerShell"},
+		{Name: "containerd", Service: "containerd", Destination: `C:\k\containerd.exe`, Status: "Running", Source: NoLocalBuild, RunsVia: "through nssm"},
 		{Name: "wins", Service: "rancher-wins", Destination: `C:\k\wins.exe`, Status: NotRegistered, Source: Missing},
 	}
 	for i := range want {

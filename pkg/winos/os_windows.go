@@ -77,12 +77,20 @@ func (windowsOS) Stat(path string) (FileInfo, error) {
 	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
 }
 
+// Open shares read, write and delete access, unlike os.Open (which
+// shares no delete access): a file the agent only reads (a hash, a
+// status) must not make a rename or delete of it fail.
 func (windowsOS) Open(path string) (File, error) {
-	f, err := os.Open(path)
+	p, err := windows.UTF16PtrFromString(longPath(path))
 	if err != nil {
 		return nil, winErr("open", path, err)
 	}
-	return f, nil
+	h, err := windows.CreateFile(p, windows.GENERIC_READ, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
+	if err != nil {
+		return nil, winErr("open", path, err)
+	}
+	return os.NewFile(uintptr(h), path), nil
 }
 
 func (windowsOS) Create(path string) (io.WriteCloser, error) {

@@ -53,6 +53,13 @@ func TestWindowsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A file open for reading can be renamed (Open shares delete access).
+	moved := filepath.Join(dir, "moved.txt")
+	if err := w.Rename(a, moved); err != nil {
+		t.Errorf("Rename of a file open for reading = %v", err)
+	} else if err := w.Rename(moved, a); err != nil {
+		t.Fatal(err)
+	}
 	data, err := io.ReadAll(f)
 	f.Close()
 	if err != nil || string(data) != "data" {
@@ -201,6 +208,13 @@ func TestWindowsRun(t *testing.T) {
 	if _, err := w.Run(ctx, Command{Path: "swdt-no-such-program.exe"}); err == nil {
 		t.Error("Run of a missing program succeeded")
 	}
+	// A missing bare name without an extension fails in os/exec's own
+	// lookup, which carries no Win32 code: it is still a missing file.
+	for _, search := range []bool{false, true} {
+		if _, err := w.Run(ctx, Command{Path: "swdt-no-such-program", SearchPath: search}); Code(err) != ErrFileNotFound {
+			t.Errorf("Run of a missing bare name (search %v) = %v, want ERROR_FILE_NOT_FOUND", search, err)
+		}
+	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -344,4 +358,58 @@ func TestWindowsDACLOfEntries(t *testing.T) {
 	if _, err := daclOf([]ACE{{SID: "not-a-sid", Mask: FileAllAccess}}); Code(err) == 0 {
 		t.Errorf("bad SID: %v, want a Win32 error", err)
 	}
+}
+
+func TestWindowsMutex(t *testing.T) {
+	w := New()
+	name := fmt.Sprintf("swdt-test-%d", os.Getpid())
+	unlock, abandoned, err := w.LockMutex(context.Background(), name)
+	if err != nil || abandoned {
+		t.Fatalf("LockMutex = %v, abandoned %v", err, abandoned)
+	}
+	// A mutex is its thread's, not the process's: a second owner waits,
+	// whatever thread it runs on.
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := w.LockMutex(short, name); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second LockMutex while held = %v, want the context's deadline", err)
+	}
+	unlock()
+	unlock2, _, err := w.LockMutex(context.Background(), name)
+	if err != nil {
+		t.Fatalf("LockMutex after unlock = %v", err)
+	}
+	unlock2()
+}
+
+func TestWindowsLongPaths(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`C:\k\kubelet.exe`, `\\?\C:\k\kubelet.exe`},
+		{`C:/k/../k/kubelet.exe`, `\\?\C:\k\kubelet.exe`},
+		{`\\?\C:\k\kubelet.exe`, `\\?\C:\k\kubelet.exe`},
+		{`\\server\share\x`, `\\server\share\x`},
+		{`k\kubelet.exe`, `k\kubelet.exe`},
+	} {
+		if got := longPath(tt.in); got != tt.want {
+			t.Errorf("longPath(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// A file beyond MAX_PATH opens through the Windows layer.
+	w := New()
+	dir := t.TempDir()
+	for len(dir) < 300 {
+		dir = filepath.Join(dir, strings.Repeat("d", 40))
+	}
+	if err := w.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "long.txt")
+	if err := w.WriteFile(p, []byte("long")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.Open(p)
+	if err != nil {
+		t.Fatalf("Open of a %d-character path = %v", len(p), err)
+	}
+	f.Close()
 }

@@ -36,10 +36,14 @@ func (windowsOS) Processes() ([]Process, error) {
 	var out []Process
 	e := windows.ProcessEntry32{Size: uint32(unsafe.Sizeof(windows.ProcessEntry32{}))}
 	for err = windows.Process32First(snap, &e); err == nil; err = windows.Process32Next(snap, &e) {
-		p := Process{PID: int(e.ProcessID), Name: windows.UTF16ToString(e.ExeFile[:])}
+		p := Process{PID: int(e.ProcessID), ParentPID: int(e.ParentProcessID), Name: windows.UTF16ToString(e.ExeFile[:])}
 		if h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, e.ProcessID); err == nil {
 			p.Path = imagePath(h, path)
 			p.CommandLine = commandLine(h, cmdline)
+			var created, exited, kernel, user windows.Filetime
+			if windows.GetProcessTimes(h, &created, &exited, &kernel, &user) == nil {
+				p.Started = time.Unix(0, created.Nanoseconds())
+			}
 			windows.CloseHandle(h)
 		}
 		out = append(out, p)
@@ -122,6 +126,11 @@ func (windowsOS) Run(ctx context.Context, c Command) (Result, error) {
 	var exit *exec.ExitError
 	if err == nil || errors.As(err, &exit) || errors.Is(err, exec.ErrWaitDelay) {
 		return res, nil
+	}
+	if errors.Is(err, exec.ErrNotFound) {
+		// os/exec's own lookup (a name without an extension) carries no
+		// Win32 code: it is the missing file CreateProcess would report.
+		return res, &Error{Op: "run", Target: path, Code: ErrFileNotFound, Message: "The system cannot find the file specified."}
 	}
 	return res, winErr("run", path, err)
 }

@@ -114,6 +114,7 @@ func (windowsOS) Service(name string) (Service, error) {
 		Dependencies:    multiString(cfg.Dependencies),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
+		Shared:          cfg.ServiceType&windows.SERVICE_WIN32_SHARE_PROCESS != 0,
 	}
 	if len(out.Dependencies) == 0 {
 		// Wine's QueryServiceConfig returns no dependencies.
@@ -356,6 +357,12 @@ func (windowsOS) SetRecovery(name string, r Recovery) error {
 	actions := make([]windows.SC_ACTION, max(1, len(r.Actions)))
 	for i, a := range r.Actions {
 		actions[i] = windows.SC_ACTION{Type: uint32(a.Type), Delay: scMilliseconds(a.Delay)}
+		if a.Type == RecoveryReboot {
+			// ChangeServiceConfig2 requires it for a reboot action.
+			if err := enablePrivilege(seShutdownName); err != nil {
+				return err
+			}
+		}
 	}
 	fa := windows.SERVICE_FAILURE_ACTIONS{
 		ResetPeriod:  scSeconds(r.ResetPeriod),

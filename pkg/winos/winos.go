@@ -118,6 +118,14 @@ type OS interface {
 	// SetFirewallRules enables or disables rules by name.
 	SetFirewallRules(ctx context.Context, names []string, enabled bool) error
 
+	// LockMutex waits until this process owns the machine-wide named
+	// mutex name (in the Global\ namespace), or ctx ends (ctx's error).
+	// abandoned reports that its last owner ended without releasing it
+	// (WAIT_ABANDONED): what it guarded may be half done. unlock
+	// releases it; a process that ends releases what it owns (as
+	// abandoned).
+	LockMutex(ctx context.Context, name string) (unlock func(), abandoned bool, err error)
+
 	// Pipes lists the named pipes below \\.\pipe\.
 	Pipes() ([]string, error)
 	// PipeExists reports whether \\.\pipe\name exists, without
@@ -205,6 +213,10 @@ type Service struct {
 	// ProcessExitCode is then the process's exit code.
 	ProcessExited   bool
 	ProcessExitCode int
+	// Shared is true for a service that shares its process with others
+	// (SERVICE_WIN32_SHARE_PROCESS: an svchost.exe group): that process
+	// outlives the service's stop, and killing it ends them all.
+	Shared bool
 }
 
 // RecoveryAction is one failure action: what the service control manager
@@ -235,6 +247,14 @@ type Recovery struct {
 // Process is one running process.
 type Process struct {
 	PID int
+	// ParentPID is the process that created this one. Windows keeps it
+	// after that process ended, and may have given its PID to another
+	// process since: a child started before the process now holding
+	// ParentPID is not its child.
+	ParentPID int
+	// Started is when the process was created (zero when it cannot be
+	// read).
+	Started time.Time
 	// Name is the image's file name (wins.exe).
 	Name string
 	// Path is the image's full path ("" when it cannot be read).

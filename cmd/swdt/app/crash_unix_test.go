@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
-// swdt killed with SIGKILL at several points of a swap: the next swdt
-// kubernetes finds the unfinished swap (its journal on the node) and the
-// dead run's lock, repairs the swap before it plans anything, says which
-// binary each service was left with, and ends with every service Running
-// the new verified binary.
+// swdt killed with SIGKILL at several points of a swap, its agent dying
+// with it or running on: the next swdt kubernetes finds the unfinished
+// swap (its journal on the node) and the dead run's lock, repairs the
+// swap before it plans anything, says which binary each service was left
+// with, and ends with every service Running the new verified binary.
 func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 	tests := []struct {
 		name string
@@ -32,16 +32,23 @@ func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 		{name: "after staging",
 			faults:   simnode.Faults{OpLatencyMS: map[string]int{ops.ServiceSwap.Name: int(time.Hour.Milliseconds())}},
 			wantSaid: []string{"took over the swap lock of swdt kubernetes run", "removed 3 file(s) it had staged"}},
+		// As under OpenSSH for Windows, the agent of the killed swdt runs
+		// on to the end of the swap: the next run waits for its lock, and
+		// finds every binary swapped.
+		{name: "after a stop, the agent running on",
+			faults:   simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet"}},
+			wantSaid: []string{"containerd   unchanged", "kubelet      unchanged", "kube-proxy   unchanged"}},
+		// The agent dies too (the node lost power): the next run repairs.
 		{name: "after a stop",
-			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet"}},
+			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet", Dies: true}},
 			wantSaid: []string{"repaired the unfinished swap of swdt kubernetes run",
 				"containerd runs the old binary again", "kubelet runs the old binary again", "kube-proxy runs the old binary again"}},
 		{name: "after a rename",
-			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "Rename", Target: ".swdt-new", Count: 2}},
+			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "Rename", Target: ".swdt-new", Count: 2, Dies: true}},
 			wantSaid: []string{"repaired the unfinished swap",
 				"containerd runs the new verified binary", "kubelet runs the new verified binary", "kube-proxy runs the old binary again"}},
 		{name: "during the start",
-			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StartService", Target: "kubelet"}},
+			faults: simnode.Faults{HoldAgent: &simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StartService", Target: "kubelet", Dies: true}},
 			wantSaid: []string{"repaired the unfinished swap",
 				"containerd runs the new verified binary", "kubelet runs the new verified binary", "kube-proxy runs the new verified binary"}},
 	}

@@ -156,7 +156,7 @@ func (fx *kubeFixture) assertHealthy() {
 			fx.t.Errorf("%s: %v", c.svc, err)
 			continue
 		}
-		if p, ok := n.LockedBy(c.dest); !ok || p.PID != svc.PID {
+		if p, ok := n.LockedBy(c.dest); !ok || !inServiceTree(n, p, svc.PID) {
 			fx.t.Errorf("%s does not run %s", c.svc, c.dest)
 		}
 		fx.assertNoStaged(c.dest)

@@ -122,6 +122,9 @@ func statusText(b status.Binary) string {
 	if b.StartType == "" {
 		return b.Status
 	}
+	if b.RunsVia != "" && b.RunsVia != "directly" {
+		return fmt.Sprintf("%s (%s, %s)", b.Status, b.StartType, b.RunsVia)
+	}
 	return fmt.Sprintf("%s (%s)", b.Status, b.StartType)
 }
 

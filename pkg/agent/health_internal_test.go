@@ -1,0 +1,47 @@
+package agent
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// healthOS is a node whose pipe "a" appears only once port 10256 has been
+// asked about: service a passes its health check only if service b's is
+// run while a's timeout still runs.
+type healthOS struct {
+	winos.OS
+	portAsked bool
+}
+
+func (h *healthOS) Pipes() ([]string, error) {
+	if h.portAsked {
+		return []string{"a"}, nil
+	}
+	return nil, nil
+}
+
+func (h *healthOS) PortListening(int) (bool, error) {
+	h.portAsked = true
+	return true, nil
+}
+
+// The health checks of a swap's services share one health timeout
+// (issue 22, item 10): they are checked in rounds, not each for a whole
+// timeout one after another.
+func TestHealthChecksShareTheTimeout(t *testing.T) {
+	req := ops.ServiceSwapRequest{HealthTimeoutMs: 300, ServiceChecks: map[string][]ops.HealthCheckSpec{
+		"a": {{NamedPipe: "a"}},
+		"b": {{TCPPort: 10256}},
+	}}
+	s := newSwapRun(&healthOS{}, req)
+	failures := map[string]string{}
+	if err := s.healthAll(context.Background(), []string{"a", "b"}, failures, map[string][]int{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(failures) != 0 {
+		t.Errorf("failures = %v, want none: service a's check ran out its own timeout before b's ran", failures)
+	}
+}
