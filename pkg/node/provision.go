@@ -41,3 +41,9 @@ func (n *Node) RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops
 func (n *Node) RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error) {
 	return call(ctx, n, ops.ServiceRegister, req, n.Timeouts.service())
 }
+
+// UndoSwap puts back the binaries an earlier swap replaced (swap-undo),
+// under the node's lock, which the op takes and releases itself.
+func (n *Node) UndoSwap(ctx context.Context, req ops.SwapUndoRequest) (ops.ServiceSwapResponse, error) {
+	return call(ctx, n, ops.SwapUndo, req, SwapBudget(req.Swap())+n.Timeouts.hash())
+}
