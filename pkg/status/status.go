@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -77,6 +78,11 @@ type Binary struct {
 	// ServiceRuns is the program the service runs, when it is known (for
 	// a service wrapped by nssm, the program nssm starts).
 	ServiceRuns string `json:"serviceRuns,omitempty"`
+	// Node is what the cluster says of the Node this kubelet reports,
+	// on a node with spec.kubernetes.join (nil otherwise); NodeError says
+	// why the cluster could not be read.
+	Node      *cluster.NodeState `json:"clusterNode,omitempty"`
+	NodeError string             `json:"clusterNodeError,omitempty"`
 }
 
 // Report is one node's status.
