@@ -41,7 +41,7 @@ agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin
 build: agent ## build every command in cmd/ into bin/ (the agent first: swdt embeds it)
 	$(GOBUILD) -o $(BIN)/ ./cmd/swdt ./cmd/simnode
 
-test: test-deps agent test-go ## run the whole test suite (installs its tools when missing)
+test: test-deps agent cluster-bins test-go ## run the whole test suite (installs its tools when missing; the first run builds the control plane, see docs/join.md)
 
 # What the tests need beyond Go: OpenSSH's sshd, ssh and sftp (real-server
 # tests), libvirtd (pkg/vm and swdt vm against libvirt's test driver; the

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +67,14 @@ type Cluster struct {
 	Client kubernetes.Interface
 
 	logs  map[string]*syncbuf.Buffer
-	procs []*exec.Cmd
+	procs []*proc
+}
+
+// proc is one control-plane process; done closes when it has exited.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // Start runs etcd, kube-apiserver and kube-controller-manager for the
@@ -256,22 +262,23 @@ func (c *Cluster) run(name, path string, args ...string) error {
 	c.logs[name] = log
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	c.procs = append(c.procs, cmd)
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	c.procs = append(c.procs, p)
 	return nil
 }
 
 // exited reports a control-plane process that has already ended.
 func (c *Cluster) exited() error {
 	for _, p := range c.procs {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(p.Process.Pid, &ws, syscall.WNOHANG, nil)
-		if err == nil && pid == p.Process.Pid {
-			name := filepath.Base(p.Path)
-			return fmt.Errorf("%s exited (%v):\n%s", name, ws, tail(c.logs[name].String(), 30))
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited (%v):\n%s", p.name, p.cmd.ProcessState, tail(c.logs[p.name].String(), 30))
+		default:
 		}
 	}
 	return nil
@@ -280,14 +287,12 @@ func (c *Cluster) exited() error {
 func (c *Cluster) stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _, _ = p.Process.Wait(); close(done) }()
+		_ = p.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	c.procs = nil

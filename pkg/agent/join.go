@@ -113,37 +113,30 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 // before it ends its process.
 const joinStopLimit = 60 * time.Second
 
-// joinReset stops and deletes the kubelet service, then removes the join
-// files, the kubelet's kubeconfig and certificates, and the binary with
-// swdt's leftovers beside it. Each step is idempotent.
+// joinReset stops and deletes each service, then removes the join files,
+// the kubelet's kubeconfig, and each binary with swdt's leftovers beside
+// it. Each step is idempotent.
 func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
 	resp := ops.JoinResetResponse{Removed: []string{}}
-	if req.Service == "" || req.Binary == "" {
-		return resp, Fail("bad-request", "join-reset needs the kubelet's service name and binary path")
+	if len(req.Services) == 0 {
+		return resp, Fail("bad-request", "join-reset needs the services to remove")
 	}
-	svc, err := w.Service(req.Service)
-	switch {
-	case winsNotFound(err):
-	case err != nil:
-		return resp, fmt.Errorf("read service %s: %w", req.Service, err)
-	default:
-		if err := joinStop(ctx, w, svc); err != nil {
-			return resp, err
+	files := []string{ops.JoinKubeconfig}
+	for _, role := range joinRoles() {
+		files = append(files, ops.JoinFilePaths[role])
+	}
+	for _, s := range req.Services {
+		if s.Name == "" || s.Binary == "" {
+			return resp, Fail("bad-request", "join-reset needs each service's name and binary path")
 		}
-		res, err := winsExec(ctx, w, winsLimits.call, "sc.exe", "delete", req.Service)
+		deleted, err := joinDeleteService(ctx, w, s.Name)
 		if err != nil {
 			return resp, err
 		}
-		switch winos.Errno(res.ExitCode) {
-		case 0, winos.ErrServiceMarkedForDelete, winos.ErrServiceDoesNotExist:
-		default:
-			return resp, Fail("unregister-failed", "could not delete service %s: sc.exe delete exited %d: %s", req.Service, res.ExitCode, winsOutput(res))
+		if deleted {
+			resp.Deleted = append(resp.Deleted, s.Name)
 		}
-		resp.ServiceDeleted = true
-	}
-	files := []string{ops.JoinKubeconfig, req.Binary, req.Binary + ".swdt-bak", req.Binary + ".swdt-failed"}
-	for _, role := range joinRoles() {
-		files = append(files, ops.JoinFilePaths[role])
+		files = append(files, s.Binary, s.Binary+".swdt-bak", s.Binary+".swdt-failed")
 	}
 	for _, f := range files {
 		ok, err := winsFileExists(w, f)
@@ -159,6 +152,29 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 		resp.Removed = append(resp.Removed, f)
 	}
 	return resp, nil
+}
+
+// joinDeleteService stops and deletes a service; a missing one is fine.
+func joinDeleteService(ctx context.Context, w winos.OS, name string) (bool, error) {
+	svc, err := w.Service(name)
+	switch {
+	case winsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read service %s: %w", name, err)
+	}
+	if err := joinStop(ctx, w, svc); err != nil {
+		return false, err
+	}
+	res, err := winsExec(ctx, w, winsLimits.call, "sc.exe", "delete", name)
+	if err != nil {
+		return false, err
+	}
+	switch winos.Errno(res.ExitCode) {
+	case 0, winos.ErrServiceMarkedForDelete, winos.ErrServiceDoesNotExist:
+		return true, nil
+	}
+	return false, Fail("unregister-failed", "could not delete service %s: sc.exe delete exited %d: %s", name, res.ExitCode, winsOutput(res))
 }
 
 // joinStop stops svc and waits until it is stopped, ending its process

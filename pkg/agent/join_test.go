@@ -62,11 +62,12 @@ func TestJoinOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		resp, err := agent.Call(ctx, w, ops.JoinReset, ops.JoinResetRequest{Service: "kubelet", Binary: `C:\k\kubelet.exe`})
+		resp, err := agent.Call(ctx, w, ops.JoinReset, ops.JoinResetRequest{Services: []ops.JoinService{
+			{Name: "kubelet", Binary: `C:\k\kubelet.exe`}, {Name: "containerd", Binary: `C:\Program Files\containerd\containerd.exe`}}})
 		if err != nil {
 			t.Fatalf("reset %d: %v", i, err)
 		}
-		if (i == 0) != resp.ServiceDeleted || (i == 0) != (len(resp.Removed) == 5) || (i == 1) != (len(resp.Removed) == 0) {
+		if (i == 0) != slices.Equal(resp.Deleted, []string{"kubelet"}) || (i == 0) != (len(resp.Removed) == 5) || (i == 1) != (len(resp.Removed) == 0) {
 			t.Errorf("reset %d: %+v", i, resp)
 		}
 	}

@@ -53,3 +53,24 @@ func TestConnectErrors(t *testing.T) {
 		t.Errorf("cluster = %+v", c)
 	}
 }
+
+func TestBootstrapKubeconfigAndServerOf(t *testing.T) {
+	c, err := Connect("testdata/one.kubeconfig", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.BootstrapKubeconfig(Token{ID: "abcdef", Value: "abcdef.0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "token: abcdef.0123456789abcdef") || !strings.Contains(string(raw), "certificate-authority-data:") {
+		t.Errorf("bootstrap kubeconfig:\n%s", raw)
+	}
+	server, err := ServerOf(raw)
+	if err != nil || server != c.Server {
+		t.Errorf("ServerOf = %q, %v; want %q", server, err, c.Server)
+	}
+	if _, err := ServerOf([]byte("apiVersion: v1\nkind: Config\n")); err == nil {
+		t.Error("a kubeconfig without a context has a server")
+	}
+}

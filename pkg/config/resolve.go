@@ -41,6 +41,7 @@ func resolvePaths(n *v1alpha1.Node, dir string) []pathProblem {
 	}
 	if j := n.Spec.Kubernetes.Join; j != nil {
 		resolve(&j.Kubeconfig, "spec.kubernetes.join.kubeconfig")
+		resolve(&j.ContainerdConfig, "spec.kubernetes.join.containerdConfig")
 	}
 	if w := n.Spec.Wins; w != nil && v1alpha1.IsLocalPathSource(w.SourceURL) {
 		resolve(&w.SourceURL, "spec.wins.sourceURL")

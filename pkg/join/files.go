@@ -47,14 +47,76 @@ func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
 	return yaml.Marshal(kc)
 }
 
+// ContainerdConfig is containerd's config.toml for a Windows node, as
+// Install-Containerd.ps1 makes it: the default pipe, the CRI plugin with
+// the windows snapshotter and the runhcs process-isolation runtime, the
+// CNI directories and the pause image.
+func ContainerdConfig() []byte {
+	return []byte(`version = 2
+root = "C:\\ProgramData\\containerd\\root"
+state = "C:\\ProgramData\\containerd\\state"
+
+[grpc]
+  address = "\\\\.\\pipe\\containerd-containerd"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "windows"
+    default_runtime_name = "runhcs-wcow-process"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runhcs-wcow-process]
+      runtime_type = "io.containerd.runhcs.v1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "C:\\opt\\cni\\bin"
+    conf_dir = "C:\\etc\\cni\\net.d"
+`)
+}
+
+// ContainerdRegistration is the containerd service a join registers: what
+// `containerd.exe --register-service` creates (the binary with
+// --run-service and its config), then the node file's register args.
+func ContainerdRegistration(containerd *v1alpha1.ProvisionerSpec) ops.ServiceRegisterRequest {
+	req := ops.ServiceRegisterRequest{Name: serviceOf(containerd), Program: containerd.Destination,
+		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig},
+		DisplayName: "containerd", Description: "Container runtime (registered by swdt join)", StartType: "Automatic"}
+	return withRegister(req, containerd.Register)
+}
+
+// serviceOf is the service a provisioner feeds.
+func serviceOf(p *v1alpha1.ProvisionerSpec) string {
+	if p.Service != "" {
+		return p.Service
+	}
+	return p.Name
+}
+
+// withRegister applies the node file's register section to req: its args
+// come last (so they win), its other fields replace req's.
+func withRegister(req ops.ServiceRegisterRequest, r *v1alpha1.ServiceRegistration) ops.ServiceRegisterRequest {
+	if r == nil {
+		return req
+	}
+	req.Args = append(req.Args, r.Args...)
+	if r.DisplayName != "" {
+		req.DisplayName = r.DisplayName
+	}
+	if r.Description != "" {
+		req.Description = r.Description
+	}
+	if r.StartType != "" {
+		req.StartType = r.StartType
+	}
+	if len(r.DependsOn) > 0 {
+		req.DependsOn = r.DependsOn
+	}
+	return req
+}
+
 // Registration is the kubelet service a join registers: the binary with
 // the flags kubeadm's kubeadm-flags.env and the Windows service need, then
 // the node file's own register args (they come last, so they win).
-func Registration(js *v1alpha1.JoinSpec, kubelet *v1alpha1.ProvisionerSpec, nodeName string) ops.ServiceRegisterRequest {
-	svc := kubelet.Service
-	if svc == "" {
-		svc = kubelet.Name
-	}
+// With containerd (a provisioner feeds it) the kubelet depends on it.
+func Registration(js *v1alpha1.JoinSpec, kubelet, containerd *v1alpha1.ProvisionerSpec, nodeName string) ops.ServiceRegisterRequest {
 	args := []string{
 		"--windows-service",
 		"--bootstrap-kubeconfig=" + ops.JoinBootstrapKubeconfig,
@@ -71,20 +133,10 @@ func Registration(js *v1alpha1.JoinSpec, kubelet *v1alpha1.ProvisionerSpec, node
 		}
 		args = append(args, "--node-labels="+strings.Join(kv, ","))
 	}
-	req := ops.ServiceRegisterRequest{Name: svc, Program: kubelet.Destination, Args: args,
+	req := ops.ServiceRegisterRequest{Name: serviceOf(kubelet), Program: kubelet.Destination, Args: args,
 		DisplayName: "kubelet", Description: "Kubernetes node agent (registered by swdt join)", StartType: "Automatic"}
-	if r := kubelet.Register; r != nil {
-		req.Args = append(req.Args, r.Args...)
-		if r.DisplayName != "" {
-			req.DisplayName = r.DisplayName
-		}
-		if r.Description != "" {
-			req.Description = r.Description
-		}
-		if r.StartType != "" {
-			req.StartType = r.StartType
-		}
-		req.DependsOn = r.DependsOn
+	if containerd != nil {
+		req.DependsOn = []string{serviceOf(containerd)}
 	}
-	return req
+	return withRegister(req, kubelet.Register)
 }

@@ -44,7 +44,7 @@ func TestRegistration(t *testing.T) {
 			wantTail: []string{"--node-labels=a=1,b=2", "--v=4"}, wantDeps: []string{"containerd"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := Registration(js, &tc.kubelet, "win-01")
+			req := Registration(js, &tc.kubelet, nil, "win-01")
 			if req.Name != "kubelet" || req.Program != `C:\k\kubelet.exe` || req.StartType != "Automatic" || !slices.Equal(req.DependsOn, tc.wantDeps) {
 				t.Errorf("request = %+v", req)
 			}
@@ -53,5 +53,20 @@ func TestRegistration(t *testing.T) {
 				t.Errorf("args = %s", strings.Join(req.Args, " "))
 			}
 		})
+	}
+}
+
+func TestContainerdRegistrationAndKubeletDependency(t *testing.T) {
+	containerd := &v1alpha1.ProvisionerSpec{Name: "containerd", Destination: `C:\Program Files\containerd\containerd.exe`}
+	req := ContainerdRegistration(containerd)
+	if req.Name != "containerd" || !slices.Equal(req.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig}) {
+		t.Errorf("containerd = %+v", req)
+	}
+	kubelet := &v1alpha1.ProvisionerSpec{Name: "kubelet", Destination: `C:\k\kubelet.exe`}
+	if got := Registration(&v1alpha1.JoinSpec{}, kubelet, containerd, "n").DependsOn; !slices.Equal(got, []string{"containerd"}) {
+		t.Errorf("kubelet depends on %v, want containerd", got)
+	}
+	if !strings.Contains(string(ContainerdConfig()), `address = "\\\\.\\pipe\\containerd-containerd"`) {
+		t.Errorf("config:\n%s", ContainerdConfig())
 	}
 }

@@ -18,7 +18,9 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -88,8 +90,9 @@ type Report struct {
 	Result string `json:"result"`
 	// Server is the API server the node joined (or left).
 	Server string `json:"server"`
-	// Kubelet is the kubelet binary's hot-swap result.
-	Kubelet *hotswap.Result `json:"kubelet,omitempty"`
+	// Binaries are the hot-swap results of containerd (when installed)
+	// and the kubelet.
+	Binaries []hotswap.Result `json:"binaries,omitempty"`
 	// FilesChanged lists the join files written.
 	FilesChanged []ops.JoinFile `json:"filesChanged,omitempty"`
 	// Node is what the cluster says of the Node afterwards.
@@ -149,20 +152,22 @@ type joiner struct {
 
 // prepared is what a join checked before it changes anything.
 type prepared struct {
-	cluster *cluster.Cluster
-	kubelet *v1alpha1.ProvisionerSpec
-	version string // the kubelet version the node must report ("" unknown)
-	source  *source.File
-	n       Node
-	closeN  func()
-	name    string
-	joined  bool // the node's kubelet.conf names this cluster
-	before  cluster.NodeState
+	cluster    *cluster.Cluster
+	kubelet    *v1alpha1.ProvisionerSpec
+	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
+	version    string                    // the kubelet version the node must report ("" unknown)
+	sources    map[*v1alpha1.ProvisionerSpec]*source.File
+	n          Node
+	closeN     func()
+	name       string
+	joined     bool // the node's kubelet.conf names this cluster
+	before     cluster.NodeState
 }
 
 func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
 	js := j.spec.Spec.Kubernetes.Join
-	p := &prepared{kubelet: v1alpha1.JoinKubelet(&j.spec.Spec.Kubernetes)}
+	k := &j.spec.Spec.Kubernetes
+	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
 	if err != nil {
 		return nil, err
@@ -185,12 +190,15 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 			return nil, fmt.Errorf("provisioner %s: %w", p.kubelet.Name, err)
 		}
 	}
-	if resolve {
-		f, err := j.opts.Resolver.Resolve(ctx, p.kubelet.SourceURL, p.kubelet.SHA256, nil)
-		if err != nil {
-			return nil, fmt.Errorf("provisioner %s: %w; nothing was changed", p.kubelet.Name, err)
+	for _, pr := range p.binaries() {
+		if !resolve {
+			break
 		}
-		p.source = f
+		f, err := j.opts.Resolver.Resolve(ctx, pr.SourceURL, pr.SHA256, nil)
+		if err != nil {
+			return nil, fmt.Errorf("provisioner %s: %w; nothing was changed", pr.Name, err)
+		}
+		p.sources[pr] = f
 	}
 	j.step("connecting to " + j.spec.Spec.Credentials.Hostname)
 	n, closeN, err := connect(ctx, j.spec, func(msg string) { j.opts.Observer.Warn("node " + j.spec.Name + ": " + msg) })
@@ -230,6 +238,14 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	return p, nil
 }
 
+// binaries are the provisioners a join installs, containerd first.
+func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
+	if p.containerd != nil {
+		return []*v1alpha1.ProvisionerSpec{p.containerd, p.kubelet}
+	}
+	return []*v1alpha1.ProvisionerSpec{p.kubelet}
+}
+
 func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	p, err := j.prepare(ctx, connect, true)
 	if err != nil {
@@ -245,6 +261,15 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return nil, err
 	}
 	files[ops.JoinFileKubeletConfig] = string(kc)
+	if p.containerd != nil {
+		cc := ContainerdConfig()
+		if js.ContainerdConfig != "" {
+			if cc, err = os.ReadFile(js.ContainerdConfig); err != nil {
+				return nil, fmt.Errorf("spec.kubernetes.join.containerdConfig: %w; nothing was changed", err)
+			}
+		}
+		files[ops.JoinFileContainerdConfig] = string(cc)
+	}
 	if !p.joined {
 		j.step("creating a bootstrap token")
 		token, err := p.cluster.CreateBootstrapToken(ctx, description, j.opts.TokenTTL)
@@ -263,15 +288,17 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	}
 	rep.FilesChanged = written.Changed
 	started := time.Now()
-	res, err := j.installKubelet(ctx, p, slices.Contains(written.Changed, ops.JoinFileKubeletConfig))
-	if res != nil {
-		rep.Kubelet = res
-	}
+	results, err := j.install(ctx, p, written.Changed)
+	rep.Binaries = results
 	if err != nil {
 		rep.Result, rep.Error = ResultFailed, err.Error()
 		return rep, nil
 	}
-	if res.Action != hotswap.ActionUnchanged || len(written.Changed) > 0 || !p.before.Registered {
+	changed := len(written.Changed) > 0 || !p.before.Registered
+	for _, r := range results {
+		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
+	}
+	if changed {
 		rep.Result = ResultChanged
 	}
 	want := cluster.Want{KubeletVersion: p.version}
@@ -298,33 +325,47 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	return rep, nil
 }
 
-// installKubelet puts the kubelet binary in place through the hot-swap and
-// registers its service when missing; restart restarts an unchanged
-// kubelet (its configuration changed).
-func (j *joiner) installKubelet(ctx context.Context, p *prepared, restart bool) (*hotswap.Result, error) {
-	b := target.Provisioner(*p.kubelet)
-	reg := Registration(j.spec.Spec.Kubernetes.Join, p.kubelet, p.name)
-	it := hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.source,
-		Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks, Restart: restart,
-		Register: func(ctx context.Context) error {
-			_, err := p.n.RegisterService(ctx, reg)
-			return err
-		}}
+// install puts containerd (when a provisioner feeds it) and the kubelet in
+// place through one hot-swap, registering their services when missing,
+// and restarts an unchanged one whose configuration file changed.
+func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFile) ([]hotswap.Result, error) {
+	js := j.spec.Spec.Kubernetes.Join
+	var items []hotswap.Item
+	for _, pr := range p.binaries() {
+		b := target.Provisioner(*pr)
+		reg := Registration(js, p.kubelet, p.containerd, p.name)
+		restart := slices.Contains(changed, ops.JoinFileKubeletConfig)
+		if pr == p.containerd {
+			reg = ContainerdRegistration(pr)
+			restart = slices.Contains(changed, ops.JoinFileContainerdConfig)
+			if len(b.HealthChecks) == 0 {
+				b.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
+			}
+		}
+		items = append(items, hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.sources[pr],
+			Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks, Restart: restart,
+			Register: func(ctx context.Context) error {
+				_, err := p.n.RegisterService(ctx, reg)
+				return err
+			}})
+	}
 	opts := j.opts.Swap
 	opts.Command = "swdt join"
 	opts.Observer = stepObserver{step: j.step}
-	report, err := hotswap.Run(ctx, p.n, []hotswap.Item{it}, opts)
+	report, err := hotswap.Run(ctx, p.n, items, opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(report.Results) != 1 {
-		return nil, fmt.Errorf("kubelet install: %d results for one binary", len(report.Results))
+	var failed []string
+	for _, res := range report.Results {
+		if res.Failed() {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", res.Name, res.Action, res.Error))
+		}
 	}
-	res := report.Results[0]
-	if res.Failed() {
-		return &res, fmt.Errorf("kubelet %s: %s", res.Action, res.Error)
+	if len(failed) > 0 {
+		return report.Results, errors.New(strings.Join(failed, "; "))
 	}
-	return &res, nil
+	return report.Results, nil
 }
 
 func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
@@ -334,19 +375,21 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 	}
 	defer p.closeN()
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
-	svc := p.kubelet.Service
-	if svc == "" {
-		svc = p.kubelet.Name
+	var req ops.JoinResetRequest
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubelet, p.containerd} {
+		if pr != nil {
+			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
+		}
 	}
-	j.step("stopping and deleting service " + svc)
-	res, err := p.n.ResetJoin(ctx, ops.JoinResetRequest{Service: svc, Binary: p.kubelet.Destination})
+	j.step("stopping and deleting the services and files of the join")
+	res, err := p.n.ResetJoin(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	rep.Removed = res.Removed
-	if res.ServiceDeleted {
-		rep.Removed = append([]string{"service " + svc}, rep.Removed...)
+	for _, svc := range res.Deleted {
+		rep.Removed = append(rep.Removed, "service "+svc)
 	}
+	rep.Removed = append(rep.Removed, res.Removed...)
 	if p.before.Registered && p.joined {
 		j.step("deleting Node " + p.name)
 		if err := p.cluster.DeleteNode(ctx, p.name); err != nil {

@@ -29,6 +29,9 @@ const (
 	JoinKubeletConfig = `C:\var\lib\kubelet\config.yaml`
 	// JoinCertDir is where the kubelet keeps its client certificate.
 	JoinCertDir = `C:\var\lib\kubelet\pki`
+	// JoinContainerdConfig is containerd's config.toml, where
+	// Install-Containerd.ps1 puts it.
+	JoinContainerdConfig = `C:\Program Files\containerd\config.toml`
 )
 
 // JoinFile names one join file by its role.
@@ -39,6 +42,7 @@ const (
 	JoinFileCA                  JoinFile = "ca"
 	JoinFileBootstrapKubeconfig JoinFile = "bootstrap-kubeconfig"
 	JoinFileKubeletConfig       JoinFile = "kubelet-config"
+	JoinFileContainerdConfig    JoinFile = "containerd-config"
 )
 
 // JoinFilePaths maps each role to its path on the node.
@@ -46,6 +50,7 @@ var JoinFilePaths = map[JoinFile]string{
 	JoinFileCA:                  JoinCAFile,
 	JoinFileBootstrapKubeconfig: JoinBootstrapKubeconfig,
 	JoinFileKubeletConfig:       JoinKubeletConfig,
+	JoinFileContainerdConfig:    JoinContainerdConfig,
 }
 
 // JoinInspectRequest asks for the join state; it has no parameters.
@@ -72,18 +77,24 @@ type JoinWriteResponse struct {
 	Changed []JoinFile `json:"changed,omitempty"`
 }
 
-// JoinResetRequest names the kubelet service and binary to remove.
+// JoinResetRequest names the services a join registered, in the order
+// they are removed (the kubelet before containerd).
 type JoinResetRequest struct {
-	// Service is the kubelet's service name.
-	Service string `json:"service"`
-	// Binary is the kubelet binary's path (removed with its backups).
+	Services []JoinService `json:"services"`
+}
+
+// JoinService is one service a join registered and its binary.
+type JoinService struct {
+	// Name is the service name.
+	Name string `json:"name"`
+	// Binary is the service's binary (removed with swdt's backups).
 	Binary string `json:"binary"`
 }
 
 // JoinResetResponse reports what the reset removed.
 type JoinResetResponse struct {
-	// ServiceDeleted is true when the service existed and was deleted.
-	ServiceDeleted bool `json:"serviceDeleted"`
+	// Deleted lists the services that existed and were deleted.
+	Deleted []string `json:"deleted,omitempty"`
 	// Removed lists the files removed.
 	Removed []string `json:"removed,omitempty"`
 }

@@ -154,6 +154,30 @@ func (m *machine) startKubeletLocked(name string, pid int, version string, args 
 	m.kubelets.start(k.run)
 }
 
+// resumeKubeletsLocked starts the simulated kubelet of every running
+// service whose binary has MarkerKubelet (a simnode started on a saved
+// state).
+func (m *machine) resumeKubeletsLocked() {
+	for _, svc := range m.st.Services {
+		if svc.PID == 0 || svc.Status == StatusStopped {
+			continue
+		}
+		w, err := parseWinPath(svc.BinaryPath)
+		if err != nil {
+			continue
+		}
+		host, _, err := resolve(m.fsRoot, w)
+		if err != nil {
+			continue
+		}
+		if found, err := m.markers.scan(host); err == nil && found[MarkerKubelet] {
+			if v, err := kubeletVersion(host); err == nil {
+				m.startKubeletLocked(svc.Name, svc.PID, v, svc.Args)
+			}
+		}
+	}
+}
+
 // simKubelet plays kubelet.exe against a real API server: TLS bootstrap
 // with the bootstrap kubeconfig (a node-client CSR the controller manager
 // approves), the client kubeconfig written where --kubeconfig says, the

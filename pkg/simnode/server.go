@@ -112,6 +112,11 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("simnode: %w", err)
 		}
 	}
+	// A kubelet whose service was running when the state was saved runs
+	// again in this process.
+	if err := m.update(func(s *State, _ time.Time) error { m.resumeKubeletsLocked(); return nil }); err != nil {
+		return nil, fmt.Errorf("simnode: %w", err)
+	}
 	hostKey, err := loadHostKey(filepath.Join(opts.StateDir, "ssh_host_ed25519_key"))
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)

@@ -182,6 +182,12 @@ type JoinSpec struct {
 	// (the kubelet's registerWithTaints).
 	// +optional
 	Taints []string `json:"taints,omitempty"`
+	// ContainerdConfig is a local config.toml for containerd, used instead
+	// of the one swdt generates for Windows (CRI plugin, CNI directories,
+	// sandbox image). It applies when a provisioner feeds the containerd
+	// service.
+	// +optional
+	ContainerdConfig string `json:"containerdConfig,omitempty"`
 	// Timeout bounds the wait for the Node to register. Default: 3m.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`

@@ -8,20 +8,30 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// KubeletService is the service a join registers and the provisioner it
-// needs: the one named (or feeding the service) kubelet.
-const KubeletService = "kubelet"
+// The services a join registers: the kubelet (required) and containerd
+// (when a provisioner feeds it).
+const (
+	KubeletService    = "kubelet"
+	ContainerdService = "containerd"
+)
 
-// JoinKubelet returns the provisioner a join installs: the one whose
-// service is kubelet, or nil.
-func JoinKubelet(k *KubernetesSpec) *ProvisionerSpec {
+// JoinKubelet returns the provisioner a join installs the kubelet from:
+// the one whose service is kubelet, or nil.
+func JoinKubelet(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, KubeletService) }
+
+// JoinContainerd returns the provisioner a join installs containerd
+// from, or nil.
+func JoinContainerd(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, ContainerdService) }
+
+// provisionerOf returns the provisioner that feeds service, or nil.
+func provisionerOf(k *KubernetesSpec, service string) *ProvisionerSpec {
 	for i := range k.Provisioners {
 		pr := &k.Provisioners[i]
 		svc := pr.Service
 		if svc == "" {
 			svc = pr.Name
 		}
-		if strings.EqualFold(svc, KubeletService) {
+		if strings.EqualFold(svc, service) {
 			return pr
 		}
 	}
@@ -37,6 +47,9 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	}
 	if hasControl(j.Kubeconfig) {
 		errs = append(errs, field.Invalid(p.Child("kubeconfig"), j.Kubeconfig, "must not contain control characters"))
+	}
+	if j.ContainerdConfig != "" && JoinContainerd(k) == nil {
+		errs = append(errs, field.Invalid(p.Child("containerdConfig"), j.ContainerdConfig, "applies to containerd, and no provisioner feeds the containerd service"))
 	}
 	if hasControl(j.Context) {
 		errs = append(errs, field.Invalid(p.Child("context"), j.Context, "must not contain control characters"))

@@ -145,8 +145,8 @@ func joinDetail(r *join.Report) string {
 	default:
 		parts = append(parts, "no Node")
 	}
-	if r.Kubelet != nil {
-		parts = append(parts, "binary "+string(r.Kubelet.Action))
+	for _, b := range r.Binaries {
+		parts = append(parts, b.Name+" "+string(b.Action))
 	}
 	if r.Note != "" {
 		parts = append(parts, r.Note)

@@ -40,6 +40,9 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	fx := &joinFixture{t: t, cl: cl, dir: t.TempDir(),
 		ts: simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true; o.Hostname = "WIN-JOIN01" }))}
 	fx.kubelet("v1.37.2")
+	if err := os.WriteFile(filepath.Join(fx.dir, "containerd.exe"), []byte("MZ containerd stand-in\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fx.write(cl.Kubeconfig, "v1.37.2")
 	return fx
 }
@@ -57,6 +60,9 @@ func (fx *joinFixture) write(kubeconfig, version string) {
 	fx.config = filepath.Join(fx.dir, "node.yaml")
 	spec := nodeHeader("sim", fx.ts.Credentials()) + fmt.Sprintf(`  kubernetes:
     provisioners:
+    - name: containerd
+      sourceURL: ./containerd.exe
+      destination: C:\Program Files\containerd\containerd.exe
     - name: kubelet
       version: %s
       sourceURL: ./kubelet.exe
@@ -142,6 +148,11 @@ func TestJoinFreshNodeAndReset(t *testing.T) {
 	if fx.tokens() != 0 {
 		t.Errorf("the bootstrap token was not deleted after the join")
 	}
+	ctrd := fx.ts.State().Services["containerd"]
+	if ctrd == nil || ctrd.Status != "Running" || !slices.Equal(ctrd.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig}) ||
+		!slices.Equal(svc.Dependencies, []string{"containerd"}) || !fx.ts.Node().Exists(ops.JoinContainerdConfig) {
+		t.Errorf("containerd service = %+v, kubelet depends on %v", ctrd, svc.Dependencies)
+	}
 	if !fx.ts.Node().Exists(ops.JoinKubeconfig) {
 		t.Errorf("the kubelet wrote no %s (TLS bootstrap)", ops.JoinKubeconfig)
 	}
@@ -180,10 +191,10 @@ func TestJoinFreshNodeAndReset(t *testing.T) {
 	if _, err := fx.cl.Client.CoreV1().Nodes().Get(context.Background(), "win-join01", metav1.GetOptions{}); err == nil {
 		t.Error("the Node is still there after --reset")
 	}
-	if fx.ts.State().Services["kubelet"] != nil {
-		t.Error("the kubelet service is still there after --reset")
+	if st := fx.ts.State(); st.Services["kubelet"] != nil || st.Services["containerd"] != nil {
+		t.Error("the kubelet or containerd service is still there after --reset")
 	}
-	for _, f := range []string{`C:\k\kubelet.exe`, ops.JoinKubeconfig, ops.JoinBootstrapKubeconfig, ops.JoinKubeletConfig, ops.JoinCAFile} {
+	for _, f := range []string{`C:\k\kubelet.exe`, `C:\Program Files\containerd\containerd.exe`, ops.JoinContainerdConfig, ops.JoinKubeconfig, ops.JoinBootstrapKubeconfig, ops.JoinKubeletConfig, ops.JoinCAFile} {
 		if fx.ts.Node().Exists(f) {
 			t.Errorf("%s is still there after --reset", f)
 		}
