@@ -64,6 +64,18 @@ func (fx *joinFixture) waitKubelet(name, version string) {
 	}
 }
 
+// kubeletOf is the kubelet's result in a node's swdt kubernetes report.
+func kubeletOf(t *testing.T, n kubeNodeJSON) kubeProvJSON {
+	t.Helper()
+	for _, p := range n.Provisioners {
+		if p.Name == "kubelet" {
+			return p
+		}
+	}
+	t.Fatalf("no kubelet in %+v", n.Provisioners)
+	return kubeProvJSON{}
+}
+
 // A kubelet swap on a joined node is proven by the cluster: a build with
 // another version stamp passes when the Node reports it and renews its
 // Lease; a build the Node never confirms (another version than the
@@ -80,13 +92,13 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 	fx.build(simnode.KubeletBinary("v1.37.1"), "v1.37.1", "90s")
 	var kube kubeJSON
 	code, errOut := fx.runDoc(&kube, "kubernetes")
-	if code != exitcode.OK || len(kube.Nodes) != 1 || len(kube.Nodes[0].Provisioners) != 1 {
+	if code != exitcode.OK || len(kube.Nodes) != 1 {
 		t.Fatalf("swap: exit %d, %+v\n%s", code, kube, errOut)
 	}
 	got := kube.Nodes[0]
-	if got.Provisioners[0].Action != string(hotswap.ActionUpdated) || got.Cluster == nil || got.Cluster.Result != provision.ClusterConfirmed ||
+	if p := kubeletOf(t, got); p.Action != string(hotswap.ActionUpdated) || got.Cluster == nil || got.Cluster.Result != provision.ClusterConfirmed ||
 		got.Cluster.Node.KubeletVersion != "v1.37.1" || got.Cluster.Server != fx.cl.Server {
-		t.Fatalf("swap = %+v, cluster %+v\n%s", got.Provisioners[0], got.Cluster, errOut)
+		t.Fatalf("swap = %+v, cluster %+v\n%s", p, got.Cluster, errOut)
 	}
 	if v := fx.node(node).Status.NodeInfo.KubeletVersion; v != "v1.37.1" {
 		t.Errorf("the Node reports kubelet %s after a confirmed swap", v)
@@ -111,11 +123,11 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 			fx.build(tc.build, tc.version, "10s")
 			var kube kubeJSON
 			code, errOut := fx.runDoc(&kube, "kubernetes")
-			if code == exitcode.OK || len(kube.Nodes) != 1 || len(kube.Nodes[0].Provisioners) != 1 {
+			if code == exitcode.OK || len(kube.Nodes) != 1 {
 				t.Fatalf("exit %d, %+v\n%s", code, kube, errOut)
 			}
 			got := kube.Nodes[0]
-			p := got.Provisioners[0]
+			p := kubeletOf(t, got)
 			if p.Action != string(hotswap.ActionRolledBack) || !strings.Contains(p.Error, "the cluster did not confirm the new kubelet within 10s") ||
 				!strings.Contains(p.Error, tc.reason) || !strings.Contains(p.Error, "rolled back: the old binary runs again") {
 				t.Fatalf("kubelet = %+v\n%s", p, errOut)
