@@ -112,6 +112,30 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, line int, se
 			d.value(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i), item.Line, secret)
 		}
 		v.Set(s)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode || t.Key().Kind() != reflect.String {
+			d.mismatch(n, t, path, line, secret)
+			return
+		}
+		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			fp := fmt.Sprintf("%s[%s]", path, k.Value)
+			if k.Kind != yaml.ScalarNode || isTyped(k) && k.ShortTag() != "!!int" && k.ShortTag() != "!!bool" {
+				d.add(k.Line, path, "a key must be a string")
+				continue
+			}
+			if first, dup := seen[k.Value]; dup {
+				d.add(k.Line, fp, "duplicate key %q (first at line %d): remove one", k.Value, first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			e := reflect.New(t.Elem()).Elem()
+			d.value(val, e, fp, k.Line, secret)
+			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+		}
+		v.Set(m)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || isTyped(n) {
 			d.mismatch(n, t, path, line, secret)

@@ -18,14 +18,15 @@ type strictInline struct {
 // strictSample has a field of every kind the decoder handles.
 type strictSample struct {
 	strictInline `json:",inline"`
-	Name         string          `json:"name"`
-	Count        int32           `json:"count,omitempty"`
-	Enabled      *bool           `json:"enabled,omitempty"`
-	Wait         metav1.Duration `json:"wait,omitempty"`
-	Items        []string        `json:"items,omitempty"`
-	Password     string          `json:"password,omitempty"`
-	Ignored      string          `json:"-"`
-	Float        float64         `json:"float,omitempty"`
+	Name         string            `json:"name"`
+	Count        int32             `json:"count,omitempty"`
+	Enabled      *bool             `json:"enabled,omitempty"`
+	Wait         metav1.Duration   `json:"wait,omitempty"`
+	Items        []string          `json:"items,omitempty"`
+	Password     string            `json:"password,omitempty"`
+	Ignored      string            `json:"-"`
+	Float        float64           `json:"float,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
 }
 
 func TestDecoder(t *testing.T) {
@@ -40,6 +41,12 @@ func TestDecoder(t *testing.T) {
 				return s.Kind == "K" && s.Name == "n" && s.Count == 7 && s.Enabled != nil && !*s.Enabled &&
 					s.Wait.Duration == 90*time.Second && len(s.Items) == 2 && s.Items[1] == "b"
 			}},
+		{name: "a map of strings", yaml: "labels:\n  example.com/team: sig-windows\n  tier: \"1\"\n",
+			check: func(s strictSample) bool {
+				return len(s.Labels) == 2 && s.Labels["example.com/team"] == "sig-windows" && s.Labels["tier"] == "1"
+			}},
+		{name: "map problems", yaml: "labels:\n  a: x\n  a: y\n  b: [c]\n",
+			want: []want{{3, "labels[a]", `duplicate key "a" (first at line 2)`}, {4, "labels[b]", "must be a string (quote it), not a list"}}},
 		{name: "null leaves the zero value", yaml: "name: ~\nenabled: null\nitems:\n",
 			check: func(s strictSample) bool { return s.Name == "" && s.Enabled == nil && s.Items == nil }},
 		{name: "scalars keep their YAML 1.2 meaning", yaml: "name: yes\nitems: [2001-12-14, on]\n",

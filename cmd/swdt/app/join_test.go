@@ -82,10 +82,14 @@ func (fx *joinFixture) write(kubeconfig, version string) {
 func (fx *joinFixture) run(args ...string) (int, joinJSON, string) {
 	fx.t.Helper()
 	var out, errb bytes.Buffer
-	base := []string{"--no-color", "-o", "json", "-c", fx.config, "--cache-dir", filepath.Join(fx.dir, "cache")}
+	base := []string{"--no-color", "-o", "json", "-c", fx.config}
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}, append(append([]string{args[0]}, base...), args[1:]...))
 	var doc joinJSON
-	if out.Len() > 0 {
+	if code != 0 {
+		raw, _ := os.ReadFile(fx.config)
+		fx.t.Logf("stdout: %s\nstderr: %s\nconfig:\n%s", out.String(), errb.String(), raw)
+	}
+	if out.Len() > 0 && code == 0 {
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			fx.t.Fatalf("stdout is not JSON: %v\n%s\nstderr:\n%s", err, out.String(), errb.String())
 		}
