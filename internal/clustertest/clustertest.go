@@ -200,7 +200,7 @@ func (c *Cluster) start(bins map[string]string) error {
 		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
 		"--root-ca-file="+p.path("ca.crt"),
 		"--service-account-private-key-file="+p.path("sa.key"),
-		"--use-service-account-credentials=false",
+		"--use-service-account-credentials=true",
 		"--profiling=false",
 	); err != nil {
 		return err

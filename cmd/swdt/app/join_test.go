@@ -141,7 +141,10 @@ func TestJoinFreshNodeAndReset(t *testing.T) {
 	if n.Labels["example.com/team"] != "sig-windows" || n.Labels[corev1.LabelOSStable] != "windows" {
 		t.Errorf("labels = %v", n.Labels)
 	}
-	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "os" || n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+	// The API server adds node.kubernetes.io/not-ready to a new Node.
+	if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool {
+		return tt.Key == "os" && tt.Value == "windows" && tt.Effect == corev1.TaintEffectNoSchedule
+	}) {
 		t.Errorf("taints = %v", n.Spec.Taints)
 	}
 	svc := fx.ts.State().Services["kubelet"]
