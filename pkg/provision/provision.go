@@ -2,7 +2,9 @@
 // selects the provisioners of the loaded nodes, resolves every source
 // before any node is touched, hot-swaps them into their services on every
 // node in parallel through pkg/hotswap, and with Watch swaps again each
-// provisioner whose local build changes.
+// provisioner whose local build changes. On a node with
+// spec.kubernetes.join, a kubelet swap must also be confirmed by the
+// cluster, else it is undone (cluster.go).
 //
 // It owns mapping the node file to hot-swap items (through pkg/target),
 // the hash cache and cancellation; it reaches nodes through a
