@@ -3,7 +3,6 @@ package agent_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,21 +19,7 @@ import (
 // kills the agent at that step, as a killed swdt or a lost node does.
 func sshSwap(t *testing.T, ts *simnode.TestServer, req ops.ServiceSwapRequest) error {
 	t.Helper()
-	path := ts.InstallAgent()
-	raw, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, err = ts.Execer().Exec(ctx, ops.CommandLine(path, ops.ServiceSwap.Name), bytes.NewReader(raw), &out, &errOut)
-	if err == nil {
-		if _, perr := ops.ParseEnvelope(out.Bytes()); perr != nil {
-			return perr
-		}
-	}
-	return err
+	return sshOp(t, ts, ops.ServiceSwap.Name, req)
 }
 
 // An agent killed at any step of a swap leaves a journal from which

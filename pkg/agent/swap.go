@@ -300,7 +300,8 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 	rollback := map[int]bool{}
 	for _, name := range start {
 		key := strings.ToLower(name)
-		if _, failed := failures[key]; !failed {
+		if _, failed := failures[key]; !failed || s.req.Undo {
+			// An undo is not undone: its "backup" is the binary it undid.
 			continue
 		}
 		for _, i := range byService[key] {

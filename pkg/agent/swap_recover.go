@@ -144,7 +144,7 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 	}
 	rollback := map[int]bool{}
 	for i, it := range items {
-		if _, failed := failures[strings.ToLower(it.Service)]; !failed || results[i].Result != ops.SwapResultSwapped {
+		if _, failed := failures[strings.ToLower(it.Service)]; !failed || results[i].Result != ops.SwapResultSwapped || j.Request.Undo {
 			continue
 		}
 		if _, ok, err := provisionStatFile(w, it.Backup); err != nil {
@@ -170,6 +170,9 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 	}
 	for i, it := range items {
 		out := ops.SwapRecoverItem{Service: it.Service, Destination: it.Destination, Binary: binary[i]}
+		if j.Request.Undo {
+			out.Binary = undoneBinary(binary[i])
+		}
 		why, failed := failures[strings.ToLower(it.Service)]
 		switch {
 		case rollback[i]:
@@ -243,8 +246,24 @@ func (s *swapRun) settleFiles(it ops.SwapItem, removed *[]string) (string, error
 			binary = ops.RecoveredNew
 		}
 	}
+	if s.req.Undo {
+		// An undo's staged file is the backup of the swap it undoes.
+		return binary, nil
+	}
 	if err := swapRemoveFile(s.w, it.Staged, removed); err != nil {
 		return "", err
 	}
 	return binary, nil
+}
+
+// undoneBinary names the binary an undo's repair left as the user knows
+// it: the undo's new binary is the old one it put back.
+func undoneBinary(binary string) string {
+	switch binary {
+	case ops.RecoveredNew:
+		return ops.RecoveredOld
+	case ops.RecoveredOld:
+		return ops.RecoveredNew
+	}
+	return binary
 }

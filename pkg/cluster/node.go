@@ -97,23 +97,48 @@ func (w Want) met(st NodeState) bool {
 }
 
 // WaitNode polls the Node until want is met or ctx ends; it returns the
-// last state seen, and on a timeout an error that says what was missing.
+// last state seen, and on a timeout an error that says what was missing
+// (an *UnmetError when the cluster answered).
 func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every time.Duration) (NodeState, error) {
+	var (
+		last    NodeState
+		read    bool
+		lastErr error
+	)
 	for {
 		st, err := c.Node(ctx, name)
-		if err == nil && want.met(st) {
+		switch {
+		case err == nil && want.met(st):
 			return st, nil
+		case err == nil:
+			last, read, lastErr = st, true, nil
+		case ctx.Err() == nil:
+			// A failure of its own, not the end of the wait cutting a
+			// read short.
+			lastErr = err
 		}
 		select {
 		case <-ctx.Done():
-			if err != nil {
-				return st, err
+			switch {
+			case lastErr != nil:
+				return last, lastErr
+			case !read:
+				return last, fmt.Errorf("node %s: %w", name, ctx.Err())
 			}
-			return st, fmt.Errorf("node %s: %s", name, missing(st, want))
+			return last, &UnmetError{Node: name, Missing: missing(last, want)}
 		case <-time.After(every):
 		}
 	}
 }
+
+// UnmetError is WaitNode's error when the cluster answered but the Node
+// did not become as wanted in time (not a failure to reach the cluster).
+type UnmetError struct {
+	// Node is the Node's name; Missing what it lacked.
+	Node, Missing string
+}
+
+func (e *UnmetError) Error() string { return fmt.Sprintf("node %s: %s", e.Node, e.Missing) }
 
 // missing says which part of want st lacks.
 func missing(st NodeState, want Want) string {

@@ -48,3 +48,9 @@ func (n *Node) RegisterService(ctx context.Context, req ops.ServiceRegisterReque
 func (n *Node) ConfigureService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceConfigureResponse, error) {
 	return call(ctx, n, ops.ServiceConfigure, req, n.Timeouts.service())
 }
+
+// UndoSwap puts back the binaries an earlier swap replaced (swap-undo),
+// under the node's lock, which the op takes and releases itself.
+func (n *Node) UndoSwap(ctx context.Context, req ops.SwapUndoRequest) (ops.ServiceSwapResponse, error) {
+	return call(ctx, n, ops.SwapUndo, req, SwapBudget(req.Swap())+n.Timeouts.hash())
+}

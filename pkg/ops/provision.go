@@ -221,6 +221,12 @@ type ServiceSwapRequest struct {
 	// item feeds (a service just registered and started for the first
 	// time), by service name; a failure is reported in NotStarted.
 	ServiceChecks map[string][]HealthCheckSpec `json:"serviceChecks,omitempty"`
+	// Undo marks the swap that swap-undo makes of its request: each
+	// item's staged file is the backup of an earlier swap (kept, never
+	// removed, by a repair) and a failure is not rolled back. A repair of
+	// its journal names the binaries as the user knows them: the one put
+	// back is the old one.
+	Undo bool `json:"undo,omitempty"`
 }
 
 // Swap item results.

@@ -2,7 +2,9 @@
 // selects the provisioners of the loaded nodes, resolves every source
 // before any node is touched, hot-swaps them into their services on every
 // node in parallel through pkg/hotswap, and with Watch swaps again each
-// provisioner whose local build changes.
+// provisioner whose local build changes. On a node with
+// spec.kubernetes.join, a kubelet swap must also be confirmed by the
+// cluster, else it is undone (cluster.go).
 //
 // It owns mapping the node file to hot-swap items (through pkg/target),
 // the hash cache and cancellation; it reaches nodes through a
@@ -90,6 +92,9 @@ type NodeReport struct {
 	*hotswap.Report
 	// Snapshot names the VM snapshot taken before the swap, if any.
 	Snapshot string
+	// Cluster is what the cluster said of a kubelet swap on a node with
+	// spec.kubernetes.join (nil when there was nothing to check).
+	Cluster *ClusterCheck
 }
 
 // Run hot-swaps the selected provisioners of nodes. Its error is the
@@ -372,6 +377,13 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	opts := r.opts.Swap
 	opts.Force, opts.DryRun, opts.Command = r.opts.Force, r.opts.DryRun, "swdt kubernetes"
+	var check *clusterCheck
+	if !r.opts.DryRun {
+		var err error
+		if check, err = newClusterCheck(n.spec, w.provs, opts.HealthTimeout); err != nil {
+			return out, err
+		}
+	}
 	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
 	if hashes != nil {
 		opts.Hashes = hashes
@@ -397,8 +409,16 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	obs := r.opts.Observer.Node(name)
 	defer obs.End()
 	opts.Observer = obs
-	if r.opts.Snapshot != nil {
+	if r.opts.Snapshot != nil || check != nil {
 		opts.BeforeSwap = func(ctx context.Context) (err error) {
+			if check != nil {
+				if err := check.readBefore(ctx, n.conn); err != nil {
+					return err
+				}
+			}
+			if r.opts.Snapshot == nil {
+				return nil
+			}
 			var names []string
 			for _, b := range w.provs {
 				names = append(names, b.Name)
@@ -419,6 +439,11 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	var err error
 	out.Report, err = hotswap.Run(ctx, n.conn, items, opts)
+	if err == nil && check != nil {
+		out.Cluster = check.after(ctx, n.conn, out.Report, opts,
+			func(msg string) { obs.Step(msg) },
+			func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
+	}
 	return out, err
 }
 

@@ -3,8 +3,10 @@ package status
 import (
 	"context"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/source"
@@ -32,12 +34,56 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 		}
 		defer n.Close()
 		hashes := hashcache.ForNode(opts.CacheDir, spec)
-		if hashes == nil {
-			return Gather(ctx, n, targets, nil)
+		if hashes != nil {
+			defer func() { _ = hashes.Save() }() // without it the next run reads the binaries again
 		}
-		defer func() { _ = hashes.Save() }() // without it the next run reads the binaries again
-		return Gather(ctx, n, targets, hashes)
+		report, err := Gather(ctx, n, targets, hashes)
+		if err == nil {
+			ClusterNode(ctx, spec, report)
+		}
+		return report, err
 	})
+}
+
+// clusterReadLimit bounds reading the Node from the cluster.
+const clusterReadLimit = 15 * time.Second
+
+// ClusterNode adds, on a node with spec.kubernetes.join, what the cluster
+// says of its Node (Ready condition, kubeletVersion) to the kubelet's
+// binary in report; a cluster that cannot be read is reported there, not
+// as the node's failure.
+func ClusterNode(ctx context.Context, spec *v1alpha1.Node, report *Report) {
+	js := spec.Spec.Kubernetes.Join
+	kubelet := v1alpha1.JoinKubelet(&spec.Spec.Kubernetes)
+	if js == nil || kubelet == nil {
+		return
+	}
+	var b *Binary
+	for i := range report.Binaries {
+		if report.Binaries[i].Name == kubelet.Name {
+			b = &report.Binaries[i]
+		}
+	}
+	if b == nil {
+		return
+	}
+	name := js.NodeName
+	if name == "" {
+		name = strings.ToLower(report.Node.Hostname)
+	}
+	c, err := cluster.Connect(js.Kubeconfig, js.Context)
+	if err != nil {
+		b.NodeError = err.Error()
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, clusterReadLimit)
+	defer cancel()
+	st, err := c.Node(cctx, name)
+	if err != nil {
+		b.NodeError = err.Error()
+		return
+	}
+	b.Node = &st
 }
 
 // Targets lists the node's provisioners and wins with the digest each

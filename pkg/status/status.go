@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -88,6 +89,11 @@ type Binary struct {
 	// RunsVia says how the service runs its program: directly, through
 	// nssm, or through nssm + PowerShell (a script nssm starts).
 	RunsVia string `json:"runsVia,omitempty"`
+	// Node is what the cluster says of the Node this kubelet reports,
+	// on a node with spec.kubernetes.join (nil otherwise); NodeError says
+	// why the cluster could not be read.
+	Node      *cluster.NodeState `json:"clusterNode,omitempty"`
+	NodeError string             `json:"clusterNodeError,omitempty"`
 }
 
 // Report is one node's status.

@@ -31,6 +31,8 @@ type kubeNodeJSON struct {
 	Services []kubeServiceJSON `json:"services"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
+	// Cluster is the cluster check of a kubelet swap (spec.kubernetes.join).
+	Cluster *provision.ClusterCheck `json:"cluster,omitempty"`
 }
 
 type kubeProvJSON struct {
@@ -90,7 +92,7 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			row(r.Node, unreached...)
 			continue
 		}
-		n.Repair = r.Value.Repair
+		n.Repair, n.Cluster = r.Value.Repair, r.Value.Cluster
 		for _, d := range r.Value.Services {
 			n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
 		}

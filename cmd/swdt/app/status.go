@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
@@ -50,6 +51,10 @@ sha256 for a download):
                    swdt kubernetes (or swdt wins) finishes or rolls it back
   being-swapped    another run is swapping it now
   runs-another-file  the service runs another file than the destination
+
+On a node with spec.kubernetes.join the kubelet's service state is
+followed by what the cluster says of its Node: Ready or NotReady, and the
+kubeletVersion it reports (-o json: clusterNode).
 
 Exit codes: 0 every node was read, 1 no node could be read, 2 usage or
 config error, 3 some nodes could not be read.`,
@@ -109,7 +114,10 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 			if b.PID > 0 {
 				pid = strconv.Itoa(b.PID)
 			}
-			rows = append(rows, []string{r.Node, b.Name, statusText(b), pid, orDash(b.Version), shortSHA(b), b.Source})
+			rows = append(rows, []string{r.Node, b.Name, statusText(b) + clusterText(b), pid, orDash(b.Version), shortSHA(b), b.Source})
+			if b.NodeError != "" {
+				u.Warn("node %s: the cluster could not be read: %s", r.Node, b.NodeError)
+			}
 			if b.Source == status.RunsOther {
 				u.Warn("node %s: service %s runs %s, not the destination %s", r.Node, b.Service, b.ServiceRuns, b.Destination)
 			}
@@ -126,6 +134,22 @@ func statusText(b status.Binary) string {
 		return fmt.Sprintf("%s (%s, %s)", b.Status, b.StartType, b.RunsVia)
 	}
 	return fmt.Sprintf("%s (%s)", b.Status, b.StartType)
+}
+
+// clusterText is what the cluster says of a kubelet's Node, to show
+// beside its service's state: "; Node NotReady, v1.37.2".
+func clusterText(b status.Binary) string {
+	switch {
+	case b.NodeError != "":
+		return "; Node unread"
+	case b.Node == nil:
+		return ""
+	case !b.Node.Registered:
+		return "; Node " + b.Node.Name + " not registered"
+	case b.Node.Ready == corev1.ConditionTrue:
+		return "; Node Ready, " + b.Node.KubeletVersion
+	}
+	return "; Node NotReady, " + b.Node.KubeletVersion
 }
 
 func shortSHA(b status.Binary) string {
