@@ -118,6 +118,9 @@ func discardUntrusted(w winos.OS, p string, notes *[]string) error {
 // backupSuffix names an item's backup: <destination>.swdt-bak.
 const backupSuffix = ".swdt-bak"
 
+// failedSuffix names a new binary that was rolled back (or undone).
+const failedSuffix = ".swdt-failed"
+
 // adminsOwn reports whether Administrators, SYSTEM or the agent's own
 // (administrator) account own p, and who does: a file anyone else owns
 // was not written by swdt (or by the administrator who installed the
@@ -188,9 +191,10 @@ func stagedBeside(p, runID string, dests []string) bool {
 // trustedItems keeps the journal items a run of the caller's node file
 // could have written: the destination is one of trusted, the staged file
 // is swdt's name beside it, the backup is <destination>.swdt-bak, and the
-// health checks are replaced by the node file's. The rest is described
-// in ignored.
-func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary) (kept []ops.SwapItem, ignored []string) {
+// health checks are replaced by the node file's. An undo's journal (undo)
+// puts <destination>.swdt-bak back and keeps the binary it replaces as
+// <destination>.swdt-failed. The rest is described in ignored.
+func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary, undo bool) (kept []ops.SwapItem, ignored []string) {
 	for _, it := range items {
 		var match *ops.TrustedBinary
 		for i := range trusted {
@@ -203,6 +207,11 @@ func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary) (kept []ops
 		switch {
 		case match == nil:
 			why = "its destination is not a binary of this node file"
+		case undo && !strings.EqualFold(it.Staged, it.Destination+backupSuffix):
+			why = "the undo's staged file " + it.Staged + " is not <destination>" + backupSuffix
+		case undo && !strings.EqualFold(it.Backup, it.Destination+failedSuffix):
+			why = "the undo's backup " + it.Backup + " is not <destination>" + failedSuffix
+		case undo:
 		case i < 0 || !stagedBeside(it.Staged, it.Staged[i+len(stagedMark):], []string{it.Destination}):
 			why = "its staged file " + it.Staged + " is not named <destination>" + stagedMark + "<run ID>"
 		case !strings.EqualFold(it.Backup, it.Destination+backupSuffix):

@@ -825,7 +825,7 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		if !items[i] {
 			continue
 		}
-		failed := it.Destination + ".swdt-failed"
+		failed := it.Destination + failedSuffix
 		if _, err := s.w.Stat(failed); err == nil {
 			if err := s.w.Remove(failed); err != nil {
 				return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)

@@ -61,7 +61,7 @@ func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (o
 		// Only what a run of this node file could have written is acted
 		// on, with this node file's health checks.
 		var ignored []string
-		j.Request.Items, ignored = trustedItems(j.Request.Items, req.Trusted)
+		j.Request.Items, ignored = trustedItems(j.Request.Items, req.Trusted, j.Request.Undo)
 		j.Request.ServiceChecks = nil
 		resp.Ignored = append(resp.Ignored, ignored...)
 		if err := resume(ctx, w, j, &resp); err != nil {

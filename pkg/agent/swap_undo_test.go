@@ -168,7 +168,7 @@ func TestSwapUndoRecoverAfterKill(t *testing.T) {
 			if n.HoldsReached() != 1 || !n.Exists(ops.JournalPath) {
 				t.Fatalf("the agent was not killed at the step (holds %d) or left no journal", n.HoldsReached())
 			}
-			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "u"})
+			resp, err := agent.Call(context.Background(), w, ops.SwapRecover, ops.SwapRecoverRequest{RunID: "u", Trusted: []ops.TrustedBinary{{Service: "kubelet", Destination: swapKubelet}}})
 			if err != nil || !resp.Found || len(resp.Items) != 1 {
 				t.Fatalf("repair = %+v, %v", resp, err)
 			}
