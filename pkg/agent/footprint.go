@@ -77,6 +77,10 @@ func footprint(w winos.OS) error {
 	if err != nil || wrong == "" {
 		return err
 	}
+	before, err := w.Owner(ops.AgentDir)
+	if err != nil {
+		return fmt.Errorf("read the owner of %s: %w", ops.AgentDir, err)
+	}
 	if err := w.SetOwner(ops.AgentDir, winos.SIDAdministrators); err != nil {
 		return fmt.Errorf("%s is not safe (%s) and its owner cannot be set to Administrators: %w", ops.AgentDir, wrong, err)
 	}
@@ -87,12 +91,27 @@ func footprint(w winos.OS) error {
 	if err != nil {
 		again = err.Error()
 	}
+	if again != "" && descriptorsNotKept(w, before) {
+		// The system accepted the owner and ACL but keeps neither (Wine
+		// does not): nothing can be restricted there, and the folder is
+		// used when the agent's own account made it, as on a system
+		// without ACLs.
+		return nil
+	}
 	if again != "" {
 		return Fail("unsafe-footprint", "%s is not safe (%s) and could not be repaired (%s): nothing was done; "+
 			"as an administrator, delete it or give it to Administrators with only Administrators and SYSTEM allowed",
 			ops.AgentDir, wrong, again)
 	}
 	return nil
+}
+
+// descriptorsNotKept reports whether the system ignores security
+// descriptors: ops.AgentDir, whose owner was just set to Administrators
+// without an error, still has its owner of before.
+func descriptorsNotKept(w winos.OS, before string) bool {
+	after, err := w.Owner(ops.AgentDir)
+	return err == nil && after == before && !adminSID(after)
 }
 
 // discardUntrusted removes p when it exists and neither Administrators,
@@ -135,12 +154,14 @@ func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
 		return owner, true, nil
 	}
 	// Where policy makes an administrator's files its own rather than
-	// Administrators', the agent's own files are owned by its account.
+	// Administrators' (or the system records the creator: Wine), the
+	// agent's own files are owned by its account.
 	self, err := w.CurrentUser()
 	if err != nil {
 		return "", false, fmt.Errorf("read the current user: %w", err)
 	}
-	return owner, self.Admin && self.Owner != "" && owner == self.Owner, nil
+	own := (self.Owner != "" && owner == self.Owner) || (self.SID != "" && owner == self.SID)
+	return owner, self.Admin && own, nil
 }
 
 // writeOwnFile writes a new file of swdt's own at p, with CREATE_NEW's

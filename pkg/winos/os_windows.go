@@ -66,7 +66,7 @@ func (windowsOS) CurrentUser() (User, error) {
 	if err != nil {
 		return User{}, winErr("read token owner", "current process", err)
 	}
-	return User{Name: domain + `\` + account, Admin: token.IsElevated(), Owner: owner}, nil
+	return User{Name: domain + `\` + account, Admin: token.IsElevated(), Owner: owner, SID: tu.User.Sid.String()}, nil
 }
 
 func (windowsOS) Stat(path string) (FileInfo, error) {

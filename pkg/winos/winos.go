@@ -169,6 +169,10 @@ type User struct {
 	// administrator under Windows Server's default policy, else the
 	// account itself).
 	Owner string
+	// SID is the account's own SID: where a system records a file's
+	// creator rather than the token's default owner (Wine does), the
+	// files the process creates are owned by it.
+	SID string
 }
 
 // ServiceStatus is a service's current state, named as Get-Service names

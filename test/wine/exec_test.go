@@ -21,7 +21,7 @@ func TestExec(t *testing.T) {
 	}{
 		{"exit status of cmd.exe", []string{"cmd", "/c", "exit 7"}, 7, "", nil},
 		{"output", []string{"cmd.exe", "/c", "echo hello"}, 0, "hello", nil},
-		{"missing program", []string{"nosuchprog"}, 1, "", []string{"nosuchprog", "not found"}},
+		{"missing program", []string{"nosuchprog"}, 1, "", []string{"nosuchprog", "no such program"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

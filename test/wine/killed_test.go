@@ -55,7 +55,7 @@ func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 	if code, got := n.kubeActions("--stop-timeout", "3s"); code != 0 || got["swdt-wine"] != "updated" {
 		t.Fatalf("after the kill: exit %d %v", code, got)
 	}
-	if got := n.status(); got["swdt-wine"] != "Running/in sync" {
+	if got := n.status(); got["swdt-wine"] != "Running/in-sync" {
 		t.Errorf("status = %v", got)
 	}
 }

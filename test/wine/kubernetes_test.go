@@ -112,7 +112,7 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 	}
 	// The node runs a3 again: in sync with a local a3.
 	n.winsvc("a.exe", "build=a3")
-	want := map[string]string{"swdt-wine": "Running/in sync", "swdt-wine-b": "Running/in sync"}
+	want := map[string]string{"swdt-wine": "Running/in-sync", "swdt-wine-b": "Running/in-sync"}
 	if got := n.status(); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
 	}
@@ -140,7 +140,7 @@ func TestKubernetesTCPCheckRollsBack(t *testing.T) {
 		action   string
 	}{
 		{"build=1 listen=127.0.0.1:47123", 0, "updated"},
-		{"build=2", exitcode.Partial, "rolled-back"},
+		{"build=2", exitcode.Failure, "rolled-back"},
 	} {
 		n.winsvc("a.exe", s.settings)
 		if code, got := n.kubeActions(); code != s.code || got["swdt-wine"] != s.action {
@@ -148,7 +148,7 @@ func TestKubernetesTCPCheckRollsBack(t *testing.T) {
 		}
 	}
 	n.winsvc("a.exe", "build=1 listen=127.0.0.1:47123")
-	if got := n.status(); got["swdt-wine"] != "Running/in sync" {
+	if got := n.status(); got["swdt-wine"] != "Running/in-sync" {
 		t.Errorf("status = %v", got)
 	}
 }

@@ -77,7 +77,7 @@ func TestKubernetesSwapsKubeletHoweverInstalled(t *testing.T) {
 					continue
 				}
 				seen = true
-				if b.Source != "in sync" || b.RunsVia != tc.via {
+				if b.Source != "in-sync" || b.RunsVia != tc.via {
 					t.Errorf("status of kubelet = %+v, want in sync, %s", b, tc.via)
 				}
 			}
