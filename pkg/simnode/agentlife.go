@@ -52,6 +52,16 @@ func (t *agentTable) end(id int64) {
 	delete(t.running, id)
 }
 
+// settled records that agent id's changes so far are done: it released
+// the node-wide swap mutex it made them under.
+func (t *agentTable) settled(id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if me := t.running[id]; me != nil {
+		me.changed = false
+	}
+}
+
 // change records that agent id changes the machine now.
 func (t *agentTable) change(id int64) {
 	t.mu.Lock()

@@ -98,5 +98,12 @@ func (m *machine) lockMutex(ctx context.Context, name string, owner int64) (func
 		return nil, false, err
 	}
 	var once sync.Once
-	return func() { once.Do(func() { m.mutexes.unlock(name, owner, false) }) }, abandoned, nil
+	return func() {
+		once.Do(func() {
+			// What the agent changed it changed under the mutex: an agent
+			// that takes it next works after it, not beside it.
+			m.agents.settled(owner)
+			m.mutexes.unlock(name, owner, false)
+		})
+	}, abandoned, nil
 }
