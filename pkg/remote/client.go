@@ -575,33 +575,7 @@ func do(ctx context.Context, cn *conn, fn func() error) error {
 // before the session opens. stdin must not block forever.
 func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	what := fmt.Sprintf("run %q on %s", shorten(cmd), c.t.addr)
-	var (
-		cn   *conn
-		sess *ssh.Session
-	)
-	err := retry(ctx, "open ssh session on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
-		var err error
-		cn, err = c.conn(ctx)
-		if err != nil {
-			return err
-		}
-		err = do(ctx, cn, func() error {
-			s, err := cn.ssh.NewSession()
-			if err == nil {
-				if ctx.Err() != nil {
-					s.Close()
-					return ctx.Err()
-				}
-				sess = s
-			}
-			return err
-		})
-		if cn.lost(err) {
-			c.log.Debug("ssh connection lost opening a session, reconnecting", "addr", c.t.addr, "err", err)
-			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
-		}
-		return err
-	})
+	sess, cn, err := c.session(ctx)
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", what, err)
 	}

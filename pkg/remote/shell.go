@@ -149,6 +149,7 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 			return err
 		})
 		if cn.lost(err) {
+			c.log.Debug("ssh connection lost opening a session, reconnecting", "addr", c.t.addr, "err", err)
 			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
 		}
 		return err
