@@ -1,0 +1,104 @@
+package source_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/internal/releasetest"
+	"sigs.k8s.io/swdt/pkg/source"
+)
+
+// A release binary is found by kind, version and file name at the
+// official layout (here a mirror on loopback), verified against the
+// release's checksum file, and an archive's member is extracted; a
+// missing checksum file, a mismatch, a 404 and a missing member each
+// fail with what to do.
+func TestResolveBinaryRelease(t *testing.T) {
+	srv := releasetest.Start(t)
+	srv.Mirror(t)
+	kubelet := []byte("MZ kubelet v1.37.2")
+	srv.Kubernetes("v1.37.2", "kubelet.exe", kubelet)
+	srv.Kubernetes("v1.37.1", "kubelet.exe", []byte("MZ kubelet v1.37.1"))
+	srv.Put("/kubernetes/v1.37.1/bin/windows/amd64/kubelet.exe.sha256", []byte(releasetest.Sum([]byte("something else"))))
+	p := srv.Kubernetes("v1.36.0", "kubelet.exe", []byte("MZ kubelet v1.36.0"))
+	srv.Remove(p + ".sha256")
+	ctrd := map[string][]byte{"containerd.exe": []byte("MZ containerd"), "containerd-shim-runhcs-v1.exe": []byte("MZ shim"), "ctr.exe": []byte("MZ ctr")}
+	srv.Containerd("2.1.4", ctrd)
+	cni := map[string][]byte{"win-bridge.exe": []byte("MZ win-bridge"), "host-local.exe": []byte("MZ host-local")}
+	srv.CNI("1.6.2", cni)
+	local := filepath.Join(t.TempDir(), "containerd-2.1.4-windows-amd64.tar.gz")
+	if err := os.WriteFile(local, releasetest.Archive(map[string][]byte{"bin/containerd.exe": ctrd["containerd.exe"]}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name    string
+		b       source.Binary
+		want    []byte
+		is      error
+		wantErr string
+	}{
+		{name: "kubelet by version", b: source.Binary{Ref: "release:kubernetes", Version: "v1.37.2", Name: "kubelet.exe"}, want: kubelet},
+		{name: "version without v, sha256 that agrees", b: source.Binary{Ref: "release:kubernetes", Version: "1.37.2", Name: "kubelet.exe", SHA256: releasetest.Sum(kubelet)}, want: kubelet},
+		{name: "containerd from the archive's bin/", b: source.Binary{Ref: "release:containerd", Version: "2.1.4", Name: "containerd.exe"}, want: ctrd["containerd.exe"]},
+		{name: "containerd's shim, Windows' case", b: source.Binary{Ref: "release:containerd", Version: "v2.1.4", Name: "Containerd-Shim-Runhcs-V1.exe"}, want: ctrd["containerd-shim-runhcs-v1.exe"]},
+		{name: "a CNI plugin from the archive's top", b: source.Binary{Ref: "release:cni", Version: "1.6.2", Name: "win-bridge.exe"}, want: cni["win-bridge.exe"]},
+		{name: "a local archive", b: source.Binary{Ref: local, Name: "containerd.exe"}, want: ctrd["containerd.exe"]},
+		{name: "checksum mismatch", b: source.Binary{Ref: "release:kubernetes", Version: "v1.37.1", Name: "kubelet.exe"},
+			is: source.ErrDigestMismatch, wantErr: "sha256 mismatch"},
+		{name: "sha256 in the config disagrees with the release", b: source.Binary{Ref: "release:kubernetes", Version: "v1.37.2", Name: "kubelet.exe", SHA256: releasetest.Sum([]byte("x"))},
+			is: source.ErrDigestMismatch, wantErr: "the release's checksum file"},
+		{name: "missing checksum file", b: source.Binary{Ref: "release:kubernetes", Version: "v1.36.0", Name: "kubelet.exe"},
+			wantErr: "read the release's checksum file: download " + srv.URL + "/kubernetes/v1.36.0/bin/windows/amd64/kubelet.exe.sha256: server answered 404 Not Found; check the version, and SWDT_KUBERNETES_RELEASE_URL"},
+		{name: "a version that does not exist", b: source.Binary{Ref: "release:containerd", Version: "9.9.9", Name: "containerd.exe"},
+			wantErr: "404 Not Found; check the version"},
+		{name: "no version", b: source.Binary{Ref: "release:cni", Name: "win-bridge.exe"}, wantErr: "release:cni needs the provisioner's version, for example 1.6.2"},
+		{name: "a member the archive lacks", b: source.Binary{Ref: "release:cni", Version: "1.6.2", Name: "flannel.exe"},
+			wantErr: "has no flannel.exe (looked for bin/flannel.exe and flannel.exe at its top; it holds host-local.exe, win-bridge.exe)"},
+		{name: "an unknown release", b: source.Binary{Ref: "release:docker", Version: "1", Name: "dockerd.exe"}, wantErr: "unknown release (use release:kubernetes, release:containerd, release:cni)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &source.Resolver{CacheDir: t.TempDir()}
+			f, err := r.ResolveBinary(context.Background(), tt.b, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || tt.is != nil && !errors.Is(err, tt.is) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(f.Path)
+			if err != nil || string(got) != string(tt.want) || f.SHA256 != releasetest.Sum(tt.want) {
+				t.Fatalf("got %q (%s), %v; want %q", got, f.SHA256, err, tt.want)
+			}
+		})
+	}
+}
+
+// A release is downloaded once: a second resolution finds the archive in
+// the cache by its digest and the member already extracted.
+func TestResolveBinaryReleaseCached(t *testing.T) {
+	srv := releasetest.Start(t)
+	srv.Mirror(t)
+	p := srv.Containerd("2.1.4", map[string][]byte{"containerd.exe": []byte("MZ containerd"), "ctr.exe": []byte("MZ ctr")})
+	r := &source.Resolver{CacheDir: t.TempDir()}
+	ctx := context.Background()
+	first, err := r.ResolveBinary(ctx, source.Binary{Ref: "release:containerd", Version: "2.1.4", Name: "containerd.exe"}, nil)
+	if err != nil || !first.Downloaded {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	srv.Remove(p) // only the checksum file is read again
+	for _, name := range []string{"containerd.exe", "ctr.exe"} {
+		f, err := r.ResolveBinary(ctx, source.Binary{Ref: "release:containerd", Version: "2.1.4", Name: name}, nil)
+		if err != nil || f.Downloaded {
+			t.Fatalf("%s again: %+v, %v", name, f, err)
+		}
+	}
+}
