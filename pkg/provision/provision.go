@@ -290,7 +290,7 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 			}
 			var update func(int64)
 			var end func()
-			f, err := r.opts.Resolver.Resolve(ctx, b.SourceURL, b.SHA256, func(received, total int64) {
+			f, err := r.opts.Resolver.ResolveBinary(ctx, b.Source(), func(received, total int64) {
 				if update == nil {
 					update, end = r.opts.Observer.Download("download "+b.SourceURL, total)
 				}
@@ -508,8 +508,12 @@ func (r *run) watcher(sources map[string]*source.File) (*Watcher, error) {
 	paths := map[string]string{}
 	for _, n := range r.nodes {
 		for _, b := range n.provs {
-			if _, local := b.LocalPath(); local && sources[b.SourceKey()] != nil {
-				paths[n.spec.Name+"/"+b.Name] = sources[b.SourceKey()].Path
+			if p, local := b.LocalPath(); local && sources[b.SourceKey()] != nil {
+				if !b.Source().Archived() {
+					p = sources[b.SourceKey()].Path
+				}
+				// An archive is watched, not the binary taken out of it.
+				paths[n.spec.Name+"/"+b.Name] = p
 			}
 		}
 	}

@@ -93,10 +93,18 @@ type Binary struct {
 // resolution.
 func (b Binary) Key() string {
 	k := b.Ref + "\x00" + strings.ToLower(b.SHA256)
-	if _, ok := ReleaseKind(b.Ref); ok || IsArchive(b.Ref) {
+	if _, ok := ReleaseKind(b.Ref); ok || b.Archived() {
 		k += "\x00" + b.Version + "\x00" + strings.ToLower(b.Name)
 	}
 	return k
+}
+
+// Archived reports whether the binary is taken out of an archive (a
+// .tar.gz or .tgz source, release:containerd, release:cni): SHA256 is
+// then the archive's digest, not the binary's.
+func (b Binary) Archived() bool {
+	kind, ok := ReleaseKind(b.Ref)
+	return IsArchive(b.Ref) || ok && kind != ReleaseKubernetes
 }
 
 // ReleaseURLs returns the URL of a release's file (the binary, or the

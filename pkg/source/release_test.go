@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/internal/releasetest"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -100,5 +102,12 @@ func TestResolveBinaryReleaseCached(t *testing.T) {
 		if err != nil || f.Downloaded {
 			t.Fatalf("%s again: %+v, %v", name, f, err)
 		}
+	}
+}
+
+// The node file's validation and the resolver know the same releases.
+func TestReleaseKindsAgree(t *testing.T) {
+	if got, want := source.ReleaseKinds(), v1alpha1.ReleaseKinds(); !slices.Equal(got, want) {
+		t.Errorf("source.ReleaseKinds() = %q, v1alpha1.ReleaseKinds() = %q", got, want)
 	}
 }

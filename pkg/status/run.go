@@ -98,12 +98,15 @@ func Targets(ctx context.Context, resolver *source.Resolver, spec *v1alpha1.Node
 		t := Target{Name: b.Name, Service: b.Service, Destination: b.Destination, Helper: b.Helper}
 		switch _, local := b.LocalPath(); {
 		case local:
-			if f, err := resolver.Resolve(ctx, b.SourceURL, "", nil); err == nil {
+			src := b.Source()
+			src.SHA256 = ""
+			if f, err := resolver.ResolveBinary(ctx, src, nil); err == nil {
 				t.WantSHA256 = f.SHA256
 			} else {
 				t.NoWant = NoLocalBuild
 			}
-		case b.SHA256 != "":
+		case b.SHA256 != "" && !b.Source().Archived():
+			// An archive's sha256 is the archive's, not the binary's.
 			t.WantSHA256 = strings.ToLower(b.SHA256)
 		default:
 			t.NoWant = NotCompared

@@ -33,6 +33,9 @@ type Binary struct {
 	SourceURL string
 	// SHA256 is the expected digest of the source ("" when not given).
 	SHA256 string
+	// Version is the provisioner's version: which release a
+	// release:KIND source takes the binary from.
+	Version string
 	// Overwrite replaces the destination even when it holds the same
 	// bytes.
 	Overwrite bool
@@ -49,7 +52,14 @@ func (b Binary) LocalPath() (string, bool) { return source.LocalPath(b.SourceURL
 
 // SourceKey identifies the source: binaries with equal keys share one
 // download.
-func (b Binary) SourceKey() string { return b.SourceURL + "\x00" + strings.ToLower(b.SHA256) }
+func (b Binary) SourceKey() string { return b.Source().Key() }
+
+// Source is where the binary comes from, as pkg/source resolves it: a
+// release or an archive gives the binary named as the destination's file.
+func (b Binary) Source() source.Binary {
+	name := b.Destination[strings.LastIndexAny(b.Destination, `\/`)+1:]
+	return source.Binary{Ref: b.SourceURL, SHA256: b.SHA256, Version: b.Version, Name: name}
+}
 
 // Provisioner is what one provisioner becomes.
 func Provisioner(p v1alpha1.ProvisionerSpec) Binary {
@@ -60,6 +70,7 @@ func Provisioner(p v1alpha1.ProvisionerSpec) Binary {
 		Helper:       p.Helper(),
 		SourceURL:    p.SourceURL,
 		SHA256:       p.SHA256,
+		Version:      p.Version,
 		Overwrite:    p.Overwrite,
 		HealthChecks: HealthChecks(p.HealthChecks),
 	}

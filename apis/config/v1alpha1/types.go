@@ -210,13 +210,21 @@ type ProvisionerSpec struct {
 	// +optional
 	Service string `json:"service,omitempty"`
 
-	// Version is informational: it is shown in plans and summaries.
+	// Version is shown in plans and summaries. With a release:KIND
+	// sourceURL it says which release the binary comes from (extension);
+	// for release:kubernetes swdt join defaults it to the control
+	// plane's version.
 	// +optional
 	Version string `json:"version,omitempty"`
 
 	// SourceURL is where the binary comes from: a local path (`~` and
 	// relative paths resolve against the config file's directory), a
 	// file:// URL, or an http(s):// URL downloaded into swdt's cache.
+	// Extensions: a .tar.gz or .tgz archive (local or downloaded) gives
+	// its member named as the destination's file, in bin/ or at its
+	// top; release:kubernetes, release:containerd and release:cni take
+	// the binary of that official release (version), verified against
+	// the release's checksum file (docs/join.md).
 	SourceURL string `json:"sourceURL"`
 
 	// Destination is the absolute Windows path the service runs the binary
@@ -228,8 +236,10 @@ type ProvisionerSpec struct {
 	// +optional
 	Overwrite bool `json:"overwrite,omitempty"`
 
-	// SHA256 is the expected hex SHA-256 digest of the source; a mismatch
-	// stops the run before the node is touched (extension).
+	// SHA256 is the expected hex SHA-256 digest of the source (of the
+	// archive, for an archive; for a release it must agree with the
+	// release's checksum file); a mismatch stops the run before the node
+	// is touched (extension).
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
 

@@ -187,6 +187,10 @@ func validateKubernetes(k *KubernetesSpec, p *field.Path) field.ErrorList {
 		pp := p.Child("provisioners").Index(i)
 		pr := &k.Provisioners[i]
 		errs = append(errs, validateProvisioner(pr, pp)...)
+		if kind, ok := releaseKind(pr.SourceURL); ok && kind == ReleaseKubernetes && pr.Version == "" && k.Join == nil {
+			errs = append(errs, field.Required(pp.Child("version"),
+				"sourceURL release:kubernetes takes the binary of this Kubernetes version, for example v1.37.2 (only swdt join, with spec.kubernetes.join, defaults it to the control plane's)"))
+		}
 		// Service names and paths are case-insensitive on Windows.
 		if n := strings.ToLower(pr.Name); n != "" {
 			if names[n] {
@@ -223,7 +227,11 @@ func validateProvisioner(pr *ProvisionerSpec, p *field.Path) field.ErrorList {
 	if hasControl(pr.Version) {
 		errs = append(errs, field.Invalid(p.Child("version"), pr.Version, "must not contain control characters"))
 	}
-	errs = append(errs, validateSourceURL(pr.SourceURL, p.Child("sourceURL"))...)
+	if kind, ok := releaseKind(pr.SourceURL); ok {
+		errs = append(errs, validateRelease(pr, kind, p)...)
+	} else {
+		errs = append(errs, validateSourceURL(pr.SourceURL, p.Child("sourceURL"))...)
+	}
 	errs = append(errs, validateWindowsPath(pr.Destination, p.Child("destination"))...)
 	errs = append(errs, validateSHA256(pr.SHA256, p.Child("sha256"))...)
 	for i := range pr.HealthChecks {
@@ -319,7 +327,8 @@ func validateWins(w *WinsSpec, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateSourceURL accepts a local path, a file:// URL or an http(s):// URL.
+// validateSourceURL accepts a local path, a file:// URL or an http(s):// URL
+// (a provisioner's release:KIND is validateRelease's).
 // Errors show the value with a URL's user and password redacted.
 func validateSourceURL(s string, p *field.Path) field.ErrorList {
 	if s == "" {

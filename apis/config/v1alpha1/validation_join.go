@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +17,54 @@ const (
 	KubeletService    = "kubelet"
 	ContainerdService = "containerd"
 )
+
+// A provisioner's sourceURL release:KIND takes its binary from an
+// official release (extension): KIND is one of these, the version field
+// says which release, and the destination's file name which binary.
+// pkg/source resolves them (source.ReleaseKinds lists the same).
+const (
+	// ReleaseKubernetes: kubelet.exe, kube-proxy.exe, ... from dl.k8s.io.
+	ReleaseKubernetes = "kubernetes"
+	// ReleaseContainerd: containerd.exe, containerd-shim-runhcs-v1.exe and
+	// ctr.exe from containerd's Windows release archive.
+	ReleaseContainerd = "containerd"
+	// ReleaseCNI: the CNI plugins (win-bridge.exe, win-overlay.exe,
+	// host-local.exe, ...) from their Windows release archive.
+	ReleaseCNI = "cni"
+)
+
+// ReleaseKinds lists the releases a sourceURL may name.
+func ReleaseKinds() []string { return []string{ReleaseKubernetes, ReleaseContainerd, ReleaseCNI} }
+
+// releaseKind returns KIND when s is release:KIND (of any case).
+func releaseKind(s string) (string, bool) {
+	scheme, kind, ok := strings.Cut(s, ":")
+	if !ok || !strings.EqualFold(scheme, "release") {
+		return "", false
+	}
+	return strings.ToLower(kind), true
+}
+
+// validateRelease checks a provisioner whose sourceURL is release:KIND.
+func validateRelease(pr *ProvisionerSpec, kind string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !slices.Contains(ReleaseKinds(), kind) {
+		errs = append(errs, field.NotSupported(p.Child("sourceURL"), pr.SourceURL, []string{"release:kubernetes", "release:containerd", "release:cni"}))
+		return errs
+	}
+	v := strings.TrimPrefix(pr.Version, "v")
+	switch {
+	case v == "" && kind != ReleaseKubernetes:
+		errs = append(errs, field.Required(p.Child("version"), fmt.Sprintf("sourceURL release:%s takes the binary of this release, for example %s", kind,
+			map[string]string{ReleaseContainerd: "2.1.4", ReleaseCNI: "1.6.2"}[kind])))
+	case v != "" && !releaseVersionRE.MatchString(v):
+		errs = append(errs, field.Invalid(p.Child("version"), pr.Version, "must be a release version such as 1.2.3 or v1.2.3-rc.1 (letters, digits, '.', '-' and '+')"))
+	}
+	return errs
+}
+
+// releaseVersionRE is a release's version without its leading v.
+var releaseVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$`)
 
 // JoinKubelet returns the provisioner a join installs the kubelet from:
 // the one whose service is kubelet, or nil.

@@ -50,3 +50,42 @@ func TestValidateJoin(t *testing.T) {
 		})
 	}
 }
+
+// A release:KIND source names a known release and a version; only a
+// join defaults the Kubernetes version (to the control plane's).
+func TestValidateRelease(t *testing.T) {
+	tests := []struct {
+		name    string
+		source  string
+		version string
+		join    bool
+		want    []string
+	}{
+		{name: "kubelet of a version", source: "release:kubernetes", version: "v1.37.2"},
+		{name: "kubelet of the control plane's version", source: "release:kubernetes", join: true},
+		{name: "kubelet without a version and without a join", source: "release:kubernetes",
+			want: []string{"FieldValueRequired spec.kubernetes.provisioners[1].version"}},
+		{name: "containerd, any case", source: "Release:Containerd", version: "2.1.4", join: true},
+		{name: "containerd without a version", source: "release:containerd", join: true,
+			want: []string{"FieldValueRequired spec.kubernetes.provisioners[1].version"}},
+		{name: "cni with a version that is no release's", source: "release:cni", version: "1.6/../x",
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].version"}},
+		{name: "an unknown release", source: "release:docker", version: "1.0.0",
+			want: []string{"FieldValueNotSupported spec.kubernetes.provisioners[1].sourceURL"}},
+		{name: "a local archive", source: "./containerd-2.1.4-windows-amd64.tar.gz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := validNode()
+			p := &n.Spec.Kubernetes.Provisioners[1]
+			p.SourceURL, p.Version = tt.source, tt.version
+			if tt.join {
+				n.Spec.Kubernetes.Join = &JoinSpec{}
+			}
+			got := summarize(ValidateNode(n))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("ValidateNode() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
