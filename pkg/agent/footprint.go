@@ -44,17 +44,17 @@ func onlyAdminsWrite(acl winos.ACL) bool {
 	return true
 }
 
-// footprintOK reports whether the folder belongs to Administrators,
+// footprintOK reports whether the folder dir belongs to Administrators,
 // SYSTEM or the agent's account and only Administrators and SYSTEM may
 // change it, and if not, what is wrong.
-func footprintOK(w winos.OS) (string, error) {
-	owner, ownerOK, err := adminsOwn(w, ops.AgentDir)
+func footprintOK(w winos.OS, dir string) (string, error) {
+	owner, ownerOK, err := adminsOwn(w, dir)
 	if err != nil {
 		return "", err
 	}
-	acl, err := w.ACL(ops.AgentDir)
+	acl, err := w.ACL(dir)
 	if err != nil {
-		return "", fmt.Errorf("read the ACL of %s: %w", ops.AgentDir, err)
+		return "", fmt.Errorf("read the ACL of %s: %w", dir, err)
 	}
 	switch {
 	case !ownerOK:
@@ -73,44 +73,54 @@ func footprint(w winos.OS) error {
 	if err := w.MkdirAll(ops.AgentDir); err != nil {
 		return fmt.Errorf("create %s: %w", ops.AgentDir, err)
 	}
-	wrong, err := footprintOK(w)
+	_, _, err := secureFolder(w, ops.AgentDir, "unsafe-footprint")
+	return err
+}
+
+// secureFolder makes the existing folder dir belong to Administrators
+// and SYSTEM alone, repairing its owner and DACL if needed; a repair
+// that does not hold fails with code. repaired says what was wrong when
+// it was repaired; kept is false on a system that keeps no security
+// descriptors (Wine), where dir is used as it is.
+func secureFolder(w winos.OS, dir, code string) (repaired string, kept bool, err error) {
+	wrong, err := footprintOK(w, dir)
 	if err != nil || wrong == "" {
-		return err
+		return "", true, err
 	}
-	before, err := w.Owner(ops.AgentDir)
+	before, err := w.Owner(dir)
 	if err != nil {
-		return fmt.Errorf("read the owner of %s: %w", ops.AgentDir, err)
+		return "", true, fmt.Errorf("read the owner of %s: %w", dir, err)
 	}
-	if err := w.SetOwner(ops.AgentDir, winos.SIDAdministrators); err != nil {
-		return fmt.Errorf("%s is not safe (%s) and its owner cannot be set to Administrators: %w", ops.AgentDir, wrong, err)
+	if err := w.SetOwner(dir, winos.SIDAdministrators); err != nil {
+		return "", true, fmt.Errorf("%s is not safe (%s) and its owner cannot be set to Administrators: %w", dir, wrong, err)
 	}
-	if err := w.SetACL(ops.AgentDir, footprintACL); err != nil {
-		return fmt.Errorf("%s is not safe (%s) and its ACL cannot be restricted to Administrators and SYSTEM: %w", ops.AgentDir, wrong, err)
+	if err := w.SetACL(dir, footprintACL); err != nil {
+		return "", true, fmt.Errorf("%s is not safe (%s) and its ACL cannot be restricted to Administrators and SYSTEM: %w", dir, wrong, err)
 	}
-	again, err := footprintOK(w)
+	again, err := footprintOK(w, dir)
 	if err != nil {
 		again = err.Error()
 	}
-	if again != "" && descriptorsNotKept(w, before) {
+	if again != "" && descriptorsNotKept(w, dir, before) {
 		// The system accepted the owner and ACL but keeps neither (Wine
 		// does not): nothing can be restricted there, and the folder is
 		// used when the agent's own account made it, as on a system
 		// without ACLs.
-		return nil
+		return "", false, nil
 	}
 	if again != "" {
-		return Fail("unsafe-footprint", "%s is not safe (%s) and could not be repaired (%s): nothing was done; "+
+		return "", true, Fail(code, "%s is not safe (%s) and could not be repaired (%s): nothing was done; "+
 			"as an administrator, delete it or give it to Administrators with only Administrators and SYSTEM allowed",
-			ops.AgentDir, wrong, again)
+			dir, wrong, again)
 	}
-	return nil
+	return wrong, true, nil
 }
 
 // descriptorsNotKept reports whether the system ignores security
-// descriptors: ops.AgentDir, whose owner was just set to Administrators
-// without an error, still has its owner of before.
-func descriptorsNotKept(w winos.OS, before string) bool {
-	after, err := w.Owner(ops.AgentDir)
+// descriptors: dir, whose owner was just set to Administrators without
+// an error, still has its owner of before.
+func descriptorsNotKept(w winos.OS, dir, before string) bool {
+	after, err := w.Owner(dir)
 	return err == nil && after == before && !adminSID(after)
 }
 

@@ -3,7 +3,9 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -30,11 +32,24 @@ func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.J
 		return resp, fmt.Errorf("read the host name: %w", err)
 	}
 	resp.Hostname = host
+	if resp.Unsafe, err = joinUnsafe(w, joinFolders(true, true)); err != nil {
+		return resp, err
+	}
+	// A kubeconfig another account wrote says nothing about the cluster
+	// this node belongs to.
+	owner, trusted, err := adminsOwn(w, ops.JoinKubeconfig)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return resp, err
+	case !trusted:
+		resp.Ignored = append(resp.Ignored, fmt.Sprintf("%s is owned by %s, not by Administrators or SYSTEM: not read; a join removes it", ops.JoinKubeconfig, owner))
+	}
 	conf, exists, err := winsReadFile(w, ops.JoinKubeconfig)
 	if err != nil {
 		return resp, err
 	}
-	if exists {
+	if exists && trusted {
 		if len(conf) > joinKubeconfigMax {
 			return resp, Fail("too-large", "%s is %d bytes, more than a kubeconfig can be (%d)", ops.JoinKubeconfig, len(conf), joinKubeconfigMax)
 		}
@@ -47,6 +62,15 @@ func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.J
 		}
 		if ok {
 			resp.Files = append(resp.Files, role)
+		}
+	}
+	for _, name := range ops.JoinServices {
+		_, err := w.Service(name)
+		switch {
+		case err == nil:
+			resp.Services = append(resp.Services, name)
+		case !winsNotFound(err):
+			return resp, fmt.Errorf("read service %s: %w", name, err)
 		}
 	}
 	return resp, nil
@@ -62,14 +86,31 @@ func joinRoles() []ops.JoinFile {
 	return roles
 }
 
-// joinWrite writes each file whose bytes differ: beside it first, then
-// renamed into place, then restricted to Administrators and SYSTEM (the
-// bootstrap kubeconfig holds a token).
+// joinWrite makes the join's folders safe (join_folders.go), removes
+// unread what another account left at the names the join and the
+// kubelet use, and writes each file whose bytes differ: beside it first,
+// restricted to Administrators and SYSTEM (the bootstrap kubeconfig
+// holds a token), then renamed into place.
 func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error) {
 	var resp ops.JoinWriteResponse
 	for role := range req.Files {
 		if _, ok := ops.JoinFilePaths[role]; !ok {
 			return resp, Fail("bad-request", "join-write: unknown file %q", role)
+		}
+	}
+	_, containerd := req.Files[ops.JoinFileContainerdConfig]
+	notes, err := secureJoinFolders(w, joinFolders(containerd, req.CNI))
+	resp.Notes = notes
+	if err != nil {
+		return resp, err
+	}
+	untrusted := slices.Clone(joinKubeletFiles)
+	for _, role := range joinRoles() {
+		untrusted = append(untrusted, ops.JoinFilePaths[role], ops.JoinFilePaths[role]+".swdt-new")
+	}
+	for _, p := range untrusted {
+		if err := discardUntrusted(w, p, &resp.Notes); err != nil {
+			return resp, err
 		}
 	}
 	for _, role := range joinRoles() {
@@ -85,13 +126,9 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 		if exists && bytes.Equal(old, []byte(content)) {
 			continue
 		}
-		dir, _ := winsSplit(path)
-		if err := w.MkdirAll(dir); err != nil {
-			return resp, fmt.Errorf("create %s: %w", dir, err)
-		}
 		staged := path + ".swdt-new"
-		if err := w.WriteFile(staged, []byte(content)); err != nil {
-			return resp, fmt.Errorf("write %s: %w", staged, err)
+		if err := writeOwnFile(w, staged, []byte(content)); err != nil {
+			return resp, err
 		}
 		if err := w.SetACL(staged, keysAdminOnly); err != nil {
 			return resp, winsAlso(fmt.Errorf("restrict %s to Administrators and SYSTEM: %w", staged, err), winsRemoveQuietly(w, staged))
@@ -137,6 +174,12 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 			resp.Deleted = append(resp.Deleted, s.Name)
 		}
 		files = append(files, s.Binary, s.Binary+".swdt-bak", s.Binary+".swdt-failed")
+	}
+	for _, f := range req.Files {
+		if f == "" {
+			return resp, Fail("bad-request", "join-reset: a file to remove needs its path")
+		}
+		files = append(files, f, f+".swdt-bak", f+".swdt-failed")
 	}
 	for _, f := range files {
 		ok, err := winsFileExists(w, f)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 // join-write writes only its fixed files, each admin-only, and only when
@@ -73,5 +74,164 @@ func TestJoinOps(t *testing.T) {
 	}
 	if ts.State().Services["kubelet"] != nil || n.Exists(ops.JoinKubeconfig) || n.Exists(`C:\k\kubelet.exe`) {
 		t.Error("reset left the service or files")
+	}
+}
+
+// noDescriptorsOS plays a system that keeps no security descriptors
+// (Wine): every file belongs to the account that created it, setting an
+// owner or a DACL succeeds and changes nothing, and every DACL reads as
+// full control for everyone.
+type noDescriptorsOS struct {
+	winos.OS
+	sid string
+}
+
+func (o noDescriptorsOS) Owner(p string) (string, error) {
+	if _, err := o.OS.Owner(p); err != nil {
+		return "", err
+	}
+	return o.sid, nil
+}
+
+func (o noDescriptorsOS) SetOwner(p, _ string) error {
+	_, err := o.OS.Owner(p)
+	return err
+}
+
+func (o noDescriptorsOS) ACL(p string) (winos.ACL, error) {
+	if _, err := o.OS.ACL(p); err != nil {
+		return winos.ACL{}, err
+	}
+	return winos.ACL{Entries: []winos.ACE{{SID: winos.SIDEveryone, Mask: winos.FileAllAccess}}}, nil
+}
+
+func (o noDescriptorsOS) SetACL(p string, _ winos.ACL) error {
+	_, err := o.OS.ACL(p)
+	return err
+}
+
+func (o noDescriptorsOS) CurrentUser() (winos.User, error) {
+	u, err := o.OS.CurrentUser()
+	u.Owner, u.SID = o.sid, o.sid
+	return u, err
+}
+
+// The folders a join writes the kubelet's credentials in are checked as
+// the agent's footprint is: one a non-administrator made (C:\ lets any
+// user create folders) is refused before anything is written; one an
+// administrator made with Windows' defaults (others may add files) is
+// given to Administrators and SYSTEM alone, and what another account left
+// at the join's and the kubelet's file names is removed unread; a folder
+// above that lets others replace what it holds is refused.
+func TestJoinWriteFolders(t *testing.T) {
+	files := map[ops.JoinFile]string{ops.JoinFileCA: "CA", ops.JoinFileBootstrapKubeconfig: "token", ops.JoinFileKubeletConfig: "kind: KubeletConfiguration\n"}
+	tests := []struct {
+		name string
+		// prepare plays the node's history, as the administrator (n)
+		// and as mallory (m).
+		prepare     func(t *testing.T, n, m *simnode.Node)
+		os          func(w winos.OS) winos.OS
+		wantUnsafe  []string // inspect's Unsafe, by prefix
+		wantIgnored int
+		wantErr     string
+		wantNotes   []string // substrings of join-write's notes
+		wantGone    []string // plants join-write removed
+	}{
+		{name: "a non-administrator made C:\\etc\\kubernetes", prepare: func(t *testing.T, _, m *simnode.Node) {
+			must(t, m.MkdirAll(`C:\etc\kubernetes`))
+			must(t, m.WriteFile(`C:\etc\kubernetes\bootstrap-kubelet.conf`, []byte("planted")))
+		}, wantUnsafe: []string{`C:\etc\kubernetes is owned by mallory`},
+			wantErr: `C:\etc\kubernetes is owned by mallory, who may change what swdt puts below it: as an administrator, look at what it holds and delete it (rmdir /s /q C:\etc\kubernetes)`},
+		{name: "a non-administrator made the kubelet's certificate folder", prepare: func(t *testing.T, n, m *simnode.Node) {
+			must(t, n.MkdirAll(`C:\var\lib\kubelet`))
+			must(t, m.MkdirAll(ops.JoinCertDir))
+		}, wantUnsafe: []string{ops.JoinCertDir + ` is owned by mallory`}, wantErr: "unsafe-folder"},
+		{name: "an administrator's folders with Windows' defaults, and plants in them", prepare: func(t *testing.T, n, m *simnode.Node) {
+			must(t, n.MkdirAll(`C:\etc\kubernetes`))
+			must(t, n.MkdirAll(ops.JoinCertDir))
+			for _, p := range []string{ops.JoinKubeconfig, ops.JoinBootstrapKubeconfig + ".swdt-new", ops.JoinCertDir + `\kubelet.key`} {
+				must(t, m.WriteFile(p, []byte("apiVersion: v1\nplanted: true\n")))
+			}
+		}, wantIgnored: 1,
+			wantNotes: []string{`C:\etc\kubernetes was not safe (it inherits its parent's permissions)`, `removed C:\etc\kubernetes\kubelet.conf unread: it is owned by mallory`},
+			wantGone:  []string{ops.JoinKubeconfig, ops.JoinCertDir + `\kubelet.key`}},
+		{name: "a folder above lets others replace what it holds", prepare: func(t *testing.T, n, _ *simnode.Node) {
+			must(t, n.MkdirAll(`C:\var\lib`))
+			must(t, n.OS().SetACL(`C:\var`, winos.ACL{Entries: []winos.ACE{{SID: winos.SIDUsers, Mask: winos.FileAllAccess, Inherit: true}}}))
+		}, wantErr: `C:\var lets S-1-5-32-545 delete, rename or re-permission what it holds, and so replace C:\var\lib\kubelet`},
+		{name: "a system that keeps no security descriptors", os: func(w winos.OS) winos.OS {
+			return noDescriptorsOS{OS: w, sid: "S-1-5-21-1-2-3-1000"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true }), simnode.WithAccount(simnode.Account{Name: "mallory"}))
+			n := ts.Node()
+			m, err := ts.NodeAs("mallory")
+			must(t, err)
+			if tt.prepare != nil {
+				tt.prepare(t, n, m)
+			}
+			w := n.OS()
+			if tt.os != nil {
+				w = tt.os(w)
+			}
+			ctx := context.Background()
+			ins, err := agent.Call(ctx, w, ops.JoinInspect, ops.JoinInspectRequest{})
+			must(t, err)
+			if len(ins.Unsafe) != len(tt.wantUnsafe) || len(ins.Ignored) != tt.wantIgnored || ins.Kubeconfig != "" {
+				t.Fatalf("inspect: unsafe %q, ignored %q, kubeconfig %q; want unsafe %q and %d ignored", ins.Unsafe, ins.Ignored, ins.Kubeconfig, tt.wantUnsafe, tt.wantIgnored)
+			}
+			for i, want := range tt.wantUnsafe {
+				if !strings.HasPrefix(ins.Unsafe[i], want) {
+					t.Errorf("inspect: unsafe[%d] = %q, want %q...", i, ins.Unsafe[i], want)
+				}
+			}
+			resp, err := agent.Call(ctx, w, ops.JoinWrite, ops.JoinWriteRequest{Files: files})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "nothing was written") {
+					t.Fatalf("join-write: %v; want an error saying %q and nothing was written", err, tt.wantErr)
+				}
+				if got, _ := n.ReadFile(ops.JoinBootstrapKubeconfig); string(got) == "token" {
+					t.Error("the refused join-write wrote the bootstrap kubeconfig")
+				}
+				return
+			}
+			must(t, err)
+			for _, want := range tt.wantNotes {
+				if !slices.ContainsFunc(resp.Notes, func(s string) bool { return strings.Contains(s, want) }) {
+					t.Errorf("notes %q lack %q", resp.Notes, want)
+				}
+			}
+			for _, p := range tt.wantGone {
+				if n.Exists(p) {
+					t.Errorf("%s, planted by mallory, is still there", p)
+				}
+			}
+			for role, content := range files {
+				p := ops.JoinFilePaths[role]
+				if got, _ := n.ReadFile(p); string(got) != content {
+					t.Errorf("%s = %q, want %q", p, got, content)
+				}
+				if owner, _ := n.Owner(p); tt.os == nil && owner != simnode.AccountAdministrators {
+					t.Errorf("%s belongs to %s", p, owner)
+				}
+			}
+			if tt.os != nil {
+				return
+			}
+			for _, d := range []string{`C:\etc\kubernetes`, `C:\etc\kubernetes\pki`, `C:\var\lib\kubelet`, ops.JoinCertDir} {
+				if err := m.WriteFile(d+`\planted-later`, []byte("x")); err == nil {
+					t.Errorf("mallory may still create files in %s", d)
+				}
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

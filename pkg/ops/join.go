@@ -32,7 +32,14 @@ const (
 	// JoinContainerdConfig is containerd's config.toml, where
 	// Install-Containerd.ps1 puts it.
 	JoinContainerdConfig = `C:\Program Files\containerd\config.toml`
+	// JoinCNIBinDir is where containerd's CRI plugin looks for the CNI
+	// plugins (its config's bin_dir).
+	JoinCNIBinDir = `C:\opt\cni\bin`
 )
+
+// JoinServices are the services a join may register, by name: what
+// join-inspect reports as registered.
+var JoinServices = []string{"containerd", "kubelet"}
 
 // JoinFile names one join file by its role.
 type JoinFile string
@@ -65,22 +72,43 @@ type JoinInspectResponse struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Files lists the join files that exist, by role.
 	Files []JoinFile `json:"files,omitempty"`
+	// Services lists the JoinServices that are registered.
+	Services []string `json:"services,omitempty"`
+	// Unsafe says, for each folder of the join (or a folder above one)
+	// that an account other than Administrators, SYSTEM or the agent's
+	// owns, why the join cannot use it; a join refuses such a node
+	// before it changes anything.
+	Unsafe []string `json:"unsafe,omitempty"`
+	// Ignored lists files at the join's paths that another account owns:
+	// they were not read (JoinKubeconfig then counts as missing), and a
+	// join removes them.
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // JoinWriteRequest carries the desired content of join files.
 type JoinWriteRequest struct {
 	Files map[JoinFile]string `json:"files"`
+	// CNI asks for JoinCNIBinDir too, made safe like the folders of
+	// the files, before the CNI plugins are put there.
+	CNI bool `json:"cni,omitempty"`
 }
 
 // JoinWriteResponse lists the files that changed.
 type JoinWriteResponse struct {
 	Changed []JoinFile `json:"changed,omitempty"`
+	// Notes says what was repaired: folders given back to
+	// Administrators and SYSTEM, files of other owners removed unread.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // JoinResetRequest names the services a join registered, in the order
 // they are removed (the kubelet before containerd).
 type JoinResetRequest struct {
 	Services []JoinService `json:"services"`
+	// Files are binaries of the join that feed no service of their own
+	// (containerd's shim, the CNI plugins), removed with swdt's backups
+	// once the services are gone.
+	Files []string `json:"files,omitempty"`
 }
 
 // JoinService is one service a join registered and its binary.

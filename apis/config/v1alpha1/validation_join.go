@@ -74,19 +74,28 @@ func JoinKubelet(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, K
 // from, or nil.
 func JoinContainerd(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, ContainerdService) }
 
-// provisionerOf returns the provisioner that feeds service, or nil.
+// provisionerOf returns the provisioner that feeds service, or nil: the
+// one the service runs (not a helper such as containerd's shim) when
+// there is one, else the first.
 func provisionerOf(k *KubernetesSpec, service string) *ProvisionerSpec {
+	var first *ProvisionerSpec
 	for i := range k.Provisioners {
 		pr := &k.Provisioners[i]
 		svc := pr.Service
 		if svc == "" {
 			svc = pr.Name
 		}
-		if strings.EqualFold(svc, service) {
+		if !strings.EqualFold(svc, service) {
+			continue
+		}
+		if !pr.Helper() {
 			return pr
 		}
+		if first == nil {
+			first = pr
+		}
 	}
-	return nil
+	return first
 }
 
 func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
