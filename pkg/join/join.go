@@ -41,7 +41,7 @@ import (
 type Node interface {
 	hotswap.Node
 	InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
-	WriteJoinFiles(ctx context.Context, files map[ops.JoinFile]string) (ops.JoinWriteResponse, error)
+	WriteJoinFiles(ctx context.Context, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error)
 	ResetJoin(ctx context.Context, req ops.JoinResetRequest) (ops.JoinResetResponse, error)
 	RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error)
 }
@@ -58,7 +58,7 @@ type Observer interface {
 type Options struct {
 	// Reset undoes a join instead.
 	Reset bool
-	// Resolver resolves the kubelet's source.
+	// Resolver resolves the sources of the join's binaries.
 	Resolver *source.Resolver
 	// Swap tunes the kubelet's hot-swap; Observer and Command are set here.
 	Swap hotswap.Options
@@ -155,8 +155,13 @@ type prepared struct {
 	cluster    *cluster.Cluster
 	kubelet    *v1alpha1.ProvisionerSpec
 	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
-	version    string                    // the kubelet version the node must report ("" unknown)
-	sources    map[*v1alpha1.ProvisionerSpec]*source.File
+	// helpers are the other binaries of the containerd service (its
+	// shim, ctr.exe); files feed no service (the CNI plugins).
+	helpers, files []*v1alpha1.ProvisionerSpec
+	version        string // the kubelet version the node must report ("" unknown)
+	serverVersion  string // the release of the control plane, for release:kubernetes without a version
+	sources        map[*v1alpha1.ProvisionerSpec]*source.File
+	registered     []string // the join's services the node has
 	n          Node
 	closeN     func()
 	name       string
@@ -168,6 +173,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	js := j.spec.Spec.Kubernetes.Join
 	k := &j.spec.Spec.Kubernetes
 	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+	p.helpers, p.files = extras(k, p.containerd)
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
 	if err != nil {
 		return nil, err
@@ -178,8 +184,12 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	if err != nil {
 		return nil, err
 	}
+	p.serverVersion = releaseOf(server)
 	if !j.opts.Reset {
 		want := server
+		if isKubernetesRelease(p.kubelet) && p.kubelet.Version == "" {
+			p.version = p.serverVersion
+		}
 		if v := p.kubelet.Version; v != "" {
 			if want, err = version.ParseGeneric(v); err != nil {
 				return nil, fmt.Errorf("provisioner %s: version %q is not a Kubernetes version such as v1.37.2: %w", p.kubelet.Name, v, err)
@@ -194,7 +204,11 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		if !resolve {
 			break
 		}
-		f, err := j.opts.Resolver.Resolve(ctx, pr.SourceURL, pr.SHA256, nil)
+		b := target.Provisioner(*pr).Source()
+		if isKubernetesRelease(pr) && b.Version == "" {
+			b.Version = p.serverVersion
+		}
+		f, err := j.opts.Resolver.ResolveBinary(ctx, b, nil)
 		if err != nil {
 			return nil, fmt.Errorf("provisioner %s: %w; nothing was changed", pr.Name, err)
 		}
@@ -211,6 +225,14 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		closeN()
 		return nil, err
 	}
+	if len(ins.Unsafe) > 0 && !j.opts.Reset {
+		closeN()
+		return nil, fmt.Errorf("the node's folders for the kubelet's credentials are not safe: %s; nothing was changed (docs/security.md)", strings.Join(ins.Unsafe, "; "))
+	}
+	for _, msg := range ins.Ignored {
+		j.opts.Observer.Warn("node " + j.spec.Name + ": " + msg)
+	}
+	p.registered = ins.Services
 	p.name = js.NodeName
 	if p.name == "" {
 		p.name = strings.ToLower(ins.Hostname)
@@ -238,12 +260,60 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	return p, nil
 }
 
-// binaries are the provisioners a join installs, containerd first.
+// binaries are the provisioners a join installs: containerd and its
+// helpers first, then the files of no service, then the kubelet.
 func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
+	var out []*v1alpha1.ProvisionerSpec
 	if p.containerd != nil {
-		return []*v1alpha1.ProvisionerSpec{p.containerd, p.kubelet}
+		out = append(out, p.containerd)
 	}
-	return []*v1alpha1.ProvisionerSpec{p.kubelet}
+	out = append(append(out, p.helpers...), p.files...)
+	return append(out, p.kubelet)
+}
+
+// installsCNI reports whether a binary goes into ops.JoinCNIBinDir, which
+// the node then makes safe with the kubelet's folders.
+func (p *prepared) installsCNI() bool {
+	for _, pr := range p.binaries() {
+		if strings.HasPrefix(strings.ToLower(pr.Destination), strings.ToLower(ops.JoinCNIBinDir)+`\`) {
+			return true
+		}
+	}
+	return false
+}
+
+// extras are the provisioners a join installs besides the kubelet and
+// containerd: the other binaries of containerd's service (when a
+// provisioner feeds it) and those of no service.
+func extras(k *v1alpha1.KubernetesSpec, containerd *v1alpha1.ProvisionerSpec) (helpers, files []*v1alpha1.ProvisionerSpec) {
+	for i := range k.Provisioners {
+		pr := &k.Provisioners[i]
+		switch {
+		case pr == containerd:
+		case pr.ServiceName() == "":
+			files = append(files, pr)
+		case containerd != nil && strings.EqualFold(pr.ServiceName(), serviceOf(containerd)):
+			helpers = append(helpers, pr)
+		}
+	}
+	return helpers, files
+}
+
+// isKubernetesRelease reports whether pr's binary comes from a
+// Kubernetes release (sourceURL release:kubernetes).
+func isKubernetesRelease(pr *v1alpha1.ProvisionerSpec) bool {
+	kind, ok := source.ReleaseKind(pr.SourceURL)
+	return ok && kind == source.ReleaseKubernetes
+}
+
+// releaseOf is the release a control plane of version v runs: v1.37.2,
+// without build metadata (v1.37.2+k3s1 runs v1.37.2's kubelet).
+func releaseOf(v *version.Version) string {
+	out := fmt.Sprintf("v%d.%d.%d", v.Major(), v.Minor(), v.Patch())
+	if pre := v.PreRelease(); pre != "" {
+		out += "-" + pre
+	}
+	return out
 }
 
 func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
@@ -282,7 +352,10 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		}
 		files[ops.JoinFileBootstrapKubeconfig] = string(boot)
 	}
-	written, err := p.n.WriteJoinFiles(ctx, files)
+	written, err := p.n.WriteJoinFiles(ctx, ops.JoinWriteRequest{Files: files, CNI: p.installsCNI()})
+	for _, note := range written.Notes {
+		j.opts.Observer.Warn("node " + j.spec.Name + ": " + note)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("write the kubelet's files: %w", err)
 	}
@@ -331,23 +404,35 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFile) ([]hotswap.Result, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	var items []hotswap.Item
+	ctrdRegistered := p.containerd != nil && slices.ContainsFunc(p.registered, func(s string) bool { return strings.EqualFold(s, serviceOf(p.containerd)) })
 	for _, pr := range p.binaries() {
 		b := target.Provisioner(*pr)
-		reg := Registration(js, p.kubelet, p.containerd, p.name)
-		restart := slices.Contains(changed, ops.JoinFileKubeletConfig)
-		if pr == p.containerd {
+		it := hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.sources[pr], Helper: b.Helper,
+			Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks}
+		var reg ops.ServiceRegisterRequest
+		switch {
+		case pr == p.kubelet:
+			reg = Registration(js, p.kubelet, p.containerd, p.name)
+			it.Restart = slices.Contains(changed, ops.JoinFileKubeletConfig)
+		case pr == p.containerd:
 			reg = ContainerdRegistration(pr)
-			restart = slices.Contains(changed, ops.JoinFileContainerdConfig)
-			if len(b.HealthChecks) == 0 {
-				b.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
+			it.Restart = slices.Contains(changed, ops.JoinFileContainerdConfig)
+			if len(it.HealthChecks) == 0 {
+				it.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
+				it.StartChecks = it.HealthChecks
 			}
+		case it.Service != "" && !ctrdRegistered:
+			// containerd's service is registered in this run, with its
+			// main binary: a helper goes in first as a plain file.
+			it.Service, it.Helper = "", false
 		}
-		items = append(items, hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.sources[pr],
-			Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks, Restart: restart,
-			Register: func(ctx context.Context) error {
+		if reg.Name != "" {
+			it.Register = func(ctx context.Context) error {
 				_, err := p.n.RegisterService(ctx, reg)
 				return err
-			}})
+			}
+		}
+		items = append(items, it)
 	}
 	opts := j.opts.Swap
 	opts.Command = "swdt join"
@@ -380,6 +465,9 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 		if pr != nil {
 			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
 		}
+	}
+	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
+		req.Files = append(req.Files, pr.Destination)
 	}
 	j.step("stopping and deleting the services and files of the join")
 	res, err := p.n.ResetJoin(ctx, req)

@@ -11,9 +11,10 @@ func (n *Node) InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
 	return call(ctx, n, ops.JoinInspect, ops.JoinInspectRequest{}, n.Timeouts.query())
 }
 
-// WriteJoinFiles writes the join files whose content differs.
-func (n *Node) WriteJoinFiles(ctx context.Context, files map[ops.JoinFile]string) (ops.JoinWriteResponse, error) {
-	return call(ctx, n, ops.JoinWrite, ops.JoinWriteRequest{Files: files}, n.Timeouts.query())
+// WriteJoinFiles makes the join's folders safe and writes the join files
+// whose content differs.
+func (n *Node) WriteJoinFiles(ctx context.Context, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error) {
+	return call(ctx, n, ops.JoinWrite, req, n.Timeouts.query())
 }
 
 // ResetJoin stops and deletes the kubelet service and removes what swdt

@@ -17,6 +17,7 @@ import (
 // joinFlags are the flags of `swdt join`.
 type joinFlags struct {
 	reset    bool
+	cacheDir string
 	swap     swapFlags
 	download downloadFlags
 }
@@ -44,6 +45,14 @@ hot-swap and registered as the kubelet service (--windows-service, no nssm
 or PowerShell wrapper), the Node must register and renew its Lease, and
 the token is deleted. A second run changes nothing and says unchanged.
 
+A provisioner's sourceURL release:kubernetes, release:containerd or
+release:cni takes its binary from that official release (its version;
+the kubelet's defaults to the control plane's), checked against the
+release's checksum file; SWDT_KUBERNETES_RELEASE_URL,
+SWDT_CONTAINERD_RELEASE_URL and SWDT_CNI_RELEASE_URL name mirrors.
+containerd's other binaries (its shim) and binaries of service None
+(the CNI plugins, in C:\opt\cni\bin) are installed with it.
+
 --reset undoes it: the kubelet service and files, the Node and swdt's
 bootstrap tokens.
 
@@ -56,6 +65,8 @@ nodes failed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&f.reset, "reset", false, "undo the join: kubelet service and files, the Node, swdt's bootstrap tokens")
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources and releases are cached (default: <user cache dir>/swdt)")
+	_ = cmd.MarkFlagDirname("cache-dir")
 	f.swap.add(cmd.Flags())
 	f.download.add(cmd.Flags())
 	return cmd
@@ -74,7 +85,7 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort = abort
-	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver("", false), Observer: winsObserver{ui: e.ui}}
+	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver(f.cacheDir, false), Observer: winsObserver{ui: e.ui}}
 	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (join.Node, func(), error) {
 		n, err := e.connect(ctx, spec, warn)
 		if err != nil {

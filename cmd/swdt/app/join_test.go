@@ -31,14 +31,14 @@ type joinFixture struct {
 	config string
 }
 
-func newJoinFixture(t *testing.T) *joinFixture {
+func newJoinFixture(t *testing.T, opts ...simnode.TestOption) *joinFixture {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
 	cl := clustertest.Start(t)
-	fx := &joinFixture{t: t, cl: cl, dir: t.TempDir(),
-		ts: simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true; o.Hostname = "WIN-JOIN01" }))}
+	opts = append([]simnode.TestOption{simnode.WithOptions(func(o *simnode.Options) { o.Bare = true; o.Hostname = "WIN-JOIN01" })}, opts...)
+	fx := &joinFixture{t: t, cl: cl, dir: t.TempDir(), ts: simnode.StartTest(t, opts...)}
 	fx.kubelet("v1.37.2")
 	if err := os.WriteFile(filepath.Join(fx.dir, "containerd.exe"), []byte("MZ containerd stand-in\n"), 0o644); err != nil {
 		t.Fatal(err)
