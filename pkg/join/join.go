@@ -162,11 +162,11 @@ type prepared struct {
 	serverVersion  string // the release of the control plane, for release:kubernetes without a version
 	sources        map[*v1alpha1.ProvisionerSpec]*source.File
 	registered     []string // the join's services the node has
-	n          Node
-	closeN     func()
-	name       string
-	joined     bool // the node's kubelet.conf names this cluster
-	before     cluster.NodeState
+	n              Node
+	closeN         func()
+	name           string
+	joined         bool // the node's kubelet.conf names this cluster
+	before         cluster.NodeState
 }
 
 func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {

@@ -95,7 +95,7 @@ func TestJoinFromReleases(t *testing.T) {
 	}
 	n := fx.ts.Node()
 	for dest, want := range map[string][]byte{
-		`C:\k\kubelet.exe`: simnode.KubeletBinary("v1.37.2"),
+		`C:\k\kubelet.exe`:                                          simnode.KubeletBinary("v1.37.2"),
 		`C:\Program Files\containerd\containerd.exe`:                fx.ctrd["containerd.exe"],
 		`C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`: fx.ctrd["containerd-shim-runhcs-v1.exe"],
 		`C:\opt\cni\bin\win-bridge.exe`:                             fx.cni["win-bridge.exe"],
