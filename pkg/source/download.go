@@ -116,17 +116,13 @@ func (r *Resolver) client() *http.Client {
 // digest already matches wantSHA256 or the server answers 304 Not Modified.
 // name is ref as errors show it.
 func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, progress Progress) (*File, error) {
-	dir, err := r.cacheDir()
+	dir, dataPath, metaPath, err := r.downloadPaths(ref)
 	if err != nil {
 		return nil, err
 	}
-	dir = filepath.Join(dir, "downloads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create download cache %s: %w", dir, err)
 	}
-	key := sha256.Sum256([]byte(ref))
-	dataPath := filepath.Join(dir, hex.EncodeToString(key[:16]))
-	metaPath := dataPath + ".json"
 
 	cached, haveCached := readMeta(metaPath, dataPath, ref)
 	if haveCached && wantSHA256 != "" && cached.SHA256 == wantSHA256 {
@@ -240,6 +236,32 @@ func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, p
 		_ = os.WriteFile(metaPath, raw, 0o600) // without it the next run downloads again
 	}
 	return &File{Ref: ref, Path: dataPath, Size: n, SHA256: sum, Downloaded: true}, nil
+}
+
+// downloadPaths are where ref's download is cached: the folder, the data
+// and the record beside it.
+func (r *Resolver) downloadPaths(ref string) (dir, dataPath, metaPath string, err error) {
+	if dir, err = r.cacheDir(); err != nil {
+		return "", "", "", err
+	}
+	dir = filepath.Join(dir, "downloads")
+	key := sha256.Sum256([]byte(ref))
+	dataPath = filepath.Join(dir, hex.EncodeToString(key[:16]))
+	return dir, dataPath, dataPath + ".json", nil
+}
+
+// cachedDownload returns the cached copy of ref's download, without
+// asking the server, when there is one.
+func (r *Resolver) cachedDownload(ref string) (*File, bool) {
+	_, dataPath, metaPath, err := r.downloadPaths(ref)
+	if err != nil {
+		return nil, false
+	}
+	meta, ok := readMeta(metaPath, dataPath, ref)
+	if !ok {
+		return nil, false
+	}
+	return &File{Ref: ref, Path: dataPath, Size: meta.Size, SHA256: meta.SHA256}, true
 }
 
 // readMeta returns the cached download's record when both it and the data

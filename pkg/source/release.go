@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -155,22 +156,49 @@ func prefixed(kinds []string) []string {
 // archive's member is extracted into the cache (once per archive
 // digest). Anything else is Resolve. progress may be nil.
 func (r *Resolver) ResolveBinary(ctx context.Context, b Binary, progress Progress) (*File, error) {
-	ref, want := b.Ref, strings.ToLower(strings.TrimSpace(b.SHA256))
-	if kind, ok := ReleaseKind(b.Ref); ok {
-		file, sumURL, err := ReleaseURLs(kind, b.Version, b.Name)
-		if err != nil {
-			return nil, err
-		}
-		sum, err := r.releaseChecksum(ctx, kind, sumURL, path.Base(file))
-		if err != nil {
-			return nil, err
-		}
-		if want != "" && want != sum {
-			return nil, fmt.Errorf("release:%s %s: %w: sha256 in the config is %s, the release's checksum file %s says %s; fix sha256 or remove it",
-				kind, b.Version, ErrDigestMismatch, want, redact.URLs(sumURL), sum)
-		}
-		ref, want = file, sum
+	kind, ok := ReleaseKind(b.Ref)
+	if !ok {
+		return r.resolveFile(ctx, b.Ref, strings.ToLower(strings.TrimSpace(b.SHA256)), b.Name, progress)
 	}
+	file, sumURL, err := ReleaseURLs(kind, b.Version, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.resolveRelease(ctx, b, kind, file, sumURL, false, progress)
+	if errors.Is(err, errStaleChecksum) {
+		// The cached checksum file may be what is wrong (a mirror that
+		// fixed it since): read it again once.
+		f, err = r.resolveRelease(ctx, b, kind, file, sumURL, true, progress)
+	}
+	return f, err
+}
+
+// errStaleChecksum marks a digest mismatch against a checksum file that
+// came from the cache.
+var errStaleChecksum = errors.New("checksum file from the cache")
+
+// resolveRelease resolves the release file (sumURL's digest) and the
+// binary in it; fresh reads the checksum file from the server even when
+// it is in the cache.
+func (r *Resolver) resolveRelease(ctx context.Context, b Binary, kind, file, sumURL string, fresh bool, progress Progress) (*File, error) {
+	sum, cached, err := r.releaseChecksum(ctx, kind, sumURL, path.Base(file), fresh)
+	if err != nil {
+		return nil, err
+	}
+	if want := strings.ToLower(strings.TrimSpace(b.SHA256)); want != "" && want != sum {
+		return nil, fmt.Errorf("release:%s %s: %w: sha256 in the config is %s, the release's checksum file %s says %s; fix sha256 or remove it",
+			kind, b.Version, ErrDigestMismatch, want, redact.URLs(sumURL), sum)
+	}
+	f, err := r.resolveFile(ctx, file, sum, b.Name, progress)
+	if cached && errors.Is(err, ErrDigestMismatch) {
+		return nil, fmt.Errorf("%w: %w", errStaleChecksum, err)
+	}
+	return f, err
+}
+
+// resolveFile resolves ref, checked against want, and takes the binary
+// called name out of it when it is an archive.
+func (r *Resolver) resolveFile(ctx context.Context, ref, want, name string, progress Progress) (*File, error) {
 	if !IsArchive(ref) {
 		return r.Resolve(ctx, ref, want, progress)
 	}
@@ -178,7 +206,7 @@ func (r *Resolver) ResolveBinary(ctx context.Context, b Binary, progress Progres
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.extract(a, b.Name)
+	f, err := r.extract(a, name)
 	if err != nil {
 		return nil, err
 	}
@@ -191,14 +219,27 @@ const checksumMax = 64 << 10
 
 // releaseChecksum reads the digest of the file called name from a
 // release's checksum file: a bare hex digest, or sha256sum's lines
-// ("<hex>  <name>", "<hex> *<name>").
-func (r *Resolver) releaseChecksum(ctx context.Context, kind, sumURL, name string) (string, error) {
+// ("<hex>  <name>", "<hex> *<name>"). A release does not change once
+// published, so a checksum file in the cache is used without asking the
+// server again: a second run needs no network.
+func (r *Resolver) releaseChecksum(ctx context.Context, kind, sumURL, name string, fresh bool) (sum string, cached bool, err error) {
 	shown := redact.URLs(sumURL)
 	hint := fmt.Sprintf("check the version, and %s when it names a mirror", releaseBase[kind].env)
-	f, err := r.Resolve(ctx, sumURL, "", nil)
-	if err != nil {
-		return "", fmt.Errorf("release:%s: read the release's checksum file: %w; %s", kind, err, hint)
+	var f *File
+	if !fresh {
+		f, cached = r.cachedDownload(sumURL)
 	}
+	if !cached {
+		if f, err = r.Resolve(ctx, sumURL, "", nil); err != nil {
+			return "", false, fmt.Errorf("release:%s: read the release's checksum file: %w; %s", kind, err, hint)
+		}
+	}
+	sum, err = readChecksum(f, kind, shown, name, hint)
+	return sum, cached, err
+}
+
+// readChecksum finds the digest of name in the checksum file f.
+func readChecksum(f *File, kind, shown, name, hint string) (string, error) {
 	fh, err := f.Open()
 	if err != nil {
 		return "", err

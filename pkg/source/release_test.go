@@ -84,8 +84,9 @@ func TestResolveBinaryRelease(t *testing.T) {
 	}
 }
 
-// A release is downloaded once: a second resolution finds the archive in
-// the cache by its digest and the member already extracted.
+// A release is downloaded once: a second resolution needs no server (the
+// checksum file and the archive are in the cache, the archive found by
+// its digest) and finds the member already extracted.
 func TestResolveBinaryReleaseCached(t *testing.T) {
 	srv := releasetest.Start(t)
 	srv.Mirror(t)
@@ -96,7 +97,8 @@ func TestResolveBinaryReleaseCached(t *testing.T) {
 	if err != nil || !first.Downloaded {
 		t.Fatalf("first: %+v, %v", first, err)
 	}
-	srv.Remove(p) // only the checksum file is read again
+	srv.Remove(p)
+	srv.Remove(p + ".sha256sum")
 	for _, name := range []string{"containerd.exe", "ctr.exe"} {
 		f, err := r.ResolveBinary(ctx, source.Binary{Ref: "release:containerd", Version: "2.1.4", Name: name}, nil)
 		if err != nil || f.Downloaded {
@@ -109,5 +111,25 @@ func TestResolveBinaryReleaseCached(t *testing.T) {
 func TestReleaseKindsAgree(t *testing.T) {
 	if got, want := source.ReleaseKinds(), v1alpha1.ReleaseKinds(); !slices.Equal(got, want) {
 		t.Errorf("source.ReleaseKinds() = %q, v1alpha1.ReleaseKinds() = %q", got, want)
+	}
+}
+
+// A checksum file the cache holds is read again when the release does not
+// match it: the mirror may have fixed it since.
+func TestResolveBinaryReleaseChecksumFixed(t *testing.T) {
+	srv := releasetest.Start(t)
+	srv.Mirror(t)
+	kubelet := []byte("MZ kubelet v1.37.2")
+	p := srv.Kubernetes("v1.37.2", "kubelet.exe", kubelet)
+	srv.Put(p+".sha256", []byte(releasetest.Sum([]byte("a wrong digest"))))
+	r := &source.Resolver{CacheDir: t.TempDir()}
+	b := source.Binary{Ref: "release:kubernetes", Version: "v1.37.2", Name: "kubelet.exe"}
+	if _, err := r.ResolveBinary(context.Background(), b, nil); !errors.Is(err, source.ErrDigestMismatch) {
+		t.Fatalf("a release that does not match its checksum file: %v", err)
+	}
+	srv.Put(p+".sha256", []byte(releasetest.Sum(kubelet)))
+	f, err := r.ResolveBinary(context.Background(), b, nil)
+	if err != nil || f.SHA256 != releasetest.Sum(kubelet) {
+		t.Fatalf("after the mirror fixed its checksum file: %+v, %v", f, err)
 	}
 }
