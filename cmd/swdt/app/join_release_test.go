@@ -81,7 +81,7 @@ func (fx *releaseFixture) writeRelease(kubeletVersion string) {
 // A fresh node joins with the kubelet of the control plane's release,
 // containerd and its shim out of containerd's release archive and CNI
 // plugins out of theirs, each verified against the release's checksum
-// file; a second join changes nothing (and downloads nothing); --reset
+// file; a second join changes nothing and needs no mirror; --reset
 // removes every binary.
 func TestJoinFromReleases(t *testing.T) {
 	fx := newReleaseFixture(t)
@@ -115,11 +115,12 @@ func TestJoinFromReleases(t *testing.T) {
 		t.Errorf("%s is not restricted to Administrators and SYSTEM: %+v", ops.JoinCNIBinDir, acl)
 	}
 
-	// The second run finds every binary in the cache by its digest: the
-	// release files are gone from the mirror, only their checksum files
-	// are read again.
+	// The second run needs no mirror: the checksum files and the release
+	// files are in the cache, found by URL and by digest.
 	for _, p := range []string{"/kubernetes/v1.37.2/bin/windows/amd64/kubelet.exe", "/containerd/v2.1.4/containerd-2.1.4-windows-amd64.tar.gz", "/cni/v1.6.2/cni-plugins-windows-amd64-v1.6.2.tgz"} {
 		fx.srv.Remove(p)
+		fx.srv.Remove(p + ".sha256")
+		fx.srv.Remove(p + ".sha256sum")
 	}
 	code, doc, errOut = fx.run("join", "--cache-dir", fx.cache)
 	if code != exitcode.OK || doc.Nodes[0].Result != "unchanged" {
