@@ -56,6 +56,18 @@ func TestRegistration(t *testing.T) {
 	}
 }
 
+func TestRegistrationRuntimeEndpoint(t *testing.T) {
+	kubelet := &v1alpha1.ProvisionerSpec{Name: "kubelet", Destination: `C:\k\kubelet.exe`}
+	for _, tc := range []struct{ criSocket, want string }{
+		{"", "--container-runtime-endpoint=npipe:////./pipe/containerd-containerd"},
+		{"tcp://127.0.0.1:3735", "--container-runtime-endpoint=tcp://127.0.0.1:3735"},
+	} {
+		if args := Registration(&v1alpha1.JoinSpec{CRISocket: tc.criSocket}, kubelet, nil, "n").Args; !slices.Contains(args, tc.want) {
+			t.Errorf("criSocket %q: args %s, want %s", tc.criSocket, strings.Join(args, " "), tc.want)
+		}
+	}
+}
+
 func TestContainerdRegistrationAndKubeletDependency(t *testing.T) {
 	containerd := &v1alpha1.ProvisionerSpec{Name: "containerd", Destination: `C:\Program Files\containerd\containerd.exe`}
 	req := ContainerdRegistration(containerd)
