@@ -49,6 +49,7 @@ func TestRegistration(t *testing.T) {
 				t.Errorf("request = %+v", req)
 			}
 			if req.Args[0] != "--windows-service" || !slices.Contains(req.Args, "--hostname-override=win-01") ||
+				!slices.Contains(req.Args, "--cgroups-per-qos=false") || !slices.Contains(req.Args, "--enforce-node-allocatable=") ||
 				!slices.Equal(req.Args[len(req.Args)-len(tc.wantTail):], tc.wantTail) {
 				t.Errorf("args = %s", strings.Join(req.Args, " "))
 			}

@@ -31,8 +31,11 @@ var wineDLL embed.FS
 // wineRegistry is what a Windows Server node's registry has and a new Wine
 // prefix lacks, imported when the prefix boots: the update build
 // revision (UBR), the hardware configuration id (HardwareConfig) and the
-// boot id the kubelet for Windows reads, and Wine's instruction to load
-// simnode's pdh.dll instead of its own. %s is the configuration's GUID.
+// boot id the kubelet for Windows reads; the time a service program has
+// to connect to the service control manager, Windows' 30 s instead of
+// Wine's 10 s (ServicesPipeTimeout, which both read; the kubelet loads its
+// configuration first); and Wine's instruction to load simnode's pdh.dll
+// instead of its own. %s is the configuration's GUID.
 const wineRegistry = `REGEDIT4
 
 [HKEY_LOCAL_MACHINE\SOFTWARE\Microsoft\Windows NT\CurrentVersion]
