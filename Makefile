@@ -19,12 +19,15 @@ AGENT_LDFLAGS := -s -w -X main.version=$(VERSION)
 
 # The cluster test tier (internal/clustertest) runs the control plane of the
 # Kubernetes release hack/cluster/go.mod pins, built once into the user cache.
-CLUSTER_K8S   := $(shell sed -n 's/^require k8s.io\/kubernetes //p' hack/cluster/go.mod)
+CLUSTER_K8S   := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\)$$/\1/p' hack/cluster/go.mod)
 CLUSTER_BIN   ?= $(or $(SWDT_CLUSTER_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/swdt/cluster/$(CLUSTER_K8S)/bin)
 CLUSTER_MINOR := $(word 2,$(subst ., ,$(CLUSTER_K8S)))
-CLUSTER_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
-	-X $(p).gitVersion=$(CLUSTER_K8S) -X $(p).gitMajor=1 -X $(p).gitMinor=$(CLUSTER_MINOR) \
+# The version stamp of the Wine tier's second kubelet.exe: a local build's.
+CLUSTER_DEV   := $(CLUSTER_K8S)-1+0123456789abcd
+cluster_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(1) -X $(p).gitMajor=1 -X $(p).gitMinor=$(CLUSTER_MINOR) \
 	-X $(p).gitTreeState=clean -X $(p).gitCommit=0000000000000000000000000000000000000000)
+CLUSTER_LDFLAGS := $(call cluster_ldflags,$(CLUSTER_K8S))
 
 .PHONY: all help agent build test test-deps test-go test-cluster cluster-bins cross lint generate schema clean bench demo images
 
@@ -78,7 +81,7 @@ test-go: ## go vet and go test ./...
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
 
-cluster-bins: ## build kube-apiserver and kube-controller-manager of hack/cluster's Kubernetes release into the user cache (once: about 20 min cold on 2 cores)
+cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe and crifake of hack/cluster's Kubernetes release into the user cache (once: about 40 min cold on 2 cores)
 	@mkdir -p $(CLUSTER_BIN)
 	@for c in kube-apiserver kube-controller-manager; do \
 		[ -x $(CLUSTER_BIN)/$$c ] && continue; \
@@ -86,6 +89,16 @@ cluster-bins: ## build kube-apiserver and kube-controller-manager of hack/cluste
 		(cd hack/cluster && $(GO) build -trimpath -ldflags '$(CLUSTER_LDFLAGS)' -o $(CLUSTER_BIN)/$$c.tmp k8s.io/kubernetes/cmd/$$c) && \
 		mv $(CLUSTER_BIN)/$$c.tmp $(CLUSTER_BIN)/$$c || exit 1; \
 	done
+	@# kubelet.exe for the Wine tier, and a developer's build of it (another
+	@# version stamp, as `git describe` gives a local build): the same
+	@# packages, so the second is a relink.
+	@[ -f $(CLUSTER_BIN)/kubelet.exe ] || { echo "building kubelet.exe $(CLUSTER_K8S) (GOOS=windows) into $(CLUSTER_BIN) (once)"; \
+		cd hack/cluster && GOOS=windows GOARCH=amd64 $(GO) build -trimpath -ldflags '$(CLUSTER_LDFLAGS)' \
+		-o $(CLUSTER_BIN)/kubelet.exe.tmp k8s.io/kubernetes/cmd/kubelet && mv $(CLUSTER_BIN)/kubelet.exe.tmp $(CLUSTER_BIN)/kubelet.exe; }
+	@[ -f $(CLUSTER_BIN)/kubelet-dev.exe ] || { echo "building kubelet.exe $(CLUSTER_DEV) (GOOS=windows) into $(CLUSTER_BIN) (once)"; \
+		cd hack/cluster && GOOS=windows GOARCH=amd64 $(GO) build -trimpath -ldflags '$(call cluster_ldflags,$(CLUSTER_DEV))' \
+		-o $(CLUSTER_BIN)/kubelet-dev.exe.tmp k8s.io/kubernetes/cmd/kubelet && mv $(CLUSTER_BIN)/kubelet-dev.exe.tmp $(CLUSTER_BIN)/kubelet-dev.exe; }
+	@[ -x $(CLUSTER_BIN)/crifake ] || { cd hack/cluster && $(GO) build -trimpath -o $(CLUSTER_BIN)/crifake.tmp ./crifake && mv $(CLUSTER_BIN)/crifake.tmp $(CLUSTER_BIN)/crifake; }
 
 test-cluster: test-deps agent cluster-bins ## the cluster tier alone: swdt join and the cluster check against a real control plane on loopback
 	SWDT_CLUSTER_BIN=$(CLUSTER_BIN) $(GO) test $(GOTESTFLAGS) ./internal/clustertest/ ./test/cluster/...

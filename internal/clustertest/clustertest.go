@@ -5,11 +5,13 @@
 // RBAC bindings `kubeadm init` creates for joining nodes (bootstrap tokens,
 // CSR auto-approval).
 //
-// When a binary is missing the test is skipped, except under CI=true, where
+// StartCRI runs the fake container runtime the Wine tier's kubelet.exe
+// uses. When a binary is missing the test is skipped, except under CI=true, where
 // it fails: a green CI run means the tier ran.
 package clustertest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509/pkix"
@@ -77,23 +79,33 @@ type proc struct {
 	done chan struct{}
 }
 
+// Binary returns the path of a binary of the tier: etcd, or one that
+// `make cluster-bins` builds into BinDir (kube-apiserver,
+// kube-controller-manager, kubelet.exe, kubelet-dev.exe, crifake). When it
+// is missing the test is skipped, or fails under CI=true.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(BinDir(), name)
+	if name == "etcd" {
+		path = EtcdPath
+	}
+	if _, err := os.Stat(path); err != nil {
+		msg := fmt.Sprintf("%s not found (make test-deps cluster-bins): %v", name, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
 // Start runs etcd, kube-apiserver and kube-controller-manager for the
 // duration of the test and waits until the API server is ready.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	bins := map[string]string{
-		"etcd":                    EtcdPath,
-		"kube-apiserver":          filepath.Join(BinDir(), "kube-apiserver"),
-		"kube-controller-manager": filepath.Join(BinDir(), "kube-controller-manager"),
-	}
-	for name, path := range bins {
-		if _, err := os.Stat(path); err != nil {
-			msg := fmt.Sprintf("%s not found (make test-deps cluster-bins): %v", name, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
+	bins := map[string]string{}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		bins[name] = Binary(t, name)
 	}
 	c := &Cluster{Dir: t.TempDir(), logs: map[string]*syncbuf.Buffer{}}
 	t.Cleanup(func() {
@@ -323,4 +335,34 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// StartCRI runs crifake (upstream's fake container runtime on a loopback
+// TCP port, a runtime that is not ready) for the duration of the test
+// and returns its endpoint, tcp://127.0.0.1:PORT.
+func StartCRI(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(Binary(t, "crifake"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncbuf.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start crifake: %v", err)
+	}
+	t.Cleanup(func() {
+		stdin.Close() // crifake stops when its input closes
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("crifake: %v: %s", err, stderr.String())
+	}
+	return "tcp://" + strings.TrimSpace(line)
 }

@@ -17,7 +17,7 @@ func TestVersionMatchesModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^require k8s.io/kubernetes (\S+)$`).FindSubmatch(mod)
+	m := regexp.MustCompile(`(?m)^\s*(?:require )?k8s.io/kubernetes (v\S+)$`).FindSubmatch(mod)
 	if m == nil || string(m[1]) != Version {
 		t.Fatalf("hack/cluster/go.mod requires k8s.io/kubernetes %q; clustertest.Version is %q", m, Version)
 	}

@@ -113,10 +113,16 @@ func withRegister(req ops.ServiceRegisterRequest, r *v1alpha1.ServiceRegistratio
 }
 
 // Registration is the kubelet service a join registers: the binary with
-// the flags kubeadm's kubeadm-flags.env and the Windows service need, then
+// the flags kubeadm's kubeadm-flags.env and the Windows service need
+// (the node-allocatable ones as sig-windows-tools' PrepareNode.ps1), then
 // the node file's own register args (they come last, so they win).
+// Its runtime is spec.kubernetes.join.criSocket, else containerd's pipe.
 // With containerd (a provisioner feeds it) the kubelet depends on it.
 func Registration(js *v1alpha1.JoinSpec, kubelet, containerd *v1alpha1.ProvisionerSpec, nodeName string) ops.ServiceRegisterRequest {
+	endpoint := ContainerdEndpoint
+	if js.CRISocket != "" {
+		endpoint = js.CRISocket
+	}
 	args := []string{
 		"--windows-service",
 		"--bootstrap-kubeconfig=" + ops.JoinBootstrapKubeconfig,
@@ -124,7 +130,12 @@ func Registration(js *v1alpha1.JoinSpec, kubelet, containerd *v1alpha1.Provision
 		"--config=" + ops.JoinKubeletConfig,
 		"--cert-dir=" + ops.JoinCertDir,
 		"--hostname-override=" + nodeName,
-		"--container-runtime-endpoint=" + ContainerdEndpoint,
+		"--container-runtime-endpoint=" + endpoint,
+		// What kubeadm's flags for Windows add: a configuration file
+		// cannot turn node-allocatable enforcement off (an empty list
+		// is omitted, then defaulted to pods, which needs cgroups).
+		"--cgroups-per-qos=false",
+		"--enforce-node-allocatable=",
 	}
 	if len(js.Labels) > 0 {
 		var kv []string

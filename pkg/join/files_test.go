@@ -49,10 +49,23 @@ func TestRegistration(t *testing.T) {
 				t.Errorf("request = %+v", req)
 			}
 			if req.Args[0] != "--windows-service" || !slices.Contains(req.Args, "--hostname-override=win-01") ||
+				!slices.Contains(req.Args, "--cgroups-per-qos=false") || !slices.Contains(req.Args, "--enforce-node-allocatable=") ||
 				!slices.Equal(req.Args[len(req.Args)-len(tc.wantTail):], tc.wantTail) {
 				t.Errorf("args = %s", strings.Join(req.Args, " "))
 			}
 		})
+	}
+}
+
+func TestRegistrationRuntimeEndpoint(t *testing.T) {
+	kubelet := &v1alpha1.ProvisionerSpec{Name: "kubelet", Destination: `C:\k\kubelet.exe`}
+	for _, tc := range []struct{ criSocket, want string }{
+		{"", "--container-runtime-endpoint=npipe:////./pipe/containerd-containerd"},
+		{"tcp://127.0.0.1:3735", "--container-runtime-endpoint=tcp://127.0.0.1:3735"},
+	} {
+		if args := Registration(&v1alpha1.JoinSpec{CRISocket: tc.criSocket}, kubelet, nil, "n").Args; !slices.Contains(args, tc.want) {
+			t.Errorf("criSocket %q: args %s, want %s", tc.criSocket, strings.Join(args, " "), tc.want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +126,10 @@ func kubeletVersion(hostPath string) (string, error) {
 // kubeletFlags are the kubelet.exe flags the simulation honours.
 type kubeletFlags struct {
 	bootstrapKubeconfig, kubeconfig, config, hostname, labels string
+	// cgroupsPerQOS and enforceNodeAllocatable are nil when no flag
+	// sets them.
+	cgroupsPerQOS          *bool
+	enforceNodeAllocatable *[]string
 }
 
 func parseKubeletFlags(args []string) kubeletFlags {
@@ -142,9 +147,64 @@ func parseKubeletFlags(args []string) kubeletFlags {
 			f.hostname = value
 		case "node-labels":
 			f.labels = value
+		case "cgroups-per-qos":
+			b := value != "false"
+			f.cgroupsPerQOS = &b
+		case "enforce-node-allocatable":
+			list := []string{}
+			for v := range strings.SplitSeq(strings.Trim(value, `"`), ",") {
+				if v != "" {
+					list = append(list, v)
+				}
+			}
+			f.enforceNodeAllocatable = &list
 		}
 	}
 	return f
+}
+
+// kubeletConfigErrorLocked is the error kubelet.exe exits with before it
+// does anything else, as the real one validates its flags and
+// configuration file first, or "". Modelled: cgroupsPerQOS false (what a
+// Windows node needs) while enforceNodeAllocatable holds pods, its
+// default when neither the file nor a flag sets it (the file cannot set
+// it empty: an empty list is omitted and defaulted). Flags win over the
+// file. It is called with the machine's lock held.
+func (m *machine) kubeletConfigErrorLocked(args []string) string {
+	f := parseKubeletFlags(args)
+	var kc kubeletv1beta1.KubeletConfiguration
+	if f.config != "" {
+		w, err := parseWinPath(f.config)
+		if err != nil {
+			return fmt.Sprintf("failed to load kubelet config file, path: %s: %v", f.config, err)
+		}
+		host, _, err := resolve(m.fsRoot, w)
+		if err != nil {
+			return fmt.Sprintf("failed to load kubelet config file, path: %s: %v", f.config, err)
+		}
+		raw, err := os.ReadFile(host)
+		if err != nil {
+			return fmt.Sprintf("failed to load kubelet config file, path: %s: %v", f.config, err)
+		}
+		if err := yaml.Unmarshal(raw, &kc); err != nil {
+			return fmt.Sprintf("failed to load kubelet config file, path: %s: %v", f.config, err)
+		}
+	}
+	perQOS := kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS
+	if f.cgroupsPerQOS != nil {
+		perQOS = *f.cgroupsPerQOS
+	}
+	enforce := kc.EnforceNodeAllocatable
+	if len(enforce) == 0 {
+		enforce = []string{"pods"}
+	}
+	if f.enforceNodeAllocatable != nil {
+		enforce = *f.enforceNodeAllocatable
+	}
+	if !perQOS && slices.Contains(enforce, "pods") {
+		return `failed to validate kubelet configuration, error: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable)`
+	}
+	return ""
 }
 
 // startKubeletLocked runs a simulated kubelet for the process pid of

@@ -166,7 +166,12 @@ func (m *machine) startLocked(name string, now time.Time, chain map[string]bool)
 	s.Processes[svc.PID].Image = string(canon)
 	m.spawnWrappedLocked(svc, now)
 	if found[MarkerKubelet] {
-		if v, err := kubeletVersion(host); err == nil {
+		if msg := m.kubeletConfigErrorLocked(svc.Args); msg != "" {
+			// kubelet.exe validates its configuration before it
+			// connects anywhere, and exits when it is invalid.
+			m.log.Info(fmt.Sprintf("kubelet (pid %d): command failed: %s", svc.PID, msg))
+			svc.CrashAt = svc.PendingUntil.Add(m.delays.CrashAfter)
+		} else if v, err := kubeletVersion(host); err == nil {
 			m.startKubeletLocked(svc.Name, svc.PID, v, svc.Args)
 		}
 	}

@@ -16,13 +16,41 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 )
 
-// wineDLL is the source of the bcryptprimitives.dll that Wine 8.0 lacks
-// and Go 1.22+ Windows programs import (ProcessPrng).
+// wineDLL is the source of the DLLs simnode adds to Wine 8.0: the
+// bcryptprimitives.dll it lacks, which Go 1.22+ Windows programs import
+// (ProcessPrng), and a pdh.dll with the performance counters the kubelet
+// reads, which Wine's own lacks.
 //
-//go:embed winedll/bcryptprimitives.c winedll/bcryptprimitives.def
+//go:embed winedll/*.c winedll/*.def
 var wineDLL embed.FS
+
+// wineRegistry is what a Windows Server node's registry has and a new Wine
+// prefix lacks, imported when the prefix boots: the update build
+// revision (UBR), the hardware configuration id (HardwareConfig) and the
+// boot id the kubelet for Windows reads; the time a service program has
+// to connect to the service control manager, Windows' 30 s instead of
+// Wine's 10 s (ServicesPipeTimeout, which both read; the kubelet loads its
+// configuration first); and Wine's instruction to load simnode's pdh.dll
+// instead of its own. %s is the configuration's GUID.
+const wineRegistry = `REGEDIT4
+
+[HKEY_LOCAL_MACHINE\SOFTWARE\Microsoft\Windows NT\CurrentVersion]
+"UBR"=dword:00000d4d
+"InstallationType"="Server"
+
+[HKEY_LOCAL_MACHINE\SYSTEM\HardwareConfig]
+"LastConfig"="{%s}"
+
+[HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Control\Session Manager\Memory Management\PrefetchParameters]
+"BootId"=dword:00000001
+
+[HKEY_CURRENT_USER\Software\Wine\DllOverrides]
+"pdh"="native"
+`
 
 // Wine makes the node run what it is asked to run under Wine instead of
 // simulating it: its C: drive is the drive_c of a Wine prefix in the
@@ -93,11 +121,12 @@ func runWine(ctx context.Context, prefix, name string, args ...string) error {
 }
 
 // BootWinePrefix creates a Wine prefix in dir (which must not exist) as
-// the Wine mode uses it: booted (wineboot, about 15 s, 700 MB), with the
-// bcryptprimitives.dll that Go programs need built from
-// winedll/bcryptprimitives.c with mingw-w64, and with nothing of the host
-// reachable: no Z: drive, and the user folders that Wine links to the
-// home directory are plain folders.
+// the Wine mode uses it: booted (wineboot, about 15 s, 700 MB), reporting
+// Windows 10 (winecfg -v win10) with the registry values of wineRegistry,
+// with the DLLs of winedll (bcryptprimitives.dll, which Go programs need,
+// and pdh.dll, which the kubelet needs) built with mingw-w64, and with
+// nothing of the host reachable: no Z: drive, and the user folders that
+// Wine links to the home directory are plain folders.
 func BootWinePrefix(ctx context.Context, dir string) error {
 	if missing := WineMissing(); len(missing) > 0 {
 		return fmt.Errorf("the Wine mode needs %s: install with apt-get install %s (or make test-deps)",
@@ -116,12 +145,27 @@ func BootWinePrefix(ctx context.Context, dir string) error {
 	if err := runWine(ctx, dir, "wineboot", "-i"); err != nil {
 		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
 	}
+	if err := runWine(ctx, dir, "wine", "winecfg", "-v", "win10"); err != nil {
+		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
+	}
+	reg := filepath.Join(dir, "drive_c", "simnode.reg")
+	if err := os.WriteFile(reg, fmt.Appendf(nil, wineRegistry, strings.ToUpper(uuid.NewString())), 0o644); err != nil {
+		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
+	}
+	if err := runWine(ctx, dir, "wine", "regedit", "/S", `C:\simnode.reg`); err != nil {
+		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
+	}
 	// The registry is written when the server exits.
 	if err := runWine(ctx, dir, "wineserver", "-w"); err != nil {
 		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
 	}
-	if err := buildWineDLL(ctx, filepath.Join(dir, "drive_c", "windows", "system32", "bcryptprimitives.dll")); err != nil {
+	if err := os.Remove(reg); err != nil {
 		return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
+	}
+	for _, name := range []string{"bcryptprimitives", "pdh"} {
+		if err := buildWineDLL(ctx, name, filepath.Join(dir, "drive_c", "windows", "system32", name+".dll")); err != nil {
+			return fmt.Errorf("boot Wine prefix %s: %w", dir, err)
+		}
 	}
 	if err := os.Remove(filepath.Join(dir, "dosdevices", "z:")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("boot Wine prefix %s: remove drive Z: %w", dir, err)
@@ -129,20 +173,20 @@ func BootWinePrefix(ctx context.Context, dir string) error {
 	return unlinkHome(filepath.Join(dir, "drive_c", "users"))
 }
 
-// buildWineDLL compiles bcryptprimitives.dll into out.
-func buildWineDLL(ctx context.Context, out string) error {
+// buildWineDLL compiles winedll/name.c into out.
+func buildWineDLL(ctx context.Context, name, out string) error {
 	src, err := os.MkdirTemp("", "simnode-winedll-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(src)
 	var files []string
-	for _, name := range []string{"bcryptprimitives.c", "bcryptprimitives.def"} {
-		raw, err := wineDLL.ReadFile("winedll/" + name)
+	for _, file := range []string{name + ".c", name + ".def"} {
+		raw, err := wineDLL.ReadFile("winedll/" + file)
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(src, name)
+		p := filepath.Join(src, file)
 		if err := os.WriteFile(p, raw, 0o644); err != nil {
 			return err
 		}
@@ -151,7 +195,7 @@ func buildWineDLL(ctx context.Context, out string) error {
 	args := append([]string{"-O2", "-s", "-shared", "-o", out}, files...)
 	cmd := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", append(args, "-ladvapi32")...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build bcryptprimitives.dll: %w: %s", err, bytes.TrimSpace(b))
+		return fmt.Errorf("build %s.dll: %w: %s", name, err, bytes.TrimSpace(b))
 	}
 	return nil
 }

@@ -182,6 +182,12 @@ type JoinSpec struct {
 	// (the kubelet's registerWithTaints).
 	// +optional
 	Taints []string `json:"taints,omitempty"`
+	// CRISocket is the kubelet's container runtime endpoint (kubeadm's
+	// nodeRegistration.criSocket): an npipe:// pipe on the node, or a
+	// tcp:// address the node reaches. Default: containerd's pipe,
+	// npipe:////./pipe/containerd-containerd.
+	// +optional
+	CRISocket string `json:"criSocket,omitempty"`
 	// ContainerdConfig is a local config.toml for containerd, used instead
 	// of the one swdt generates for Windows (CRI plugin, CNI directories,
 	// sandbox image). It applies when a provisioner feeds the containerd

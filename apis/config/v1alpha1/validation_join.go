@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -98,6 +99,21 @@ func provisionerOf(k *KubernetesSpec, service string) *ProvisionerSpec {
 	return first
 }
 
+// criSocketProblem says what is wrong with a CRI endpoint for a Windows
+// kubelet, or "".
+func criSocketProblem(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	switch {
+	case hasControl(endpoint) || err != nil:
+		return "must be a URL such as npipe:////./pipe/containerd-containerd or tcp://10.0.0.5:3735"
+	case u.Scheme == "npipe" && strings.HasPrefix(u.Path, "//./pipe/") && len(u.Path) > len("//./pipe/"):
+		return ""
+	case u.Scheme == "tcp" && u.Port() != "" && u.Hostname() != "" && (u.Path == "" || u.Path == "/"):
+		return ""
+	}
+	return "the kubelet for Windows reaches its runtime by a named pipe (npipe:////./pipe/NAME) or TCP (tcp://HOST:PORT)"
+}
+
 func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	j := k.Join
 	var errs field.ErrorList
@@ -110,6 +126,11 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	}
 	if j.ContainerdConfig != "" && JoinContainerd(k) == nil {
 		errs = append(errs, field.Invalid(p.Child("containerdConfig"), j.ContainerdConfig, "applies to containerd, and no provisioner feeds the containerd service"))
+	}
+	if j.CRISocket != "" {
+		if msg := criSocketProblem(j.CRISocket); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("criSocket"), j.CRISocket, msg))
+		}
 	}
 	if hasControl(j.Context) {
 		errs = append(errs, field.Invalid(p.Child("context"), j.Context, "must not contain control characters"))
