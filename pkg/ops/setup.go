@@ -11,8 +11,9 @@ var (
 	ChocoInstall = register[ChocoInstallRequest, ChocoState]("choco-install")
 	// ChocoPackages installs Chocolatey packages, one result per package.
 	ChocoPackages = register[ChocoPackagesRequest, ChocoPackagesResponse]("choco-packages")
-	// AuthorizedKeysAdd appends missing keys to administrators_authorized_keys
-	// and restricts the file's ACL to Administrators and SYSTEM.
+	// AuthorizedKeysAdd appends missing keys to administrators_authorized_keys,
+	// gives the file to Administrators and restricts its ACL to
+	// Administrators and SYSTEM.
 	AuthorizedKeysAdd = register[AuthorizedKeysAddRequest, AuthorizedKeysState]("authorized-keys-add")
 )
 
@@ -146,6 +147,13 @@ type AuthorizedKeysState struct {
 	// ACLOK is true when inheritance is off and only Administrators and
 	// SYSTEM have access.
 	ACLOK bool `json:"aclOk"`
+	// OwnerOK is true when Administrators or SYSTEM own the file. sshd
+	// refuses a file another account owns (its owner may rewrite the
+	// ACL), except for that account itself.
+	OwnerOK bool `json:"ownerOk"`
+	// Owner is the file's owner, as a string SID (empty when the file
+	// does not exist).
+	Owner string `json:"owner,omitempty"`
 	// Added counts keys appended by this op.
 	Added int `json:"added"`
 }

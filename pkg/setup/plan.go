@@ -151,12 +151,15 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		if keysNeedRewrite(ak) {
 			todo = append(todo, fmt.Sprintf("rewrite the file as UTF-8 (it is %s, which sshd ignores)", ak.Encoding))
 		}
+		if ak.Exists && !ak.OwnerOK {
+			todo = append(todo, fmt.Sprintf("give the file to Administrators (it is owned by %s, which sshd refuses)", ak.Owner))
+		}
 		if !ak.ACLOK {
 			todo = append(todo, "restrict the file to Administrators and SYSTEM")
 		}
 		if len(todo) == 0 {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: Unchanged,
-				Detail: fmt.Sprintf("%s present; access limited to Administrators and SYSTEM", plural(len(d.AuthorizedKeys), "key"))}
+				Detail: fmt.Sprintf("%s present; owned by and limited to Administrators and SYSTEM", plural(len(d.AuthorizedKeys), "key"))}
 		} else {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: WouldChange, Detail: strings.Join(todo, "; ")}
 		}

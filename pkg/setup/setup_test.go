@@ -409,6 +409,47 @@ func TestUTF16KeysFileIsRewritten(t *testing.T) {
 	}
 }
 
+// TestKeysFileOwnedByAnotherAccount: a file a non-administrator created
+// (its owner) is planned to be given to Administrators, given, and then
+// accepted by sshd; the second run finds nothing to do.
+func TestKeysFileOwnedByAnotherAccount(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.WriteFile(simnode.PathAdminAuthorizedKeys, []byte(key+"\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: false, AuthorizedKeys: []string{key}}
+	report, _, err := run(t, ts, "Administrator", d, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != WouldChange || !strings.Contains(s.Detail, "give the file to Administrators (it is owned by mallory") {
+		t.Errorf("planned step = %+v", s)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != Changed || !strings.Contains(s.Detail, "gave the file to Administrators (it was owned by mallory)") {
+		t.Errorf("step = %+v", s)
+	}
+	if got := ts.Node().SSHDAdminKeys(); !slices.Equal(got, []string{key}) {
+		t.Errorf("sshd would accept %q, want the key", got)
+	}
+	report, calls, err := run(t, ts, "Administrator", d, Options{})
+	if err != nil || len(calls) != 0 || step(t, report, StepAuthorizedKeys).Result != Unchanged {
+		t.Errorf("second run: calls %v, err %v, steps %+v", calls, err, report.Steps)
+	}
+}
+
 func TestNonAdminIsRefused(t *testing.T) {
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	_, calls, err := run(t, ts, "developer", Desired{EnableRDP: true, Packages: []string{"vim"}}, Options{})
