@@ -32,6 +32,10 @@ type SetupFactsRequest struct {
 
 // SetupFactsResponse is the node as setup sees it.
 type SetupFactsResponse struct {
+	// LanguageMode is PowerShell's language mode on the node (FullLanguage,
+	// or ConstrainedLanguage under WDAC or AppLocker, where Chocolatey's
+	// install script cannot run).
+	LanguageMode   string              `json:"languageMode"`
 	Node           NodeFactsResponse   `json:"node"`
 	RDP            RDPState            `json:"rdp"`
 	Choco          ChocoState          `json:"choco"`
@@ -187,8 +191,8 @@ const (
 	// again: the second run completes.
 	KindRebootRequired = "reboot-required"
 	// KindConstrainedLanguage: PowerShell on the node runs in Constrained
-	// Language mode (enforced by WDAC or AppLocker), in which Chocolatey's
-	// install script cannot run.
+	// Language mode (enforced by WDAC or AppLocker), in which a step that
+	// needs FullLanguage (Chocolatey's install script) cannot run.
 	KindConstrainedLanguage = "constrained-language"
 	// KindBlockedByPolicy: a Group Policy setting overrides the change
 	// asked for (Remote Desktop), so it cannot take effect.

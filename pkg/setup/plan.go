@@ -126,7 +126,12 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		if facts.Choco.Installed {
 			p.choco = &Step{Name: StepChocolatey, Result: Unchanged, Detail: "Chocolatey " + facts.Choco.Version + " installed"}
 		} else {
-			p.choco = &Step{Name: StepChocolatey, Result: WouldChange, Detail: "install Chocolatey (the node downloads it from community.chocolatey.org)"}
+			detail := "install Chocolatey (the node downloads it from community.chocolatey.org)"
+			if facts.LanguageMode != "" && facts.LanguageMode != "FullLanguage" {
+				// Planned all the same: the op says what to do about it.
+				detail += fmt.Sprintf("; PowerShell runs in %s mode on the node, where Chocolatey's install script cannot run: this step will fail", facts.LanguageMode)
+			}
+			p.choco = &Step{Name: StepChocolatey, Result: WouldChange, Detail: detail}
 		}
 	}
 	installed := map[string]string{}

@@ -177,6 +177,42 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 }
 
+// TestConstrainedLanguageNode: on a node under WDAC or AppLocker every
+// step runs but Chocolatey's install, which the plan warns about and which
+// fails with the node's constrained-language explanation (not a raw script
+// error); its packages wait for it.
+func TestConstrainedLanguageNode(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.LanguageMode = simnode.LanguageConstrained }))
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: true, Packages: []string{"vim"}, AuthorizedKeys: []string{strings.TrimSpace(string(pub))}}
+	report, _, err := run(t, ts, "Administrator", d, Options{DryRun: true})
+	if err != nil {
+		t.Fatalf("plan on a constrained node: %v", err)
+	}
+	if s := step(t, report, StepChocolatey); s.Result != WouldChange || !strings.Contains(s.Detail, "ConstrainedLanguage mode on the node") {
+		t.Errorf("planned chocolatey step = %+v, want a warning", s)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Result{StepRDP: Changed, StepChocolatey: Failed, "package vim": Failed, StepAuthorizedKeys: Changed}
+	if got := results(report); !mapsEqual(got, want) {
+		t.Errorf("steps = %+v, want %v", report.Steps, want)
+	}
+	if s := step(t, report, StepChocolatey); !strings.Contains(s.Detail, "WDAC") || !strings.Contains(s.Detail, "run swdt setup again") {
+		t.Errorf("chocolatey step = %+v, want the constrained-language explanation", s)
+	}
+	for _, name := range ops.RDPFirewallRules {
+		if r := ts.State().Firewall[strings.ToLower(name)]; r == nil || !r.Enabled {
+			t.Errorf("firewall rule %s = %+v, want enabled", name, r)
+		}
+	}
+}
+
 type observerFunc func(r *Report)
 
 func (f observerFunc) Planned(r *Report)     { f(r) }
