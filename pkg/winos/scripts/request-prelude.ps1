@@ -9,9 +9,11 @@
 # Input: the request as one line of JSON on stdin. powershell.exe, run
 # with -EncodedCommand and a redirected stdin, reads stdin itself and
 # hands its lines to the command as pipeline input, which the command
-# reads as $input (about_Automatic_Variables). The console's input code
-# page decodes it; the agent escapes every non-ASCII character of the
-# request (\uXXXX), so no code page can alter it.
+# reads as $input (about_Automatic_Variables); it does so only for a
+# command that uses $input outside its functions, hence here, at the top.
+# The console's input code page decodes it; the agent escapes every
+# non-ASCII character of the request (\uXXXX), so no code page can alter
+# it.
 #
 # Output: Write-SwdtJson prints one line of JSON with every non-ASCII
 # character escaped, since powershell.exe encodes what it prints with the
