@@ -210,7 +210,7 @@ func (c *Cluster) start(bins map[string]string) error {
 		"--authentication-kubeconfig="+cmConfig, "--authorization-kubeconfig="+cmConfig,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(freePort()),
 		"--leader-elect=false",
-		"--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,certificatesigningrequest-cleaner-controller,bootstrap-signer-controller,token-cleaner-controller,root-ca-certificate-publisher-controller",
+		"--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,certificatesigningrequest-cleaner-controller,bootstrap-signer-controller,token-cleaner-controller,root-ca-certificate-publisher-controller,serviceaccount-token-controller",
 		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
 		"--root-ca-file="+p.path("ca.crt"),
 		"--service-account-private-key-file="+p.path("sa.key"),

@@ -155,6 +155,7 @@ type prepared struct {
 	cluster    *cluster.Cluster
 	kubelet    *v1alpha1.ProvisionerSpec
 	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
+	kubeProxy  *v1alpha1.ProvisionerSpec // nil: no kube-proxy service (a CNI's DaemonSet runs it)
 	version    string                    // the kubelet version the node must report ("" unknown)
 	sources    map[*v1alpha1.ProvisionerSpec]*source.File
 	n          Node
@@ -167,7 +168,8 @@ type prepared struct {
 func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	k := &j.spec.Spec.Kubernetes
-	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), kubeProxy: v1alpha1.JoinKubeProxy(k),
+		sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
 	if err != nil {
 		return nil, err
@@ -238,12 +240,16 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	return p, nil
 }
 
-// binaries are the provisioners a join installs, containerd first.
+// binaries are the provisioners a join installs: containerd, the
+// kubelet, kube-proxy.
 func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
-	if p.containerd != nil {
-		return []*v1alpha1.ProvisionerSpec{p.containerd, p.kubelet}
+	var out []*v1alpha1.ProvisionerSpec
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.containerd, p.kubelet, p.kubeProxy} {
+		if pr != nil {
+			out = append(out, pr)
+		}
 	}
-	return []*v1alpha1.ProvisionerSpec{p.kubelet}
+	return out
 }
 
 func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
@@ -269,6 +275,14 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 			}
 		}
 		files[ops.JoinFileContainerdConfig] = string(cc)
+	}
+	if p.kubeProxy != nil {
+		j.step("creating kube-proxy's ServiceAccount token")
+		kc, err := p.cluster.KubeProxyKubeconfig(ctx, p.name, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		files[ops.JoinFileKubeProxyKubeconfig] = string(kc)
 	}
 	if !p.joined {
 		j.step("creating a bootstrap token")
@@ -335,12 +349,16 @@ func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFil
 		b := target.Provisioner(*pr)
 		reg := Registration(js, p.kubelet, p.containerd, p.name)
 		restart := slices.Contains(changed, ops.JoinFileKubeletConfig)
-		if pr == p.containerd {
+		switch pr {
+		case p.containerd:
 			reg = ContainerdRegistration(pr)
 			restart = slices.Contains(changed, ops.JoinFileContainerdConfig)
 			if len(b.HealthChecks) == 0 {
 				b.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
 			}
+		case p.kubeProxy:
+			reg = KubeProxyRegistration(pr, p.kubelet, p.name)
+			restart = slices.Contains(changed, ops.JoinFileKubeProxyKubeconfig)
 		}
 		items = append(items, hotswap.Item{Name: b.Name, Service: b.Service, Destination: b.Destination, Source: p.sources[pr],
 			Force: b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks, Restart: restart,
@@ -376,7 +394,7 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 	defer p.closeN()
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
 	var req ops.JoinResetRequest
-	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubelet, p.containerd} {
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubeProxy, p.kubelet, p.containerd} {
 		if pr != nil {
 			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
 		}
@@ -396,6 +414,11 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 			return nil, err
 		}
 		rep.Removed = append(rep.Removed, "Node "+p.name)
+	}
+	if deleted, err := p.cluster.DeleteKubeProxyToken(ctx, p.name); err != nil {
+		return nil, err
+	} else if deleted {
+		rep.Removed = append(rep.Removed, "kube-proxy's token")
 	}
 	n, err := p.cluster.DeleteBootstrapTokens(ctx, "swdt join "+p.name)
 	if err != nil {

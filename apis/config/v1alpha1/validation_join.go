@@ -9,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The services a join registers: the kubelet (required) and containerd
-// (when a provisioner feeds it).
+// The services a join registers: the kubelet (required), containerd and
+// kube-proxy (each when a provisioner feeds it).
 const (
 	KubeletService    = "kubelet"
 	ContainerdService = "containerd"
+	KubeProxyService  = "kube-proxy"
 )
 
 // JoinKubelet returns the provisioner a join installs the kubelet from:
@@ -23,6 +24,10 @@ func JoinKubelet(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, K
 // JoinContainerd returns the provisioner a join installs containerd
 // from, or nil.
 func JoinContainerd(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, ContainerdService) }
+
+// JoinKubeProxy returns the provisioner a join installs kube-proxy from,
+// or nil.
+func JoinKubeProxy(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, KubeProxyService) }
 
 // provisionerOf returns the provisioner that feeds service, or nil.
 func provisionerOf(k *KubernetesSpec, service string) *ProvisionerSpec {
