@@ -70,6 +70,7 @@ type Cluster struct {
 
 	logs  map[string]*syncbuf.Buffer
 	procs []*proc
+	pki   *pki
 }
 
 // proc is one control-plane process; done closes when it has exited.
@@ -151,6 +152,7 @@ func (c *Cluster) start(bins map[string]string) error {
 		}
 	}
 	c.CAFile = p.path("ca.crt")
+	c.pki = p
 
 	etcdPort, peerPort, apiPort := freePort(), freePort(), freePort()
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
@@ -208,7 +210,7 @@ func (c *Cluster) start(bins map[string]string) error {
 		"--authentication-kubeconfig="+cmConfig, "--authorization-kubeconfig="+cmConfig,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(freePort()),
 		"--leader-elect=false",
-		"--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,certificatesigningrequest-cleaner-controller,bootstrap-signer-controller,token-cleaner-controller,root-ca-certificate-publisher-controller",
+		"--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,certificatesigningrequest-cleaner-controller,bootstrap-signer-controller,token-cleaner-controller,root-ca-certificate-publisher-controller,serviceaccount-token-controller",
 		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
 		"--root-ca-file="+p.path("ca.crt"),
 		"--service-account-private-key-file="+p.path("sa.key"),
@@ -308,6 +310,30 @@ func (c *Cluster) stop() {
 		}
 	}
 	c.procs = nil
+}
+
+// NodeKubeconfig is a kubelet's kubeconfig for the Node name, its client
+// certificate (system:node:NAME in system:nodes, valid for a day) and the
+// CA embedded: the credentials a kubelet has once it has joined.
+func (c *Cluster) NodeKubeconfig(name string) ([]byte, error) {
+	stem := "node-" + name
+	if err := c.pki.issue(stem, pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}}, clientAuth, nil, nil); err != nil {
+		return nil, err
+	}
+	var data [3][]byte
+	for i, f := range []string{"ca.crt", stem + ".crt", stem + ".key"} {
+		b, err := os.ReadFile(c.pki.path(f))
+		if err != nil {
+			return nil, err
+		}
+		data[i] = b
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: data[0]}
+	cfg.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificateData: data[1], ClientKeyData: data[2]}
+	cfg.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
+	cfg.CurrentContext = "default-context"
+	return clientcmd.Write(*cfg)
 }
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context.

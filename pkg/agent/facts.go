@@ -60,19 +60,22 @@ func nodeFacts(_ context.Context, w winos.OS, _ ops.NodeFactsRequest) (ops.NodeF
 	return f, nil
 }
 
-// setupFacts gathers everything `swdt setup` plans from in one op: the
-// node, Remote Desktop, Chocolatey and administrators_authorized_keys.
+// setupFacts gathers everything `swdt setup` plans from in one op:
+// PowerShell's language mode, the node, Remote Desktop, Chocolatey and
+// administrators_authorized_keys.
 func setupFacts(ctx context.Context, w winos.OS, req ops.SetupFactsRequest) (ops.SetupFactsResponse, error) {
 	var resp ops.SetupFactsResponse
 	if err := rdpCheckRuleNames(req.FirewallRules); err != nil {
 		return resp, err
 	}
-	// The firewall rules are read by a script that needs FullLanguage:
-	// a policy that forbids it is named first, not met as a script error.
-	if err := requireFullLanguage(ctx, w, "swdt setup reads and sets the firewall rules and installs Chocolatey with PowerShell scripts that need FullLanguage"); err != nil {
+	// The language mode first: every script after it runs under it. The
+	// firewall scripts run in ConstrainedLanguage too; the steps that need
+	// FullLanguage (Chocolatey's install) are refused by their own ops
+	// with kind constrained-language, and setup plans with the mode.
+	var err error
+	if resp.LanguageMode, err = languageMode(ctx, w); err != nil {
 		return resp, err
 	}
-	var err error
 	if resp.Node, err = nodeFacts(ctx, w, ops.NodeFactsRequest{}); err != nil {
 		return resp, err
 	}

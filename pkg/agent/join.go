@@ -233,7 +233,7 @@ func joinStop(ctx context.Context, w winos.OS, svc winos.Service) error {
 	}); err != nil {
 		return fmt.Errorf("read service %s: %w", svc.Name, err)
 	}
-	if svc.Status == winos.StatusStopped {
+	if serviceDown(svc) {
 		return nil
 	}
 	if svc.Status != winos.StatusStopPending {
@@ -241,9 +241,11 @@ func joinStop(ctx context.Context, w winos.OS, svc winos.Service) error {
 			return fmt.Errorf("stop service %s: %w", svc.Name, err)
 		}
 	}
+	// A service control manager that does not notice its process exit
+	// (Wine's) reports StopPending for good: the process is watched too.
 	stopped := func() (bool, error) {
 		s, err := w.Service(svc.Name)
-		return err == nil && s.Status == winos.StatusStopped, err
+		return err == nil && serviceDown(s), err
 	}
 	ok, err := poll(ctx, joinStopLimit, 200*time.Millisecond, stopped)
 	if ok || err != nil {

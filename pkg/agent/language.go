@@ -9,9 +9,12 @@ import (
 )
 
 // PowerShell's language mode. Under a WDAC or AppLocker policy,
-// powershell.exe runs scripts in ConstrainedLanguage, where swdt's fixed
-// scripts (the firewall rules, Chocolatey's install, service events)
-// stop with raw script errors. Setup asks for the mode first and says so.
+// powershell.exe runs scripts in ConstrainedLanguage, where only core
+// types may be used. swdt's fixed scripts say which mode they need
+// (pkg/winos: "# language:"); all but Chocolatey's install run in
+// ConstrainedLanguage. setup-facts reports the mode first, and an op that
+// needs FullLanguage refuses with kind constrained-language instead of
+// meeting a raw script error.
 
 // languageMode is the language mode powershell.exe reports. Empty
 // output is not a mode: it is an error.

@@ -164,12 +164,39 @@ func keysState(w winos.OS) (ops.AuthorizedKeysState, error) {
 		return st, fmt.Errorf("read the ACL of %s: %w", ops.AdministratorsAuthorizedKeys, err)
 	}
 	st.ACLOK = keysACLOK(acl)
+	if st.Owner, err = w.Owner(ops.AdministratorsAuthorizedKeys); err != nil {
+		return st, fmt.Errorf("read the owner of %s: %w", ops.AdministratorsAuthorizedKeys, err)
+	}
+	st.OwnerOK = adminSID(st.Owner)
 	return st, nil
 }
 
+// keysOwn gives the file to Administrators unless Administrators or
+// SYSTEM own it already (sshd refuses a file another account owns: that
+// account may rewrite its ACL), and returns the owner read back. A system
+// that accepts the change but keeps no security descriptor (Wine) reads
+// back the old owner, and the caller reports it as not fixed.
+func keysOwn(w winos.OS) (string, error) {
+	owner, err := w.Owner(ops.AdministratorsAuthorizedKeys)
+	if err != nil {
+		return "", fmt.Errorf("read the owner of %s: %w", ops.AdministratorsAuthorizedKeys, err)
+	}
+	if adminSID(owner) {
+		return owner, nil
+	}
+	if err := w.SetOwner(ops.AdministratorsAuthorizedKeys, winos.SIDAdministrators); err != nil {
+		return "", fmt.Errorf("give %s (owned by %s) to Administrators: %w", ops.AdministratorsAuthorizedKeys, owner, err)
+	}
+	if owner, err = w.Owner(ops.AdministratorsAuthorizedKeys); err != nil {
+		return "", fmt.Errorf("read the owner of %s: %w", ops.AdministratorsAuthorizedKeys, err)
+	}
+	return owner, nil
+}
+
 // authorizedKeysAdd appends the missing keys (never removing a line),
-// rewrites a file in any encoding but UTF-8 without BOM as that, and
-// restricts the file to Administrators and SYSTEM.
+// rewrites a file in any encoding but UTF-8 without BOM as that, gives it
+// to Administrators and restricts it to Administrators and SYSTEM. The
+// owner is set before the ACL: an owner may always rewrite the ACL.
 func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddRequest) (ops.AuthorizedKeysState, error) {
 	for _, k := range req.Keys {
 		if strings.ContainsAny(k, "\r\n\x00") {
@@ -222,6 +249,10 @@ func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddR
 			return ops.AuthorizedKeysState{}, fmt.Errorf("write %s: %w", ops.AdministratorsAuthorizedKeys, err)
 		}
 	}
+	owner, err := keysOwn(w)
+	if err != nil {
+		return ops.AuthorizedKeysState{}, err
+	}
 	acl, err := w.ACL(ops.AdministratorsAuthorizedKeys)
 	if err != nil {
 		return ops.AuthorizedKeysState{}, fmt.Errorf("read the ACL of %s: %w", ops.AdministratorsAuthorizedKeys, err)
@@ -234,5 +265,6 @@ func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddR
 			return ops.AuthorizedKeysState{}, fmt.Errorf("read the ACL of %s: %w", ops.AdministratorsAuthorizedKeys, err)
 		}
 	}
-	return ops.AuthorizedKeysState{Exists: true, Encoding: ops.EncodingUTF8, Keys: keysOnly(lines), ACLOK: keysACLOK(acl), Added: added}, nil
+	return ops.AuthorizedKeysState{Exists: true, Encoding: ops.EncodingUTF8, Keys: keysOnly(lines), ACLOK: keysACLOK(acl),
+		OwnerOK: adminSID(owner), Owner: owner, Added: added}, nil
 }

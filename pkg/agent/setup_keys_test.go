@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 const (
@@ -159,6 +160,64 @@ func TestAuthorizedKeysAddRepairsTheACL(t *testing.T) {
 			acl, _ := n.ACL(simnode.PathAdminAuthorizedKeys)
 			if st.Added != 0 || !st.ACLOK || !simnode.AdminOnlyACL(acl) {
 				t.Errorf("state = %+v, ACL = %+v", st, acl)
+			}
+		})
+	}
+}
+
+// TestAuthorizedKeysAddTakesOwnership: a file a non-administrator
+// created (C:\ProgramData lets Users create files, and the creator owns
+// them) is refused by sshd whatever its ACL, since its owner may rewrite
+// the ACL; the op gives it to Administrators and reads the owner back.
+func TestAuthorizedKeysAddTakesOwnership(t *testing.T) {
+	tests := []struct {
+		name  string
+		owner string // "" for the administrator who creates it
+		keys  []string
+	}{
+		{name: "created by mallory, key missing", owner: "mallory", keys: []string{sshKeyA, sshKeyB}},
+		{name: "created by mallory, nothing missing", owner: "mallory", keys: []string{sshKeyA}},
+		{name: "owned by SYSTEM", owner: simnode.AccountSystem, keys: []string{sshKeyA}},
+		{name: "owned by Administrators", keys: []string{sshKeyA}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+			n := ts.Node()
+			writer := n
+			if tc.owner == "mallory" {
+				var err error
+				if writer, err = ts.NodeAs("mallory"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := writer.WriteFile(simnode.PathAdminAuthorizedKeys, []byte(sshKeyA+"\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.owner == simnode.AccountSystem {
+				if err := n.SetOwner(simnode.PathAdminAuthorizedKeys, simnode.AccountSystem); err != nil {
+					t.Fatal(err)
+				}
+			}
+			facts, err := agent.Call(setupCtx(t), n.OS(), ops.SetupFacts, ops.SetupFactsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantOK := tc.owner != "mallory"; facts.AuthorizedKeys.OwnerOK != wantOK || facts.AuthorizedKeys.Owner == "" {
+				t.Errorf("facts: ownerOk = %v, owner %q; want ownerOk %v", facts.AuthorizedKeys.OwnerOK, facts.AuthorizedKeys.Owner, wantOK)
+			}
+			st, err := agent.Call(setupCtx(t), n.OS(), ops.AuthorizedKeysAdd, ops.AuthorizedKeysAddRequest{Keys: tc.keys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.OwnerOK || !st.ACLOK || (st.Owner != winos.SIDAdministrators && st.Owner != winos.SIDSystem) {
+				t.Errorf("state = %+v, want the file owned by Administrators or SYSTEM", st)
+			}
+			if owner, _ := n.Owner(simnode.PathAdminAuthorizedKeys); tc.owner == "mallory" && owner != simnode.AccountAdministrators {
+				t.Errorf("owner = %q, want Administrators", owner)
+			}
+			if got := n.SSHDAdminKeys(); !reflect.DeepEqual(got, tc.keys) {
+				t.Errorf("sshd would accept %q, want %q", got, tc.keys)
 			}
 		})
 	}

@@ -82,6 +82,21 @@ func ContainerdRegistration(containerd *v1alpha1.ProvisionerSpec) ops.ServiceReg
 	return withRegister(req, containerd.Register)
 }
 
+// KubeProxyRegistration is the kube-proxy service a join registers when
+// a provisioner feeds it: the binary with --windows-service, its
+// kubeconfig (a ServiceAccount token), the Node's name and the Windows
+// kernel proxier, then the node file's register args (a CNI's
+// --network-name or --source-vip, for example). It depends on the
+// kubelet.
+func KubeProxyRegistration(kubeProxy, kubelet *v1alpha1.ProvisionerSpec, nodeName string) ops.ServiceRegisterRequest {
+	req := ops.ServiceRegisterRequest{Name: serviceOf(kubeProxy), Program: kubeProxy.Destination,
+		Args: []string{"--windows-service", "--kubeconfig=" + ops.JoinKubeProxyKubeconfig,
+			"--hostname-override=" + nodeName, "--proxy-mode=kernelspace"},
+		DisplayName: "kube-proxy", Description: "Kubernetes network proxy (registered by swdt join)", StartType: "Automatic",
+		DependsOn: []string{serviceOf(kubelet)}}
+	return withRegister(req, kubeProxy.Register)
+}
+
 // serviceOf is the service a provisioner feeds.
 func serviceOf(p *v1alpha1.ProvisionerSpec) string {
 	if p.Service != "" {

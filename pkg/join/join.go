@@ -155,6 +155,7 @@ type prepared struct {
 	cluster    *cluster.Cluster
 	kubelet    *v1alpha1.ProvisionerSpec
 	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
+	kubeProxy  *v1alpha1.ProvisionerSpec // nil: no kube-proxy service (a CNI's DaemonSet runs it)
 	// helpers are the other binaries of the containerd service (its
 	// shim, ctr.exe); files feed no service (the CNI plugins).
 	helpers, files []*v1alpha1.ProvisionerSpec
@@ -172,7 +173,8 @@ type prepared struct {
 func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	k := &j.spec.Spec.Kubernetes
-	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), kubeProxy: v1alpha1.JoinKubeProxy(k),
+		sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	p.helpers, p.files = extras(k, p.containerd)
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
 	if err != nil {
@@ -261,14 +263,17 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 }
 
 // binaries are the provisioners a join installs: containerd and its
-// helpers first, then the files of no service, then the kubelet.
+// helpers first, then the files of no service, the kubelet, kube-proxy.
 func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
 	var out []*v1alpha1.ProvisionerSpec
 	if p.containerd != nil {
 		out = append(out, p.containerd)
 	}
-	out = append(append(out, p.helpers...), p.files...)
-	return append(out, p.kubelet)
+	out = append(append(append(out, p.helpers...), p.files...), p.kubelet)
+	if p.kubeProxy != nil {
+		out = append(out, p.kubeProxy)
+	}
+	return out
 }
 
 // installsCNI reports whether a binary goes into ops.JoinCNIBinDir, which
@@ -339,6 +344,14 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 			}
 		}
 		files[ops.JoinFileContainerdConfig] = string(cc)
+	}
+	if p.kubeProxy != nil {
+		j.step("creating kube-proxy's ServiceAccount token")
+		kc, err := p.cluster.KubeProxyKubeconfig(ctx, p.name, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		files[ops.JoinFileKubeProxyKubeconfig] = string(kc)
 	}
 	if !p.joined {
 		j.step("creating a bootstrap token")
@@ -421,6 +434,9 @@ func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFil
 				it.HealthChecks = []ops.HealthCheckSpec{{NamedPipe: "containerd-containerd"}}
 				it.StartChecks = it.HealthChecks
 			}
+		case pr == p.kubeProxy:
+			reg = KubeProxyRegistration(pr, p.kubelet, p.name)
+			it.Restart = slices.Contains(changed, ops.JoinFileKubeProxyKubeconfig)
 		case it.Service != "" && !ctrdRegistered:
 			// containerd's service is registered in this run, with its
 			// main binary: a helper goes in first as a plain file.
@@ -461,7 +477,7 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 	defer p.closeN()
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
 	var req ops.JoinResetRequest
-	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubelet, p.containerd} {
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubeProxy, p.kubelet, p.containerd} {
 		if pr != nil {
 			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
 		}
@@ -484,6 +500,11 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 			return nil, err
 		}
 		rep.Removed = append(rep.Removed, "Node "+p.name)
+	}
+	if deleted, err := p.cluster.DeleteKubeProxyToken(ctx, p.name); err != nil {
+		return nil, err
+	} else if deleted {
+		rep.Removed = append(rep.Removed, "kube-proxy's token")
 	}
 	n, err := p.cluster.DeleteBootstrapTokens(ctx, "swdt join "+p.name)
 	if err != nil {

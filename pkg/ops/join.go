@@ -29,6 +29,9 @@ const (
 	JoinKubeletConfig = `C:\var\lib\kubelet\config.yaml`
 	// JoinCertDir is where the kubelet keeps its client certificate.
 	JoinCertDir = `C:\var\lib\kubelet\pki`
+	// JoinKubeProxyKubeconfig is the kube-proxy service's kubeconfig
+	// (a ServiceAccount token: a secret).
+	JoinKubeProxyKubeconfig = `C:\etc\kubernetes\kube-proxy.conf`
 	// JoinContainerdConfig is containerd's config.toml, where
 	// Install-Containerd.ps1 puts it.
 	JoinContainerdConfig = `C:\Program Files\containerd\config.toml`
@@ -50,6 +53,7 @@ const (
 	JoinFileBootstrapKubeconfig JoinFile = "bootstrap-kubeconfig"
 	JoinFileKubeletConfig       JoinFile = "kubelet-config"
 	JoinFileContainerdConfig    JoinFile = "containerd-config"
+	JoinFileKubeProxyKubeconfig JoinFile = "kube-proxy-kubeconfig"
 )
 
 // JoinFilePaths maps each role to its path on the node.
@@ -58,6 +62,7 @@ var JoinFilePaths = map[JoinFile]string{
 	JoinFileBootstrapKubeconfig: JoinBootstrapKubeconfig,
 	JoinFileKubeletConfig:       JoinKubeletConfig,
 	JoinFileContainerdConfig:    JoinContainerdConfig,
+	JoinFileKubeProxyKubeconfig: JoinKubeProxyKubeconfig,
 }
 
 // JoinInspectRequest asks for the join state; it has no parameters.
@@ -102,7 +107,7 @@ type JoinWriteResponse struct {
 }
 
 // JoinResetRequest names the services a join registered, in the order
-// they are removed (the kubelet before containerd).
+// they are removed (kube-proxy, the kubelet, then containerd).
 type JoinResetRequest struct {
 	Services []JoinService `json:"services"`
 	// Files are binaries of the join that feed no service of their own

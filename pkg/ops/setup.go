@@ -11,8 +11,9 @@ var (
 	ChocoInstall = register[ChocoInstallRequest, ChocoState]("choco-install")
 	// ChocoPackages installs Chocolatey packages, one result per package.
 	ChocoPackages = register[ChocoPackagesRequest, ChocoPackagesResponse]("choco-packages")
-	// AuthorizedKeysAdd appends missing keys to administrators_authorized_keys
-	// and restricts the file's ACL to Administrators and SYSTEM.
+	// AuthorizedKeysAdd appends missing keys to administrators_authorized_keys,
+	// gives the file to Administrators and restricts its ACL to
+	// Administrators and SYSTEM.
 	AuthorizedKeysAdd = register[AuthorizedKeysAddRequest, AuthorizedKeysState]("authorized-keys-add")
 )
 
@@ -31,6 +32,10 @@ type SetupFactsRequest struct {
 
 // SetupFactsResponse is the node as setup sees it.
 type SetupFactsResponse struct {
+	// LanguageMode is PowerShell's language mode on the node (FullLanguage,
+	// or ConstrainedLanguage under WDAC or AppLocker, where Chocolatey's
+	// install script cannot run).
+	LanguageMode   string              `json:"languageMode"`
 	Node           NodeFactsResponse   `json:"node"`
 	RDP            RDPState            `json:"rdp"`
 	Choco          ChocoState          `json:"choco"`
@@ -146,6 +151,13 @@ type AuthorizedKeysState struct {
 	// ACLOK is true when inheritance is off and only Administrators and
 	// SYSTEM have access.
 	ACLOK bool `json:"aclOk"`
+	// OwnerOK is true when Administrators or SYSTEM own the file. sshd
+	// refuses a file another account owns (its owner may rewrite the
+	// ACL), except for that account itself.
+	OwnerOK bool `json:"ownerOk"`
+	// Owner is the file's owner, as a string SID (empty when the file
+	// does not exist).
+	Owner string `json:"owner,omitempty"`
 	// Added counts keys appended by this op.
 	Added int `json:"added"`
 }
@@ -179,8 +191,8 @@ const (
 	// again: the second run completes.
 	KindRebootRequired = "reboot-required"
 	// KindConstrainedLanguage: PowerShell on the node runs in Constrained
-	// Language mode (enforced by WDAC or AppLocker), in which Chocolatey's
-	// install script cannot run.
+	// Language mode (enforced by WDAC or AppLocker), in which a step that
+	// needs FullLanguage (Chocolatey's install script) cannot run.
 	KindConstrainedLanguage = "constrained-language"
 	// KindBlockedByPolicy: a Group Policy setting overrides the change
 	// asked for (Remote Desktop), so it cannot take effect.

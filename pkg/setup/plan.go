@@ -126,7 +126,12 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		if facts.Choco.Installed {
 			p.choco = &Step{Name: StepChocolatey, Result: Unchanged, Detail: "Chocolatey " + facts.Choco.Version + " installed"}
 		} else {
-			p.choco = &Step{Name: StepChocolatey, Result: WouldChange, Detail: "install Chocolatey (the node downloads it from community.chocolatey.org)"}
+			detail := "install Chocolatey (the node downloads it from community.chocolatey.org)"
+			if facts.LanguageMode != "" && facts.LanguageMode != "FullLanguage" {
+				// Planned all the same: the op says what to do about it.
+				detail += fmt.Sprintf("; PowerShell runs in %s mode on the node, where Chocolatey's install script cannot run: this step will fail", facts.LanguageMode)
+			}
+			p.choco = &Step{Name: StepChocolatey, Result: WouldChange, Detail: detail}
 		}
 	}
 	installed := map[string]string{}
@@ -151,12 +156,15 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		if keysNeedRewrite(ak) {
 			todo = append(todo, fmt.Sprintf("rewrite the file as UTF-8 (it is %s, which sshd ignores)", ak.Encoding))
 		}
+		if ak.Exists && !ak.OwnerOK {
+			todo = append(todo, fmt.Sprintf("give the file to Administrators (it is owned by %s, which sshd refuses)", ak.Owner))
+		}
 		if !ak.ACLOK {
 			todo = append(todo, "restrict the file to Administrators and SYSTEM")
 		}
 		if len(todo) == 0 {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: Unchanged,
-				Detail: fmt.Sprintf("%s present; access limited to Administrators and SYSTEM", plural(len(d.AuthorizedKeys), "key"))}
+				Detail: fmt.Sprintf("%s present; owned by and limited to Administrators and SYSTEM", plural(len(d.AuthorizedKeys), "key"))}
 		} else {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: WouldChange, Detail: strings.Join(todo, "; ")}
 		}

@@ -295,7 +295,7 @@ func packageStep(id string, r ops.ChocoPackageResult) Step {
 	}
 }
 
-// applyKeys appends the missing keys and fixes the file's ACL.
+// applyKeys appends the missing keys and fixes the file's owner and ACL.
 func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 	s := *p.keys
 	if s.Result == Unchanged {
@@ -309,6 +309,10 @@ func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 		return Step{Name: StepAuthorizedKeys, Result: Failed,
 			Detail: fmt.Sprintf("%d key(s) still missing from %s after appending", len(still), ops.AdministratorsAuthorizedKeys)}
 	}
+	if !st.OwnerOK {
+		return Step{Name: StepAuthorizedKeys, Result: Failed,
+			Detail: fmt.Sprintf("%s is still owned by %s, not Administrators or SYSTEM: sshd will ignore it", ops.AdministratorsAuthorizedKeys, st.Owner)}
+	}
 	if !st.ACLOK {
 		return Step{Name: StepAuthorizedKeys, Result: Failed,
 			Detail: fmt.Sprintf("%s still grants access beyond Administrators and SYSTEM: sshd will ignore it", ops.AdministratorsAuthorizedKeys)}
@@ -320,6 +324,9 @@ func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 	detail := fmt.Sprintf("added %s", plural(st.Added, "key"))
 	if keysNeedRewrite(p.facts.AuthorizedKeys) {
 		detail += fmt.Sprintf("; rewrote the file as UTF-8 (it was %s)", p.facts.AuthorizedKeys.Encoding)
+	}
+	if ak := p.facts.AuthorizedKeys; ak.Exists && !ak.OwnerOK {
+		detail += fmt.Sprintf("; gave the file to Administrators (it was owned by %s)", ak.Owner)
 	}
 	if !p.facts.AuthorizedKeys.ACLOK {
 		detail += "; restricted the file to Administrators and SYSTEM"

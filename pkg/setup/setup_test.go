@@ -177,6 +177,42 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 }
 
+// TestConstrainedLanguageNode: on a node under WDAC or AppLocker every
+// step runs but Chocolatey's install, which the plan warns about and which
+// fails with the node's constrained-language explanation (not a raw script
+// error); its packages wait for it.
+func TestConstrainedLanguageNode(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.LanguageMode = simnode.LanguageConstrained }))
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: true, Packages: []string{"vim"}, AuthorizedKeys: []string{strings.TrimSpace(string(pub))}}
+	report, _, err := run(t, ts, "Administrator", d, Options{DryRun: true})
+	if err != nil {
+		t.Fatalf("plan on a constrained node: %v", err)
+	}
+	if s := step(t, report, StepChocolatey); s.Result != WouldChange || !strings.Contains(s.Detail, "ConstrainedLanguage mode on the node") {
+		t.Errorf("planned chocolatey step = %+v, want a warning", s)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Result{StepRDP: Changed, StepChocolatey: Failed, "package vim": Failed, StepAuthorizedKeys: Changed}
+	if got := results(report); !mapsEqual(got, want) {
+		t.Errorf("steps = %+v, want %v", report.Steps, want)
+	}
+	if s := step(t, report, StepChocolatey); !strings.Contains(s.Detail, "WDAC") || !strings.Contains(s.Detail, "run swdt setup again") {
+		t.Errorf("chocolatey step = %+v, want the constrained-language explanation", s)
+	}
+	for _, name := range ops.RDPFirewallRules {
+		if r := ts.State().Firewall[strings.ToLower(name)]; r == nil || !r.Enabled {
+			t.Errorf("firewall rule %s = %+v, want enabled", name, r)
+		}
+	}
+}
+
 type observerFunc func(r *Report)
 
 func (f observerFunc) Planned(r *Report)     { f(r) }
@@ -401,6 +437,47 @@ func TestUTF16KeysFileIsRewritten(t *testing.T) {
 		t.Errorf("step = %+v", s)
 	}
 	if got := n.SSHDAdminKeys(); !slices.Equal(got, []string{key}) {
+		t.Errorf("sshd would accept %q, want the key", got)
+	}
+	report, calls, err := run(t, ts, "Administrator", d, Options{})
+	if err != nil || len(calls) != 0 || step(t, report, StepAuthorizedKeys).Result != Unchanged {
+		t.Errorf("second run: calls %v, err %v, steps %+v", calls, err, report.Steps)
+	}
+}
+
+// TestKeysFileOwnedByAnotherAccount: a file a non-administrator created
+// (its owner) is planned to be given to Administrators, given, and then
+// accepted by sshd; the second run finds nothing to do.
+func TestKeysFileOwnedByAnotherAccount(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.WriteFile(simnode.PathAdminAuthorizedKeys, []byte(key+"\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	d := Desired{EnableRDP: false, AuthorizedKeys: []string{key}}
+	report, _, err := run(t, ts, "Administrator", d, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != WouldChange || !strings.Contains(s.Detail, "give the file to Administrators (it is owned by mallory") {
+		t.Errorf("planned step = %+v", s)
+	}
+	report, _, err = run(t, ts, "Administrator", d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := step(t, report, StepAuthorizedKeys); s.Result != Changed || !strings.Contains(s.Detail, "gave the file to Administrators (it was owned by mallory)") {
+		t.Errorf("step = %+v", s)
+	}
+	if got := ts.Node().SSHDAdminKeys(); !slices.Equal(got, []string{key}) {
 		t.Errorf("sshd would accept %q, want the key", got)
 	}
 	report, calls, err := run(t, ts, "Administrator", d, Options{})

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestKubeletVersion(t *testing.T) {
@@ -46,5 +47,51 @@ func TestParseKubeletFlags(t *testing.T) {
 	want := kubeletFlags{bootstrapKubeconfig: `C:\b.conf`, kubeconfig: `C:\k.conf`, config: `C:\c.yaml`, hostname: "win-01", labels: "a=1,b=2"}
 	if f != want {
 		t.Errorf("flags = %+v, want %+v", f, want)
+	}
+}
+
+// kubelet.exe validates its configuration before it connects anywhere: a
+// Windows node's cgroupsPerQOS false needs node-allocatable enforcement
+// off, which only a flag can say (an empty list in the file is omitted,
+// then defaulted to pods).
+func TestKubeletConfigError(t *testing.T) {
+	ts := StartTest(t)
+	n := ts.Node()
+	if err := n.MkdirAll(`C:\var\lib\kubelet`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		config string
+		args   []string
+		want   string
+	}{
+		{name: "no configuration", args: nil},
+		{name: "cgroupsPerQOS false in the file, enforcement by default", config: "cgroupsPerQOS: false\n",
+			want: "cgroupsPerQOS (--cgroups-per-qos) must be set to true"},
+		{name: "an empty list in the file is the default", config: "cgroupsPerQOS: false\nenforceNodeAllocatable: []\n",
+			want: "cgroupsPerQOS (--cgroups-per-qos) must be set to true"},
+		{name: "enforcement off by flag", config: "cgroupsPerQOS: false\n", args: []string{"--enforce-node-allocatable="}},
+		{name: "both by flag", args: []string{"--cgroups-per-qos=false", "--enforce-node-allocatable="}},
+		{name: "cgroupsPerQOS false by flag", args: []string{"--cgroups-per-qos=false"}, want: "must be set to true"},
+		{name: "a missing file", args: []string{`--config=C:\var\lib\kubelet\nope.yaml`}, want: "failed to load kubelet config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.config != "" {
+				if err := n.WriteFile(`C:\var\lib\kubelet\config.yaml`, []byte(tc.config)); err != nil {
+					t.Fatal(err)
+				}
+				args = append([]string{`--config=C:\var\lib\kubelet\config.yaml`}, args...)
+			}
+			var got string
+			_ = ts.m.update(func(*State, time.Time) error {
+				got = ts.m.kubeletConfigErrorLocked(args)
+				return nil
+			})
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("error %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

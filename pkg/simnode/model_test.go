@@ -643,3 +643,43 @@ func TestKeysFromAdministratorsAuthorizedKeys(t *testing.T) {
 	}
 	c.Close()
 }
+
+// sshd refuses administrators_authorized_keys when its owner is an
+// account other than Administrators, SYSTEM or the user logging in, even
+// with the right ACL: the owner may rewrite the DACL at will.
+func TestKeysRefusedFromAFileAnotherAccountOwns(t *testing.T) {
+	ts := StartTest(t, WithOptions(func(o *Options) { o.AuthorizedKeys = nil }), WithAccount(Account{Name: "mallory"}))
+	pub, _ := os.ReadFile(ts.PublicKeyFile)
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// C:\ProgramData lets Users create files; the creator owns them.
+	if err := mallory.WriteFile(PathAdminAuthorizedKeys, pub); err != nil {
+		t.Fatal(err)
+	}
+	n := ts.Node()
+	if owner, _ := n.Owner(PathAdminAuthorizedKeys); owner != "mallory" {
+		t.Fatalf("owner = %q, want mallory", owner)
+	}
+	if err := n.SetACL(PathAdminAuthorizedKeys, &ACL{InheritanceDisabled: true, Entries: []ACE{{Identity: "Administrators", Rights: "F"}, {Identity: "SYSTEM", Rights: "F"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ts.Dial("Administrator"); err == nil {
+		c.Close()
+		t.Fatal("key accepted from a file mallory owns; sshd refuses it (bad owner)")
+	}
+	if got := n.SSHDAdminKeys(); got != nil {
+		t.Errorf("SSHDAdminKeys = %q from a file mallory owns", got)
+	}
+	for _, owner := range []string{AccountSystem, "Administrator", AccountAdministrators} {
+		if err := n.SetOwner(PathAdminAuthorizedKeys, owner); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ts.Dial("Administrator")
+		if err != nil {
+			t.Fatalf("owner %s: %v", owner, err)
+		}
+		c.Close()
+	}
+}

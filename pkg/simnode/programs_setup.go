@@ -55,8 +55,9 @@ func playChocoInstall(_ context.Context, n *Node, _ []byte) (winos.Result, error
 }
 
 // SSHDAdminKeys returns the keys sshd (Win32-OpenSSH) would accept from
-// administrators_authorized_keys: none when the file is missing, grants
-// access beyond Administrators and SYSTEM, or holds NUL bytes (UTF-16,
+// administrators_authorized_keys for the node's account: none when the
+// file is missing, grants access beyond Administrators and SYSTEM, has an
+// owner sshd refuses (sshdAcceptsOwner), or holds NUL bytes (UTF-16,
 // which sshd reads as garbage without a word in its log). Lines are taken
 // byte for byte, so a byte order mark spoils the line it starts.
 func (n *Node) SSHDAdminKeys() []string {
@@ -64,7 +65,7 @@ func (n *Node) SSHDAdminKeys() []string {
 	if err != nil || bytes.IndexByte(raw, 0) >= 0 {
 		return nil
 	}
-	if acl, err := n.ACL(PathAdminAuthorizedKeys); err != nil || !AdminOnlyACL(acl) {
+	if acl, err := n.ACL(PathAdminAuthorizedKeys); err != nil || !AdminOnlyACL(acl) || !n.sshdAcceptsOwner(PathAdminAuthorizedKeys, n.account.Name) {
 		return nil
 	}
 	var keys []string
@@ -76,4 +77,22 @@ func (n *Node) SSHDAdminKeys() []string {
 		}
 	}
 	return keys
+}
+
+// sshdAcceptsOwner reports whether sshd (Win32-OpenSSH's
+// check_secure_file_permission) accepts the owner of a key file read for
+// user: Administrators, SYSTEM, TrustedInstaller or user itself. Any other
+// owner may rewrite the file's DACL at will, so sshd refuses the file
+// ("Bad owner on ...") and key authentication falls through.
+func (n *Node) sshdAcceptsOwner(p, user string) bool {
+	owner, err := n.Owner(p)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(owner) {
+	case strings.ToLower(AccountAdministrators), strings.ToLower(AccountSystem), `nt service\trustedinstaller`:
+		return true
+	}
+	o, u := strings.ToLower(owner), strings.ToLower(user)
+	return o == u || strings.HasSuffix(o, `\`+u)
 }

@@ -258,7 +258,8 @@ func (s *Server) checkPassword(c ssh.ConnMetadata, pw []byte) (*ssh.Permissions,
 
 // checkKey accepts the configured keys, and, like Windows OpenSSH, the keys
 // in C:\ProgramData\ssh\administrators_authorized_keys for administrators
-// (only when its ACL grants just Administrators and SYSTEM) or in
+// (only when its ACL grants just Administrators and SYSTEM and its owner
+// is one sshd accepts, see sshdAcceptsOwner) or in
 // C:\Users\<user>\.ssh\authorized_keys for other accounts.
 func (s *Server) checkKey(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 	a, ok := s.account(c.User())
@@ -278,7 +279,7 @@ func (s *Server) checkKey(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissio
 	file := `C:\Users\` + a.Name + `\.ssh\authorized_keys`
 	if a.Admin {
 		file = PathAdminAuthorizedKeys
-		if acl, _ := n.ACL(file); !AdminOnlyACL(acl) {
+		if acl, _ := n.ACL(file); !AdminOnlyACL(acl) || !n.sshdAcceptsOwner(file, a.Name) {
 			return nil, errors.New("permission denied")
 		}
 	}

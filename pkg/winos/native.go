@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // maxOutput bounds what Run keeps of each of a program's output streams,
@@ -33,6 +34,28 @@ const maxScriptError = 2000
 func powershellArgs(source string) []string {
 	return []string{"-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass",
 		"-EncodedCommand", encodeCommand(source)}
+}
+
+// scriptStdin is a script's JSON input as powershell.exe is given it:
+// every non-ASCII character escaped (\uXXXX, a surrogate pair beyond the
+// BMP). powershell.exe decodes stdin with the console's input code page
+// (the OEM one, not UTF-8), and only ASCII reads the same in all of them;
+// in valid JSON such characters occur only inside strings, where the
+// escape means the same character.
+func scriptStdin(input []byte) []byte {
+	out := make([]byte, 0, len(input))
+	for _, r := range string(input) {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 // encodeCommand is source as -EncodedCommand expects it: base64 of its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -232,6 +233,37 @@ func TestScriptInputs(t *testing.T) {
 		if string(tt.got) != tt.want {
 			t.Errorf("%s: input = %s, want %s", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// A script's input reaches powershell.exe in ASCII, so that the
+// console's code page cannot alter it, and decodes to the same JSON.
+func TestScriptStdin(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"ASCII unchanged", `{"names":["a b","\"q\""]}`, `{"names":["a b","\"q\""]}`},
+		{"accents", `{"names":["Dienst für Überwachung"]}`, `{"names":["Dienst f\u00fcr \u00dcberwachung"]}`},
+		{"CJK", `{"name":"虚拟机"}`, `{"name":"\u865a\u62df\u673a"}`},
+		{"beyond the BMP", `{"name":"vm😀"}`, `{"name":"vm\ud83d\ude00"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := scriptStdin([]byte(tt.in))
+			if string(got) != tt.want {
+				t.Errorf("scriptStdin = %s, want %s", got, tt.want)
+			}
+			var a, b any
+			if err := json.Unmarshal(got, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.in), &b); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("decodes to %v, want %v", a, b)
+			}
+		})
 	}
 }
 

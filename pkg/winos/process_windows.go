@@ -136,7 +136,8 @@ func (windowsOS) Run(ctx context.Context, c Command) (Result, error) {
 }
 
 // RunScript runs powershell.exe from System32 with the script as
-// -EncodedCommand (see powershellArgs) and input on stdin.
+// -EncodedCommand (see powershellArgs) and input on stdin, in ASCII (see
+// scriptStdin).
 func (o windowsOS) RunScript(ctx context.Context, s Script, input []byte) (Result, error) {
 	sys, err := windows.GetSystemDirectory()
 	if err != nil {
@@ -145,7 +146,7 @@ func (o windowsOS) RunScript(ctx context.Context, s Script, input []byte) (Resul
 	return o.Run(ctx, Command{
 		Path:  sys + `\WindowsPowerShell\v1.0\powershell.exe`,
 		Args:  powershellArgs(s.Source()),
-		Stdin: input,
+		Stdin: scriptStdin(input),
 	})
 }
 

@@ -8,8 +8,9 @@ import (
 )
 
 // TestScriptFiles checks that every file of scripts/ is a script or a
-// prelude, that each script's own text starts with a header naming it,
-// and that every script with a prelude starts with that prelude's text.
+// prelude, that each script's own text starts with a header naming it and
+// the language mode it needs, and that every script with preludes starts
+// with their text.
 func TestScriptFiles(t *testing.T) {
 	files, err := fs.Glob(scriptFS, "scripts/*.ps1")
 	if err != nil {
@@ -18,14 +19,22 @@ func TestScriptFiles(t *testing.T) {
 	used := map[string]bool{}
 	for _, s := range Scripts() {
 		used[s.name] = true
-		if !strings.HasPrefix(embedded(s.name), "# script: "+s.name+"\n") {
+		own := embedded(s.name)
+		if !strings.HasPrefix(own, "# script: "+s.name+"\n") {
 			t.Errorf("scripts/%s.ps1 does not start with '# script: %s'", s.name, s.name)
 		}
-		if s.prelude != "" {
-			used[s.prelude] = true
-			if !strings.HasPrefix(s.Source(), embedded(s.prelude)) || !strings.HasSuffix(s.Source(), embedded(s.name)) {
-				t.Errorf("%s: source is not its prelude %s then its own text", s.name, s.prelude)
+		if _, rest, _ := strings.Cut(own, "\n"); !strings.HasPrefix(rest, "# language: constrained\n") && !strings.HasPrefix(rest, "# language: full\n") {
+			t.Errorf("scripts/%s.ps1: the second line is not '# language: constrained' or '# language: full'", s.name)
+		}
+		want := ""
+		for _, p := range s.preludes {
+			if p != "" {
+				used[p] = true
+				want += embedded(p)
 			}
+		}
+		if s.Source() != want+own {
+			t.Errorf("%s: source is not its preludes %q then its own text", s.name, s.preludes)
 		}
 	}
 	for _, f := range files {

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The services a join registers: the kubelet (required) and containerd
-// (when a provisioner feeds it).
+// The services a join registers: the kubelet (required), containerd and
+// kube-proxy (each when a provisioner feeds it).
 const (
 	KubeletService    = "kubelet"
 	ContainerdService = "containerd"
+	KubeProxyService  = "kube-proxy"
 )
 
 // A provisioner's sourceURL release:KIND takes its binary from an
@@ -74,6 +75,10 @@ func JoinKubelet(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, K
 // JoinContainerd returns the provisioner a join installs containerd
 // from, or nil.
 func JoinContainerd(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, ContainerdService) }
+
+// JoinKubeProxy returns the provisioner a join installs kube-proxy from,
+// or nil.
+func JoinKubeProxy(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, KubeProxyService) }
 
 // provisionerOf returns the provisioner that feeds service, or nil: the
 // one the service runs (not a helper such as containerd's shim) when

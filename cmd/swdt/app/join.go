@@ -137,7 +137,9 @@ func printJoin(u *ui.UI, results []fleet.Result[*join.Report]) error {
 			continue
 		}
 		rep := r.Value
-		nj.Result = rep.Result
+		// The report's own result and error, which the outer fields
+		// would otherwise hide.
+		nj.Result, nj.Error = rep.Result, rep.Error
 		rows = append(rows, []string{r.Node, rep.NodeName, rep.Result, joinDetail(rep)})
 		out.Nodes = append(out.Nodes, nj)
 	}

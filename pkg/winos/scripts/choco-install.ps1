@@ -1,6 +1,10 @@
 # script: choco-install
+# language: full
 # Runs Chocolatey's community install script the way its documentation
-# does. The script's address is fixed; no parameter is read.
+# does. The script's address is fixed; no parameter is read. It needs
+# FullLanguage (.NET types, and the install script's own): the agent
+# refuses with kind constrained-language before running it on a node
+# under WDAC or AppLocker.
 #
 # The install script and its modules read the session's global error
 # preference and expect PowerShell's default, Continue: it is set to that

@@ -1,11 +1,9 @@
 # script: firewall-rules
+# language: constrained
 # Reads Windows Defender Firewall rules by name (names are not localized;
-# display groups are). Input on stdin: {"names":["..."]}. Output: one JSON
-# array of {name, exists, enabled}, in input order.
-$ErrorActionPreference = 'Stop'
-$ProgressPreference = 'SilentlyContinue'
-$reader = New-Object System.IO.StreamReader([Console]::OpenStandardInput(), (New-Object System.Text.UTF8Encoding($false)))
-$request = $reader.ReadToEnd() | ConvertFrom-Json
+# display groups are). Runs after request-prelude.ps1 (request in
+# $request): {"names":["..."]}. Output: one JSON array of {name, exists,
+# enabled}, in input order.
 $rules = @()
 foreach ($name in @($request.names | Where-Object { $null -ne $_ })) {
     $rule = Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue
@@ -15,5 +13,4 @@ foreach ($name in @($request.names | Where-Object { $null -ne $_ })) {
         $rules += [ordered]@{ name = [string]$name; exists = $true; enabled = ([string]$rule.Enabled -eq 'True') }
     }
 }
-[Console]::OutputEncoding = New-Object System.Text.UTF8Encoding($false)
-ConvertTo-Json -InputObject @($rules) -Compress -Depth 3
+Write-SwdtJson -Object @($rules) -Depth 3

@@ -1,7 +1,8 @@
 # script: hyperv-checkpoint-create
+# language: constrained
 # Takes a checkpoint of a VM under a name no other checkpoint of it has
 # (Hyper-V itself allows duplicates, which would make a revert ambiguous).
-# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
+# Runs after request-prelude.ps1 and hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
 # Result: data {name, created, parent}.
 $vm = Get-SwdtVM -Name ([string]$request.name)
 $name = [string]$request.checkpoint

@@ -1,7 +1,8 @@
 # script: hyperv-checkpoint-restore
+# language: constrained
 # Applies a VM's checkpoint and reports the VM afterwards: a standard
 # checkpoint of a running VM comes back running, a production one off.
-# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
+# Runs after request-prelude.ps1 and hyperv-prelude.ps1 (request in $request). Request: {"name","checkpoint"}.
 # Result: data {name, state, checkpoints, currentCheckpoint}.
 $vm = Get-SwdtVM -Name ([string]$request.name)
 $name = [string]$request.checkpoint

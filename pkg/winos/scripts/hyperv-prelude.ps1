@@ -1,11 +1,13 @@
 # prelude of the hyperv-* scripts: pkg/winos puts this fixed text before
-# each of them (Script.Source). It reads the op's request, reports the
-# result or a typed failure, checks for the Hyper-V module and finds VMs
-# and checkpoints by name.
+# each of them (Script.Source), after request-prelude.ps1 (the request is
+# in $request, Write-SwdtJson prints JSON). It reports the result or a
+# typed failure, checks for the Hyper-V module and finds VMs and
+# checkpoints by name. Like request-prelude.ps1 it uses core types only,
+# so that it runs in Constrained Language mode.
 #
-# Input on stdin: the op's request as JSON. VM and checkpoint names are
-# user data: they stay data, compared with -eq (Get-VM -Name and friends
-# read [ ] * ? as wildcards), and never become script text.
+# VM and checkpoint names are user data: they stay data, compared with
+# -eq (Get-VM -Name and friends read [ ] * ? as wildcards), and never
+# become script text.
 #
 # Output: one line of JSON on stdout, {"data": ...} (exit 0), or
 # {"error": {"kind": "...", "message": "..."}} (exit 1) for a failure the
@@ -17,27 +19,14 @@
 # {"value":[...],"Count":n} unless that type data is removed (absent in
 # 7.x, hence the try); ConvertTo-Json turns anything deeper than -Depth
 # into its ToString(), so results are hashtables, arrays and scalars only,
-# with a generous depth; the line is written as UTF-8 bytes whatever the
-# console's code page.
+# with a generous depth.
 #
 # Get-VM, Start-VM, Stop-VM, Resume-VM and Get-VMNetworkAdapter are
 # module-qualified: VMware PowerCLI has cmdlets of the same names.
-$ErrorActionPreference = 'Stop'
-$ProgressPreference = 'SilentlyContinue'
 try {
     Remove-TypeData -TypeName System.Array -ErrorAction Stop
 } catch {
     $null = $_
-}
-
-function Write-SwdtJson {
-    param([Parameter(Mandatory = $true)] $Object)
-    $line = (ConvertTo-Json -InputObject $Object -Compress -Depth 20) + [char]13 + [char]10
-    $bytes = (New-Object System.Text.UTF8Encoding $false).GetBytes($line)
-    [Console]::Out.Flush()
-    $stdout = [Console]::OpenStandardOutput()
-    $stdout.Write($bytes, 0, $bytes.Length)
-    $stdout.Flush()
 }
 
 function Write-SwdtResult {
@@ -45,38 +34,34 @@ function Write-SwdtResult {
     Write-SwdtJson -Object ([ordered]@{ data = $Data })
 }
 
+# Stop-SwdtOp ends the script with a failure of its kind: the kind and
+# message are kept in a variable of the script's scope for the trap (an
+# exception of another type, to carry them, is not a core type).
+$SwdtFailure = $null
 function Stop-SwdtOp {
     param([Parameter(Mandatory = $true)] [string] $Kind, [Parameter(Mandatory = $true)] [AllowEmptyString()] [string] $Message)
-    $exception = New-Object System.Exception $Message
-    $exception.Data['swdtKind'] = $Kind
-    throw $exception
+    $script:SwdtFailure = [ordered]@{ kind = $Kind; message = $Message }
+    throw $Message
 }
 
-# Every terminating error ends the script with one failure line. The kind
-# set by Stop-SwdtOp is looked for along the InnerException chain: an
-# exception thrown in a script block .NET invokes arrives wrapped.
+# Every terminating error ends the script with one failure line (a trap
+# applies to its whole scope, so a request that is no JSON is reported
+# too).
 trap {
-    $kind = 'exception'
-    $message = $_.Exception.Message
-    for ($e = $_.Exception; $null -ne $e; $e = $e.InnerException) {
-        if ($e.Data['swdtKind']) {
-            $kind = [string]$e.Data['swdtKind']
-            $message = $e.Message
-            break
+    $failure = $script:SwdtFailure
+    if ($null -eq $failure) {
+        $message = [string]$_.Exception.Message
+        if ($_.InvocationInfo) {
+            $message = $message + ' (at line ' + $_.InvocationInfo.ScriptLineNumber + ')'
         }
+        $failure = [ordered]@{ kind = 'exception'; message = $message }
     }
-    if ($kind -eq 'exception' -and $_.InvocationInfo) {
-        $message = $message + ' (at line ' + $_.InvocationInfo.ScriptLineNumber + ')'
-    }
-    Write-SwdtJson -Object ([ordered]@{ error = [ordered]@{ kind = $kind; message = [string]$message } })
+    Write-SwdtJson -Object ([ordered]@{ error = $failure })
     exit 1
 }
 
-$reader = New-Object System.IO.StreamReader([Console]::OpenStandardInput(), (New-Object System.Text.UTF8Encoding($false)))
-$request = $reader.ReadToEnd() | ConvertFrom-Json
-
 if ($null -eq (Get-Module -ListAvailable -Name Hyper-V)) {
-    Stop-SwdtOp -Kind 'no-hyperv' -Message ('the Hyper-V PowerShell module is not installed on ' + [Environment]::MachineName + ': install Hyper-V with its management tools (Install-WindowsFeature Hyper-V -IncludeManagementTools), or point spec.vm.hyperv.host at a Hyper-V host')
+    Stop-SwdtOp -Kind 'no-hyperv' -Message ('the Hyper-V PowerShell module is not installed on ' + $env:COMPUTERNAME + ': install Hyper-V with its management tools (Install-WindowsFeature Hyper-V -IncludeManagementTools), or point spec.vm.hyperv.host at a Hyper-V host')
 }
 Import-Module -Name Hyper-V
 
@@ -84,10 +69,10 @@ function Get-SwdtVM {
     param([Parameter(Mandatory = $true)] [AllowEmptyString()] [string] $Name)
     $found = @(Hyper-V\Get-VM | Where-Object { $_.Name -eq $Name })
     if ($found.Count -eq 0) {
-        Stop-SwdtOp -Kind 'vm-not-found' -Message ('no VM named "' + $Name + '" on ' + [Environment]::MachineName)
+        Stop-SwdtOp -Kind 'vm-not-found' -Message ('no VM named "' + $Name + '" on ' + $env:COMPUTERNAME)
     }
     if ($found.Count -gt 1) {
-        Stop-SwdtOp -Kind 'ambiguous' -Message ([string]$found.Count + ' VMs are named "' + $Name + '" on ' + [Environment]::MachineName + ': rename all but one (Rename-VM)')
+        Stop-SwdtOp -Kind 'ambiguous' -Message ([string]$found.Count + ' VMs are named "' + $Name + '" on ' + $env:COMPUTERNAME + ': rename all but one (Rename-VM)')
     }
     $found[0]
 }

@@ -1,7 +1,8 @@
 # script: hyperv-vm-addresses
+# language: constrained
 # Lists a VM's network adapters with the IP addresses the guest's
 # integration services report (none until the guest has booted).
-# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name"}.
+# Runs after request-prelude.ps1 and hyperv-prelude.ps1 (request in $request). Request: {"name"}.
 # Result: data {adapters: [{name, mac, addresses}]}.
 $vm = Get-SwdtVM -Name ([string]$request.name)
 $adapters = @($vm | Hyper-V\Get-VMNetworkAdapter | ForEach-Object {

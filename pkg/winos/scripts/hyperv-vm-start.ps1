@@ -1,7 +1,8 @@
 # script: hyperv-vm-start
+# language: constrained
 # Starts a VM that is off or saved, resumes a paused one, and leaves a
 # running one alone.
-# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name"}.
+# Runs after request-prelude.ps1 and hyperv-prelude.ps1 (request in $request). Request: {"name"}.
 # Result: data {alreadyRunning}.
 $vm = Get-SwdtVM -Name ([string]$request.name)
 $alreadyRunning = ($vm.State -eq 'Running')

@@ -1,8 +1,9 @@
 # script: hyperv-vm-stop
+# language: constrained
 # Shuts a VM down through the guest's shutdown integration service and,
 # when it is not off within timeoutSeconds (or the guest cannot be asked),
 # turns it off. -Force skips the prompt Stop-VM shows for a locked guest.
-# Runs after hyperv-prelude.ps1 (request in $request). Request: {"name","timeoutSeconds"}.
+# Runs after request-prelude.ps1 and hyperv-prelude.ps1 (request in $request). Request: {"name","timeoutSeconds"}.
 # Result: data {forced, alreadyOff}.
 $vm = Get-SwdtVM -Name ([string]$request.name)
 $alreadyOff = ($vm.State -eq 'Off')
