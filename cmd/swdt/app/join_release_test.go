@@ -203,3 +203,49 @@ func TestJoinRefusesAFolderANonAdministratorMade(t *testing.T) {
 		t.Error("mallory may create files in the kubelet's folders after the join")
 	}
 }
+
+// swdt kubernetes takes a provisioner's binary from a release too (here
+// kube-proxy of a version, and containerd's shim out of a local archive
+// in the release's form); without a join section, release:kubernetes
+// needs its version, and the file is refused before anything runs.
+func TestKubernetesFromReleases(t *testing.T) {
+	srv := releasetest.Start(t)
+	srv.Mirror(t)
+	proxy := []byte("MZ kube-proxy v1.37.2\n")
+	srv.Kubernetes("v1.37.2", "kube-proxy.exe", proxy)
+	ts := simnode.StartTest(t)
+	dir := t.TempDir()
+	shim := []byte("MZ shim from a local archive\n")
+	if err := os.WriteFile(filepath.Join(dir, "containerd-2.1.4-windows-amd64.tar.gz"), releasetest.Archive(map[string][]byte{"bin/containerd-shim-runhcs-v1.exe": shim}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := func(version string) string {
+		return nodeHeader("sim", ts.Credentials()) + `  kubernetes:
+    provisioners:
+    - name: kube-proxy
+      sourceURL: release:kubernetes` + version + `
+      destination: 'C:\k\kube-proxy.exe'
+    - name: containerd-shim
+      service: containerd
+      sourceURL: ./containerd-2.1.4-windows-amd64.tar.gz
+      destination: 'C:\Program Files\containerd\containerd-shim-runhcs-v1.exe'
+`
+	}
+	file := writeNodeFile(t, dir, doc(""))
+	if code, _, errOut := run(t, "kubernetes", "-c", file, "--no-color"); code != exitcode.Usage || !strings.Contains(errOut, "spec.kubernetes.provisioners[0].version: Required value: sourceURL release:kubernetes takes the binary of this Kubernetes version") {
+		t.Fatalf("no version: exit %d, want 2 and the field:\n%s", code, errOut)
+	}
+	file = writeNodeFile(t, dir, doc("\n      version: v1.37.2"))
+	args := []string{"kubernetes", "-c", file, "--no-color", "--cache-dir", filepath.Join(dir, "cache"), "--settle", "100ms"}
+	if code, out, errOut := run(t, args...); code != exitcode.OK {
+		t.Fatalf("swdt kubernetes: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for dest, want := range map[string][]byte{`C:\k\kube-proxy.exe`: proxy, `C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`: shim} {
+		if got, err := ts.Node().ReadFile(dest); err != nil || string(got) != string(want) {
+			t.Errorf("%s holds %q (%v), want %q", dest, got, err, want)
+		}
+	}
+	if code, out, errOut := run(t, append(args, "-o", "json")...); code != exitcode.OK || strings.Count(out, `"action": "unchanged"`) != 2 {
+		t.Errorf("second run: exit %d, want both unchanged:\n%s\n%s", code, out, errOut)
+	}
+}
