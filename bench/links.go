@@ -223,6 +223,9 @@ func (b *bench) linkRuns(rounds int) error {
 	pair := [2]string{v1, v2}
 	b.add("link runs: file", fmt.Sprintf("%s, %.1f MB (GOOS=windows build of ./cmd/swdt, stripped; the second build has a statement added to one function)", filepath.Base(v2), float64(fi.Size())/1e6), "")
 	for _, l := range links {
+		if b.o.shapes != "" && !slices.Contains(strings.Split(b.o.shapes, ","), l.name) {
+			continue
+		}
 		rtt, bps, err := probe(l)
 		if err != nil {
 			return fmt.Errorf("probe %s: %w", l, err)

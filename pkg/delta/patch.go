@@ -95,25 +95,47 @@ func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want strin
 	n := max(size/stride, 1)
 	b := min(uint(bits.Len64(uint64(n))), maxTabBits)
 	idx := &index{tab: make([]uint64, 1<<b), bits: b}
+	// The SHA-256 runs beside the indexing, a buffer behind it: two
+	// buffers take turns, each handed to the hasher once indexed.
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
+	bufs := [2][]byte{make([]byte, 1<<20), make([]byte, 1<<20)}
+	toHash, hashed := make(chan []byte, 1), make(chan struct{}, 2)
+	hashed <- struct{}{}
+	hashed <- struct{}{}
+	go func() {
+		for b := range toHash {
+			h.Write(b)
+			hashed <- struct{}{}
+		}
+		close(hashed)
+	}()
+	finish := func() {
+		close(toHash)
+		for range hashed {
+		}
+	}
 	var off int64
-	for off < size {
+	for i := 0; off < size; i++ {
 		if err := ctx.Err(); err != nil {
+			finish()
 			return nil, err
 		}
+		<-hashed // this buffer is free again
+		buf := bufs[i%2]
 		m, err := ref.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
 		if m == 0 && err != nil {
+			finish()
 			return nil, fmt.Errorf("read the reference: %w", err)
 		}
-		h.Write(buf[:m])
 		// Windows that straddle two reads are left out: one in 32768.
-		for i := 0; i+window <= m; i += stride {
-			v := hashOf(buf[i : i+window])
-			idx.tab[idx.slot(v)] = uint64(check(v))<<32 | uint64((off+int64(i))/stride+1)
+		for j := 0; j+window <= m; j += stride {
+			v := hashOf(buf[j : j+window])
+			idx.tab[idx.slot(v)] = uint64(check(v))<<32 | uint64((off+int64(j))/stride+1)
 		}
+		toHash <- buf[:m]
 		off += int64(m)
 	}
+	finish()
 	if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
 		return nil, fmt.Errorf("%w: SHA-256 %s, want %s", ErrReference, got, want)
 	}
@@ -123,13 +145,30 @@ func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want strin
 func (x *index) slot(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> (64 - x.bits) }
 func check(v uint64) uint32           { return uint32(v>>32) ^ uint32(v) | 1 }
 
+// hashOf is the polynomial hash of b's first window bytes,
+// sum b[j]*hashMul^(window-1-j), as the rolling hash in segment computes
+// it; four runs of eight bytes are summed apart so that their multiplies
+// do not wait on each other.
 func hashOf(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:window] {
-		v = v*hashMul + uint64(c)
+	b = b[:window]
+	var v0, v1, v2, v3 uint64
+	for j := range 8 {
+		v0 = v0*hashMul + uint64(b[j])
+		v1 = v1*hashMul + uint64(b[8+j])
+		v2 = v2*hashMul + uint64(b[16+j])
+		v3 = v3*hashMul + uint64(b[24+j])
+	}
+	return ((v0*hashMul8+v1)*hashMul8+v2)*hashMul8 + v3
+}
+
+// hashMul8 is hashMul^8 (mod 2^64, as every product here).
+var hashMul8 = func() uint64 {
+	v := uint64(1)
+	for range 8 {
+		v *= hashMul
 	}
 	return v
-}
+}()
 
 // hashOut is hashMul^(window-1): the weight of the byte leaving the
 // rolling hash.
