@@ -129,12 +129,17 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 	case err == nil && strings.EqualFold(path, verified):
 		n.confirmAgent(path)
 		return path, false, nil
+	case err == nil && n.agentKnown(path, fi, a.SHA256, int64(len(a.Binary))):
+		n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
+		n.confirmAgent(path)
+		return path, false, nil
 	case err == nil:
 		sum, rerr := n.remoteSHA256(ctx, path)
 		if rerr != nil {
 			return "", false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, rerr))
 		}
 		if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
+			n.agentVerified(path, fi, sum)
 			n.confirmAgent(path)
 			return path, false, nil
 		}
@@ -164,6 +169,9 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		_ = n.conn.Remove(ctx, path)
 		return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
 			path, sum, a.SHA256)
+	}
+	if fi, err := n.conn.Stat(ctx, path); err == nil {
+		n.agentVerified(path, fi, sum)
 	}
 	// Its first run proves that it starts (the bytes are known good).
 	raw, err := n.exec(ctx, path, ops.AgentInfo.Name, ops.AgentInfoRequest{})
@@ -206,6 +214,31 @@ func (n *Node) notAdmin(err error) error {
 		return err
 	}
 	return &NotAdminError{Node: n.Name, Err: err}
+}
+
+// agentKnown reports whether the agent cache holds a record of the file
+// at path, as fi describes it now, read back and hashed to sum by an
+// earlier process: same size (the agent's) and same last-write time.
+func (n *Node) agentKnown(path string, fi fs.FileInfo, sum string, size int64) bool {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c == nil {
+		return false
+	}
+	rec := c.Known(path)
+	return rec != nil && rec.Exists && rec.SHA256 == sum && rec.Size == size && fi.Size() == size && rec.ModTicks == fi.ModTime().UnixNano()
+}
+
+// agentVerified records in the agent cache that the file at path, as fi
+// describes it, was read back and hashed to sum.
+func (n *Node) agentVerified(path string, fi fs.FileInfo, sum string) {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c != nil {
+		c.Remember(path, ops.FileInfo{Path: path, Exists: true, Size: fi.Size(), SHA256: sum, ModTicks: fi.ModTime().UnixNano()})
+	}
 }
 
 // remoteSHA256 reads path back over SFTP and hashes it here.

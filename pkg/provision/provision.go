@@ -406,6 +406,11 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		}
 		n.conn = conn
 	}
+	if hashes != nil {
+		// The agent an earlier run read back is not read back again
+		// while the node reports the same size and time for it.
+		n.conn.RememberAgent(hashes)
+	}
 	obs := r.opts.Observer.Node(name)
 	defer obs.End()
 	opts.Observer = obs
