@@ -55,11 +55,38 @@ type DiffStats struct {
 // mismatch is ErrReference. The reference is then read where matches
 // point, through a small page cache: memory is the index plus a few MiB.
 func Diff(ctx context.Context, dst io.Writer, ref io.ReaderAt, refSize int64, wantRef string, src io.Reader) (DiffStats, error) {
-	var st DiffStats
-	idx, err := indexReference(ctx, ref, refSize, wantRef)
+	x, err := NewIndex(ctx, ref, refSize, wantRef)
 	if err != nil {
-		return st, err
+		return DiffStats{}, err
 	}
+	return x.Diff(ctx, dst, src)
+}
+
+// Index is a reference indexed for patches against it: built once (the
+// most of Diff's work), it serves any number of them, at once too. The
+// reference must stay readable while it is used.
+type Index struct {
+	idx  *index
+	ref  io.ReaderAt
+	size int64
+}
+
+// NewIndex reads the reference (size bytes) once to index it, and checks
+// its SHA-256 against want (hex; "" checks nothing): a mismatch is
+// ErrReference.
+func NewIndex(ctx context.Context, ref io.ReaderAt, size int64, want string) (*Index, error) {
+	idx, err := indexReference(ctx, ref, size, want)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{idx: idx, ref: ref, size: size}, nil
+}
+
+// Diff writes to dst a patch that turns the indexed reference into the
+// content of src, as the package's Diff does.
+func (x *Index) Diff(ctx context.Context, dst io.Writer, src io.Reader) (DiffStats, error) {
+	var st DiffStats
+	idx, ref, refSize := x.idx, x.ref, x.size
 	cw := &countWriter{w: dst}
 	enc, err := newEncoder(LevelFastest)
 	if err != nil {

@@ -78,7 +78,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 			defer a.wg.Done()
 			defer ref.Close()
 			defer pcancel()
-			p.out.finish(p.build(pctx, ref, size, it))
+			p.out.finish(p.build(pctx, tr, ref, size, it))
 		}()
 		go func() {
 			defer a.wg.Done()
@@ -90,14 +90,13 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 }
 
 // build writes the patch of the item's source against ref to p.out.
-func (p *aheadPatch) build(ctx context.Context, ref io.ReaderAt, size int64, it Item) error {
+func (p *aheadPatch) build(ctx context.Context, tr Transfer, ref io.ReaderAt, size int64, it Item) error {
 	src, err := it.Source.Open()
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	_, err = delta.Diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
-	return err
+	return tr.diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
 }
 
 // report passes the source bytes read so far on to the upload's

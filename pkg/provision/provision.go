@@ -141,6 +141,9 @@ type selected struct {
 	// dialing is the connection dialAhead started, until runNode takes
 	// it.
 	dialing chan dialed
+	// indexes keeps the indexes of what the node holds between the runs
+	// of Watch (nil otherwise).
+	indexes *hotswap.Indexes
 }
 
 // dialed is the outcome of a connection started ahead.
@@ -395,6 +398,10 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
 		}
 	}
+	if r.opts.Watch && n.indexes == nil {
+		n.indexes = hotswap.NewIndexes()
+	}
+	opts.Transfer.Indexes = n.indexes
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
@@ -444,6 +451,17 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	var err error
 	out.Report, err = hotswap.Run(ctx, n.conn, items, opts)
+	if err == nil && n.indexes != nil {
+		// While the loop waits for the next rebuild, what the node holds
+		// now is indexed for its patch.
+		for _, res := range out.Report.Results {
+			for _, it := range items {
+				if it.Name == res.Name && it.Source != nil && (res.Action == hotswap.ActionUpdated || res.Action == hotswap.ActionUnchanged) {
+					n.indexes.Keep(context.Background(), opts.Transfer.Store, it.Destination, it.Source.SHA256)
+				}
+			}
+		}
+	}
 	if err == nil && check != nil {
 		out.Cluster = check.after(ctx, n.conn, out.Report, opts,
 			func(msg string) { obs.Step(msg) },
@@ -504,6 +522,7 @@ func (r *run) close() {
 		if n.conn != nil {
 			_ = n.conn.Close()
 		}
+		n.indexes.Close()
 	}
 }
 
