@@ -115,6 +115,9 @@ const armDir = `C:\Windows\SysArm32`
 // uploaded again; an upload is read back and hashed too. fresh is true
 // when it uploaded the agent.
 func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, fresh bool, err error) {
+	if path, ok := n.recordedAgent(ctx); ok {
+		return path, false, nil
+	}
 	goarch := "amd64"
 	if fi, err := n.conn.Stat(ctx, armDir); err == nil && fi.IsDir() {
 		goarch = "arm64"
@@ -127,10 +130,6 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 	fi, err := n.conn.Stat(ctx, path)
 	switch {
 	case err == nil && strings.EqualFold(path, verified):
-		n.confirmAgent(path)
-		return path, false, nil
-	case err == nil && n.agentKnown(path, fi, a.SHA256, int64(len(a.Binary))):
-		n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
 		n.confirmAgent(path)
 		return path, false, nil
 	case err == nil:
@@ -214,6 +213,36 @@ func (n *Node) notAdmin(err error) error {
 		return err
 	}
 	return &NotAdminError{Node: n.Name, Err: err}
+}
+
+// recordedAgent looks first for an agent the agent cache says an earlier
+// process verified on the node (of either architecture: the cache is the
+// node's), saving the look at armDir; ok when it is there with the size
+// and time recorded.
+func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c == nil {
+		return "", false
+	}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		a, err := agentbin.For(goarch)
+		if err != nil {
+			continue
+		}
+		path := ops.AgentPath(a.SHA256)
+		if c.Known(path) == nil {
+			continue
+		}
+		fi, err := n.conn.Stat(ctx, path)
+		if err == nil && n.agentKnown(path, fi, a.SHA256, int64(len(a.Binary))) {
+			n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
+			n.confirmAgent(path)
+			return path, true
+		}
+	}
+	return "", false
 }
 
 // agentKnown reports whether the agent cache holds a record of the file

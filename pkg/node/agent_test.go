@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -273,11 +274,20 @@ func (c *mapCache) Remember(p string, f ops.FileInfo) {
 	c.files[p] = f
 }
 
-// readBackConn counts the downloads of one file.
+// readBackConn counts the downloads of one file and the looks at the
+// folder that tells arm64 Windows.
 type readBackConn struct {
 	*countingConn
-	path  string
-	reads atomic.Int64
+	path     string
+	reads    atomic.Int64
+	armLooks atomic.Int64
+}
+
+func (c *readBackConn) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error) {
+	if strings.EqualFold(remotePath, `C:\Windows\SysArm32`) {
+		c.armLooks.Add(1)
+	}
+	return c.countingConn.Stat(ctx, remotePath)
 }
 
 func (c *readBackConn) Download(ctx context.Context, remotePath string, w io.Writer) error {
@@ -288,8 +298,9 @@ func (c *readBackConn) Download(ctx context.Context, remotePath string, w io.Wri
 }
 
 // An agent an earlier process read back is not read back again while the
-// node reports the size and time it had then; any other record, or none,
-// means reading it back, and the cache then holds what was verified.
+// node reports the size and time it had then (nor is the node's
+// architecture looked at again); any other record, or none, means reading
+// it back, and the cache then holds what was verified.
 func TestAgentVerifiedByAnEarlierRun(t *testing.T) {
 	a := embeddedAgent(t)
 	path := ops.AgentPath(a.SHA256)
@@ -335,6 +346,9 @@ func TestAgentVerifiedByAnEarlierRun(t *testing.T) {
 			}
 			if got := c.reads.Load(); got != tt.wantReads {
 				t.Errorf("the agent was read back %d times, want %d", got, tt.wantReads)
+			}
+			if got := c.armLooks.Load(); got != tt.wantReads {
+				t.Errorf("looked for the arm64 folder %d times, want %d", got, tt.wantReads)
 			}
 			if got := c.sent.Load(); got != 0 {
 				t.Errorf("sent %d bytes, want the agent found in place", got)
