@@ -113,6 +113,20 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	}
 	defer unlock()
 	s := newSwapRun(w, req)
+	var locked *ops.NodeLockResponse
+	if req.Lock != nil {
+		// The lock and the swap in one op (a kept connection).
+		if req.Lock.Owner.RunID != req.Owner.RunID {
+			return ops.ServiceSwapResponse{}, Fail("bad-request", "the swap's lock request is for run %q, the swap for run %q", req.Lock.Owner.RunID, req.Owner.RunID)
+		}
+		l, err := nodeLock(ctx, w, *req.Lock)
+		if err != nil {
+			return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+		}
+		if locked = &l; !l.Acquired {
+			return ops.ServiceSwapResponse{Locked: locked}, nil
+		}
+	}
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
@@ -127,7 +141,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
 	}
 	resp, err := s.run(ctx)
-	resp.RecoveryUnknown = s.recoveryUnknown
+	resp.RecoveryUnknown, resp.Locked = s.recoveryUnknown, locked
 	problems := s.restoreRecovery()
 	if err == nil {
 		resp.RecoveryNotRestored = problems
