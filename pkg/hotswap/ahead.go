@@ -172,6 +172,26 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 	return nil, p.out, true
 }
 
+// inline reports whether the item's patch made ahead against base is
+// complete and fits in InlineLimit, waiting for it; it does not take it.
+func (a *Ahead) inline(it Item, base string) bool {
+	if a == nil {
+		return false
+	}
+	p := a.patches[it.key()]
+	if p == nil || p.base != base {
+		return false
+	}
+	p.mu.Lock()
+	claimed := p.claimed
+	p.mu.Unlock()
+	if claimed {
+		return false
+	}
+	_, whole, err := p.out.wait()
+	return err == nil && whole
+}
+
 // kept returns a function that waits for the item's source to be copied into
 // the store when Prepare started that copy, else nil.
 func (a *Ahead) kept(it Item) func() {

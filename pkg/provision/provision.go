@@ -142,8 +142,9 @@ type selected struct {
 	// it.
 	dialing chan dialed
 	// indexes keeps the indexes of what the node holds between the runs
-	// of Watch (nil otherwise).
-	indexes *hotswap.Indexes
+	// of Watch, knowledge what the last run found on it (nil otherwise).
+	indexes   *hotswap.Indexes
+	knowledge *hotswap.Knowledge
 }
 
 // dialed is the outcome of a connection started ahead.
@@ -399,9 +400,9 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		}
 	}
 	if r.opts.Watch && n.indexes == nil {
-		n.indexes = hotswap.NewIndexes()
+		n.indexes, n.knowledge = hotswap.NewIndexes(), hotswap.NewKnowledge()
 	}
-	opts.Transfer.Indexes = n.indexes
+	opts.Transfer.Indexes, opts.Knowledge = n.indexes, n.knowledge
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
