@@ -108,10 +108,11 @@ var contenders = []contender{
 // floorTrips is the round trips a swdt run that changes a binary cannot
 // avoid: TCP and SSH connect and authenticate (7), the lock+inspect op
 // (3: channel open, exec, result) and the swap op (3). With the
-// connection kept (--watch) only the two ops remain.
+// connection kept (--watch) a rebuild whose patch is small is one op,
+// the swap taking the lock itself (pkg/hotswap/fold.go).
 const (
 	floorTrips      = 13
-	floorTripsWatch = 6
+	floorTripsWatch = 3
 )
 
 // floor is the protocol floor of a push of n bytes on a link measured at
