@@ -82,6 +82,62 @@ func NewIndex(ctx context.Context, ref io.ReaderAt, size int64, want string) (*I
 	return &Index{idx: idx, ref: ref, size: size}, nil
 }
 
+// indexMagic starts a saved index: then uvarint(table bits), uvarint(the
+// reference's size), and the table, 8 bytes little-endian per entry.
+const indexMagic = "swdt-index-1\n"
+
+// Save writes the index, for LoadIndex.
+func (x *Index) Save(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	_, _ = bw.WriteString(indexMagic)
+	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.idx.bits)))
+	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.size)))
+	var b [8]byte
+	for _, e := range x.idx.tab {
+		binary.LittleEndian.PutUint64(b[:], e)
+		if _, err := bw.Write(b[:]); err != nil {
+			return fmt.Errorf("save the index: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("save the index: %w", err)
+	}
+	return nil
+}
+
+// LoadIndex reads an index Save wrote of the reference ref (size bytes).
+// The reference is not read: an index saved of another file of the same
+// size makes patches that do not rebuild the file, which the node's check
+// of the result's SHA-256 catches.
+func LoadIndex(r io.Reader, ref io.ReaderAt, size int64) (*Index, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(indexMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != indexMagic {
+		return nil, fmt.Errorf("%w: not a saved index", ErrPatch)
+	}
+	b, err := binary.ReadUvarint(br)
+	if err != nil || b == 0 || b > maxTabBits {
+		return nil, fmt.Errorf("%w: a saved index of %d bits", ErrPatch, b)
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || int64(n) != size {
+		return nil, fmt.Errorf("%w: the saved index is of %d bytes, the reference has %d", ErrReferenceSize, n, size)
+	}
+	idx := &index{tab: make([]uint64, 1<<b), bits: uint(b)}
+	buf := make([]byte, 8<<10)
+	for i := 0; i < len(idx.tab); {
+		m := min(len(buf), (len(idx.tab)-i)*8)
+		if _, err := io.ReadFull(br, buf[:m]); err != nil {
+			return nil, fmt.Errorf("%w: the saved index is cut short", ErrPatch)
+		}
+		for j := 0; j < m; j += 8 {
+			idx.tab[i] = binary.LittleEndian.Uint64(buf[j:])
+			i++
+		}
+	}
+	return &Index{idx: idx, ref: ref, size: size}, nil
+}
+
 // Diff writes to dst a patch that turns the indexed reference into the
 // content of src, as the package's Diff does.
 func (x *Index) Diff(ctx context.Context, dst io.Writer, src io.Reader) (DiffStats, error) {

@@ -84,6 +84,10 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 			defer a.wg.Done()
 			defer close(p.kept)
 			keep(actx, tr.Store, it)
+			// Its index too, for the next run's patch, once this run's
+			// patch no longer needs the CPU.
+			p.out.ended()
+			_ = tr.Store.SaveIndex(actx, it.Source.SHA256)
 		}()
 	}
 	return a
@@ -265,6 +269,15 @@ func (s *spill) Write(p []byte) (int, error) {
 	s.buf = append(s.buf, p...)
 	s.cond.Broadcast()
 	return len(p), nil
+}
+
+// ended waits until the encoding is complete, failed or dropped.
+func (s *spill) ended() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done && !s.dropped {
+		s.cond.Wait()
+	}
 }
 
 // finish ends the encoding with err (nil: complete).

@@ -66,7 +66,7 @@ func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, dig
 		if err != nil {
 			return
 		}
-		x, err := delta.NewIndex(bctx, f, size, digest)
+		x, err := store.Index(bctx, digest, f, size)
 		if err != nil {
 			f.Close()
 			return

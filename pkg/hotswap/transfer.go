@@ -30,13 +30,17 @@ type Transfer struct {
 }
 
 // diff writes the patch of src against the store's copy of base (size
-// bytes, open as ref): with its index when Indexes keeps it.
+// bytes, open as ref): with its index kept by Indexes, else the one saved
+// in the store, else one made now (and saved).
 func (t Transfer) diff(ctx context.Context, w io.Writer, ref io.ReaderAt, size int64, base string, src io.Reader) error {
-	if x := t.Indexes.index(ctx, base); x != nil {
-		_, err := x.Diff(ctx, w, src)
-		return err
+	x := t.Indexes.index(ctx, base)
+	if x == nil {
+		var err error
+		if x, err = t.Store.Index(ctx, base, ref, size); err != nil {
+			return err
+		}
 	}
-	_, err := delta.Diff(ctx, w, ref, size, base, src)
+	_, err := x.Diff(ctx, w, src)
 	return err
 }
 
@@ -179,7 +183,9 @@ func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 			return
 		}
 		defer f.Close()
-		_ = s.Put(it.Source.SHA256, f, it.Source.Size)
+		if s.Put(it.Source.SHA256, f, it.Source.Size) == nil {
+			_ = s.SaveIndex(context.Background(), it.Source.SHA256)
+		}
 	}()
 	return func() { <-done }
 }
