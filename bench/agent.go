@@ -36,7 +36,7 @@ func (b *bench) agentRounds(rounds int) error {
 		if err == nil && !strings.Contains(n.log, "nothing sent") {
 			err = fmt.Errorf("next contact: swdt sent the agent again:\n%s", n.log)
 		}
-		dir := filepath.Join(s.state, "fs", "C", "ProgramData", "swdt")
+		dir := filepath.Join(s.state, "fs", "C", "Program Files", "swdt")
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if info, ierr := e.Info(); ierr == nil && strings.HasPrefix(e.Name(), "swdt-agent-") {

@@ -62,6 +62,14 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "shape" {
+		// A shaper alone, for profiling runs by hand (shaper.go).
+		if err := shapeAlone(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench shape:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -76,6 +84,7 @@ type options struct {
 	rounds        int
 	largeMB       int
 	only          string
+	shapes        string
 }
 
 func run() error {
@@ -87,7 +96,8 @@ func run() error {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every measurement (each contender once per round, order rotated)")
 	flag.IntVar(&o.largeMB, "large-mb", 128, "size in MB of the large rebuild pushed through the VPN link")
-	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison) or fanout (N nodes vs one)")
+	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one) or loop (the loopback rebuild loop)")
+	flag.StringVar(&o.shapes, "shapes", "", "the link shapes to run, comma-separated (LAN, VPN, slow; default all)")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -144,9 +154,10 @@ func (b *bench) all() error {
 			"links":  func() error { return b.linkRuns(b.o.rounds) },
 			"sshd":   func() error { return b.debianSSHD(b.o.rounds) },
 			"fanout": b.parallel,
+			"loop":   b.loopOnly,
 		}[b.o.only]
 		if !ok {
-			return fmt.Errorf("-only %s: want links, sshd or fanout", b.o.only)
+			return fmt.Errorf("-only %s: want links, sshd, fanout or loop", b.o.only)
 		}
 		if err := part(); err != nil {
 			return err
@@ -320,6 +331,24 @@ func (b *bench) loopback() error {
 		b.add("peak RSS of the swdt process, "+c.name, rss.String(), goal)
 	}
 	return nil
+}
+
+// loopOnly is the rebuild loop of loopback alone (-only loop).
+func (b *bench) loopOnly() error {
+	big := b.file("big.exe", b.o.bigMB<<20)
+	bigV, err := b.variant(big, "big-v2.exe")
+	if err != nil {
+		return err
+	}
+	fast, err := b.startSimnode("fast", "--start-delay", "0", "--stop-delay", "0")
+	if err != nil {
+		return err
+	}
+	defer fast.stop()
+	if err := b.deliver(b.config("single", []*simnode{fast}, big)); err != nil {
+		return err
+	}
+	return b.rebuildLoop(fast, [2]string{big, bigV})
 }
 
 // rebuildLoop pushes a binary and its rebuild in turn on loopback with

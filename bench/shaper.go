@@ -4,9 +4,12 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/signal"
 	"sync"
 	"time"
 )
@@ -241,4 +244,30 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// shapeAlone runs one shaper in front of -target until interrupted and
+// prints its address: `bench shape -target ADDR -rtt 20ms -mbit 100`, to
+// profile swdt and simnode by hand on a shaped link.
+func shapeAlone(args []string) error {
+	fs := flag.NewFlagSet("shape", flag.ContinueOnError)
+	target := fs.String("target", "", "address to forward to")
+	rtt := fs.Duration("rtt", 20*time.Millisecond, "round-trip time")
+	mbit := fs.Float64("mbit", 100, "rate in Mbit/s")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *target == "" {
+		return errors.New("-target is needed")
+	}
+	s, err := startShaper(link{name: "shape", bitsPerSec: *mbit * 1e6, rtt: *rtt}, *target)
+	if err != nil {
+		return err
+	}
+	fmt.Println("address:", s.addr())
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	<-c
+	s.close()
+	return nil
 }

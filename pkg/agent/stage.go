@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"strings"
@@ -77,8 +78,9 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 	if err != nil {
 		return ops.FileInfo{}, err
 	}
-	h := sha256.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(out, h), 1<<20)
+	h := newTeeHash(out)
+	defer h.stop()
+	bw := bufio.NewWriterSize(h, 1<<20)
 	// The declared size bounds what is written, whatever the stream says.
 	dst := &sizeLimit{w: bw, left: it.Size, size: it.Size}
 	var size int64
@@ -99,7 +101,7 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 	if err != nil {
 		return ops.FileInfo{}, fmt.Errorf("decode %s into %s: %w", it.Encoded, it.Staged, err)
 	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got := h.sum()
 	if !strings.EqualFold(got, it.SHA256) {
 		return ops.FileInfo{}, fmt.Errorf("decoded %s has SHA-256 %s, want %s", it.Staged, got, it.SHA256)
 	}
@@ -128,6 +130,49 @@ func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (i
 	defer ref.Close()
 	return delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
 }
+
+// teeHash writes to w and computes the SHA-256 of what it wrote, the
+// hash of a large write running beside the write itself: a decode costs
+// about the longer of the two rather than their sum.
+type teeHash struct {
+	w    io.Writer
+	h    hash.Hash
+	req  chan []byte
+	done chan struct{}
+}
+
+// teeSerial is the size under which a write is hashed in line.
+const teeSerial = 64 << 10
+
+func newTeeHash(w io.Writer) *teeHash {
+	t := &teeHash{w: w, h: sha256.New(), req: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for p := range t.req {
+			t.h.Write(p)
+			t.done <- struct{}{}
+		}
+	}()
+	return t
+}
+
+func (t *teeHash) Write(p []byte) (int, error) {
+	if len(p) < teeSerial {
+		n, err := t.w.Write(p)
+		t.h.Write(p[:n])
+		return n, err
+	}
+	// A short write fails the decode, so the hash of all of p is moot.
+	t.req <- p
+	n, err := t.w.Write(p)
+	<-t.done // p is the caller's again
+	return n, err
+}
+
+// sum is the SHA-256 of everything written, in hex.
+func (t *teeHash) sum() string { return hex.EncodeToString(t.h.Sum(nil)) }
+
+// stop ends the hashing goroutine.
+func (t *teeHash) stop() { close(t.req) }
 
 // errTooLong is a decoded stream longer than the size its swap declared.
 var errTooLong = errors.New("the decoded file is longer than its declared size")

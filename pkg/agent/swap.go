@@ -113,6 +113,20 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 	}
 	defer unlock()
 	s := newSwapRun(w, req)
+	var locked *ops.NodeLockResponse
+	if req.Lock != nil {
+		// The lock and the swap in one op (a kept connection).
+		if req.Lock.Owner.RunID != req.Owner.RunID {
+			return ops.ServiceSwapResponse{}, Fail("bad-request", "the swap's lock request is for run %q, the swap for run %q", req.Lock.Owner.RunID, req.Owner.RunID)
+		}
+		l, err := nodeLock(ctx, w, *req.Lock)
+		if err != nil {
+			return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+		}
+		if locked = &l; !l.Acquired {
+			return ops.ServiceSwapResponse{Locked: locked}, nil
+		}
+	}
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
@@ -127,7 +141,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
 	}
 	resp, err := s.run(ctx)
-	resp.RecoveryUnknown = s.recoveryUnknown
+	resp.RecoveryUnknown, resp.Locked = s.recoveryUnknown, locked
 	problems := s.restoreRecovery()
 	if err == nil {
 		resp.RecoveryNotRestored = problems
@@ -568,6 +582,39 @@ func (s *swapRun) verifyStaged(it ops.SwapItem) (string, error) {
 	return fmt.Sprintf("staged file %s has SHA-256 %s, want %s: the upload was corrupted, or the file changed since swdt verified it (another program or run wrote it); the binary was not swapped, run again", it.Staged, sum, it.SHA256), nil
 }
 
+// sealed reports whether item i's staged file, as st describes it now,
+// needs no second hash before its rename (DESIGN.md §9): this op decoded
+// it and hashed it as it wrote it, it has the size and last-write time it
+// had then, Administrators or SYSTEM (or the agent's own administrator
+// account) own it, and its DACL lets nobody else change it. Whoever could
+// have changed its bytes since is then an administrator, who could
+// replace the destination itself. Anything else, an error reading the
+// owner or DACL included, means hashing it again.
+func (s *swapRun) sealed(i int, st winos.FileInfo) bool {
+	prev, ok := s.verified[i]
+	if !s.decoded[i] || !ok || st.Size != prev.Size || !st.ModTime.Equal(prev.ModTime) {
+		return false
+	}
+	staged := s.req.Items[i].Staged
+	owner, admin, err := adminsOwn(s.w, staged)
+	if err != nil || !admin {
+		return false
+	}
+	acl, err := s.w.ACL(staged)
+	if err != nil {
+		return false
+	}
+	for _, e := range acl.Entries {
+		if e.Deny || adminSID(e.SID) || e.SID == owner {
+			continue
+		}
+		if e.Mask&^uint32(winos.FileReadExecute) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // narrow drops the items that failed their check from the swap: the stop
 // and start orders keep only the services of the other items and the
 // services that depend on them, so that no service is stopped for a
@@ -608,9 +655,9 @@ func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
 
 // rename keeps the old binary of item i as the backup and moves the
 // staged file into place; when the second step fails the old binary goes
-// back. A verified staged file is hashed again first, and not renamed in
-// unless it still has the item's digest and belongs to Administrators or
-// SYSTEM.
+// back. A verified staged file is hashed again first (unless sealed),
+// and not renamed in unless it still has the item's digest and belongs to
+// Administrators or SYSTEM.
 func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
 	it := s.req.Items[i]
 	fail := func(err error) {
@@ -619,20 +666,24 @@ func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
 	}
 	if _, ok := s.verified[i]; ok {
 		// Hashed again right before the rename, whatever its size and
-		// time say: they can be kept while the bytes change.
+		// time say (they can be kept while the bytes change), unless
+		// this op wrote it and only administrators could have changed it
+		// since.
 		st, err := s.w.Stat(it.Staged)
 		if err != nil {
 			fail(err)
 			return
 		}
-		why, err := s.verifyStaged(it)
-		if err != nil {
-			fail(err)
-			return
-		}
-		if why != "" {
-			res.Result, res.Error = ops.SwapResultFailed, why
-			return
+		if !s.sealed(i, st) {
+			why, err := s.verifyStaged(it)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if why != "" {
+				res.Result, res.Error = ops.SwapResultFailed, why
+				return
+			}
 		}
 		s.verified[i] = st
 	}

@@ -55,11 +55,94 @@ type DiffStats struct {
 // mismatch is ErrReference. The reference is then read where matches
 // point, through a small page cache: memory is the index plus a few MiB.
 func Diff(ctx context.Context, dst io.Writer, ref io.ReaderAt, refSize int64, wantRef string, src io.Reader) (DiffStats, error) {
-	var st DiffStats
-	idx, err := indexReference(ctx, ref, refSize, wantRef)
+	x, err := NewIndex(ctx, ref, refSize, wantRef)
 	if err != nil {
-		return st, err
+		return DiffStats{}, err
 	}
+	return x.Diff(ctx, dst, src)
+}
+
+// Index is a reference indexed for patches against it: built once (the
+// most of Diff's work), it serves any number of them, at once too. The
+// reference must stay readable while it is used.
+type Index struct {
+	idx  *index
+	ref  io.ReaderAt
+	size int64
+}
+
+// NewIndex reads the reference (size bytes) once to index it, and checks
+// its SHA-256 against want (hex; "" checks nothing): a mismatch is
+// ErrReference.
+func NewIndex(ctx context.Context, ref io.ReaderAt, size int64, want string) (*Index, error) {
+	idx, err := indexReference(ctx, ref, size, want)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{idx: idx, ref: ref, size: size}, nil
+}
+
+// indexMagic starts a saved index: then uvarint(table bits), uvarint(the
+// reference's size), and the table, 8 bytes little-endian per entry.
+const indexMagic = "swdt-index-1\n"
+
+// Save writes the index, for LoadIndex.
+func (x *Index) Save(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	_, _ = bw.WriteString(indexMagic)
+	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.idx.bits)))
+	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.size)))
+	var b [8]byte
+	for _, e := range x.idx.tab {
+		binary.LittleEndian.PutUint64(b[:], e)
+		if _, err := bw.Write(b[:]); err != nil {
+			return fmt.Errorf("save the index: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("save the index: %w", err)
+	}
+	return nil
+}
+
+// LoadIndex reads an index Save wrote of the reference ref (size bytes).
+// The reference is not read: an index saved of another file of the same
+// size makes patches that do not rebuild the file, which the node's check
+// of the result's SHA-256 catches.
+func LoadIndex(r io.Reader, ref io.ReaderAt, size int64) (*Index, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(indexMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != indexMagic {
+		return nil, fmt.Errorf("%w: not a saved index", ErrPatch)
+	}
+	b, err := binary.ReadUvarint(br)
+	if err != nil || b == 0 || b > maxTabBits {
+		return nil, fmt.Errorf("%w: a saved index of %d bits", ErrPatch, b)
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || int64(n) != size {
+		return nil, fmt.Errorf("%w: the saved index is of %d bytes, the reference has %d", ErrReferenceSize, n, size)
+	}
+	idx := &index{tab: make([]uint64, 1<<b), bits: uint(b)}
+	buf := make([]byte, 8<<10)
+	for i := 0; i < len(idx.tab); {
+		m := min(len(buf), (len(idx.tab)-i)*8)
+		if _, err := io.ReadFull(br, buf[:m]); err != nil {
+			return nil, fmt.Errorf("%w: the saved index is cut short", ErrPatch)
+		}
+		for j := 0; j < m; j += 8 {
+			idx.tab[i] = binary.LittleEndian.Uint64(buf[j:])
+			i++
+		}
+	}
+	return &Index{idx: idx, ref: ref, size: size}, nil
+}
+
+// Diff writes to dst a patch that turns the indexed reference into the
+// content of src, as the package's Diff does.
+func (x *Index) Diff(ctx context.Context, dst io.Writer, src io.Reader) (DiffStats, error) {
+	var st DiffStats
+	idx, ref, refSize := x.idx, x.ref, x.size
 	cw := &countWriter{w: dst}
 	enc, err := newEncoder(LevelFastest)
 	if err != nil {
@@ -95,25 +178,47 @@ func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want strin
 	n := max(size/stride, 1)
 	b := min(uint(bits.Len64(uint64(n))), maxTabBits)
 	idx := &index{tab: make([]uint64, 1<<b), bits: b}
+	// The SHA-256 runs beside the indexing, a buffer behind it: two
+	// buffers take turns, each handed to the hasher once indexed.
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
+	bufs := [2][]byte{make([]byte, 1<<20), make([]byte, 1<<20)}
+	toHash, hashed := make(chan []byte, 1), make(chan struct{}, 2)
+	hashed <- struct{}{}
+	hashed <- struct{}{}
+	go func() {
+		for b := range toHash {
+			h.Write(b)
+			hashed <- struct{}{}
+		}
+		close(hashed)
+	}()
+	finish := func() {
+		close(toHash)
+		for range hashed {
+		}
+	}
 	var off int64
-	for off < size {
+	for i := 0; off < size; i++ {
 		if err := ctx.Err(); err != nil {
+			finish()
 			return nil, err
 		}
+		<-hashed // this buffer is free again
+		buf := bufs[i%2]
 		m, err := ref.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
 		if m == 0 && err != nil {
+			finish()
 			return nil, fmt.Errorf("read the reference: %w", err)
 		}
-		h.Write(buf[:m])
 		// Windows that straddle two reads are left out: one in 32768.
-		for i := 0; i+window <= m; i += stride {
-			v := hashOf(buf[i : i+window])
-			idx.tab[idx.slot(v)] = uint64(check(v))<<32 | uint64((off+int64(i))/stride+1)
+		for j := 0; j+window <= m; j += stride {
+			v := hashOf(buf[j : j+window])
+			idx.tab[idx.slot(v)] = uint64(check(v))<<32 | uint64((off+int64(j))/stride+1)
 		}
+		toHash <- buf[:m]
 		off += int64(m)
 	}
+	finish()
 	if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
 		return nil, fmt.Errorf("%w: SHA-256 %s, want %s", ErrReference, got, want)
 	}
@@ -123,13 +228,30 @@ func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want strin
 func (x *index) slot(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> (64 - x.bits) }
 func check(v uint64) uint32           { return uint32(v>>32) ^ uint32(v) | 1 }
 
+// hashOf is the polynomial hash of b's first window bytes,
+// sum b[j]*hashMul^(window-1-j), as the rolling hash in segment computes
+// it; four runs of eight bytes are summed apart so that their multiplies
+// do not wait on each other.
 func hashOf(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:window] {
-		v = v*hashMul + uint64(c)
+	b = b[:window]
+	var v0, v1, v2, v3 uint64
+	for j := range 8 {
+		v0 = v0*hashMul + uint64(b[j])
+		v1 = v1*hashMul + uint64(b[8+j])
+		v2 = v2*hashMul + uint64(b[16+j])
+		v3 = v3*hashMul + uint64(b[24+j])
+	}
+	return ((v0*hashMul8+v1)*hashMul8+v2)*hashMul8 + v3
+}
+
+// hashMul8 is hashMul^8 (mod 2^64, as every product here).
+var hashMul8 = func() uint64 {
+	v := uint64(1)
+	for range 8 {
+		v *= hashMul
 	}
 	return v
-}
+}()
 
 // hashOut is hashMul^(window-1): the weight of the byte leaving the
 // rolling hash.

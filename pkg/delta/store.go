@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ const DefaultStoreSize = 2 << 30
 // Store keeps local copies of binaries swdt put on nodes, by SHA-256, so
 // that the next push to a node holding one can be a patch against it. It
 // is bounded: Put removes the least recently used copies beyond MaxBytes.
-// Copies are shared by every node that holds the same bytes.
+// Copies are shared by every node that holds the same bytes. Beside a
+// copy may lie its index (SaveIndex; at most half the copy's size, not
+// counted in MaxBytes), removed with it.
 type Store struct {
 	// Dir holds one file per copy, named by its SHA-256.
 	Dir string
@@ -55,6 +58,74 @@ func (s *Store) Open(digest string) (*os.File, int64, error) {
 	now := time.Now()
 	_ = os.Chtimes(p, now, now) // least recently used goes first
 	return f, fi.Size(), nil
+}
+
+// indexSuffix names the saved index of a copy: its digest and this.
+const indexSuffix = ".idx"
+
+// Index returns the index of the copy whose SHA-256 is digest, open as
+// ref (size bytes): the one saved beside it, else built and saved for the
+// next patch against it (a failed save only costs that).
+func (s *Store) Index(ctx context.Context, digest string, ref io.ReaderAt, size int64) (*Index, error) {
+	p, err := s.path(digest)
+	if err != nil {
+		return nil, err
+	}
+	if f, err := os.Open(p + indexSuffix); err == nil {
+		x, lerr := LoadIndex(f, ref, size)
+		f.Close()
+		if lerr == nil {
+			return x, nil
+		}
+	}
+	x, err := NewIndex(ctx, ref, size, digest)
+	if err != nil {
+		return nil, err
+	}
+	_ = s.saveIndex(p, x)
+	return x, nil
+}
+
+// SaveIndex indexes the copy whose SHA-256 is digest and saves the index
+// beside it, unless it is there: the next patch against the copy loads
+// it rather than reading the copy to index it.
+func (s *Store) SaveIndex(ctx context.Context, digest string) error {
+	p, err := s.path(digest)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(p + indexSuffix); err == nil {
+		return nil
+	}
+	f, size, err := s.Open(digest)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	x, err := NewIndex(ctx, f, size, digest)
+	if err != nil {
+		return err
+	}
+	return s.saveIndex(p, x)
+}
+
+// saveIndex writes x beside the copy at p.
+func (s *Store) saveIndex(p string, x *Index) error {
+	tmp, err := os.CreateTemp(s.Dir, ".idx-*")
+	if err != nil {
+		return err
+	}
+	err = x.Save(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p+indexSuffix)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // Put copies size bytes of src into the store as digest (a copy, never a
@@ -130,6 +201,7 @@ func (s *Store) prune(keep string) error {
 		if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("prune %s: %w", s.Dir, err)
 		}
+		_ = os.Remove(c.path + indexSuffix)
 		total -= c.size
 	}
 	return nil

@@ -78,26 +78,29 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 			defer a.wg.Done()
 			defer ref.Close()
 			defer pcancel()
-			p.out.finish(p.build(pctx, ref, size, it))
+			p.out.finish(p.build(pctx, tr, ref, size, it))
 		}()
 		go func() {
 			defer a.wg.Done()
 			defer close(p.kept)
 			keep(actx, tr.Store, it)
+			// Its index too, for the next run's patch, once this run's
+			// patch no longer needs the CPU.
+			p.out.ended()
+			_ = tr.Store.SaveIndex(actx, it.Source.SHA256)
 		}()
 	}
 	return a
 }
 
 // build writes the patch of the item's source against ref to p.out.
-func (p *aheadPatch) build(ctx context.Context, ref io.ReaderAt, size int64, it Item) error {
+func (p *aheadPatch) build(ctx context.Context, tr Transfer, ref io.ReaderAt, size int64, it Item) error {
 	src, err := it.Source.Open()
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	_, err = delta.Diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
-	return err
+	return tr.diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
 }
 
 // report passes the source bytes read so far on to the upload's
@@ -173,6 +176,26 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 	return nil, p.out, true
 }
 
+// inline reports whether the item's patch made ahead against base is
+// complete and fits in InlineLimit, waiting for it; it does not take it.
+func (a *Ahead) inline(it Item, base string) bool {
+	if a == nil {
+		return false
+	}
+	p := a.patches[it.key()]
+	if p == nil || p.base != base {
+		return false
+	}
+	p.mu.Lock()
+	claimed := p.claimed
+	p.mu.Unlock()
+	if claimed {
+		return false
+	}
+	_, whole, err := p.out.wait()
+	return err == nil && whole
+}
+
 // kept returns a function that waits for the item's source to be copied into
 // the store when Prepare started that copy, else nil.
 func (a *Ahead) kept(it Item) func() {
@@ -246,6 +269,15 @@ func (s *spill) Write(p []byte) (int, error) {
 	s.buf = append(s.buf, p...)
 	s.cond.Broadcast()
 	return len(p), nil
+}
+
+// ended waits until the encoding is complete, failed or dropped.
+func (s *spill) ended() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done && !s.dropped {
+		s.cond.Wait()
+	}
 }
 
 // finish ends the encoding with err (nil: complete).

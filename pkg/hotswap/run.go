@@ -95,6 +95,10 @@ type Options struct {
 	// Ahead is what Prepare started for this run before it reached the
 	// node (nil: nothing).
 	Ahead *Ahead
+	// Knowledge is what earlier runs of this process learned of the node
+	// (--watch; nil: nothing): with it a rebuild may go in one op
+	// (fold.go).
+	Knowledge *Knowledge
 }
 
 // Defaults for Options' durations.
@@ -287,6 +291,16 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			}()
 			defer func() { <-prepared }()
 		}
+		if plan := foldedPlan(n, items, targets, opts); plan != nil {
+			dests := make([]string, len(targets))
+			for i, t := range targets {
+				dests[i] = t.Destination
+			}
+			lockReq := ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Staged: staged, Destinations: dests}
+			if report, ok := runFolded(ctx, n, plan, lockReq, opts, started); ok {
+				return report, nil
+			}
+		}
 		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
 		if lock, found, err = lockAndInspect(ctx, n, owner, staged, targets, opts); err != nil {
 			return nil, err
@@ -306,6 +320,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	plan, err := MakePlan(items, found)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if !opts.DryRun {
+		opts.Knowledge.set(found)
 	}
 	opts.Observer.Planned(plan)
 

@@ -31,6 +31,11 @@ type swapRun struct {
 	mu sync.Mutex
 	// sent is, by Item.key, how each staged item went to the node.
 	sent map[string]upload
+	// fold, when set, is the lock request the first swap op carries (a
+	// run in one op, fold.go); refusedFold is set when the node refused
+	// it.
+	fold        *ops.NodeLockRequest
+	refusedFold bool
 }
 
 // newSwapRun is the run of plan, each item's result set from its step.
@@ -91,6 +96,9 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 	}
 	r.reconfigure(ctx, ready)
 	files, down := r.swap(ctx, ready)
+	if r.refusedFold {
+		return nil, errFoldRefused
+	}
 	for _, st := range r.plan.Steps {
 		// The old binary was put back, with the new configuration still.
 		if res := r.result(st.Item); res.Failed() {
@@ -127,6 +135,11 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 		// The op renews the lock while it runs, and releases it.
 		r.lock.pause()
 		resp, err := r.n.SwapServices(swapCtx, req)
+		if r.fold != nil && refused(resp, err) {
+			r.refusedFold = true
+			return nil, nil
+		}
+		r.fold = nil
 		if err != nil {
 			r.lock.renew()
 			finished := r.repairAfter(ctx, req, staged, err)
@@ -179,6 +192,7 @@ func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
 		HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
 		// The lock is kept when a register or restart step follows.
 		Unlock: !r.plan.hasServiceSteps(),
+		Lock:   r.fold,
 	}
 	for _, it := range staged {
 		item := ops.SwapItem{

@@ -24,6 +24,24 @@ type Transfer struct {
 	// On a link Compress sends files as they are over, Prepare makes no
 	// patch ahead and keeps no copy.
 	ExpectedRTT time.Duration
+	// Indexes, when set, holds the indexes of the store's copies of what
+	// the node's destinations hold, kept between the runs of --watch.
+	Indexes *Indexes
+}
+
+// diff writes the patch of src against the store's copy of base (size
+// bytes, open as ref): with its index kept by Indexes, else the one saved
+// in the store, else one made now (and saved).
+func (t Transfer) diff(ctx context.Context, w io.Writer, ref io.ReaderAt, size int64, base string, src io.Reader) error {
+	x := t.Indexes.index(ctx, base)
+	if x == nil {
+		var err error
+		if x, err = t.Store.Index(ctx, base, ref, size); err != nil {
+			return err
+		}
+	}
+	_, err := x.Diff(ctx, w, src)
+	return err
 }
 
 func (t Transfer) compresses() bool { return t.Compress != delta.Mode{} }
@@ -122,8 +140,7 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 					return err
 				}
 				defer ref.Close()
-				_, err = delta.Diff(ctx, w, ref, size, current.SHA256, src)
-				return err
+				return tr.diff(ctx, w, ref, size, current.SHA256, src)
 			})
 			wire += sent
 			if perr == nil {
@@ -166,7 +183,9 @@ func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 			return
 		}
 		defer f.Close()
-		_ = s.Put(it.Source.SHA256, f, it.Source.Size)
+		if s.Put(it.Source.SHA256, f, it.Source.Size) == nil {
+			_ = s.SaveIndex(context.Background(), it.Source.SHA256)
+		}
 	}()
 	return func() { <-done }
 }

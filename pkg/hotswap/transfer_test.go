@@ -197,11 +197,26 @@ func TestEncodedTransfers(t *testing.T) {
 		{name: "the kept copy is not what the node has", compress: delta.Mode{Auto: true},
 			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
 				sum := sha256.Sum256(v1)
-				if err := os.WriteFile(filepath.Join(store.Dir, hex.EncodeToString(sum[:])), flip(v1), 0o600); err != nil {
+				p := filepath.Join(store.Dir, hex.EncodeToString(sum[:]))
+				if err := os.WriteFile(p, flip(v1), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(p + ".idx"); err != nil {
 					t.Fatal(err)
 				}
 			},
 			wantTransfer: hotswap.TransferCompressed, wantStep: "not the file expected", maxSent: int64(len(v2))},
+		// Its saved index spares reading the copy to index it; every match
+		// is still checked byte for byte against the copy, and the node
+		// checks the result.
+		{name: "the kept copy is not what the node has, its index saved", compress: delta.Mode{Auto: true},
+			before: func(t *testing.T, _ *simnode.TestServer, store *delta.Store) {
+				sum := sha256.Sum256(v1)
+				if err := os.WriteFile(filepath.Join(store.Dir, hex.EncodeToString(sum[:])), flip(v1), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantTransfer: hotswap.TransferPatch, maxSent: int64(len(v2))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

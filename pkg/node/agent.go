@@ -115,6 +115,9 @@ const armDir = `C:\Windows\SysArm32`
 // uploaded again; an upload is read back and hashed too. fresh is true
 // when it uploaded the agent.
 func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, fresh bool, err error) {
+	if path, ok := n.recordedAgent(ctx); ok {
+		return path, false, nil
+	}
 	goarch := "amd64"
 	if fi, err := n.conn.Stat(ctx, armDir); err == nil && fi.IsDir() {
 		goarch = "arm64"
@@ -135,6 +138,7 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 			return "", false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, rerr))
 		}
 		if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
+			n.agentVerified(path, fi, sum)
 			n.confirmAgent(path)
 			return path, false, nil
 		}
@@ -164,6 +168,9 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		_ = n.conn.Remove(ctx, path)
 		return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
 			path, sum, a.SHA256)
+	}
+	if fi, err := n.conn.Stat(ctx, path); err == nil {
+		n.agentVerified(path, fi, sum)
 	}
 	// Its first run proves that it starts (the bytes are known good).
 	raw, err := n.exec(ctx, path, ops.AgentInfo.Name, ops.AgentInfoRequest{})
@@ -206,6 +213,61 @@ func (n *Node) notAdmin(err error) error {
 		return err
 	}
 	return &NotAdminError{Node: n.Name, Err: err}
+}
+
+// recordedAgent looks first for an agent the agent cache says an earlier
+// process verified on the node (of either architecture: the cache is the
+// node's), saving the look at armDir; ok when it is there with the size
+// and time recorded.
+func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c == nil {
+		return "", false
+	}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		a, err := agentbin.For(goarch)
+		if err != nil {
+			continue
+		}
+		path := ops.AgentPath(a.SHA256)
+		if c.Known(path) == nil {
+			continue
+		}
+		fi, err := n.conn.Stat(ctx, path)
+		if err == nil && n.agentKnown(path, fi, a.SHA256, int64(len(a.Binary))) {
+			n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
+			n.confirmAgent(path)
+			return path, true
+		}
+	}
+	return "", false
+}
+
+// agentKnown reports whether the agent cache holds a record of the file
+// at path, as fi describes it now, read back and hashed to sum by an
+// earlier process: same size (the agent's) and same last-write time.
+func (n *Node) agentKnown(path string, fi fs.FileInfo, sum string, size int64) bool {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c == nil {
+		return false
+	}
+	rec := c.Known(path)
+	return rec != nil && rec.Exists && rec.SHA256 == sum && rec.Size == size && fi.Size() == size && rec.ModTicks == fi.ModTime().UnixNano()
+}
+
+// agentVerified records in the agent cache that the file at path, as fi
+// describes it, was read back and hashed to sum.
+func (n *Node) agentVerified(path string, fi fs.FileInfo, sum string) {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c != nil {
+		c.Remember(path, ops.FileInfo{Path: path, Exists: true, Size: fi.Size(), SHA256: sum, ModTicks: fi.ModTime().UnixNano()})
+	}
 }
 
 // remoteSHA256 reads path back over SFTP and hashes it here.

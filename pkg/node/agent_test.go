@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -248,5 +249,113 @@ func TestAgentOfRightSizeButOtherBytesIsNeverRun(t *testing.T) {
 	}
 	if got, _, err := ts.Node().Hash(path); err != nil || got != a.SHA256 {
 		t.Errorf("agent on the node: sha256 %s, err %v; want %s", got, err, a.SHA256)
+	}
+}
+
+// mapCache is an agent cache in memory.
+type mapCache struct {
+	mu    sync.Mutex
+	files map[string]ops.FileInfo
+}
+
+func (c *mapCache) Known(p string) *ops.FileInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.files[p]
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+func (c *mapCache) Remember(p string, f ops.FileInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files[p] = f
+}
+
+// readBackConn counts the downloads of one file and the looks at the
+// folder that tells arm64 Windows.
+type readBackConn struct {
+	*countingConn
+	path     string
+	reads    atomic.Int64
+	armLooks atomic.Int64
+}
+
+func (c *readBackConn) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error) {
+	if strings.EqualFold(remotePath, `C:\Windows\SysArm32`) {
+		c.armLooks.Add(1)
+	}
+	return c.countingConn.Stat(ctx, remotePath)
+}
+
+func (c *readBackConn) Download(ctx context.Context, remotePath string, w io.Writer) error {
+	if strings.EqualFold(remotePath, c.path) {
+		c.reads.Add(1)
+	}
+	return c.countingConn.Download(ctx, remotePath, w)
+}
+
+// An agent an earlier process read back is not read back again while the
+// node reports the size and time it had then (nor is the node's
+// architecture looked at again); any other record, or none, means reading
+// it back, and the cache then holds what was verified.
+func TestAgentVerifiedByAnEarlierRun(t *testing.T) {
+	a := embeddedAgent(t)
+	path := ops.AgentPath(a.SHA256)
+	tests := []struct {
+		name string
+		// record makes the cache's record of the file found on the
+		// node (nil: none).
+		record    func(found ops.FileInfo) *ops.FileInfo
+		wantReads int64
+	}{
+		{name: "same size and time: trusted", record: func(f ops.FileInfo) *ops.FileInfo { return &f }},
+		{name: "no record: read back", wantReads: 1},
+		{name: "another time: read back", wantReads: 1,
+			record: func(f ops.FileInfo) *ops.FileInfo { f.ModTicks += int64(time.Second); return &f }},
+		{name: "another agent's digest: read back", wantReads: 1,
+			record: func(f ops.FileInfo) *ops.FileInfo { f.SHA256 = strings.Repeat("0", 64); return &f }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := ts.Node().WriteFile(path, a.Binary); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c := &readBackConn{countingConn: dial(t, ts), path: path}
+			fi, err := c.Stat(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := ops.FileInfo{Path: path, Exists: true, Size: fi.Size(), SHA256: a.SHA256, ModTicks: fi.ModTime().UnixNano()}
+			cache := &mapCache{files: map[string]ops.FileInfo{}}
+			if tt.record != nil {
+				cache.files[path] = *tt.record(found)
+			}
+			n := node.New("winworker", c, nil)
+			n.RememberAgent(cache)
+			if _, err := n.Facts(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.reads.Load(); got != tt.wantReads {
+				t.Errorf("the agent was read back %d times, want %d", got, tt.wantReads)
+			}
+			if got := c.armLooks.Load(); got != tt.wantReads {
+				t.Errorf("looked for the arm64 folder %d times, want %d", got, tt.wantReads)
+			}
+			if got := c.sent.Load(); got != 0 {
+				t.Errorf("sent %d bytes, want the agent found in place", got)
+			}
+			if got := cache.Known(path); got == nil || *got != found {
+				t.Errorf("cache holds %+v, want %+v", got, found)
+			}
+		})
 	}
 }

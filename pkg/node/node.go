@@ -61,9 +61,28 @@ type Node struct {
 	logger  *slog.Logger
 
 	// agentMu guards agentPath, the agent's path on the node once it is
-	// known to be there ("" until then).
-	agentMu   sync.Mutex
-	agentPath string
+	// known to be there ("" until then), and agentCache.
+	agentMu    sync.Mutex
+	agentPath  string
+	agentCache AgentCache
+}
+
+// AgentCache remembers, on this machine and between processes, the agent
+// file a connection to the node verified by content: keyed by its path,
+// its size, SHA-256 and last-write time as SFTP reported it (ModTicks,
+// here in Unix nanoseconds). *hashcache.File is one.
+type AgentCache interface {
+	Known(path string) *ops.FileInfo
+	Remember(path string, f ops.FileInfo)
+}
+
+// RememberAgent makes the node trust an agent file an earlier process
+// verified by content when SFTP reports the same size and last-write time
+// for it (DESIGN.md §3.4), and record the one it verifies in c.
+func (n *Node) RememberAgent(c AgentCache) {
+	n.agentMu.Lock()
+	defer n.agentMu.Unlock()
+	n.agentCache = c
 }
 
 // New wraps a connection. logger receives op names and parameters at debug

@@ -227,6 +227,12 @@ type ServiceSwapRequest struct {
 	// its journal names the binaries as the user knows them: the one put
 	// back is the old one.
 	Undo bool `json:"undo,omitempty"`
+	// Lock, when set, has the swap take the node's lock for Owner first,
+	// as provision-inspect does, in the same op: a run on a connection it
+	// kept (--watch) that knows the node from its last inspect. While
+	// another run holds the lock the swap does nothing and says so in
+	// Locked.
+	Lock *NodeLockRequest `json:"lock,omitempty"`
 }
 
 // Swap item results.
@@ -292,6 +298,9 @@ type ServiceSwapResponse struct {
 	Undecoded []SwapUndecoded `json:"undecoded,omitempty"`
 	// Unlocked is true when the swap released the owner's lock (Unlock).
 	Unlocked bool `json:"unlocked,omitempty"`
+	// Locked is the answer to the request's Lock: when not Acquired,
+	// nothing was done.
+	Locked *NodeLockResponse `json:"locked,omitempty"`
 }
 
 // SwapUndecoded is an item whose encoded upload did not decode.

@@ -141,6 +141,10 @@ type selected struct {
 	// dialing is the connection dialAhead started, until runNode takes
 	// it.
 	dialing chan dialed
+	// indexes keeps the indexes of what the node holds between the runs
+	// of Watch, knowledge what the last run found on it (nil otherwise).
+	indexes   *hotswap.Indexes
+	knowledge *hotswap.Knowledge
 }
 
 // dialed is the outcome of a connection started ahead.
@@ -395,6 +399,10 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
 		}
 	}
+	if r.opts.Watch && n.indexes == nil {
+		n.indexes, n.knowledge = hotswap.NewIndexes(), hotswap.NewKnowledge()
+	}
+	opts.Transfer.Indexes, opts.Knowledge = n.indexes, n.knowledge
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
@@ -405,6 +413,11 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			return out, err
 		}
 		n.conn = conn
+	}
+	if hashes != nil {
+		// The agent an earlier run read back is not read back again
+		// while the node reports the same size and time for it.
+		n.conn.RememberAgent(hashes)
 	}
 	obs := r.opts.Observer.Node(name)
 	defer obs.End()
@@ -439,6 +452,17 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	var err error
 	out.Report, err = hotswap.Run(ctx, n.conn, items, opts)
+	if err == nil && n.indexes != nil {
+		// While the loop waits for the next rebuild, what the node holds
+		// now is indexed for its patch.
+		for _, res := range out.Report.Results {
+			for _, it := range items {
+				if it.Name == res.Name && it.Source != nil && (res.Action == hotswap.ActionUpdated || res.Action == hotswap.ActionUnchanged) {
+					n.indexes.Keep(context.Background(), opts.Transfer.Store, it.Destination, it.Source.SHA256)
+				}
+			}
+		}
+	}
 	if err == nil && check != nil {
 		out.Cluster = check.after(ctx, n.conn, out.Report, opts,
 			func(msg string) { obs.Step(msg) },
@@ -499,6 +523,7 @@ func (r *run) close() {
 		if n.conn != nil {
 			_ = n.conn.Close()
 		}
+		n.indexes.Close()
 	}
 }
 

@@ -1,0 +1,135 @@
+package hotswap
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+)
+
+// Knowledge is what runs on one node learned of it that the next run of
+// the same process may act on without asking again (--watch): the
+// services and destinations its last inspect found. With it, a rebuild
+// whose every change is a small patch made ahead against the file swdt
+// itself put there last goes in one op: the swap op takes the lock
+// itself, decodes the patches (a destination changed since fails its
+// patch's digest, and the file is sent again compressed) and swaps. A
+// node that another run holds locked, or with an unfinished swap, makes
+// the run take the usual way: lock and inspect, repair, plan. Safe for
+// concurrent use; a nil *Knowledge knows nothing.
+type Knowledge struct {
+	mu    sync.Mutex
+	found *ops.ProvisionInspectResponse
+}
+
+// NewKnowledge makes an empty Knowledge.
+func NewKnowledge() *Knowledge { return &Knowledge{} }
+
+// set records the inspect a run planned with.
+func (k *Knowledge) set(found ops.ProvisionInspectResponse) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.found = &found
+}
+
+// get returns the last inspect recorded, nil when there is none.
+func (k *Knowledge) get() *ops.ProvisionInspectResponse {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.found
+}
+
+// errFoldRefused is a swap op that took no lock or found an unfinished
+// swap: the run takes the usual way.
+var errFoldRefused = errors.New("the node asks for the usual way")
+
+// foldedPlan is the plan of items from what opts.Knowledge and the hash
+// cache know of the node, when the run can go in one op: on a link
+// measured as one patches are sent over, every change a patch made
+// ahead, small enough to travel in the swap request, against the digest
+// the hash cache recorded; no service step, no registration and no step
+// before the swap. Else nil.
+func foldedPlan(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {
+	last := opts.Knowledge.get()
+	if last == nil || opts.Ahead == nil || opts.BeforeSwap != nil || len(last.Files) != len(items) {
+		return nil
+	}
+	// Patches only on a link measured as one they are sent over: staging
+	// must send nothing before the op takes the lock.
+	en, ok := n.(EncodingNode)
+	if !ok {
+		return nil
+	}
+	if rtt, measured := en.LinkRTT(); !measured || opts.Transfer.plain(rtt, true) {
+		return nil
+	}
+	found := *last
+	found.Files = make([]ops.FileInfo, len(items))
+	found.Unfinished, found.Locked, found.Lock, found.MissingDirs = nil, nil, nil, nil
+	for i, t := range targets {
+		known := opts.Hashes.Known(t.Destination)
+		if known == nil || !known.Exists || !strings.EqualFold(last.Files[i].Path, t.Destination) || items[i].Config != nil || items[i].Restart {
+			return nil
+		}
+		found.Files[i] = *known
+	}
+	plan, err := MakePlan(items, found)
+	if err != nil || plan.hasServiceSteps() {
+		return nil
+	}
+	updates := plan.Updates()
+	if len(updates) == 0 {
+		return nil
+	}
+	for _, s := range plan.Steps {
+		if s.Action == ActionFailed || s.Action == ActionReconfigure {
+			return nil
+		}
+	}
+	for _, s := range updates {
+		if !opts.Ahead.inline(s.Item, s.Current.SHA256) {
+			return nil
+		}
+	}
+	return plan
+}
+
+// runFolded runs plan as one swap op that takes the node's lock itself.
+// ok is false when the node refused before doing anything (another run's
+// lock, an unfinished swap): the run then takes the usual way, as the
+// same owner.
+func runFolded(ctx context.Context, n Node, plan *Plan, lockReq ops.NodeLockRequest, opts Options, started time.Time) (report *Report, ok bool) {
+	setLive(lockReq.Owner.RunID, true)
+	lock := &heldLock{n: n, owner: lockReq.Owner}
+	r := newSwapRun(n, opts, lockReq.Owner, lock, plan, started)
+	r.fold = &lockReq
+	opts.Observer.Planned(plan)
+	down, err := r.run(ctx, nil)
+	if errors.Is(err, errFoldRefused) {
+		return nil, false
+	}
+	lock.release()
+	if err != nil {
+		// reorder failed: the plan cannot order its services.
+		return nil, false
+	}
+	return &Report{Plan: plan, Results: r.results, Services: down}, true
+}
+
+// refused reports whether the swap op's answer to a folded request says
+// that nothing was done and the usual way must be taken.
+func refused(resp ops.ServiceSwapResponse, err error) bool {
+	if err != nil {
+		return opFailed(err, "unfinished")
+	}
+	return resp.Locked != nil && !resp.Locked.Acquired
+}

@@ -1,0 +1,145 @@
+package hotswap_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+// inspectCounting counts the lock+inspect ops besides countingLink's
+// counts.
+type inspectCounting struct {
+	*countingLink
+	inspects atomic.Int32
+}
+
+func (c *inspectCounting) InspectLocked(ctx context.Context, lock ops.NodeLockRequest, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error) {
+	c.inspects.Add(1)
+	return c.countingLink.InspectLocked(ctx, lock, targets)
+}
+
+// A rebuild on a node the process knows (--watch), whose change is a
+// small patch made ahead against the file swdt put there, goes in one op:
+// the swap takes the lock itself. A node another run holds locked, and
+// one whose file changed since, are handled as without it.
+func TestRebuildInOneOp(t *testing.T) {
+	v1 := exe(1, 3<<20)
+	v2 := bytes.Clone(v1)
+	copy(v2[1<<20:], "a rebuilt function")
+	tests := []struct {
+		name string
+		// before runs before the rebuild's run.
+		before       func(t *testing.T, ts *simnode.TestServer, n *inspectCounting)
+		wantInspects int32
+		wantTransfer string
+		wantLocked   bool
+	}{
+		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
+		{name: "another run holds the lock: the usual way, which waits for it", wantInspects: 1, wantLocked: true,
+			before: func(t *testing.T, _ *simnode.TestServer, n *inspectCounting) {
+				other := ops.LockOwner{RunID: "other", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
+				resp, err := n.Node.InspectLocked(context.Background(), ops.NodeLockRequest{Owner: other, StaleAfterMs: time.Hour.Milliseconds()}, nil)
+				if err != nil || resp.Locked == nil || !resp.Locked.Acquired {
+					t.Fatalf("the other run's lock: %+v, %v", resp.Locked, err)
+				}
+			}},
+		{name: "an unfinished swap: the usual way repairs it first", wantInspects: 1, wantTransfer: hotswap.TransferPatch,
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+				dead := ops.LockOwner{RunID: "dead", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
+				j := ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z", Stopped: []string{}, Recovery: []ops.JournalRecovery{},
+					Request: ops.ServiceSwapRequest{Owner: dead, Items: []ops.SwapItem{{Service: "kubelet", Destination: kubelet,
+						Staged: kubelet + ".swdt-new-dead", Backup: kubelet + ".swdt-bak", SHA256: digest(v1)}}}}
+				raw, err := json.Marshal(j)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ts.Node().WriteFile(ops.JournalPath, raw); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the node's file changed since: the patch does not decode, the file goes compressed", wantTransfer: hotswap.TransferCompressed,
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+				if err := ts.Node().Rename(kubelet, kubelet+".moved", false); err != nil {
+					t.Fatal(err)
+				}
+				if err := ts.Node().WriteFile(kubelet, flip(v1)); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n := &inspectCounting{countingLink: &countingLink{link: link{Node: connect(t, ts), rtt: 20 * time.Millisecond}}}
+			store := &delta.Store{Dir: t.TempDir()}
+			hashes := hashcache.Open(filepath.Join(t.TempDir(), "hashes.json"))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			opts := hotswap.Options{Settle: 0, Hashes: hashes, Knowledge: hotswap.NewKnowledge(), LockWait: time.Millisecond,
+				Transfer: hotswap.Transfer{Compress: delta.Mode{Auto: true}, Store: store}}
+			first := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v1.exe", v1)}}
+			if rep, err := hotswap.Run(ctx, n, first, opts); err != nil || rep.Results[0].Action != hotswap.ActionUpdated {
+				t.Fatalf("first push: %+v, %v", rep, err)
+			}
+			if tc.before != nil {
+				tc.before(t, ts, n)
+			}
+			n.inspects.Store(0)
+			n.uploads.Store(0)
+			items := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v2.exe", v2)}}
+			ahead := hotswap.Prepare(ctx, items, opts)
+			defer ahead.Close()
+			opts.Ahead = ahead
+			rep, err := hotswap.Run(ctx, n, items, opts)
+			if got := n.inspects.Load(); got != tc.wantInspects {
+				t.Errorf("%d lock+inspect ops, want %d", got, tc.wantInspects)
+			}
+			if tc.wantLocked {
+				var le *hotswap.LockedError
+				if !errors.As(err, &le) || le.Holder.Owner.RunID != "other" {
+					t.Fatalf("err = %v, want the node locked by the other run", err)
+				}
+				if got, _ := ts.Node().ReadFile(kubelet); !bytes.Equal(got, v1) {
+					t.Error("the destination changed while another run held the lock")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Results[0]; r.Action != hotswap.ActionUpdated || r.Error != "" || r.Transfer != tc.wantTransfer {
+				t.Fatalf("rebuild: %+v, want updated, transfer %s", r, tc.wantTransfer)
+			}
+			if got, err := ts.Node().ReadFile(kubelet); err != nil || !bytes.Equal(got, v2) {
+				t.Fatalf("the destination does not hold the rebuild (%v)", err)
+			}
+			if ts.Node().Exists(ops.LockPath) || ts.Node().Exists(ops.JournalPath) {
+				t.Error("the lock or a journal was left on the node")
+			}
+			if k := hashes.Known(kubelet); k == nil || k.SHA256 != digest(v2) {
+				t.Errorf("hash cache holds %+v, want the rebuild's digest", k)
+			}
+			entries, err := ts.Node().List(`C:\k`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if strings.Contains(e.Name, ".swdt-zst") || strings.Contains(e.Name, ".swdt-new") {
+					t.Errorf("left on the node: %s", e.Name)
+				}
+			}
+		})
+	}
+}

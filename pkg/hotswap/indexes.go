@@ -1,0 +1,129 @@
+package hotswap
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/swdt/pkg/delta"
+)
+
+// Indexes keeps, between the runs of one process (--watch), the index of
+// the store's copy of what each destination holds, built in the
+// background once a run has put it there: the next rebuild's patch then
+// only scans the new build. Safe for concurrent use; the zero value is
+// not usable, see NewIndexes. A nil *Indexes keeps nothing.
+type Indexes struct {
+	mu sync.Mutex
+	// byDigest are the indexes built or being built.
+	byDigest map[string]*builtIndex
+	// dest maps a destination (lower case) to the digest indexed for it.
+	dest map[string]string
+}
+
+// builtIndex is one index, ready once ready is closed.
+type builtIndex struct {
+	ready  chan struct{}
+	cancel context.CancelFunc
+	x      *delta.Index // nil when building failed
+	f      *os.File
+	users  int // destinations using it
+}
+
+// NewIndexes makes an empty Indexes.
+func NewIndexes() *Indexes {
+	return &Indexes{byDigest: map[string]*builtIndex{}, dest: map[string]string{}}
+}
+
+// Keep starts indexing the store's copy of digest, the file destination
+// holds now, and drops the index kept for what destination held before
+// (unless another destination holds that too).
+func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, digest string) {
+	if c == nil || store == nil || digest == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := strings.ToLower(destination)
+	if old, ok := c.dest[key]; ok {
+		if old == digest {
+			return
+		}
+		c.releaseLocked(old)
+	}
+	c.dest[key] = digest
+	if b := c.byDigest[digest]; b != nil {
+		b.users++
+		return
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	b := &builtIndex{ready: make(chan struct{}), cancel: cancel, users: 1}
+	c.byDigest[digest] = b
+	go func() {
+		defer close(b.ready)
+		f, size, err := store.Open(digest)
+		if err != nil {
+			return
+		}
+		x, err := store.Index(bctx, digest, f, size)
+		if err != nil {
+			f.Close()
+			return
+		}
+		b.x, b.f = x, f
+	}()
+}
+
+// releaseLocked drops one destination's use of digest's index.
+func (c *Indexes) releaseLocked(digest string) {
+	b := c.byDigest[digest]
+	if b == nil {
+		return
+	}
+	if b.users--; b.users > 0 {
+		return
+	}
+	delete(c.byDigest, digest)
+	b.cancel()
+	go func() {
+		<-b.ready
+		if b.f != nil {
+			b.f.Close()
+		}
+	}()
+}
+
+// index returns the index of digest's copy, waiting while it is built;
+// nil when there is none (never kept, or building failed).
+func (c *Indexes) index(ctx context.Context, digest string) *delta.Index {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	b := c.byDigest[digest]
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.ready:
+		return b.x
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Close drops every index.
+func (c *Indexes) Close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for d := range c.byDigest {
+		c.byDigest[d].users = 1
+		c.releaseLocked(d)
+	}
+	clear(c.dest)
+}
