@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/agent"
-	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
@@ -40,18 +39,7 @@ func TestServiceSwapTakesTheLock(t *testing.T) {
 			if tt.held != "" {
 				lockTake(t, ts, tt.held, time.Minute)
 			}
-			old, err := n.ReadFile(swapKubelet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nw := append(bytes.Clone(old), []byte(" and a rebuilt function")...)
-			var patch bytes.Buffer
-			if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
-				t.Fatal(err)
-			}
-			it := ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: staged, Backup: swapKubelet + ".swdt-bak",
-				SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch,
-				Reference: swapKubelet, Fallback: true, Data: patch.Bytes()}
+			_, nw, it := rebuiltKubeletPatch(t, n, staged)
 			before, _ := n.Service("kubelet")
 			req := swapKubeletRequest(it)
 			req.Owner, req.Unlock = lockOwner(runID), true

@@ -86,18 +86,7 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			old, err := n.ReadFile(swapKubelet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nw := append(bytes.Clone(old), []byte(" and a rebuilt function")...)
-			var patch bytes.Buffer
-			if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
-				t.Fatal(err)
-			}
-			it := ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: staged, Backup: swapKubelet + ".swdt-bak",
-				SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch,
-				Reference: swapKubelet, Fallback: true, Data: patch.Bytes()}
+			old, nw, it := rebuiltKubeletPatch(t, n, staged)
 			w := &watchedOS{OS: n.OS(), path: staged}
 			var refused error
 			if tt.tamper {
@@ -161,3 +150,23 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 		})
 	}
 }
+
+// rebuiltKubeletPatch returns the node's kubelet.exe, a rebuild of it,
+// and a swap item that sends the rebuild as a patch against it, inline in
+// the request.
+func rebuiltKubeletPatch(t *testing.T, n *simnode.Node, staged string) (old, nw []byte, it ops.SwapItem) {
+	t.Helper()
+	old, err := n.ReadFile(swapKubelet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw = append(bytes.Clone(old), []byte(" and a rebuilt function")...)
+	var patch bytes.Buffer
+	if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
+		t.Fatal(err)
+	}
+	return old, nw, ops.SwapItem{Service: "kubelet", Destination: swapKubelet, Staged: staged, Backup: swapKubelet + ".swdt-bak",
+		SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch,
+		Reference: swapKubelet, Fallback: true, Data: patch.Bytes()}
+}
+
