@@ -312,6 +312,30 @@ func (c *Cluster) stop() {
 	c.procs = nil
 }
 
+// WaitKubeletVersion waits (up to two minutes) until the Node name
+// reports kubelet version: a kubelet posts its status when it starts and
+// then every few seconds.
+func (c *Cluster) WaitKubeletVersion(t testing.TB, name, version string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got := ""
+	for {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			got = n.Status.NodeInfo.KubeletVersion
+			if got == version {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Node %s reports kubelet %q, want %s (%v)", name, got, version, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // NodeKubeconfig is a kubelet's kubeconfig for the Node name, its client
 // certificate (system:node:NAME in system:nodes, valid for a day) and the
 // CA embedded: the credentials a kubelet has once it has joined.

@@ -169,4 +169,3 @@ func rebuiltKubeletPatch(t *testing.T, n *simnode.Node, staged string) (old, nw 
 		SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch,
 		Reference: swapKubelet, Fallback: true, Data: patch.Bytes()}
 }
-

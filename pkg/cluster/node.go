@@ -171,11 +171,17 @@ func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
 // BootstrapKubeconfig is the kubeconfig a kubelet starts TLS bootstrap
 // with: the API server, its CA and the bootstrap token.
 func (c *Cluster) BootstrapKubeconfig(token Token) ([]byte, error) {
+	return c.tokenKubeconfig("tls-bootstrap-token-user", token.Value)
+}
+
+// tokenKubeconfig is a kubeconfig of the API server and its CA in which
+// user authenticates with a bearer token.
+func (c *Cluster) tokenKubeconfig(user, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["tls-bootstrap-token-user"] = &clientcmdapi.AuthInfo{Token: token.Value}
-	cfg.Contexts["tls-bootstrap-token-user@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: "tls-bootstrap-token-user"}
-	cfg.CurrentContext = "tls-bootstrap-token-user@kubernetes"
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[user+"@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: user}
+	cfg.CurrentContext = user + "@kubernetes"
 	return clientcmd.Write(*cfg)
 }
 

@@ -10,8 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // The identity of the kube-proxy services swdt join registers: one
@@ -64,12 +62,7 @@ func (c *Cluster) KubeProxyKubeconfig(ctx context.Context, node string, wait tim
 			return nil, fmt.Errorf("read the token Secret kube-system/%s: %w", s.Name, c.explain(err))
 		}
 		if token := got.Data[corev1.ServiceAccountTokenKey]; len(token) > 0 {
-			cfg := clientcmdapi.NewConfig()
-			cfg.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAData}
-			cfg.AuthInfos["kube-proxy"] = &clientcmdapi.AuthInfo{Token: strings.TrimSpace(string(token))}
-			cfg.Contexts["kube-proxy@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: "kube-proxy"}
-			cfg.CurrentContext = "kube-proxy@kubernetes"
-			return clientcmd.Write(*cfg)
+			return c.tokenKubeconfig("kube-proxy", strings.TrimSpace(string(token)))
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the controller manager did not put a token into Secret kube-system/%s within %s: is its serviceaccount-token-controller running? (kind, minikube and kubeadm run it)", s.Name, wait)

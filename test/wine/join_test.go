@@ -84,25 +84,6 @@ func clusterNode(t *testing.T, cl *clustertest.Cluster) *corev1.Node {
 	return nd
 }
 
-// waitKubeletVersion waits until the Node reports version: the kubelet
-// posts its status when it starts and then every few seconds.
-func waitKubeletVersion(t *testing.T, cl *clustertest.Cluster, version string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for {
-		nd := clusterNode(t, cl)
-		if nd != nil && nd.Status.NodeInfo.KubeletVersion == version {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the Node does not report kubelet %s: %+v", version, nd)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
 // waitIssuedCSR waits until the control plane has approved and issued a
 // kubelet client certificate requested with a bootstrap token.
 func waitIssuedCSR(t *testing.T, cl *clustertest.Cluster) {
@@ -217,7 +198,7 @@ func TestJoinRealKubelet(t *testing.T) {
 	if code, acts := n.kubeActions(); code == exitcode.OK || acts["kubelet"] != "rolled-back" {
 		t.Fatalf("swap to a build that never registers: exit %d, %v", code, acts)
 	}
-	waitKubeletVersion(t, cl, devVersion)
+	cl.WaitKubeletVersion(t, joinNodeName, devVersion)
 
 	code, out, _ := n.swdt("status", "-o", "json")
 	var st struct {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -46,21 +45,6 @@ func (fx *joinFixture) build(content []byte, version, timeout string) {
 	}
 	if err := os.WriteFile(fx.config, bytes.Replace(raw, []byte("timeout: 90s"), []byte("timeout: "+timeout), 1), 0o600); err != nil {
 		fx.t.Fatal(err)
-	}
-}
-
-// waitKubelet waits until the Node reports version (the kubelet posts its
-// status on start and then every few seconds).
-func (fx *joinFixture) waitKubelet(name, version string) {
-	fx.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for fx.node(name).Status.NodeInfo.KubeletVersion != version {
-		select {
-		case <-ctx.Done():
-			fx.t.Fatalf("Node %s reports kubelet %s, want %s", name, fx.node(name).Status.NodeInfo.KubeletVersion, version)
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }
 
@@ -145,7 +129,7 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 			if svc := fx.ts.State().Services["kubelet"]; svc == nil || svc.Status != simnode.StatusRunning {
 				t.Fatalf("kubelet service after the rollback: %+v", svc)
 			}
-			fx.waitKubelet(node, "v1.37.1")
+			fx.cl.WaitKubeletVersion(t, node, "v1.37.1")
 		})
 	}
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,15 +180,7 @@ func TestJoinFreshNodeAndReset(t *testing.T) {
 		[]string{"kubernetes", "-c", fx.config, "--no-color", "--cache-dir", filepath.Join(fx.dir, "cache")}); code != exitcode.OK {
 		t.Fatalf("swap: exit %d\n%s", code, errb.String())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for fx.node("win-join01").Status.NodeInfo.KubeletVersion != "v1.37.1" {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the Node still reports kubelet %s after the swap", fx.node("win-join01").Status.NodeInfo.KubeletVersion)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	fx.cl.WaitKubeletVersion(t, "win-join01", "v1.37.1")
 
 	code, doc, errOut = fx.run("join", "--reset")
 	if code != exitcode.OK || doc.Nodes[0].Result != "removed" {
