@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkg/sftp"
-
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -90,16 +88,7 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 			w := &watchedOS{OS: n.OS(), path: staged}
 			var refused error
 			if tt.tamper {
-				c, err := ts.Dial("mallory")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				sc, err := sftp.NewClient(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sc.Close()
+				sc := ts.SFTP("mallory")
 				w.tamper = func() {
 					f, err := sc.OpenFile("/"+strings.ReplaceAll(staged, `\`, "/"), os.O_WRONLY)
 					if err == nil {

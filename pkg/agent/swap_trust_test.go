@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkg/sftp"
-
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -46,16 +44,7 @@ func TestStagedFileRehashedBeforeRename(t *testing.T) {
 	req := swapKubeletRequest(it)
 	req.Owner = lockOwner("a")
 	lockTake(t, ts, "a", time.Minute)
-	c, err := ts.Dial(ts.User())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc, err := sftp.NewClient(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := ts.SFTP(ts.User())
 	staged := "/" + strings.ReplaceAll(it.Staged, `\`, "/")
 	// A whole second: SFTP sets times to the second.
 	stamp := time.Unix(1700000000, 0)

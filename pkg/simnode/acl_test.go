@@ -21,22 +21,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// sftpAs opens an SFTP session as user.
-func sftpAs(t *testing.T, ts *simnode.TestServer, user string) *sftp.Client {
-	t.Helper()
-	c, err := ts.Dial(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	sc, err := sftp.NewClient(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Close() })
-	return sc
-}
-
 // A non-administrator may write where Windows Server's default DACLs let
 // BUILTIN\Users write, and nowhere else, over SFTP and through the
 // Windows layer its programs run on; what it creates is its own.
@@ -51,7 +35,7 @@ func TestNonAdminObeysDefaultACLs(t *testing.T) {
 	if err := admin.WriteFile(`C:\ProgramData\admins.txt`, []byte("admin")); err != nil {
 		t.Fatal(err)
 	}
-	sc := sftpAs(t, ts, "mallory")
+	sc := ts.SFTP("mallory")
 	w, err := ts.NodeAs("mallory")
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +136,7 @@ func TestProtectedFolderIsInherited(t *testing.T) {
 	if owner, err := osw.Owner(dir); err != nil || owner != winos.SIDAdministrators {
 		t.Errorf("owner = %q, %v", owner, err)
 	}
-	sc := sftpAs(t, ts, "mallory")
+	sc := ts.SFTP("mallory")
 	if err := put(sc, "/C:/ProgramData/guarded/planted"); err == nil {
 		t.Error("mallory wrote into a protected folder")
 	}

@@ -15,21 +15,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-func sftpClient(t *testing.T, ts *TestServer) *sftp.Client {
-	t.Helper()
-	c, err := ts.Dial(ts.User())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	sc, err := sftp.NewClient(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Close() })
-	return sc
-}
-
 func waitStatus(t *testing.T, n *Node, name string, want ServiceStatus) Service {
 	t.Helper()
 	svc, err := n.WaitService(context.Background(), name, want, 5*time.Second)
@@ -77,7 +62,7 @@ func TestSeededLikeAFreshVM(t *testing.T) {
 
 func TestSFTPLocking(t *testing.T) {
 	ts := StartTest(t)
-	sc := sftpClient(t, ts)
+	sc := ts.SFTP(ts.User())
 	n := ts.Node()
 	const bin = "/C:/k/kubelet.exe"
 
@@ -161,7 +146,7 @@ func TestSFTPLocking(t *testing.T) {
 
 func TestSFTPRenameAndPaths(t *testing.T) {
 	ts := StartTest(t)
-	sc := sftpClient(t, ts)
+	sc := ts.SFTP(ts.User())
 	n := ts.Node()
 	if err := sc.MkdirAll("/C:/tmp/x"); err != nil {
 		t.Fatal(err)
@@ -508,7 +493,7 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("cut connection after N bytes", func(t *testing.T) {
 		ts := StartTest(t, WithFaults(Faults{CutAfterBytes: 100_000}))
-		sc := sftpClient(t, ts)
+		sc := ts.SFTP(ts.User())
 		f, err := sc.Create("/C:/k/big.swdt-new")
 		if err != nil {
 			t.Fatal(err)
@@ -528,7 +513,7 @@ func TestFaults(t *testing.T) {
 			t.Errorf("partial file: %+v %v", fi, err)
 		}
 		// A new connection works and is not cut again.
-		sc2 := sftpClient(t, ts)
+		sc2 := ts.SFTP(ts.User())
 		g, err := sc2.Create("/C:/k/big.swdt-new")
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/pkg/sftp"
 	"io"
 	"net"
 	"os"
@@ -204,6 +205,23 @@ func (ts *TestServer) ExecerAs(user string) *SSHExecer {
 	}
 	ts.t.Cleanup(func() { c.Close() })
 	return &SSHExecer{Client: c}
+}
+
+// SFTP opens an SFTP session as user over a new SSH connection, both
+// closed when the test ends.
+func (ts *TestServer) SFTP(user string) *sftp.Client {
+	ts.t.Helper()
+	c, err := ts.Dial(user)
+	if err != nil {
+		ts.t.Fatalf("simnode: dial: %v", err)
+	}
+	ts.t.Cleanup(func() { c.Close() })
+	sc, err := sftp.NewClient(c)
+	if err != nil {
+		ts.t.Fatalf("simnode: sftp: %v", err)
+	}
+	ts.t.Cleanup(func() { sc.Close() })
+	return sc
 }
 
 // SSHExecer runs commands over an x/crypto/ssh client: a minimal

@@ -25,17 +25,7 @@ type planter struct {
 
 func newPlanter(t *testing.T, ts *simnode.TestServer, user string) *planter {
 	t.Helper()
-	c, err := ts.Dial(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	sc, err := sftp.NewClient(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Close() })
-	return &planter{t: t, sc: sc, planted: map[string]string{}}
+	return &planter{t: t, sc: ts.SFTP(user), planted: map[string]string{}}
 }
 
 func sftpPath(p string) string { return "/" + strings.ReplaceAll(p, `\`, "/") }
