@@ -236,6 +236,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	_ = base.SetDeadline(time.Time{})
 	cn := newConn(client, jumps, c.log)
 	go cn.probeRTT()
+	cn.openSpare()
 	if t.keepAlive > 0 {
 		go cn.keepAlive(t.keepAlive)
 	}
@@ -361,6 +362,11 @@ type conn struct {
 	rtt   time.Duration // 0 until probeRTT has an answer
 	// rttDone is closed when probeRTT has its answer or failed.
 	rttDone chan struct{}
+
+	spareMu sync.Mutex
+	// spare delivers a session channel opened ahead for the next command
+	// (nil: none is being opened); see openSpare.
+	spare chan spareSession
 }
 
 func newConn(c *ssh.Client, jumps []*ssh.Client, log *slog.Logger) *conn {
@@ -449,6 +455,63 @@ func (cn *conn) keepAlive(interval time.Duration) {
 			return
 		}
 	}
+}
+
+// openSpare opens a session channel in the background for the next
+// command, so that its round trip overlaps what runs meanwhile: the SFTP
+// subsystem's start right after connecting, the command before. A server
+// allows several sessions on a connection (OpenSSH's MaxSessions is 10);
+// an unused one ends with the connection.
+func (cn *conn) openSpare() {
+	cn.spareMu.Lock()
+	defer cn.spareMu.Unlock()
+	if cn.spare != nil || cn.dead() {
+		return
+	}
+	ch := make(chan spareSession, 1)
+	cn.spare = ch
+	go func() {
+		s, err := cn.ssh.NewSession()
+		if err != nil {
+			s = nil
+		}
+		ch <- spareSession{s: s, opened: time.Now()}
+	}()
+}
+
+// spareSession is a session openSpare opened, and when its channel was
+// confirmed.
+type spareSession struct {
+	s      *ssh.Session
+	opened time.Time
+}
+
+// spareFresh is how long a spare session stands for a live connection.
+// A command on a fresh session of its own learns of a connection that
+// dropped while idle when the channel does not open, and is sent again on
+// a new connection; one on a spare learns of it only after sending the
+// command, when it cannot know whether the node ran it. So a spare serves
+// only a command that follows closely on the open (the ops of one run, a
+// rebuild swapped by --watch right after Prepare); an older one is closed.
+const spareFresh = time.Second
+
+// takeSpare returns the session openSpare opened, waiting for its
+// channel if it is still on its way; nil when there is none, it could
+// not be opened or it is older than spareFresh.
+func (cn *conn) takeSpare() *ssh.Session {
+	cn.spareMu.Lock()
+	ch := cn.spare
+	cn.spare = nil
+	cn.spareMu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	sp := <-ch
+	if sp.s != nil && (time.Since(sp.opened) > spareFresh || cn.dead()) {
+		sp.s.Close()
+		return nil
+	}
+	return sp.s
 }
 
 // probeRTT measures the connection's round-trip time once, right after
@@ -588,6 +651,8 @@ func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 		}
 		return -1, fmt.Errorf("%s: %w", what, err)
 	}
+	// The next command's channel opens while this one runs.
+	cn.openSpare()
 	waited := make(chan error, 1)
 	go func() { waited <- sess.Wait() }()
 	select {

@@ -84,11 +84,56 @@ func TestExecAfterDrop(t *testing.T) {
 		t.Errorf("proxy saw %d connections, want 2", n)
 	}
 
-	// A drop while idle is noticed before the next session opens.
+	// A drop noticed while idle is replaced before the next session opens
+	// (the session opened ahead went with it).
+	c.mu.Lock()
+	cn := c.cur
+	c.mu.Unlock()
 	p.CutAll()
+	if !cn.deadWithin(10 * time.Second) {
+		t.Fatal("the client did not notice the dropped connection")
+	}
 	out.Reset()
 	if _, err := c.Exec(t.Context(), "echo idle", nil, &out, nil); err != nil || out.String() != "idle\n" {
 		t.Fatalf("Exec after idle drop = %q, %v", out.String(), err)
+	}
+}
+
+// TestSpareSession: a command's channel is opened ahead, while the one
+// before runs, and serves the next command; one kept beyond spareFresh
+// is closed rather than trusted to stand for a live connection.
+func TestSpareSession(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	for i, want := range []string{"one\n", "two\n"} {
+		var out strings.Builder
+		if _, err := c.Exec(t.Context(), "echo "+strings.TrimSpace(want), nil, &out, nil); err != nil || out.String() != want {
+			t.Fatalf("Exec %d = %q, %v", i, out.String(), err)
+		}
+	}
+	c.mu.Lock()
+	cn := c.cur
+	c.mu.Unlock()
+	sess := cn.takeSpare()
+	if sess == nil {
+		t.Fatal("no session was opened ahead after a command")
+	}
+	if out, err := sess.Output("echo spare"); err != nil || string(out) != "spare\n" {
+		t.Fatalf("the spare session ran %q, %v", out, err)
+	}
+	if cn.takeSpare() != nil {
+		t.Fatal("a spare was handed out twice")
+	}
+
+	cn.openSpare()
+	cn.spareMu.Lock()
+	ch := cn.spare
+	cn.spareMu.Unlock()
+	sp := <-ch
+	sp.opened = sp.opened.Add(-2 * spareFresh)
+	ch <- sp
+	if cn.takeSpare() != nil {
+		t.Fatal("a spare older than spareFresh was handed out")
 	}
 }
 

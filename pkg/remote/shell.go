@@ -138,15 +138,19 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 			return err
 		}
 		err = do(ctx, cn, func() error {
-			s, err := cn.ssh.NewSession()
-			if err == nil {
-				if ctx.Err() != nil {
-					s.Close()
-					return ctx.Err()
+			s := cn.takeSpare()
+			if s == nil {
+				var err error
+				if s, err = cn.ssh.NewSession(); err != nil {
+					return err
 				}
-				sess = s
 			}
-			return err
+			if ctx.Err() != nil {
+				s.Close()
+				return ctx.Err()
+			}
+			sess = s
+			return nil
 		})
 		if cn.lost(err) {
 			c.log.Debug("ssh connection lost opening a session, reconnecting", "addr", c.t.addr, "err", err)
