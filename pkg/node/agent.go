@@ -235,7 +235,7 @@ func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
 		if c.Known(path) == nil {
 			continue
 		}
-		fi, err := n.conn.Stat(ctx, path)
+		fi, err := n.quickStat(ctx, path)
 		if err == nil && n.agentKnown(path, fi, a.SHA256, int64(len(a.Binary))) {
 			n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
 			n.confirmAgent(path)
@@ -243,6 +243,17 @@ func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// quickStat is the transport's QuickStat where it has one (one round
+// trip where Stat takes three, pkg/remote), else its Stat.
+func (n *Node) quickStat(ctx context.Context, path string) (fs.FileInfo, error) {
+	if q, ok := n.conn.(interface {
+		QuickStat(ctx context.Context, remotePath string) (fs.FileInfo, error)
+	}); ok {
+		return q.QuickStat(ctx, path)
+	}
+	return n.conn.Stat(ctx, path)
 }
 
 // agentKnown reports whether the agent cache holds a record of the file
