@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -78,11 +79,9 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 	if err != nil {
 		return ops.FileInfo{}, err
 	}
-	h := newTeeHash(out)
-	defer h.stop()
-	bw := bufio.NewWriterSize(h, 1<<20)
 	// The declared size bounds what is written, whatever the stream says.
-	dst := &sizeLimit{w: bw, left: it.Size, size: it.Size}
+	dst := newStagedWriter(out, it.Size)
+	defer dst.stop()
 	var size int64
 	switch it.Encoding {
 	case ops.EncodingZstd:
@@ -93,7 +92,7 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 		err = fmt.Errorf("unknown encoding %q", it.Encoding)
 	}
 	if err == nil {
-		err = bw.Flush()
+		err = dst.flush()
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
@@ -101,7 +100,7 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo,
 	if err != nil {
 		return ops.FileInfo{}, fmt.Errorf("decode %s into %s: %w", it.Encoded, it.Staged, err)
 	}
-	got := h.sum()
+	got := dst.sum()
 	if !strings.EqualFold(got, it.SHA256) {
 		return ops.FileInfo{}, fmt.Errorf("decoded %s has SHA-256 %s, want %s", it.Staged, got, it.SHA256)
 	}
@@ -131,67 +130,169 @@ func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (i
 	return delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
 }
 
-// teeHash writes to w and computes the SHA-256 of what it wrote, the
-// hash of a large write running beside the write itself: a decode costs
-// about the longer of the two rather than their sum.
-type teeHash struct {
-	w    io.Writer
-	h    hash.Hash
-	req  chan []byte
-	done chan struct{}
+// stagedWriter writes a decoded file in blocks and computes its SHA-256:
+// the write of one block and its hash run beside each other and beside
+// the decode filling the next blocks, so that a decode costs about the
+// longest of the three (the hash, about 1.7 GB/s with SHA-NI) rather than
+// their sum. It takes at most size bytes: the write that would go past
+// them writes nothing and fails with errTooLong. Not safe for concurrent
+// use; stop must be called.
+type stagedWriter struct {
+	h          hash.Hash
+	left, size int64
+	cur        []byte      // the block being filled; nil: take one from free
+	free       chan []byte // blocks ready to be filled
+	full       chan []byte // filled blocks, in order, for the writer
+	done       chan struct{}
+	closed     bool // full is closed
+
+	mu  sync.Mutex
+	err error // the first write error
 }
 
-// teeSerial is the size under which a write is hashed in line.
-const teeSerial = 64 << 10
+// Blocks of the stagedWriter: a decode runs up to stagedBlocks-1 blocks
+// ahead of the disk.
+const (
+	stagedBlock  = 1 << 20
+	stagedBlocks = 4
+)
 
-func newTeeHash(w io.Writer) *teeHash {
-	t := &teeHash{w: w, h: sha256.New(), req: make(chan []byte), done: make(chan struct{})}
+func newStagedWriter(out io.Writer, size int64) *stagedWriter {
+	sw := &stagedWriter{
+		h: sha256.New(), left: size, size: size,
+		free: make(chan []byte, stagedBlocks), full: make(chan []byte, stagedBlocks),
+		done: make(chan struct{}),
+	}
+	for range stagedBlocks {
+		sw.free <- make([]byte, 0, stagedBlock)
+	}
+	go sw.drain(out)
+	return sw
+}
+
+// drain writes the filled blocks to out and hashes them, in order; after
+// a failed write it only hands the blocks back, so the decode never waits
+// for one, and learns of the error on its next write.
+func (sw *stagedWriter) drain(out io.Writer) {
+	defer close(sw.done)
+	toHash, hashed := make(chan []byte), make(chan struct{})
 	go func() {
-		for p := range t.req {
-			t.h.Write(p)
-			t.done <- struct{}{}
+		for b := range toHash {
+			sw.h.Write(b)
+			hashed <- struct{}{}
 		}
 	}()
-	return t
-}
-
-func (t *teeHash) Write(p []byte) (int, error) {
-	if len(p) < teeSerial {
-		n, err := t.w.Write(p)
-		t.h.Write(p[:n])
-		return n, err
+	defer close(toHash)
+	for b := range sw.full {
+		if sw.failed() == nil {
+			toHash <- b
+			_, err := out.Write(b)
+			<-hashed
+			if err != nil {
+				sw.mu.Lock()
+				sw.err = err
+				sw.mu.Unlock()
+			}
+		}
+		sw.free <- b[:0]
 	}
-	// A short write fails the decode, so the hash of all of p is moot.
-	t.req <- p
-	n, err := t.w.Write(p)
-	<-t.done // p is the caller's again
-	return n, err
 }
 
-// sum is the SHA-256 of everything written, in hex.
-func (t *teeHash) sum() string { return hex.EncodeToString(t.h.Sum(nil)) }
+func (sw *stagedWriter) failed() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.err
+}
 
-// stop ends the hashing goroutine.
-func (t *teeHash) stop() { close(t.req) }
+// block returns the block being filled, taking a free one when needed.
+func (sw *stagedWriter) block() []byte {
+	if sw.cur == nil {
+		sw.cur = <-sw.free
+	}
+	return sw.cur
+}
+
+// filled records n more bytes in the current block, and passes the block
+// on when it is full.
+func (sw *stagedWriter) filled(n int) {
+	sw.cur = sw.cur[:len(sw.cur)+n]
+	sw.left -= int64(n)
+	if len(sw.cur) == cap(sw.cur) {
+		sw.full <- sw.cur
+		sw.cur = nil
+	}
+}
+
+func (sw *stagedWriter) tooLong() error {
+	return fmt.Errorf("%w of %d bytes: stopped", errTooLong, sw.size)
+}
+
+func (sw *stagedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > sw.left {
+		return 0, sw.tooLong()
+	}
+	if err := sw.failed(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(p) {
+		b := sw.block()
+		c := copy(b[len(b):cap(b)], p[n:])
+		sw.filled(c)
+		n += c
+	}
+	return n, nil
+}
+
+// ReadFrom reads r straight into the blocks (a patch's copies from the
+// reference need no buffer of their own).
+func (sw *stagedWriter) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if err := sw.failed(); err != nil {
+			return total, err
+		}
+		b := sw.block()
+		n, err := r.Read(b[len(b):cap(b)])
+		if int64(n) > sw.left {
+			return total, sw.tooLong()
+		}
+		sw.filled(n)
+		total += int64(n)
+		switch {
+		case err == io.EOF:
+			return total, nil
+		case err != nil:
+			return total, err
+		}
+	}
+}
+
+// flush writes what is left and waits for every block to be written; it
+// returns the first write error.
+func (sw *stagedWriter) flush() error {
+	if sw.cur != nil && len(sw.cur) > 0 {
+		sw.full <- sw.cur
+		sw.cur = nil
+	}
+	sw.stop()
+	return sw.failed()
+}
+
+// stop ends the writing, once the blocks passed on are written.
+func (sw *stagedWriter) stop() {
+	if !sw.closed {
+		sw.closed = true
+		close(sw.full)
+	}
+	<-sw.done
+}
+
+// sum is the SHA-256 of everything written, in hex; valid after flush.
+func (sw *stagedWriter) sum() string { return hex.EncodeToString(sw.h.Sum(nil)) }
 
 // errTooLong is a decoded stream longer than the size its swap declared.
 var errTooLong = errors.New("the decoded file is longer than its declared size")
-
-// sizeLimit passes at most size bytes on to w; the write that would go
-// past them writes nothing and fails with errTooLong.
-type sizeLimit struct {
-	w          io.Writer
-	left, size int64
-}
-
-func (l *sizeLimit) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
-		return 0, fmt.Errorf("%w of %d bytes: stopped", errTooLong, l.size)
-	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
-	return n, err
-}
 
 func removeIfExists(w winos.OS, p string) error {
 	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
