@@ -31,6 +31,9 @@ const (
 	MarkerWinsHang = "SIMNODE-WINS-HANG"
 )
 
+// markerPrefix begins every marker.
+const markerPrefix = "SIMNODE-"
+
 var allMarkers = []string{MarkerCrashOnStart, MarkerHangOnStop, MarkerWinsNoPipe, MarkerKubelet, MarkerExitOnStop}
 
 type markerKey struct {
@@ -78,10 +81,18 @@ func findMarkers(r io.Reader) (map[string]bool, error) {
 	for {
 		n, err := io.ReadFull(r, buf[keep:])
 		window := buf[:keep+n]
-		for _, m := range allMarkers {
-			if !found[m] && bytes.Contains(window, []byte(m)) {
-				found[m] = true
+		// One pass for the prefix every marker shares.
+		for rest := window; ; {
+			i := bytes.Index(rest, []byte(markerPrefix))
+			if i < 0 {
+				break
 			}
+			for _, m := range allMarkers {
+				if bytes.HasPrefix(rest[i:], []byte(m)) {
+					found[m] = true
+				}
+			}
+			rest = rest[i+1:]
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return found, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -666,5 +667,39 @@ func TestKeysRefusedFromAFileAnotherAccountOwns(t *testing.T) {
 			t.Fatalf("owner %s: %v", owner, err)
 		}
 		c.Close()
+	}
+}
+
+// TestFindMarkers: one pass finds every marker wherever it sits, also
+// across the scan's read boundaries and next to a lone prefix.
+func TestFindMarkers(t *testing.T) {
+	const block = 256 * 1024
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{name: "none", content: strings.Repeat("SIMNODE", 1000)},
+		{name: "a lone prefix", content: "SIMNODE-NOTHING SIMNODE-"},
+		{name: "at the start", content: MarkerHangOnStop + "x", want: []string{MarkerHangOnStop}},
+		{name: "across a read boundary", content: strings.Repeat("x", block-10) + MarkerCrashOnStart, want: []string{MarkerCrashOnStart}},
+		{name: "at the very end", content: strings.Repeat("x", 2*block) + MarkerExitOnStop, want: []string{MarkerExitOnStop}},
+		{name: "several, one overlapping a prefix", content: "SIMNODE-" + MarkerWinsNoPipe + strings.Repeat("y", block) + MarkerKubelet + "1.2.3;",
+			want: []string{MarkerWinsNoPipe, MarkerKubelet}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := findMarkers(strings.NewReader(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]bool{}
+			for _, m := range tt.want {
+				want[m] = true
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("found %v, want %v", got, want)
+			}
+		})
 	}
 }
