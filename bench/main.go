@@ -18,8 +18,8 @@
 //   - N nodes in parallel vs one node, with services that take 200 ms to
 //     stop and start and with instant ones, and the CPU time swdt and the
 //     simnodes spent;
-//   - on Debian's sshd with the same cipher on both sides: swdt's upload
-//     (pkg/remote) vs sftp -b (sshd.go; -only sshd runs just this);
+//   - on Debian's sshd with the same cipher on both sides: swdt cp vs
+//     sftp -b put (sshd.go; -only sshd runs just this);
 //   - pushes of a rebuilt Windows binary through emulated LAN, VPN and
 //     slow links: OpenSSH sftp, swdt plain, compressed and delta, rsync
 //     and rsync -z over ssh to Debian's sshd, the protocol floor, a rebuild
@@ -53,14 +53,6 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "exec" {
 		// The timing parent of every measured client (wrap.go).
 		os.Exit(wrapExec(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "upload" {
-		// A child of the Debian sshd comparison (sshd.go).
-		if err := upload(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench upload:", err)
-			os.Exit(1)
-		}
-		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "shape" {
 		// A shaper alone, for profiling runs by hand (shaper.go).

@@ -3,21 +3,17 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/internal/sshdtest"
-	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // sshdPath is where Debian's openssh-server installs sshd (make test-deps
@@ -124,24 +120,25 @@ func (s *sshd) stop() {
 }
 
 // debianSSHD compares, on loopback against Debian's sshd with the same
-// cipher on both sides, OpenSSH's sftp -b with swdt's transfer path: a
-// process that dials with pkg/remote and uploads with its Upload and
-// defaults (the code swdt kubernetes stages with). swdt's swap itself
-// needs its agent, which a Linux sshd does not run. The two alternate,
-// in an order rotated every round.
+// cipher on both sides, OpenSSH's sftp -b put with swdt cp of the same
+// file: the swdt binary, from a node file whose credentials name the
+// sshd (strict host key check), as a user runs it. Both processes are
+// started and timed by exec mode (wrap.go); they alternate, in an order
+// rotated every round.
 func (b *bench) debianSSHD(rounds int) error {
 	if _, err := os.Stat(sshdPath); err != nil {
 		b.add("Debian sshd: skipped", sshdPath+" is missing (make test-deps installs openssh-server)", "")
 		return nil
 	}
-	fmt.Fprintln(os.Stderr, "bench: Debian sshd, sftp -b vs swdt's upload")
+	fmt.Fprintln(os.Stderr, "bench: Debian sshd, sftp -b vs swdt cp")
 	s, err := b.startSSHD("sshd")
 	if err != nil {
 		return err
 	}
 	defer s.stop()
 	big := b.file("sshd-big.bin", b.o.bigMB<<20)
-	contenders := []string{"OpenSSH sftp -b", "swdt upload (pkg/remote, defaults)"}
+	nodes := b.sshdNode(s)
+	contenders := []string{"OpenSSH sftp -b put", "swdt cp"}
 	// Wall times on a shared 2-core machine move with its load; the CPU
 	// each side spent (the client process with its children; sshd's
 	// session processes, once reaped) moves much less.
@@ -160,7 +157,9 @@ func (b *bench) debianSSHD(rounds int) error {
 			if k == 0 {
 				r.wall, r.client, err = b.sftp(s.addr, s.user, s.knownHosts, big, dst)
 			} else {
-				r.wall, r.client, err = b.uploadProcess(s, big, dst)
+				var m measured
+				m, err = b.timed(nil, nil, b.o.swdt, "cp", "-c", nodes, big, "sshd:"+dst)
+				r.wall, r.client = m.Wall, m.CPU
 			}
 			if err != nil {
 				return err
@@ -175,21 +174,43 @@ func (b *bench) debianSSHD(rounds int) error {
 			runs[name] = append(runs[name], r)
 		}
 	}
-	wall := map[string]time.Duration{}
+	wall := map[string]series{}
 	cpu := map[string]time.Duration{}
 	for _, c := range contenders {
-		var walls, clients, servers []time.Duration
+		var clients, servers series
 		for _, r := range runs[c] {
-			walls, clients, servers = append(walls, r.wall), append(clients, r.client), append(servers, r.server)
+			wall[c], clients, servers = append(wall[c], r.wall), append(clients, r.client), append(servers, r.server)
 		}
-		wall[c], cpu[c] = median(walls), median(clients)+median(servers)
-		b.add(fmt.Sprintf("Debian sshd (%s): %s, put %d MB", cipher, c, b.o.bigMB),
-			fmt.Sprintf("min %s, median %s; CPU median client %s, sshd %s (%d runs)", secs(slices.Min(walls)), secs(wall[c]),
-				secs(median(clients)), secs(median(servers)), len(walls)), "")
+		cpu[c] = clients.med() + servers.med()
+		b.add(fmt.Sprintf("Debian sshd (%s): %s, %d MB", cipher, c, b.o.bigMB),
+			fmt.Sprintf("%s; CPU median client %s, sshd %s", wall[c], secs(clients.med()), secs(servers.med())), "")
 	}
-	b.add("Debian sshd: ratio swdt upload / sftp (medians)", ratio(wall[contenders[1]], wall[contenders[0]]), "<= 1.00")
+	swdt, sftp := wall[contenders[1]], wall[contenders[0]]
+	b.add("Debian sshd: ratio swdt cp / sftp (min / median)", ratio(swdt.min(), sftp.min())+" / "+ratio(swdt.med(), sftp.med()), "<= 1.00")
 	b.add("Debian sshd: ratio of CPU, client and sshd (medians)", ratio(cpu[contenders[1]], cpu[contenders[0]]), "")
 	return nil
+}
+
+// sshdNode writes a node file whose one node, sshd, is s: the bench's
+// key, s's known_hosts, strict host key check.
+func (b *bench) sshdNode(s *sshd) string {
+	p := filepath.Join(b.dir, "sshd-node.yaml")
+	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: sshd
+spec:
+  credentials:
+    hostname: %q
+    username: %q
+    privateKey: %q
+    knownHostsFile: %q
+    hostKeyPolicy: strict
+`, s.addr, s.user, b.key, s.knownHosts)
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // reaped waits until sshd has no child process left: its session
@@ -206,54 +227,4 @@ func (s *sshd) reaped() error {
 		}
 	}
 	return errors.New("sshd's session processes did not exit within 10 s")
-}
-
-// uploadProcess times a run of this program's upload mode, process start
-// to exit as sftp's (both through exec mode), and returns its CPU time
-// too.
-func (b *bench) uploadProcess(s *sshd, local, dst string) (wall, cpu time.Duration, err error) {
-	m, err := b.timed(nil, nil, b.self, "upload", "-host", s.addr, "-user", s.user, "-key", b.key,
-		"-known-hosts", s.knownHosts, local, dst)
-	if err != nil {
-		return 0, 0, err
-	}
-	return m.Wall, m.CPU, nil
-}
-
-// upload is this program's upload mode: it dials host as swdt does
-// (pkg/remote, strict host key check, no ssh config) and uploads a local
-// file with remote.Client.Upload, which is how swdt stages a binary.
-func upload(args []string) error {
-	fs := flag.NewFlagSet("upload", flag.ContinueOnError)
-	host := fs.String("host", "", "host:port")
-	usr := fs.String("user", "", "user")
-	key := fs.String("key", "", "private key")
-	knownHosts := fs.String("known-hosts", "", "known_hosts file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return errors.New("usage: bench upload -host H -user U -key K -known-hosts F LOCAL REMOTE")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	c, err := remote.Dial(ctx, remote.Config{Host: *host, User: *usr, PrivateKeyFile: *key, KnownHostsFile: *knownHosts,
-		HostKeyPolicy: "strict", SSHConfigFile: remote.NoSSHConfig})
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", *host, err)
-	}
-	defer c.Close()
-	if err := c.Upload(ctx, f, fi.Size(), fs.Arg(1), nil); err != nil {
-		return fmt.Errorf("upload: %w", err)
-	}
-	return nil
 }

@@ -18,10 +18,10 @@ import (
 	"time"
 )
 
-// The bench times every client (swdt, sftp, rsync, its own upload child)
-// through this program started again in exec mode: a small process that
-// runs the client, measures it from its start to its exit, and writes its
-// peak RSS and CPU time to a file. Timing in a small parent keeps the
+// The bench times every client (swdt, sftp, rsync) through this program
+// started again in exec mode: a small process that runs the client,
+// measures it from its start to its exit, and writes its peak RSS and CPU
+// time to a file. Timing in a small parent keeps the
 // client's peak RSS its own: Go's os/exec starts children with
 // CLONE_VM|CLONE_VFORK, and Linux records the parent's peak RSS at that
 // moment in the child's ru_maxrss; the bench itself may just have read a

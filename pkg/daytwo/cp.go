@@ -36,7 +36,8 @@ type CopyOptions struct {
 
 // CopiedFile is one file Copy wrote.
 type CopiedFile struct {
-	// Path is where it was written (on the node: a Windows path).
+	// Path is where it was written (on the node: a Windows path, or one
+	// with slashes when the destination was given with slashes).
 	Path string `json:"path"`
 	Size int64  `json:"size"`
 }
@@ -64,7 +65,8 @@ type CopyReport struct {
 // The parent of dst must exist. Files arrive under a temporary name and
 // are renamed into place once complete, so a file at dst is never half
 // written. Paths on the node are Windows paths (C:\k\kubelet.log); a
-// relative one is relative to the login user's home directory.
+// relative one is relative to the login user's home directory. A path
+// written with slashes (C:/k, /srv/k) gets its names joined with slashes.
 //
 // A missing source, or a destination whose parent is missing, is an error
 // naming the path and the side (here or on the node) before anything is
@@ -321,10 +323,16 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// winJoin joins a Windows directory and a name.
+// winJoin joins a directory on the node and a name with the separator
+// the directory is written with: a backslash (C:\k), or a slash when it
+// has slashes only (C:/k, or /srv/k on a node whose SFTP server takes
+// POSIX paths).
 func winJoin(dir, name string) string {
 	if strings.HasSuffix(dir, `\`) || strings.HasSuffix(dir, "/") {
 		return dir + name
+	}
+	if strings.Contains(dir, "/") && !strings.Contains(dir, `\`) {
+		return dir + "/" + name
 	}
 	return dir + `\` + name
 }

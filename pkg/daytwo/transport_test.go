@@ -56,10 +56,27 @@ func TestWindowsPathHelpers(t *testing.T) {
 			t.Errorf("%s: base %q dir %q, want %q %q", tt.path, b, d, tt.base, tt.dir)
 		}
 	}
-	if got := winJoin(`C:\k`, "a"); got != `C:\k\a` {
-		t.Errorf("winJoin = %q", got)
+}
+
+func TestWinJoin(t *testing.T) {
+	tests := []struct {
+		dir, want string
+	}{
+		{`C:\k`, `C:\k\a`},
+		{`C:\`, `C:\a`},
+		{`C:`, `C:\a`},
+		{`k`, `k\a`},
+		{`C:\k/sub`, `C:\k/sub\a`},
+		// Slashes only: the node's path stays in that form (an OpenSSH
+		// sshd on Linux takes nothing else).
+		{`C:/k`, `C:/k/a`},
+		{`/srv/k`, `/srv/k/a`},
+		{`/srv/k/`, `/srv/k/a`},
+		{`/`, `/a`},
 	}
-	if got := winJoin(`C:\`, "a"); got != `C:\a` {
-		t.Errorf("winJoin at a root = %q", got)
+	for _, tt := range tests {
+		if got := winJoin(tt.dir, "a"); got != tt.want {
+			t.Errorf("winJoin(%q, a) = %q, want %q", tt.dir, got, tt.want)
+		}
 	}
 }

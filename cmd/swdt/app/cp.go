@@ -31,7 +31,8 @@ One of SRC and DST is NODE:PATH, with PATH a Windows path on the node
 (quote it for the shell: 'node1:C:\k\kubelet.log'); the other is a local
 path. ":PATH" (no node name) means the node --node names, or the file's
 only node. A letter before the colon is a drive (C:\x), and a colon after
-a slash is part of a local path (./a:b).
+a slash is part of a local path (./a:b). A PATH written with slashes
+(C:/k, or /srv/k on a Linux OpenSSH server) keeps them.
 
 A file goes into DST when DST is an existing folder, else becomes DST; a
 folder goes into DST when DST is an existing folder, else becomes DST.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,6 +160,43 @@ func TestCpOpenSSH(t *testing.T) {
 	s := sshdtest.Start(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
 	copyRoundTrip(t, file, t.TempDir())
+
+	// A destination with slashes stays a POSIX path: what swdt reports
+	// writing into a folder is joined with a slash.
+	local := t.TempDir()
+	writeTree(t, local, map[string][]byte{"one.txt": []byte("1"), "tree/two.txt": []byte("2")})
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"a file into a folder", "one.txt", []string{"one.txt"}},
+		{"a folder into a folder", "tree", []string{"tree/two.txt"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			remoteDir := t.TempDir()
+			code, out, errOut := run(t, "cp", "-c", file, "-o", "json", filepath.Join(local, tt.src), "node1:"+remoteDir)
+			if code != exitcode.OK {
+				t.Fatalf("exit %d\n%s", code, errOut)
+			}
+			var got []string
+			for _, f := range decodeJSON[cpJSON](t, out).Files {
+				got = append(got, f.Path)
+			}
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, remoteDir+"/"+w)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("files written %q, want %q", got, want)
+			}
+			for _, w := range tt.want {
+				sent, _ := os.ReadFile(filepath.Join(local, w))
+				if got, err := os.ReadFile(filepath.Join(remoteDir, w)); err != nil || !bytes.Equal(got, sent) {
+					t.Errorf("%s on the node: %q, %v; want %q", w, got, err, sent)
+				}
+			}
+		})
+	}
 }
 
 // sshdCredentials are the credentials of a node that is the test's sshd.
