@@ -46,6 +46,16 @@ func Digest(goarch string) (string, error) {
 	return a.SHA256, err
 }
 
+// Size returns the size of the embedded agent for goarch, without
+// reading it.
+func Size(goarch string) (int64, error) {
+	fi, err := fs.Stat(dist, "dist/"+FileName(goarch))
+	if err != nil {
+		return 0, fmt.Errorf("%w for windows/%s: %w", ErrNotBuilt, goarch, err)
+	}
+	return fi.Size(), nil
+}
+
 // For returns the embedded agent for goarch, or an error wrapping
 // ErrNotBuilt that says how to build one.
 func For(goarch string) (Agent, error) {

@@ -38,4 +38,10 @@ func TestRecordedDigestMatches(t *testing.T) {
 	if err != nil || d != a.SHA256 {
 		t.Errorf("Digest = %q, %v; the agent's SHA-256 is %s (run make agent again)", d, err, a.SHA256)
 	}
+	if n, err := Size("amd64"); err != nil || n != int64(len(a.Binary)) {
+		t.Errorf("Size = %d, %v; the agent has %d bytes", n, err, len(a.Binary))
+	}
+	if _, err := Size("mips64"); !errors.Is(err, ErrNotBuilt) {
+		t.Errorf("Size of a missing architecture: %v, want ErrNotBuilt", err)
+	}
 }
