@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -63,47 +64,11 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		}
 		resp.MissingDirs = append(resp.MissingDirs, dir)
 	}
-	seen := map[string]bool{}
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		if seen[strings.ToLower(name)] {
-			continue
-		}
-		seen[strings.ToLower(name)] = true
-		svc, err := w.Service(name)
-		if errors.Is(err, winos.ErrServiceDoesNotExist) {
-			resp.Services = append(resp.Services, ops.ServiceInfo{Name: name, DependsOn: []string{}, Dependents: []string{}})
-			continue
-		}
-		if err != nil {
-			return resp, fmt.Errorf("read service %s: %w", name, err)
-		}
-		dependents, err := directDependents(w, svc.Name)
-		if err != nil {
-			return resp, fmt.Errorf("list the services that depend on %s: %w", svc.Name, err)
-		}
-		queue = append(queue, dependents...)
-		executable, wrapper, via := serviceProgram(w, svc)
-		if svc.ProcessExited {
-			// The service control manager did not notice that its
-			// process exited (Wine's does not): it is down.
-			svc.Status, svc.PID = winos.StatusStopped, 0
-		}
-		resp.Services = append(resp.Services, ops.ServiceInfo{
-			Name:       svc.Name,
-			Exists:     true,
-			Status:     string(svc.Status),
-			StartType:  svc.StartType,
-			PID:        svc.PID,
-			BinaryPath: svc.CommandLine,
-			Executable: executable,
-			Wrapper:    wrapper,
-			Via:        via,
-			DependsOn:  provisionNonNil(svc.Dependencies),
-			Dependents: provisionNonNil(dependents),
-		})
+	services, err := serviceFacts(w, queue)
+	if err != nil {
+		return resp, err
 	}
+	resp.Services = services
 	for i, t := range req.Targets {
 		if t.Register == nil || t.Service == "" {
 			continue
@@ -136,6 +101,96 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		resp.Unfinished = &ops.UnfinishedSwap{Journal: *j, InProgress: live}
 	}
 	return resp, nil
+}
+
+// serviceFacts describes the services named and, transitively, every
+// service that depends on one, each once, in the order met.
+func serviceFacts(w winos.OS, names []string) ([]ops.ServiceInfo, error) {
+	out := []ops.ServiceInfo{}
+	queue := slices.Clone(names)
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if seen[strings.ToLower(name)] {
+			continue
+		}
+		seen[strings.ToLower(name)] = true
+		svc, err := w.Service(name)
+		if errors.Is(err, winos.ErrServiceDoesNotExist) {
+			out = append(out, ops.ServiceInfo{Name: name, DependsOn: []string{}, Dependents: []string{}})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read service %s: %w", name, err)
+		}
+		dependents, err := directDependents(w, svc.Name)
+		if err != nil {
+			return nil, fmt.Errorf("list the services that depend on %s: %w", svc.Name, err)
+		}
+		queue = append(queue, dependents...)
+		executable, wrapper, via := serviceProgram(w, svc)
+		if svc.ProcessExited {
+			// The service control manager did not notice that its
+			// process exited (Wine's does not): it is down.
+			svc.Status, svc.PID = winos.StatusStopped, 0
+		}
+		out = append(out, ops.ServiceInfo{
+			Name:       svc.Name,
+			Exists:     true,
+			Status:     string(svc.Status),
+			StartType:  svc.StartType,
+			PID:        svc.PID,
+			BinaryPath: svc.CommandLine,
+			Executable: executable,
+			Wrapper:    wrapper,
+			Via:        via,
+			DependsOn:  provisionNonNil(svc.Dependencies),
+			Dependents: provisionNonNil(dependents),
+		})
+	}
+	return out, nil
+}
+
+// servicesChanged compares the services as a run planned with them
+// (expect, from an earlier inspect) with the same services now, all but
+// their PIDs, and says how they differ.
+func servicesChanged(w winos.OS, expect []ops.ServiceInfo) ([]string, error) {
+	names := make([]string, len(expect))
+	for i, e := range expect {
+		names[i] = e.Name
+	}
+	now, err := serviceFacts(w, names)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]ops.ServiceInfo{}
+	for _, s := range now {
+		byName[strings.ToLower(s.Name)] = s
+	}
+	var changed []string
+	for _, e := range expect {
+		s := byName[strings.ToLower(e.Name)]
+		e.PID, s.PID = 0, 0
+		if !reflect.DeepEqual(e, s) {
+			changed = append(changed, fmt.Sprintf("service %s is %s, the run planned with %s", e.Name, describeService(s), describeService(e)))
+		}
+		delete(byName, strings.ToLower(e.Name))
+	}
+	for _, s := range now {
+		if _, extra := byName[strings.ToLower(s.Name)]; extra {
+			changed = append(changed, fmt.Sprintf("service %s now depends on a service the run swaps", s.Name))
+		}
+	}
+	return changed, nil
+}
+
+// describeService is a service's facts in a line.
+func describeService(s ops.ServiceInfo) string {
+	if !s.Exists {
+		return "not registered"
+	}
+	return fmt.Sprintf("%s (%s, %q, depends on %v, needed by %v)", s.Status, s.StartType, s.BinaryPath, s.DependsOn, s.Dependents)
 }
 
 // directDependents lists the services whose own dependencies name svc:

@@ -126,6 +126,16 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		if locked = &l; !l.Acquired {
 			return ops.ServiceSwapResponse{Locked: locked}, nil
 		}
+		if len(req.Expect) > 0 {
+			changed, err := servicesChanged(w, req.Expect)
+			if err != nil {
+				return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+			}
+			if len(changed) > 0 {
+				// The run inspects and plans again, holding the lock.
+				return ops.ServiceSwapResponse{Locked: locked, Changed: changed}, nil
+			}
+		}
 	}
 	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
 		return ops.ServiceSwapResponse{}, err

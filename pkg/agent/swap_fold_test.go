@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,97 @@ func TestServiceSwapTakesTheLock(t *testing.T) {
 				t.Errorf("unlocked %v, lock file there %v: want the lock released", resp.Unlocked, n.Exists(ops.LockPath))
 			}
 			swapAllRunning(t, n)
+		})
+	}
+}
+
+// TestFoldedSwapChecksServices: a swap that takes the lock itself, planned
+// from an earlier inspect, first compares the services with the plan's
+// (all but PIDs) and, when they differ, does nothing and says what
+// changed: the run then inspects and plans again.
+func TestFoldedSwapChecksServices(t *testing.T) {
+	const runID = "b"
+	staged := swapKubelet + ".swdt-new-" + runID
+	tests := []struct {
+		name string
+		// change changes the node after the inspect the run planned with.
+		change      func(t *testing.T, n *simnode.Node)
+		wantChanged string
+	}{
+		{name: "as planned: swapped", change: func(*testing.T, *simnode.Node) {}},
+		{name: "the service was stopped since", wantChanged: "service kubelet is Stopped",
+			change: func(t *testing.T, n *simnode.Node) {
+				if err := n.StopService("kube-proxy"); err != nil {
+					t.Fatal(err)
+				}
+				swapWait(t, n, "kube-proxy", simnode.StatusStopped)
+				if err := n.StopService("kubelet"); err != nil {
+					t.Fatal(err)
+				}
+				swapWait(t, n, "kubelet", simnode.StatusStopped)
+			}},
+		{name: "a service that depends on it was registered since", wantChanged: "service kubelet-helper now depends on a service the run swaps",
+			change: func(t *testing.T, n *simnode.Node) {
+				if err := n.CreateService(simnode.ServiceConfig{Name: "kubelet-helper", BinaryPath: `C:\k\helper.exe`, Dependencies: []string{"kubelet"}}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the service was removed since", wantChanged: "service kube-proxy is not registered",
+			change: func(t *testing.T, n *simnode.Node) {
+				if err := n.StopService("kube-proxy"); err != nil {
+					t.Fatal(err)
+				}
+				swapWait(t, n, "kube-proxy", simnode.StatusStopped)
+				if err := n.DeleteService("kube-proxy"); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n := ts.Node()
+			planned, err := agent.Call(context.Background(), n.OS(), ops.ProvisionInspect,
+				ops.ProvisionInspectRequest{Targets: []ops.ProvisionTarget{{Service: "kubelet", Destination: swapKubelet}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.change(t, n)
+			_, nw, it := rebuiltKubeletPatch(t, n, staged)
+			before := map[string]simnode.Service{}
+			for _, name := range []string{"kubelet", "kube-proxy"} {
+				before[name], _ = n.Service(name)
+			}
+			req := swapKubeletRequest(it)
+			req.Owner, req.Unlock = lockOwner(runID), true
+			req.Lock = &ops.NodeLockRequest{Owner: lockOwner(runID), StaleAfterMs: 60000, Staged: []string{staged, it.Encoded}}
+			req.Expect = planned.Services
+			resp, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := n.ReadFile(swapKubelet)
+			if tt.wantChanged == "" {
+				if len(resp.Changed) > 0 || !bytes.Equal(got, nw) {
+					t.Fatalf("changed %q, swapped %v: want the swap done", resp.Changed, bytes.Equal(got, nw))
+				}
+				swapAllRunning(t, n)
+				return
+			}
+			if !slices.ContainsFunc(resp.Changed, func(c string) bool { return strings.Contains(c, tt.wantChanged) }) {
+				t.Errorf("changed %q, want %q", resp.Changed, tt.wantChanged)
+			}
+			if bytes.Equal(got, nw) || n.Exists(staged) || len(resp.Items) > 0 {
+				t.Error("the swap changed something although the services changed")
+			}
+			for name, b := range before {
+				if a, _ := n.Service(name); a.Status != b.Status || a.PID != b.PID {
+					t.Errorf("%s went from %s (PID %d) to %s (PID %d)", name, b.Status, b.PID, a.Status, a.PID)
+				}
+			}
+			if resp.Locked == nil || !resp.Locked.Acquired {
+				t.Errorf("locked %+v: the run keeps the lock to inspect under it", resp.Locked)
+			}
 		})
 	}
 }

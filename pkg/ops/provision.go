@@ -233,6 +233,11 @@ type ServiceSwapRequest struct {
 	// another run holds the lock the swap does nothing and says so in
 	// Locked.
 	Lock *NodeLockRequest `json:"lock,omitempty"`
+	// Expect, with Lock, are the services as the run planned with them
+	// (an earlier inspect's): once it holds the lock, the swap compares
+	// them with the services as they are (all but PID) and, when any
+	// differs, does nothing and says what in Changed.
+	Expect []ServiceInfo `json:"expect,omitempty"`
 }
 
 // Swap item results.
@@ -301,6 +306,9 @@ type ServiceSwapResponse struct {
 	// Locked is the answer to the request's Lock: when not Acquired,
 	// nothing was done.
 	Locked *NodeLockResponse `json:"locked,omitempty"`
+	// Changed says how the services differ from the request's Expect;
+	// the swap then did nothing.
+	Changed []string `json:"changed,omitempty"`
 }
 
 // SwapUndecoded is an item whose encoded upload did not decode.
