@@ -38,6 +38,7 @@ type File struct {
 	mu      sync.Mutex
 	entries map[string]ops.FileInfo
 	rtt     time.Duration
+	inspect *ops.ProvisionInspectResponse
 	dirty   bool
 }
 
@@ -48,6 +49,9 @@ type fileFormat struct {
 	// RTTMicros is the link's round-trip time, in microseconds (0: not
 	// measured).
 	RTTMicros int64 `json:"rttMicros,omitempty"`
+	// Inspect is the destinations and services the last run's inspect
+	// found (RememberInspect).
+	Inspect *ops.ProvisionInspectResponse `json:"inspect,omitempty"`
 }
 
 // Open loads the cache at path; a missing or unreadable file starts an
@@ -60,7 +64,7 @@ func Open(path string) *File {
 	}
 	var f fileFormat
 	if json.Unmarshal(raw, &f) == nil && f.Files != nil {
-		c.entries, c.rtt = f.Files, time.Duration(f.RTTMicros)*time.Microsecond
+		c.entries, c.rtt, c.inspect = f.Files, time.Duration(f.RTTMicros)*time.Microsecond, f.Inspect
 		return c
 	}
 	if json.Unmarshal(raw, &c.entries) != nil {
@@ -89,6 +93,33 @@ func (c *File) RememberRTT(rtt time.Duration) {
 	if rtt = rtt.Round(time.Microsecond); rtt != c.rtt {
 		c.rtt, c.dirty = rtt, true
 	}
+}
+
+// LastInspect is what RememberInspect recorded, nil when nothing was.
+func (c *File) LastInspect() *ops.ProvisionInspectResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inspect
+}
+
+// RememberInspect records the destinations and services an inspect found
+// (not its lock, journal or files' digests: those the node confirms
+// every run), for the next run to plan with before it asks the node; the
+// node checks that plan's services before it acts on it
+// (ops.ServiceSwapRequest.Expect).
+func (c *File) RememberInspect(found ops.ProvisionInspectResponse) {
+	kept := &ops.ProvisionInspectResponse{Files: make([]ops.FileInfo, len(found.Files)), Services: found.Services}
+	for i, f := range found.Files {
+		kept.Files[i] = ops.FileInfo{Path: f.Path}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, err := json.Marshal(c.inspect); err == nil {
+		if now, err := json.Marshal(kept); err == nil && string(old) == string(now) {
+			return
+		}
+	}
+	c.inspect, c.dirty = kept, true
 }
 
 // ForNode opens the cache of one node in swdt's cache directory (cacheDir,
@@ -134,7 +165,7 @@ func (c *File) Save() error {
 	if !c.dirty {
 		return nil
 	}
-	raw, err := json.Marshal(fileFormat{Files: c.entries, RTTMicros: c.rtt.Microseconds()})
+	raw, err := json.Marshal(fileFormat{Files: c.entries, RTTMicros: c.rtt.Microseconds(), Inspect: c.inspect})
 	if err != nil {
 		return fmt.Errorf("encode hash cache: %w", err)
 	}

@@ -3,6 +3,7 @@ package hashcache
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,35 @@ func TestFileRTT(t *testing.T) {
 				t.Error("the entries were lost")
 			}
 		})
+	}
+}
+
+// TestRememberInspect: the services and destination paths of an inspect
+// survive the process (not its lock, journal or digests); an unchanged
+// inspect does not rewrite the file.
+func TestRememberInspect(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "node.json")
+	c := Open(p)
+	if c.LastInspect() != nil {
+		t.Fatal("a new cache knows an inspect")
+	}
+	found := ops.ProvisionInspectResponse{
+		Files:    []ops.FileInfo{{Path: `C:\k\kubelet.exe`, Exists: true, Size: 3, SHA256: strings.Repeat("a", 64)}},
+		Services: []ops.ServiceInfo{{Name: "kubelet", Exists: true, Status: "Running", PID: 42, DependsOn: []string{}, Dependents: []string{"kube-proxy"}}},
+		Lock:     &ops.LockHolder{Owner: ops.LockOwner{RunID: "x"}},
+	}
+	c.RememberInspect(found)
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	got := Open(p).LastInspect()
+	want := &ops.ProvisionInspectResponse{Files: []ops.FileInfo{{Path: `C:\k\kubelet.exe`}}, Services: found.Services}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LastInspect = %+v, want %+v", got, want)
+	}
+	c2 := Open(p)
+	c2.RememberInspect(found)
+	if c2.dirty {
+		t.Error("the same inspect marked the cache changed")
 	}
 }

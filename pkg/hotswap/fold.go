@@ -3,6 +3,7 @@ package hotswap
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -10,23 +11,30 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// Knowledge is what runs on one node learned of it that the next run of
-// the same process may act on without asking again (--watch): the
-// services and destinations its last inspect found. With it, a rebuild
-// whose every change is a small patch made ahead against the file swdt
-// itself put there last goes in one op: the swap op takes the lock
-// itself, decodes the patches (a destination changed since fails its
-// patch's digest, and the file is sent again compressed) and swaps. A
-// node that another run holds locked, or with an unfinished swap, makes
-// the run take the usual way: lock and inspect, repair, plan. Safe for
-// concurrent use; a nil *Knowledge knows nothing.
+// Knowledge is what runs on one node learned of it that the next run may
+// act on without asking again: the services and destinations its last
+// inspect found, kept by the process (--watch) or recorded in the hash
+// cache for the next one. With it, a rebuild whose every change is a
+// small patch made ahead against the file swdt itself put there last goes
+// in one op: the swap op takes the lock itself, checks that the services
+// are as the plan has them, decodes the patches (a destination changed
+// since fails its patch's digest, and the file is sent again compressed)
+// and swaps. A node that another run holds locked, with an unfinished
+// swap or whose services changed makes the run take the usual way: lock
+// and inspect, repair, plan. Safe for concurrent use; a nil *Knowledge
+// knows nothing.
 type Knowledge struct {
 	mu    sync.Mutex
 	found *ops.ProvisionInspectResponse
 }
 
-// NewKnowledge makes an empty Knowledge.
-func NewKnowledge() *Knowledge { return &Knowledge{} }
+// NewKnowledge makes a Knowledge that knows last (nil: nothing), as an
+// earlier process recorded it (hashcache.File.LastInspect).
+func NewKnowledge(last *ops.ProvisionInspectResponse) *Knowledge { return &Knowledge{found: last} }
+
+// Last is the inspect the last run planned with (nil: none), to record
+// for the next process.
+func (k *Knowledge) Last() *ops.ProvisionInspectResponse { return k.get() }
 
 // set records the inspect a run planned with.
 func (k *Knowledge) set(found ops.ProvisionInspectResponse) {
@@ -69,7 +77,12 @@ func foldedPlan(n Node, items []Item, targets []ops.ProvisionTarget, opts Option
 	if !ok {
 		return nil
 	}
-	if rtt, measured := en.LinkRTT(); !measured || opts.Transfer.plain(rtt, true) {
+	rtt, measured := en.LinkRTT()
+	if !measured {
+		// Just connected, the measure on its way: the last connection's.
+		rtt, measured = opts.Transfer.ExpectedRTT, opts.Transfer.ExpectedRTT > 0
+	}
+	if !measured || opts.Transfer.plain(rtt, true) {
 		return nil
 	}
 	found := *last
@@ -131,5 +144,18 @@ func refused(resp ops.ServiceSwapResponse, err error) bool {
 	if err != nil {
 		return opFailed(err, "unfinished")
 	}
-	return resp.Locked != nil && !resp.Locked.Acquired
+	return resp.Locked != nil && !resp.Locked.Acquired || len(resp.Changed) > 0
+}
+
+// expect is the services the plan was made with, by name: what a folded
+// swap asks the node to confirm before it does anything.
+func (p *Plan) expect() []ops.ServiceInfo {
+	out := make([]ops.ServiceInfo, 0, len(p.services))
+	for _, s := range p.services {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b ops.ServiceInfo) int {
+		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+	})
+	return out
 }

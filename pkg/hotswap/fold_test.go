@@ -45,8 +45,23 @@ func TestRebuildInOneOp(t *testing.T) {
 		wantInspects int32
 		wantTransfer string
 		wantLocked   bool
+		// newProcess: the rebuild's run is another process, which knows
+		// the node from the hash cache.
+		newProcess bool
 	}{
 		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
+		{name: "another process, from the hash cache: one op, no inspect", wantTransfer: hotswap.TransferPatch, newProcess: true},
+		{name: "another process, a service stopped since: the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, newProcess: true,
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+				for _, name := range []string{"kube-proxy", "kubelet"} {
+					if err := ts.Node().StopService(name); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := ts.Node().WaitService(context.Background(), name, simnode.StatusStopped, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}},
 		{name: "another run holds the lock: the usual way, which waits for it", wantInspects: 1, wantLocked: true,
 			before: func(t *testing.T, _ *simnode.TestServer, n *inspectCounting) {
 				other := ops.LockOwner{RunID: "other", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
@@ -84,14 +99,23 @@ func TestRebuildInOneOp(t *testing.T) {
 			ts := simnode.StartTest(t)
 			n := &inspectCounting{countingLink: &countingLink{link: link{Node: connect(t, ts), rtt: 20 * time.Millisecond}}}
 			store := &delta.Store{Dir: t.TempDir()}
-			hashes := hashcache.Open(filepath.Join(t.TempDir(), "hashes.json"))
+			hashesPath := filepath.Join(t.TempDir(), "hashes.json")
+			hashes := hashcache.Open(hashesPath)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			opts := hotswap.Options{Settle: 0, Hashes: hashes, Knowledge: hotswap.NewKnowledge(), LockWait: time.Millisecond,
+			opts := hotswap.Options{Settle: 0, Hashes: hashes, Knowledge: hotswap.NewKnowledge(nil), LockWait: time.Millisecond,
 				Transfer: hotswap.Transfer{Compress: delta.Mode{Auto: true}, Store: store}}
 			first := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v1.exe", v1)}}
 			if rep, err := hotswap.Run(ctx, n, first, opts); err != nil || rep.Results[0].Action != hotswap.ActionUpdated {
 				t.Fatalf("first push: %+v, %v", rep, err)
+			}
+			if tc.newProcess {
+				hashes.RememberInspect(*opts.Knowledge.Last())
+				if err := hashes.Save(); err != nil {
+					t.Fatal(err)
+				}
+				hashes = hashcache.Open(hashesPath)
+				opts.Hashes, opts.Knowledge = hashes, hotswap.NewKnowledge(hashes.LastInspect())
 			}
 			if tc.before != nil {
 				tc.before(t, ts, n)

@@ -37,6 +37,14 @@ type Node interface {
 	Unlock(ctx context.Context, runID string) error
 }
 
+// agentPreparer is a Node that can check its agent and open the first
+// op's channel before that op (while the patches made ahead finish);
+// *node.Node is one.
+type agentPreparer interface {
+	PrepareAgent(ctx context.Context) error
+	PrepareSession()
+}
+
 // uploadPreparer is a Node that can start what uploads need (the SFTP
 // subsystem) while an op runs; *node.Node is one.
 type uploadPreparer interface {
@@ -290,6 +298,18 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 				_ = p.PrepareUploads(pctx)
 			}()
 			defer func() { <-prepared }()
+		}
+		if p, ok := n.(agentPreparer); ok {
+			// On a kept connection (--watch) the first op's channel opens
+			// while its patch is made.
+			p.PrepareSession()
+			// A failure shows again in the first op.
+			checked := make(chan struct{})
+			go func() {
+				defer close(checked)
+				_ = p.PrepareAgent(ctx)
+			}()
+			defer func() { <-checked }()
 		}
 		if plan := foldedPlan(n, items, targets, opts); plan != nil {
 			dests := make([]string, len(targets))

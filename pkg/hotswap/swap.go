@@ -136,6 +136,9 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 		r.lock.pause()
 		resp, err := r.n.SwapServices(swapCtx, req)
 		if r.fold != nil && refused(resp, err) {
+			if len(resp.Changed) > 0 {
+				r.opts.Observer.Step("the node changed since swdt last saw it (" + strings.Join(resp.Changed, "; ") + "): inspecting again")
+			}
 			r.refusedFold = true
 			return nil, nil
 		}
@@ -193,6 +196,9 @@ func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
 		// The lock is kept when a register or restart step follows.
 		Unlock: !r.plan.hasServiceSteps(),
 		Lock:   r.fold,
+	}
+	if r.fold != nil {
+		req.Expect = r.plan.expect()
 	}
 	for _, it := range staged {
 		item := ops.SwapItem{

@@ -25,6 +25,25 @@ func (n *Node) PrepareUploads(ctx context.Context) error {
 	return nil
 }
 
+// PrepareAgent checks (or delivers) the agent, as the first op would:
+// a caller starts it while it gets that op ready. An error shows again
+// in the op.
+func (n *Node) PrepareAgent(ctx context.Context) error {
+	if n.agent() != "" {
+		return nil
+	}
+	_, _, err := n.deliver(ctx, time.Now())
+	return err
+}
+
+// PrepareSession opens the channel of the node's next op in the
+// background (remote.Client.OpenSessionAhead), when the transport can.
+func (n *Node) PrepareSession() {
+	if p, ok := n.conn.(interface{ OpenSessionAhead() }); ok {
+		p.OpenSessionAhead()
+	}
+}
+
 // WaitLinkRTT is LinkRTT once the transport's measure has its answer,
 // waiting for it until ctx is done.
 func (n *Node) WaitLinkRTT(ctx context.Context) (time.Duration, bool) {

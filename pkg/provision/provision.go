@@ -399,10 +399,22 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
 		}
 	}
-	if r.opts.Watch && n.indexes == nil {
-		n.indexes, n.knowledge = hotswap.NewIndexes(), hotswap.NewKnowledge()
+	// What the last run (of this process with --watch, else the last one
+	// recorded) learned of the node's services: a rebuild that is all
+	// small patches goes in one op, which the node refuses when the
+	// services changed since.
+	knowledge := n.knowledge
+	if knowledge == nil {
+		var last *ops.ProvisionInspectResponse
+		if hashes != nil {
+			last = hashes.LastInspect()
+		}
+		knowledge = hotswap.NewKnowledge(last)
 	}
-	opts.Transfer.Indexes, opts.Knowledge = n.indexes, n.knowledge
+	if r.opts.Watch && n.indexes == nil {
+		n.indexes, n.knowledge = hotswap.NewIndexes(), knowledge
+	}
+	opts.Transfer.Indexes, opts.Knowledge = n.indexes, knowledge
 	// The patches against what the node had last time are made while
 	// the node is reached and inspected.
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
@@ -444,6 +456,9 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		defer func() {
 			if rtt, ok := n.conn.LinkRTT(); ok {
 				hashes.RememberRTT(rtt)
+			}
+			if last := knowledge.Last(); last != nil {
+				hashes.RememberInspect(*last)
 			}
 			if err := hashes.Save(); err != nil {
 				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))

@@ -495,6 +495,20 @@ type spareSession struct {
 // rebuild swapped by --watch right after Prepare); an older one is closed.
 const spareFresh = time.Second
 
+// OpenSessionAhead opens, in the background, the session channel of the
+// next command on the current connection, when there is one and no
+// channel is open or on its way: a caller that runs a command soon (a
+// rebuild swapped by --watch once its patch is made) has its channel
+// open by then. It never dials.
+func (c *Client) OpenSessionAhead() {
+	c.mu.Lock()
+	cn := c.cur
+	c.mu.Unlock()
+	if cn != nil {
+		cn.openSpare()
+	}
+}
+
 // takeSpare returns the session openSpare opened, waiting for its
 // channel if it is still on its way; nil when there is none, it could
 // not be opened or it is older than spareFresh.

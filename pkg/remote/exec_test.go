@@ -124,6 +124,12 @@ func TestSpareSession(t *testing.T) {
 	if cn.takeSpare() != nil {
 		t.Fatal("a spare was handed out twice")
 	}
+	c.OpenSessionAhead()
+	if sess := cn.takeSpare(); sess == nil {
+		t.Fatal("OpenSessionAhead opened no session")
+	} else {
+		sess.Close()
+	}
 
 	cn.openSpare()
 	cn.spareMu.Lock()
