@@ -36,11 +36,54 @@ type writeHandle struct {
 	*os.File
 	m      *machine
 	key    string
+	host   string
 	closed bool
+	// markers follows the writes of a file written from its start, in
+	// order (nil once written any other way): its markers are known when
+	// it closes.
+	markers *markerStream
+}
+
+func (h *writeHandle) Write(p []byte) (int, error) {
+	n, err := h.File.Write(p)
+	if h.markers != nil {
+		h.markers.write(p[:n])
+	}
+	return n, err
+}
+
+// WriteString is Write.
+func (h *writeHandle) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
+
+// WriteAt, Seek, Truncate and ReadFrom write out of order, or around
+// Write: the markers are found when the program starts.
+func (h *writeHandle) WriteAt(p []byte, off int64) (int, error) {
+	h.markers = nil
+	return h.File.WriteAt(p, off)
+}
+
+// Seek is os.File's.
+func (h *writeHandle) Seek(off int64, whence int) (int64, error) {
+	h.markers = nil
+	return h.File.Seek(off, whence)
+}
+
+// Truncate is os.File's.
+func (h *writeHandle) Truncate(size int64) error {
+	h.markers = nil
+	return h.File.Truncate(size)
+}
+
+// ReadFrom is os.File's.
+func (h *writeHandle) ReadFrom(r io.Reader) (int64, error) {
+	h.markers = nil
+	return h.File.ReadFrom(r)
 }
 
 func (h *writeHandle) Close() error {
+	err := h.File.Close()
 	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
 	if !h.closed {
 		h.closed = true
 		h.m.writers[h.key]--
@@ -50,9 +93,11 @@ func (h *writeHandle) Close() error {
 		if w, err := parseWinPath(h.key); err == nil {
 			h.m.scanLocked(w, h.m.now())
 		}
+		if fi, serr := os.Stat(h.host); h.markers != nil && err == nil && serr == nil {
+			h.m.markers.record(h.host, fi, h.markers.found)
+		}
 	}
-	h.m.mu.Unlock()
-	return h.File.Close()
+	return err
 }
 
 func mapOSErr(op string, w winPath, hostPath string, err error) error {
@@ -125,7 +170,11 @@ func (m *machine) openWrite(p string, fl openFlags) (*writeHandle, error) {
 	}
 	m.writers[w.key()]++
 	m.forgetHash(w.key())
-	return &writeHandle{File: f, m: m, key: w.key()}, nil
+	h := &writeHandle{File: f, m: m, key: w.key(), host: host}
+	if fl.trunc {
+		h.markers = newMarkerStream()
+	}
+	return h, nil
 }
 
 func (m *machine) openRead(p string) (*os.File, winPath, error) {
@@ -263,6 +312,7 @@ func (m *machine) rename(oldp, newp string, replace bool) error {
 	if err := os.Rename(fromHost, toHost); err != nil {
 		return mapOSErr("rename", from, fromHost, err)
 	}
+	m.markers.moved(fromHost, toHost)
 	m.movedLocked(from, to)
 	// Open handles follow the file: a running process now runs the
 	// renamed file, which stays locked.

@@ -3,6 +3,7 @@ package simnode
 import (
 	"bytes"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -81,19 +82,7 @@ func findMarkers(r io.Reader) (map[string]bool, error) {
 	for {
 		n, err := io.ReadFull(r, buf[keep:])
 		window := buf[:keep+n]
-		// One pass for the prefix every marker shares.
-		for rest := window; ; {
-			i := bytes.Index(rest, []byte(markerPrefix))
-			if i < 0 {
-				break
-			}
-			for _, m := range allMarkers {
-				if bytes.HasPrefix(rest[i:], []byte(m)) {
-					found[m] = true
-				}
-			}
-			rest = rest[i+1:]
-		}
+		markersIn(found, window)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return found, nil
 		}
@@ -102,5 +91,68 @@ func findMarkers(r io.Reader) (map[string]bool, error) {
 		}
 		keep = min(overlap, len(window))
 		copy(buf, window[len(window)-keep:])
+	}
+}
+
+// markersIn adds to found the markers in b, in one pass for the prefix
+// every marker shares.
+func markersIn(found map[string]bool, b []byte) {
+	for rest := b; ; {
+		i := bytes.Index(rest, []byte(markerPrefix))
+		if i < 0 {
+			return
+		}
+		for _, m := range allMarkers {
+			if bytes.HasPrefix(rest[i:], []byte(m)) {
+				found[m] = true
+			}
+		}
+		rest = rest[i+1:]
+	}
+}
+
+// markerStream finds the markers of a file as it is written from its
+// start, in order (a decode, a copy), so that starting the program later
+// does not read it again: the scan runs beside the writer's other work.
+type markerStream struct {
+	found map[string]bool
+	// tail is the end of what was written, shorter than any marker: a
+	// marker may start there and end in the next write.
+	tail []byte
+}
+
+func newMarkerStream() *markerStream { return &markerStream{found: map[string]bool{}} }
+
+func (s *markerStream) write(p []byte) {
+	// A marker (at most 32 bytes) spanning two writes starts in the
+	// last 31 bytes of the first.
+	const overlap = 31
+	head := append(s.tail, p[:min(len(p), overlap)]...)
+	markersIn(s.found, head)
+	markersIn(s.found, p)
+	if len(p) >= overlap {
+		s.tail = append(s.tail[:0], p[len(p)-overlap:]...)
+	} else {
+		s.tail = append(s.tail[:0], head[max(0, len(head)-overlap):]...)
+	}
+}
+
+// record keeps found as the markers of the file at hostPath as fi
+// describes it.
+func (c markerCache) record(hostPath string, fi fs.FileInfo, found map[string]bool) {
+	if len(c) > 64 {
+		clear(c)
+	}
+	c[markerKey{hostPath, fi.Size(), fi.ModTime()}] = found
+}
+
+// moved follows a rename: the file keeps its size and time.
+func (c markerCache) moved(fromHost, toHost string) {
+	for k, v := range c {
+		if k.path == fromHost {
+			delete(c, k)
+			k.path = toHost
+			c[k] = v
+		}
 	}
 }

@@ -3,6 +3,7 @@ package simnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -398,6 +399,44 @@ func TestMarkers(t *testing.T) {
 			t.Error("crashed binary still locked")
 		}
 	})
+	t.Run("found as it was written, then renamed into place", func(t *testing.T) {
+		ts := StartTest(t)
+		n := ts.Node()
+		stopAll(t, n)
+		f, err := n.Create(`C:\k\kubelet.exe.new`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range []string{strings.Repeat("x", 1000) + MarkerCrashOnStart[:5], MarkerCrashOnStart[5:], strings.Repeat("y", 1000)} {
+			if _, err := f.Write([]byte(part)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Remove(`C:\k\kubelet.exe`); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Rename(`C:\k\kubelet.exe.new`, `C:\k\kubelet.exe`, false); err != nil {
+			t.Fatal(err)
+		}
+		n.m.mu.Lock()
+		followed, cache := false, fmt.Sprint(n.m.markers)
+		for k, v := range n.m.markers {
+			followed = followed || strings.HasSuffix(k.path, "kubelet.exe") && v[MarkerCrashOnStart]
+		}
+		n.m.mu.Unlock()
+		if !followed {
+			t.Errorf("the markers found as the file was written did not follow it: %s", cache)
+		}
+		if err := n.StartService("kubelet"); err != nil {
+			t.Fatal(err)
+		}
+		if svc := waitStatus(t, n, "kubelet", StatusStopped); svc.LastExitCode != 1 {
+			t.Errorf("the marker written in two parts did not crash the service: %+v", svc)
+		}
+	})
 	t.Run("hang on stop", func(t *testing.T) {
 		ts := StartTest(t)
 		n := ts.Node()
@@ -699,6 +738,29 @@ func TestFindMarkers(t *testing.T) {
 			}
 			if !maps.Equal(got, want) {
 				t.Errorf("found %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestMarkerStream: markers found as a file is written, in writes of any
+// size, are the ones a read of the whole file finds.
+func TestMarkerStream(t *testing.T) {
+	content := "x" + MarkerCrashOnStart + strings.Repeat("y", 100) + MarkerKubelet + "1.2.3;" + strings.Repeat("z", 5000) + "SIMNODE-" + MarkerWinsNoPipe
+	for _, size := range []int{1, 7, 30, 31, 32, 33, 1000, len(content)} {
+		t.Run(fmt.Sprintf("writes of %d bytes", size), func(t *testing.T) {
+			s := newMarkerStream()
+			for b := []byte(content); len(b) > 0; {
+				n := min(size, len(b))
+				s.write(b[:n])
+				b = b[n:]
+			}
+			want, err := findMarkers(strings.NewReader(content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(s.found, want) {
+				t.Errorf("found %v, want %v", s.found, want)
 			}
 		})
 	}
