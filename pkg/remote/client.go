@@ -459,14 +459,29 @@ func (cn *conn) keepAlive(interval time.Duration) {
 
 // openSpare opens a session channel in the background for the next
 // command, so that its round trip overlaps what runs meanwhile: the SFTP
-// subsystem's start right after connecting, the command before. A server
+// subsystem's start right after connecting, the command before. A spare
+// older than spareFresh is replaced. A server
 // allows several sessions on a connection (OpenSSH's MaxSessions is 10);
 // an unused one ends with the connection.
 func (cn *conn) openSpare() {
 	cn.spareMu.Lock()
 	defer cn.spareMu.Unlock()
-	if cn.spare != nil || cn.dead() {
+	if cn.dead() {
 		return
+	}
+	if cn.spare != nil {
+		select {
+		case sp := <-cn.spare:
+			if sp.s != nil && time.Since(sp.opened) <= spareFresh {
+				cn.spare <- sp // fresh: it stays
+				return
+			}
+			if sp.s != nil {
+				sp.s.Close()
+			}
+		default:
+			return // on its way
+		}
 	}
 	ch := make(chan spareSession, 1)
 	cn.spare = ch

@@ -132,14 +132,26 @@ func TestSpareSession(t *testing.T) {
 	}
 
 	cn.openSpare()
-	cn.spareMu.Lock()
-	ch := cn.spare
-	cn.spareMu.Unlock()
-	sp := <-ch
-	sp.opened = sp.opened.Add(-2 * spareFresh)
-	ch <- sp
+	age := func() {
+		cn.spareMu.Lock()
+		ch := cn.spare
+		cn.spareMu.Unlock()
+		sp := <-ch
+		sp.opened = sp.opened.Add(-2 * spareFresh)
+		ch <- sp
+	}
+	age()
 	if cn.takeSpare() != nil {
 		t.Fatal("a spare older than spareFresh was handed out")
+	}
+	// Asked for ahead, an old spare is replaced.
+	cn.openSpare()
+	age()
+	c.OpenSessionAhead()
+	if sess := cn.takeSpare(); sess == nil {
+		t.Fatal("OpenSessionAhead kept a spare older than spareFresh")
+	} else {
+		sess.Close()
 	}
 }
 
