@@ -71,7 +71,7 @@ func TestPatchMadeAhead(t *testing.T) {
 		wantUploads, wantInline int32
 	}{
 		{name: "a small patch travels in the swap request", next: v2,
-			wantTransfer: hotswap.TransferPatch, wantInline: 1},
+			wantTransfer: hotswap.TransferPatch, wantInline: 1, wantStep: "kubelet: its patch, 0.1 KiB, goes in the swap request"},
 		{name: "a patch over the inline limit is uploaded as it is made", next: other,
 			wantTransfer: hotswap.TransferPatch, wantUploads: 1},
 		{name: "a record that is not what the node has: the patch is made again", next: v2, recorded: flip(v1),

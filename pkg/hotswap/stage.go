@@ -64,10 +64,6 @@ func (r *swapRun) stage(ctx context.Context, updates []Step, missingDirs []strin
 // stageOne puts it on the node, as its staged file or as an encoded
 // upload, and returns how, the bytes sent and the Transfer* name.
 func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, needDir bool) (upload, int64, string, error) {
-	var read int64
-	update := r.opts.Observer.Upload(it)
-	defer func() { update(read) }()
-	progress := func(s int64) { read = s; update(s) }
 	// The inspect said which directories are missing: no round trip for
 	// the others.
 	if needDir {
@@ -75,7 +71,22 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 			return upload{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
 		}
 	}
-	if en, ok := r.n.(EncodingNode); ok && r.opts.Transfer.compresses() {
+	en, encodes := r.n.(EncodingNode)
+	encodes = encodes && r.opts.Transfer.compresses()
+	if encodes && current.Exists && r.opts.Ahead.inline(it, current.SHA256) {
+		// Nothing to upload: the patch made ahead travels in the swap
+		// op's request (no transfer to show the progress of).
+		u, sent, how, err := stageEncoded(ctx, r.n, en, it, current, r.opts, func(int64) {})
+		if err == nil && u.data != nil {
+			r.opts.Observer.Step(fmt.Sprintf("%s: its patch, %.1f KiB, goes in the swap request", it.Name, float64(sent)/1024))
+		}
+		return u, sent, how, err
+	}
+	var read int64
+	update := r.opts.Observer.Upload(it)
+	defer func() { update(read) }()
+	progress := func(s int64) { read = s; update(s) }
+	if encodes {
 		return stageEncoded(ctx, r.n, en, it, current, r.opts, progress)
 	}
 	r.opts.Ahead.stop() // files go as they are

@@ -89,18 +89,29 @@ func (l link) LinkRTT() (time.Duration, bool) { return l.rtt, true }
 
 // hookObserver runs onUpload when staging starts, after the inspect.
 type hookObserver struct {
+	// onUpload runs once, when staging starts: the first upload, or the
+	// step that says a patch goes in the swap request.
 	onUpload func()
 	steps    []string
 }
 
 func (o *hookObserver) Planned(*hotswap.Plan) {}
-func (o *hookObserver) Step(msg string)       { o.steps = append(o.steps, msg) }
+func (o *hookObserver) Step(msg string) {
+	o.steps = append(o.steps, msg)
+	if strings.Contains(msg, "goes in the swap request") {
+		o.staging()
+	}
+}
 func (o *hookObserver) Upload(hotswap.Item) func(int64) {
+	o.staging()
+	return func(int64) {}
+}
+
+func (o *hookObserver) staging() {
 	if o.onUpload != nil {
 		o.onUpload()
 		o.onUpload = nil
 	}
-	return func(int64) {}
 }
 
 func TestEncodedTransfers(t *testing.T) {
