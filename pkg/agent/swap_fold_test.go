@@ -93,16 +93,7 @@ func TestFoldedSwapChecksServices(t *testing.T) {
 	}{
 		{name: "as planned: swapped", change: func(*testing.T, *simnode.Node) {}},
 		{name: "the service was stopped since", wantChanged: "service kubelet is Stopped",
-			change: func(t *testing.T, n *simnode.Node) {
-				if err := n.StopService("kube-proxy"); err != nil {
-					t.Fatal(err)
-				}
-				swapWait(t, n, "kube-proxy", simnode.StatusStopped)
-				if err := n.StopService("kubelet"); err != nil {
-					t.Fatal(err)
-				}
-				swapWait(t, n, "kubelet", simnode.StatusStopped)
-			}},
+			change: func(t *testing.T, n *simnode.Node) { stopAndWait(t, n, "kube-proxy", "kubelet") }},
 		{name: "a service that depends on it was registered since", wantChanged: "service kubelet-helper now depends on a service the run swaps",
 			change: func(t *testing.T, n *simnode.Node) {
 				if err := n.CreateService(simnode.ServiceConfig{Name: "kubelet-helper", BinaryPath: `C:\k\helper.exe`, Dependencies: []string{"kubelet"}}); err != nil {
@@ -111,10 +102,7 @@ func TestFoldedSwapChecksServices(t *testing.T) {
 			}},
 		{name: "the service was removed since", wantChanged: "service kube-proxy is not registered",
 			change: func(t *testing.T, n *simnode.Node) {
-				if err := n.StopService("kube-proxy"); err != nil {
-					t.Fatal(err)
-				}
-				swapWait(t, n, "kube-proxy", simnode.StatusStopped)
+				stopAndWait(t, n, "kube-proxy")
 				if err := n.DeleteService("kube-proxy"); err != nil {
 					t.Fatal(err)
 				}
@@ -166,5 +154,16 @@ func TestFoldedSwapChecksServices(t *testing.T) {
 				t.Errorf("locked %+v: the run keeps the lock to inspect under it", resp.Locked)
 			}
 		})
+	}
+}
+
+// stopAndWait stops each service, in order, until it is Stopped.
+func stopAndWait(t *testing.T, n *simnode.Node, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if err := n.StopService(name); err != nil {
+			t.Fatal(err)
+		}
+		swapWait(t, n, name, simnode.StatusStopped)
 	}
 }
