@@ -93,7 +93,7 @@ func (h *writeHandle) Close() error {
 		if w, err := parseWinPath(h.key); err == nil {
 			h.m.scanLocked(w, h.m.now())
 		}
-		if fi, serr := os.Stat(h.host); h.markers != nil && err == nil && serr == nil {
+		if fi, serr := os.Stat(h.host); h.markers != nil && err == nil && serr == nil && fi.Size() == h.markers.n {
 			h.m.markers.record(h.host, fi, h.markers.found)
 		}
 	}

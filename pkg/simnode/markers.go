@@ -119,6 +119,9 @@ type markerStream struct {
 	// tail is the end of what was written, shorter than any marker: a
 	// marker may start there and end in the next write.
 	tail []byte
+	// n counts the bytes seen: the markers are the file's only when it
+	// has that size (nothing wrote it around the stream).
+	n int64
 }
 
 func newMarkerStream() *markerStream { return &markerStream{found: map[string]bool{}} }
@@ -127,6 +130,7 @@ func (s *markerStream) write(p []byte) {
 	// A marker (at most 32 bytes) spanning two writes starts in the
 	// last 31 bytes of the first.
 	const overlap = 31
+	s.n += int64(len(p))
 	head := append(s.tail, p[:min(len(p), overlap)]...)
 	markersIn(s.found, head)
 	markersIn(s.found, p)

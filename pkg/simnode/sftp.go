@@ -122,7 +122,7 @@ func (w *cuttingWriter) WriteAt(p []byte, off int64) (int, error) {
 	cs.sftpWritten += int64(len(p))
 	written := cs.sftpWritten
 	cs.mu.Unlock()
-	n, err := w.File.WriteAt(p, off)
+	n, err := w.writeHandle.WriteAt(p, off)
 	if cut {
 		_ = cs.srv.m.updateFaults(func(f *Faults) { f.CutAfterBytes = 0 })
 		cs.srv.log.Info("fault: cutting connection", "after", written)
