@@ -68,6 +68,23 @@ func main() {
 	}
 }
 
+// memDir is /dev/shm when it is there (Linux's tmpfs), else "" (the
+// system's temporary directory). On a disk, the host's writeback of the
+// gigabytes the bench writes makes a later run wait: deleting or
+// truncating a file whose pages are being written back waits for the
+// write (ext4), which a Windows node's deletion does not, and which is
+// this machine's, not swdt's.
+func memDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if f, err := os.CreateTemp("/dev/shm", "swdt-bench-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "/dev/shm"
+		}
+	}
+	return ""
+}
+
 type options struct {
 	swdt, simnode string
 	bigMB         int
@@ -77,6 +94,7 @@ type options struct {
 	largeMB       int
 	only          string
 	shapes        string
+	dir           string
 }
 
 func run() error {
@@ -90,6 +108,7 @@ func run() error {
 	flag.IntVar(&o.largeMB, "large-mb", 128, "size in MB of the large rebuild pushed through the VPN link")
 	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one) or loop (the loopback rebuild loop)")
 	flag.StringVar(&o.shapes, "shapes", "", "the link shapes to run, comma-separated (LAN, VPN, slow; default all)")
+	flag.StringVar(&o.dir, "dir", memDir(), "where the bench keeps its files, and the simnodes' and sshd's file systems")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -101,7 +120,7 @@ func run() error {
 	if _, err := exec.LookPath("sftp"); err != nil {
 		return errors.New("OpenSSH's sftp client is needed for the baseline (apt-get install openssh-client)")
 	}
-	dir, err := os.MkdirTemp("", "swdt-bench-")
+	dir, err := os.MkdirTemp(o.dir, "swdt-bench-")
 	if err != nil {
 		return err
 	}
