@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/agentbin"
+	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/remote"
@@ -252,28 +254,6 @@ func TestAgentOfRightSizeButOtherBytesIsNeverRun(t *testing.T) {
 	}
 }
 
-// mapCache is an agent cache in memory.
-type mapCache struct {
-	mu    sync.Mutex
-	files map[string]ops.FileInfo
-}
-
-func (c *mapCache) Known(p string) *ops.FileInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f, ok := c.files[p]
-	if !ok {
-		return nil
-	}
-	return &f
-}
-
-func (c *mapCache) Remember(p string, f ops.FileInfo) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.files[p] = f
-}
-
 // readBackConn counts the downloads of one file and the looks at the
 // folder that tells arm64 Windows.
 type readBackConn struct {
@@ -335,9 +315,9 @@ func TestAgentVerifiedByAnEarlierRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			found := ops.FileInfo{Path: path, Exists: true, Size: fi.Size(), SHA256: a.SHA256, ModTicks: fi.ModTime().UnixNano()}
-			cache := &mapCache{files: map[string]ops.FileInfo{}}
+			cache := hashcache.Open(filepath.Join(t.TempDir(), "node.json"))
 			if tt.record != nil {
-				cache.files[path] = *tt.record(found)
+				cache.Remember(path, *tt.record(found))
 			}
 			n := node.New("winworker", c, nil)
 			n.RememberAgent(cache)
