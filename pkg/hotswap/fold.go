@@ -32,9 +32,6 @@ type Knowledge struct {
 // earlier process recorded it (hashcache.File.LastInspect).
 func NewKnowledge(last *ops.ProvisionInspectResponse) *Knowledge { return &Knowledge{found: last} }
 
-// Last is the inspect the last run planned with (nil: none), to record
-// for the next process.
-func (k *Knowledge) Last() *ops.ProvisionInspectResponse { return k.get() }
 
 // set records the inspect a run planned with.
 func (k *Knowledge) set(found ops.ProvisionInspectResponse) {
@@ -46,8 +43,9 @@ func (k *Knowledge) set(found ops.ProvisionInspectResponse) {
 	k.found = &found
 }
 
-// get returns the last inspect recorded, nil when there is none.
-func (k *Knowledge) get() *ops.ProvisionInspectResponse {
+// Last is the inspect the last run planned with (nil: none), also to
+// record for the next process.
+func (k *Knowledge) Last() *ops.ProvisionInspectResponse {
 	if k == nil {
 		return nil
 	}
@@ -67,7 +65,7 @@ var errFoldRefused = errors.New("the node asks for the usual way")
 // the hash cache recorded; no service step, no registration and no step
 // before the swap. Else nil.
 func foldedPlan(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {
-	last := opts.Knowledge.get()
+	last := opts.Knowledge.Last()
 	if last == nil || opts.Ahead == nil || opts.BeforeSwap != nil || len(last.Files) != len(items) {
 		return nil
 	}
