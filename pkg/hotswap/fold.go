@@ -32,7 +32,6 @@ type Knowledge struct {
 // earlier process recorded it (hashcache.File.LastInspect).
 func NewKnowledge(last *ops.ProvisionInspectResponse) *Knowledge { return &Knowledge{found: last} }
 
-
 // set records the inspect a run planned with.
 func (k *Knowledge) set(found ops.ProvisionInspectResponse) {
 	if k == nil {
