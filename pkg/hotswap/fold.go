@@ -53,8 +53,8 @@ func (k *Knowledge) Last() *ops.ProvisionInspectResponse {
 	return k.found
 }
 
-// errFoldRefused is a swap op that took no lock or found an unfinished
-// swap: the run takes the usual way.
+// errFoldRefused is a swap op that took no lock, found an unfinished swap
+// or services other than the plan's: the run takes the usual way.
 var errFoldRefused = errors.New("the node asks for the usual way")
 
 // foldedPlan is the plan of items from what opts.Knowledge and the hash
