@@ -11,6 +11,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,6 +159,12 @@ func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin i
 	raw, err := io.ReadAll(stdin)
 	if err != nil {
 		return failed(Fail("bad-request", "read request from stdin: %v", err))
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		// swdt sends every request as JSON ("{}" at least); an op started
+		// ahead whose request was never sent ends here, having done
+		// nothing.
+		return failed(Fail("bad-request", "op %s: no request on stdin, nothing was done (swdt sends one as JSON)", args[1]))
 	}
 	data, err := safely(ctx, h, busyOS{OS: w, ctx: ctx}, inv, raw)
 	if err != nil {

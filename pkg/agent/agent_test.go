@@ -36,6 +36,9 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 		{"unknown op", []string{"op", "format-c"}, "{}", "unknown-op"},
 		{"request not JSON", []string{"op", ops.NodeFacts.Name}, "{not json", "bad-request"},
 		{"request of the wrong shape", []string{"op", ops.FilesRemove.Name}, `{"paths": "C:\\k"}`, "bad-request"},
+		// An op started ahead whose request never came: nothing runs.
+		{"no request", []string{"op", ops.ServiceSwap.Name}, "", "bad-request"},
+		{"only blanks", []string{"op", ops.FilesRemove.Name}, " \r\n", "bad-request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
