@@ -367,6 +367,8 @@ type conn struct {
 	// spare delivers a session channel opened ahead for the next command
 	// (nil: none is being opened); see openSpare.
 	spare chan spareSession
+	// ahead is the command StartAhead started (nil: none); under spareMu.
+	ahead *aheadCmd
 }
 
 func newConn(c *ssh.Client, jumps []*ssh.Client, log *slog.Logger) *conn {
@@ -667,23 +669,39 @@ func do(ctx context.Context, cn *conn, fn func() error) error {
 // before the session opens. stdin must not block forever.
 func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	what := fmt.Sprintf("run %q on %s", shorten(cmd), c.t.addr)
+	if cn, _ := c.live(); cn != nil {
+		if st := cn.takeAhead(cmd); st != nil {
+			c.log.Debug("ssh exec, started ahead", "addr", c.t.addr, "cmd", shorten(cmd))
+			return c.finish(ctx, what, cn, st.s, st.feed(stdin, stdout, stderr))
+		}
+	}
 	sess, cn, err := c.session(ctx)
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", what, err)
 	}
-	defer sess.Close()
 	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
 	c.log.Debug("ssh exec", "addr", c.t.addr, "cmd", shorten(cmd))
 	if err := sess.Start(cmd); err != nil {
+		sess.Close()
 		if cn.lost(err) {
 			err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
 		}
 		return -1, fmt.Errorf("%s: %w", what, err)
 	}
+	return c.finish(ctx, what, cn, sess, sess.Wait)
+}
+
+// finish waits for the command started on sess to end (wait), opening
+// the next command's channel meanwhile, and returns its exit status;
+// when ctx ends first the command is signalled and its session closed.
+// sess is closed on return.
+func (c *Client) finish(ctx context.Context, what string, cn *conn, sess *ssh.Session, wait func() error) (int, error) {
+	defer sess.Close()
 	// The next command's channel opens while this one runs.
 	cn.openSpare()
 	waited := make(chan error, 1)
-	go func() { waited <- sess.Wait() }()
+	go func() { waited <- wait() }()
+	var err error
 	select {
 	case err = <-waited:
 	case <-ctx.Done():

@@ -200,3 +200,81 @@ func TestRTT(t *testing.T) {
 		t.Errorf("RTT = %s, %v after WaitRTT %s", again, ok, rtt)
 	}
 }
+
+// TestStartAhead: a command started ahead serves the Exec of the same
+// command line (which then only sends its input), not another command's;
+// one started longer than spareFresh ago is closed and the command runs
+// on a session of its own.
+func TestStartAhead(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	log := s.Dir + "/started.log"
+	cmd := "echo started >> " + log + "; cat"
+	c.mu.Lock()
+	cn := c.cur
+	c.mu.Unlock()
+	run := func(cmd, in string) string {
+		t.Helper()
+		var out strings.Builder
+		code, err := c.Exec(t.Context(), cmd, strings.NewReader(in), &out, nil)
+		if err != nil || code != 0 {
+			t.Fatalf("Exec(%q) = %d, %v", cmd, code, err)
+		}
+		return out.String()
+	}
+	held := func() string {
+		cn.spareMu.Lock()
+		defer cn.spareMu.Unlock()
+		if cn.ahead == nil {
+			return ""
+		}
+		return cn.ahead.cmd
+	}
+
+	c.StartAhead(cmd)
+	if got := run(cmd, "hello"); got != "hello" {
+		t.Fatalf("the command started ahead printed %q, want its input", got)
+	}
+	if held() != "" {
+		t.Fatal("the command started ahead is still held after its Exec")
+	}
+
+	c.StartAhead(cmd)
+	if got := run("echo other", ""); got != "other\n" {
+		t.Fatalf("another command printed %q", got)
+	}
+	if held() != cmd {
+		t.Fatal("another command's Exec took the command started ahead")
+	}
+	if got := run(cmd, "again"); got != "again" || held() != "" {
+		t.Fatalf("the command started ahead printed %q after another command (still held: %q)", got, held())
+	}
+	if out := run("cat "+log, ""); out != "started\nstarted\n" {
+		t.Fatalf("the commands started were %q: an Exec did not use the one started ahead", out)
+	}
+
+	// Started more than spareFresh ago: closed, and a session of its own.
+	c.StartAhead(cmd)
+	cn.spareMu.Lock()
+	a := cn.ahead
+	cn.spareMu.Unlock()
+	st := <-a.ready
+	if st == nil {
+		t.Fatal("the command could not be started ahead")
+	}
+	st.started = st.started.Add(-2 * spareFresh)
+	a.ready <- st
+	if got := run(cmd, "fresh"); got != "fresh" || held() != "" {
+		t.Fatalf("after a stale start the command printed %q (still held: %q)", got, held())
+	}
+
+	// One command is held: a newer one replaces it.
+	c.StartAhead(cmd)
+	c.StartAhead("cat")
+	if held() != "cat" {
+		t.Fatalf("held %q, want the newer command", held())
+	}
+	if got := run("cat", "last"); got != "last" {
+		t.Fatalf("the newer command printed %q", got)
+	}
+}
