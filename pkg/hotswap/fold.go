@@ -57,13 +57,13 @@ func (k *Knowledge) Last() *ops.ProvisionInspectResponse {
 // or services other than the plan's: the run takes the usual way.
 var errFoldRefused = errors.New("the node asks for the usual way")
 
-// foldedPlan is the plan of items from what opts.Knowledge and the hash
-// cache know of the node, when the run can go in one op: on a link
-// measured as one patches are sent over, every change a patch made
-// ahead, small enough to travel in the swap request, against the digest
-// the hash cache recorded; no service step, no registration and no step
-// before the swap. Else nil.
-func foldedPlan(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {
+// foldCandidate is the plan of items from what opts.Knowledge and the
+// hash cache know of the node, when the run may go in one op: on a link
+// measured as one patches are sent over, every change a patch being made
+// ahead against the digest the hash cache recorded; no service step, no
+// registration and no step before the swap. Else nil. It does not wait:
+// whether the patches fit in the swap request is inlinePatches.
+func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {
 	last := opts.Knowledge.Last()
 	if last == nil || opts.Ahead == nil || opts.BeforeSwap != nil || len(last.Files) != len(items) {
 		return nil
@@ -106,11 +106,23 @@ func foldedPlan(n Node, items []Item, targets []ops.ProvisionTarget, opts Option
 		}
 	}
 	for _, s := range updates {
-		if !opts.Ahead.inline(s.Item, s.Current.SHA256) {
+		if !opts.Ahead.made(s.Item, s.Current.SHA256) {
 			return nil
 		}
 	}
 	return plan
+}
+
+// inlinePatches reports whether every update of plan has its patch made
+// ahead, complete and small enough to travel in the swap request,
+// waiting for them: the run then goes in one op.
+func inlinePatches(plan *Plan, opts Options) bool {
+	for _, s := range plan.Updates() {
+		if !opts.Ahead.inline(s.Item, s.Current.SHA256) {
+			return false
+		}
+	}
+	return true
 }
 
 // runFolded runs plan as one swap op that takes the node's lock itself.

@@ -37,12 +37,13 @@ type Node interface {
 	Unlock(ctx context.Context, runID string) error
 }
 
-// agentPreparer is a Node that can check its agent and open the first
-// op's channel before that op (while the patches made ahead finish);
-// *node.Node is one.
+// agentPreparer is a Node that can check its agent, open the first
+// op's channel and start an op before its request is ready (while the
+// patches made ahead finish); *node.Node is one.
 type agentPreparer interface {
 	PrepareAgent(ctx context.Context) error
 	PrepareSession()
+	PrepareOp(name string)
 }
 
 // uploadPreparer is a Node that can start what uploads need (the SFTP
@@ -299,6 +300,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			}()
 			defer func() { <-prepared }()
 		}
+		// A rebuild that may go in one op: whether its patches are small
+		// enough is known once they are made.
+		plan := foldCandidate(n, items, targets, opts)
 		if p, ok := n.(agentPreparer); ok {
 			// On a kept connection (--watch) the first op's channel opens
 			// while its patch is made.
@@ -307,11 +311,15 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			checked := make(chan struct{})
 			go func() {
 				defer close(checked)
-				_ = p.PrepareAgent(ctx)
+				if p.PrepareAgent(ctx) == nil && plan != nil {
+					// The swap op starts on the node; its request
+					// follows once the patches are made.
+					p.PrepareOp(ops.ServiceSwap.Name)
+				}
 			}()
 			defer func() { <-checked }()
 		}
-		if plan := foldedPlan(n, items, targets, opts); plan != nil {
+		if plan != nil && inlinePatches(plan, opts) {
 			dests := make([]string, len(targets))
 			for i, t := range targets {
 				dests[i] = t.Destination

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // UploadStream sends a stream made while it is sent (a compressed file, a
@@ -41,6 +43,21 @@ func (n *Node) PrepareAgent(ctx context.Context) error {
 func (n *Node) PrepareSession() {
 	if p, ok := n.conn.(interface{ OpenSessionAhead() }); ok {
 		p.OpenSessionAhead()
+	}
+}
+
+// PrepareOp starts op name ahead on the transport
+// (remote.Client.StartAhead) with the agent PrepareAgent verified, when
+// there is one and the transport can: the op's run that follows soon
+// then only sends its request. The agent reads its whole request before
+// it does anything, so an op started and never sent does nothing.
+func (n *Node) PrepareOp(name string) {
+	path := n.agent()
+	if path == "" {
+		return
+	}
+	if p, ok := n.conn.(interface{ StartAhead(cmd string) }); ok {
+		p.StartAhead(ops.CommandLine(path, name))
 	}
 }
 
