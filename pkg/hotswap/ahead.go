@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	"sigs.k8s.io/swdt/pkg/delta"
@@ -23,6 +24,8 @@ const InlineLimit = 512 << 10
 // patch only when the inspect finds that same digest on the node;
 // otherwise it is dropped. A nil *Ahead is valid and holds nothing.
 type Ahead struct {
+	ctx     context.Context
+	store   *delta.Store
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	patches map[string]*aheadPatch // by Item.key
@@ -35,8 +38,10 @@ type aheadPatch struct {
 	out  *spill
 	// cancel stops making it.
 	cancel context.CancelFunc
-	// kept is closed once the source's copy is in the store (or failed).
-	kept chan struct{}
+	// kept is closed once the source's copy is in the store (or failed);
+	// keeping is whether that copy was started.
+	kept    chan struct{}
+	keeping bool
 
 	mu       sync.Mutex
 	read     int64
@@ -51,6 +56,12 @@ type aheadPatch struct {
 // are over (Transfer.ExpectedRTT). Pass the result to Run in
 // Options.Ahead, and Close it when the run is over; Run stops it at once
 // when the link it measures turns out to be such a link.
+//
+// An item's Source may have no digest yet (a rebuild that --watch hashes
+// while its patch is made): its patch is made all the same, and Resolved
+// tells the Ahead the digests before Run. The node verifies every
+// decoded file against the digest Run sends, so a source that changed
+// between the two reads costs a second upload, never a wrong binary.
 func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 	tr := opts.Transfer
 	if opts.DryRun || tr.plain(tr.ExpectedRTT, tr.ExpectedRTT > 0) || tr.Store == nil || opts.Hashes == nil {
@@ -73,24 +84,56 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		pctx, pcancel := context.WithCancel(actx)
 		p := &aheadPatch{base: known.SHA256, out: newSpill(InlineLimit), cancel: pcancel, kept: make(chan struct{})}
 		a.patches[it.key()] = p
-		a.wg.Add(2)
+		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
 			defer ref.Close()
 			defer pcancel()
 			p.out.finish(p.build(pctx, tr, ref, size, it))
 		}()
-		go func() {
-			defer a.wg.Done()
-			defer close(p.kept)
-			keep(actx, tr.Store, it)
-			// Its index too, for the next run's patch, once this run's
-			// patch no longer needs the CPU.
-			p.out.ended()
-			_ = tr.Store.SaveIndex(actx, it.Source.SHA256)
-		}()
+		if it.Source.SHA256 != "" {
+			a.keepCopy(actx, tr.Store, p, it)
+		}
 	}
+	a.ctx, a.store = actx, tr.Store
 	return a
+}
+
+// keepCopy starts copying the item's source into the store, and then
+// indexing it, for the next run's patch.
+func (a *Ahead) keepCopy(ctx context.Context, store *delta.Store, p *aheadPatch, it Item) {
+	p.keeping = true
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(p.kept)
+		keep(ctx, store, it)
+		// Its index too, for the next run's patch, once this run's
+		// patch no longer needs the CPU.
+		p.out.ended()
+		_ = store.SaveIndex(ctx, it.Source.SHA256)
+	}()
+}
+
+// Resolved gives the patches Prepare started for sources not hashed yet
+// the items as resolved, before Run: the patch of a source that turned
+// out to be what the node has is dropped, and the copy of every other
+// source goes into the store for the next run's patch.
+func (a *Ahead) Resolved(items []Item) {
+	if a == nil {
+		return
+	}
+	for _, it := range items {
+		p := a.patches[it.key()]
+		if p == nil || p.keeping || it.Source == nil || it.Source.SHA256 == "" {
+			continue
+		}
+		if strings.EqualFold(it.Source.SHA256, p.base) {
+			p.drop()
+			continue
+		}
+		a.keepCopy(a.ctx, a.store, p, it)
+	}
 }
 
 // build writes the patch of the item's source against ref to p.out.
@@ -176,6 +219,16 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 	return nil, p.out, true
 }
 
+// made reports whether a patch of the item against base is being made
+// (or was), without waiting for it.
+func (a *Ahead) made(it Item, base string) bool {
+	if a == nil {
+		return false
+	}
+	p := a.patches[it.key()]
+	return p != nil && p.base == base
+}
+
 // inline reports whether the item's patch made ahead against base is
 // complete and fits in InlineLimit, waiting for it; it does not take it.
 func (a *Ahead) inline(it Item, base string) bool {
@@ -197,9 +250,9 @@ func (a *Ahead) inline(it Item, base string) bool {
 }
 
 // kept returns a function that waits for the item's source to be copied into
-// the store when Prepare started that copy, else nil.
+// the store when the Ahead started that copy, else nil.
 func (a *Ahead) kept(it Item) func() {
-	if a == nil || a.patches[it.key()] == nil {
+	if a == nil || a.patches[it.key()] == nil || !a.patches[it.key()].keeping {
 		return nil
 	}
 	p := a.patches[it.key()]

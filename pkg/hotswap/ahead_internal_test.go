@@ -215,3 +215,81 @@ type waitingLink struct {
 }
 
 func (l *waitingLink) WaitLinkRTT(context.Context) (time.Duration, bool) { return l.later, true }
+
+// TestPrepareBeforeDigest: a patch started before its source was hashed
+// (--watch hashes a rebuild while its patch is made) is made all the
+// same; Resolved drops it when the source turns out to be what the node
+// has, and starts the copy for the next run's patch under the digest
+// resolved. Without Resolved nothing is kept.
+func TestPrepareBeforeDigest(t *testing.T) {
+	old := bytes.Repeat([]byte("MZ the build on the node, "), 40)
+	rebuilt := append(bytes.Clone(old[:500]), []byte("a statement added")...)
+	rebuilt = append(rebuilt, old[500:]...)
+	dest := `C:\k\kubelet.exe`
+	tests := []struct {
+		name      string
+		content   []byte
+		resolve   bool
+		wantPatch bool
+		wantKept  bool
+	}{
+		{name: "a rebuild", content: rebuilt, resolve: true, wantPatch: true, wantKept: true},
+		{name: "touched, not changed", content: old, resolve: true},
+		{name: "never resolved (its source failed)", content: rebuilt, wantPatch: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "kubelet.exe")
+			if err := os.WriteFile(src, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			store := &delta.Store{Dir: filepath.Join(dir, "store")}
+			if err := store.Put(sha(old), bytes.NewReader(old), int64(len(old))); err != nil {
+				t.Fatal(err)
+			}
+			hashes := hashcache.Open(filepath.Join(dir, "hashes.json"))
+			hashes.Remember(dest, ops.FileInfo{Exists: true, Size: int64(len(old)), SHA256: sha(old)})
+			item := func(digest string) Item {
+				return Item{Name: "kubelet", Service: "kubelet", Destination: dest,
+					Source: &source.File{Ref: src, Path: src, Size: int64(len(tc.content)), SHA256: digest}}
+			}
+			opts := Options{Hashes: hashes, Transfer: Transfer{Compress: delta.Mode{Auto: true}, Store: store, ExpectedRTT: 20 * time.Millisecond}}
+			a := Prepare(context.Background(), []Item{item("")}, opts)
+			defer a.Close()
+			if a == nil {
+				t.Fatal("Prepare started nothing for a source without its digest")
+			}
+			it := item(sha(tc.content))
+			if tc.resolve {
+				a.Resolved([]Item{it})
+			}
+			data, _, ok := a.patch(it, sha(old), func(int64) {})
+			if ok != tc.wantPatch {
+				t.Fatalf("a patch: %v, want %v", ok, tc.wantPatch)
+			}
+			if ok {
+				var got bytes.Buffer
+				if _, err := delta.Apply(&got, bytes.NewReader(old), int64(len(old)), bytes.NewReader(data)); err != nil || !bytes.Equal(got.Bytes(), tc.content) {
+					t.Fatalf("the patch rebuilds %d bytes (%v), not the source", got.Len(), err)
+				}
+			}
+			wait := a.kept(it)
+			if (wait != nil) != tc.wantKept {
+				t.Fatalf("a copy kept: %v, want %v", wait != nil, tc.wantKept)
+			}
+			if wait == nil {
+				return
+			}
+			wait()
+			f, size, err := store.Open(sha(tc.content))
+			if err != nil {
+				t.Fatalf("the store has no copy under the resolved digest: %v", err)
+			}
+			f.Close()
+			if size != int64(len(tc.content)) {
+				t.Errorf("the copy has %d bytes, want %d", size, len(tc.content))
+			}
+		})
+	}
+}

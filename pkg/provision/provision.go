@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +159,11 @@ type dialed struct {
 type work struct {
 	node  *selected
 	provs []target.Binary
+	// hashes and ahead are the node's hash cache and the patches started
+	// before its sources were hashed (--watch); nil: runNode loads and
+	// starts them.
+	hashes *hashcache.File
+	ahead  *hotswap.Ahead
 }
 
 func allWork(nodes []*selected) []work {
@@ -379,45 +386,27 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	for _, b := range w.provs {
 		items = append(items, item(n, b, sources[b.SourceKey()], r.opts.Force))
 	}
-	opts := r.opts.Swap
-	opts.Force, opts.DryRun, opts.Command = r.opts.Force, r.opts.DryRun, "swdt kubernetes"
 	var check *clusterCheck
 	if !r.opts.DryRun {
 		var err error
-		if check, err = newClusterCheck(n.spec, w.provs, opts.HealthTimeout); err != nil {
+		if check, err = newClusterCheck(n.spec, w.provs, r.opts.Swap.HealthTimeout); err != nil {
 			return out, err
 		}
 	}
-	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
-	if hashes != nil {
-		opts.Hashes = hashes
-		// Nothing is made ahead for a link files go as they are over:
-		// the one kept from the last run (--watch), or the last one's.
-		if n.conn != nil {
-			opts.Transfer.ExpectedRTT, _ = n.conn.LinkRTT()
-		} else {
-			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
-		}
+	hashes := w.hashes
+	if hashes == nil {
+		hashes = hashcache.ForNode(r.opts.CacheDir, n.spec)
 	}
-	// What the last run (of this process with --watch, else the last one
-	// recorded) learned of the node's services: a rebuild that is all
-	// small patches goes in one op, which the node refuses when the
-	// services changed since.
-	knowledge := n.knowledge
-	if knowledge == nil {
-		var last *ops.ProvisionInspectResponse
-		if hashes != nil {
-			last = hashes.LastInspect()
-		}
-		knowledge = hotswap.NewKnowledge(last)
+	opts := r.swapOptions(n, hashes)
+	knowledge := opts.Knowledge
+	if w.ahead != nil {
+		w.ahead.Resolved(items)
+		opts.Ahead = w.ahead
+	} else {
+		// The patches against what the node had last time are made
+		// while the node is reached and inspected.
+		opts.Ahead = hotswap.Prepare(ctx, items, opts)
 	}
-	if r.opts.Watch && n.indexes == nil {
-		n.indexes, n.knowledge = hotswap.NewIndexes(), knowledge
-	}
-	opts.Transfer.Indexes, opts.Knowledge = n.indexes, knowledge
-	// The patches against what the node had last time are made while
-	// the node is reached and inspected.
-	opts.Ahead = hotswap.Prepare(ctx, items, opts)
 	defer opts.Ahead.Close()
 	if n.conn == nil {
 		conn, err := r.dial(ctx, n)
@@ -484,6 +473,81 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
 	}
 	return out, err
+}
+
+// swapOptions are the hot-swap options of a run on n with its hash cache
+// (nil: none).
+func (r *run) swapOptions(n *selected, hashes *hashcache.File) hotswap.Options {
+	opts := r.opts.Swap
+	opts.Force, opts.DryRun, opts.Command = r.opts.Force, r.opts.DryRun, "swdt kubernetes"
+	if hashes != nil {
+		opts.Hashes = hashes
+		// Nothing is made ahead for a link files go as they are over:
+		// the one kept from the last run (--watch), or the last one's.
+		if n.conn != nil {
+			opts.Transfer.ExpectedRTT, _ = n.conn.LinkRTT()
+		} else {
+			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
+		}
+	}
+	// What the last run (of this process with --watch, else the last one
+	// recorded) learned of the node's services: a rebuild that is all
+	// small patches goes in one op, which the node refuses when the
+	// services changed since.
+	knowledge := n.knowledge
+	if knowledge == nil {
+		var last *ops.ProvisionInspectResponse
+		if hashes != nil {
+			last = hashes.LastInspect()
+		}
+		knowledge = hotswap.NewKnowledge(last)
+	}
+	if r.opts.Watch && n.indexes == nil {
+		n.indexes, n.knowledge = hotswap.NewIndexes(), knowledge
+	}
+	opts.Transfer.Indexes, opts.Knowledge = n.indexes, knowledge
+	return opts
+}
+
+// prepareAhead starts, while w's changed sources are hashed (--watch),
+// the patches of those that are local files against what the node had
+// last time; it returns the node's hash cache with them. The patches are
+// used only once Resolved has the digests.
+func (r *run) prepareAhead(ctx context.Context, w work) (*hashcache.File, *hotswap.Ahead) {
+	n := w.node
+	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
+	if hashes == nil {
+		return nil, nil
+	}
+	var items []hotswap.Item
+	for _, b := range w.provs {
+		p, local := b.LocalPath()
+		if !local || b.Source().Archived() {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		st, err := os.Stat(abs)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // resolve says why
+		}
+		items = append(items, item(n, b, &source.File{Ref: b.SourceURL, Path: abs, Size: st.Size()}, r.opts.Force))
+	}
+	if len(items) == 0 {
+		return hashes, nil
+	}
+	opts := r.swapOptions(n, hashes)
+	ahead := hotswap.Prepare(ctx, items, opts)
+	if ahead != nil && n.conn != nil && opts.Knowledge.Last() != nil {
+		// A rebuild of small patches goes in one swap op: its channel
+		// opens and the agent starts while the patches are made. An op
+		// started and not sent does nothing.
+		n.conn.PrepareSession()
+		n.conn.PrepareOp(ops.ServiceSwap.Name)
+	}
+	return hashes, ahead
 }
 
 // item is the hot-swap item of one provisioner: with a register step when
@@ -585,8 +649,16 @@ func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 			}
 		}
 		r.opts.Observer.Note("changed: " + strings.Join(names, ", "))
+		// The nodes are connected: the patches are made while the
+		// sources are hashed.
+		for i := range ws {
+			ws[i].hashes, ws[i].ahead = r.prepareAhead(ctx, ws[i])
+		}
 		changed, err := r.resolve(ctx, ws)
 		if err != nil {
+			for _, w := range ws {
+				w.ahead.Close()
+			}
 			last = err
 			r.opts.Observer.Warn(fmt.Sprintf("%v; waiting for the next change", err))
 			return
