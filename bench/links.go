@@ -114,7 +114,9 @@ var contenders = []contender{
 // small is one op from the hash cache's record, its channel opened ahead
 // (exec, result: 2), after the agent's check (a channel opened with the
 // op's, then one round trip: 2): floorTripsOneOp; the bench shows that
-// floor too, so that what is left beyond round trips shows.
+// floor too, so that what is left beyond round trips shows. Under --watch
+// the swap op's channel opens and its command starts while the patch is
+// made, so a rebuild waits for one round trip, not floorTripsWatch.
 const (
 	floorTrips      = 13
 	floorTripsWatch = 3
