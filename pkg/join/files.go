@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
@@ -23,19 +22,18 @@ const ContainerdEndpoint = "npipe:////./pipe/containerd-containerd"
 // resolv.conf) plus the node file's taints.
 func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
 	no, yes, empty := false, true, ""
-	kc := kubeletv1beta1.KubeletConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: kubeletv1beta1.SchemeGroupVersion.String(), Kind: "KubeletConfiguration"},
-		Authentication: kubeletv1beta1.KubeletAuthentication{
-			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: ops.JoinCAFile},
-			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &yes},
-			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &no},
+	kc := kubeletConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
+		Authentication: kubeletAuthentication{
+			X509:      kubeletX509{ClientCAFile: ops.JoinCAFile},
+			Webhook:   kubeletEnabled{Enabled: &yes},
+			Anonymous: kubeletEnabled{Enabled: &no},
 		},
-		Authorization:          kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
-		CgroupsPerQOS:          &no,
-		EnforceNodeAllocatable: []string{},
-		ResolverConfig:         &empty,
-		RotateCertificates:     true,
-		ClusterDomain:          "cluster.local",
+		Authorization:      kubeletAuthorization{Mode: "Webhook"},
+		CgroupsPerQOS:      &no,
+		ResolverConfig:     &empty,
+		RotateCertificates: true,
+		ClusterDomain:      "cluster.local",
 	}
 	for _, t := range js.Taints {
 		taint, err := v1alpha1.ParseTaint(t)
@@ -45,6 +43,41 @@ func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
 		kc.RegisterWithTaints = append(kc.RegisterWithTaints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: taint.Effect})
 	}
 	return yaml.Marshal(kc)
+}
+
+// kubeletConfig is the part of the kubelet's KubeletConfiguration
+// (kubelet.config.k8s.io/v1beta1) that a join sets, with the upstream
+// field names; the kubelet defaults the rest. The upstream type
+// (k8s.io/kubelet/config/v1beta1) would bring the component-base metrics
+// registry into swdt, whose init costs every swdt command about 5 ms;
+// TestKubeletConfig decodes this file strictly with that type.
+type kubeletConfig struct {
+	metav1.TypeMeta    `json:",inline"`
+	Authentication     kubeletAuthentication `json:"authentication"`
+	Authorization      kubeletAuthorization  `json:"authorization"`
+	CgroupsPerQOS      *bool                 `json:"cgroupsPerQOS"`
+	ClusterDomain      string                `json:"clusterDomain"`
+	RegisterWithTaints []corev1.Taint        `json:"registerWithTaints,omitempty"`
+	ResolverConfig     *string               `json:"resolvConf"`
+	RotateCertificates bool                  `json:"rotateCertificates"`
+}
+
+type kubeletAuthentication struct {
+	X509      kubeletX509    `json:"x509"`
+	Webhook   kubeletEnabled `json:"webhook"`
+	Anonymous kubeletEnabled `json:"anonymous"`
+}
+
+type kubeletX509 struct {
+	ClientCAFile string `json:"clientCAFile"`
+}
+
+type kubeletEnabled struct {
+	Enabled *bool `json:"enabled"`
+}
+
+type kubeletAuthorization struct {
+	Mode string `json:"mode"`
 }
 
 // ContainerdConfig is containerd's config.toml for a Windows node, as

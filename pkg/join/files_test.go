@@ -24,7 +24,10 @@ func TestKubeletConfig(t *testing.T) {
 	if kc.Kind != "KubeletConfiguration" || kc.APIVersion != "kubelet.config.k8s.io/v1beta1" ||
 		kc.Authentication.X509.ClientCAFile != ops.JoinCAFile || kc.CgroupsPerQOS == nil || *kc.CgroupsPerQOS ||
 		kc.ResolverConfig == nil || *kc.ResolverConfig != "" || len(kc.RegisterWithTaints) != 2 ||
-		kc.RegisterWithTaints[1].Key != "gpu" || kc.RegisterWithTaints[1].Value != "" {
+		kc.RegisterWithTaints[1].Key != "gpu" || kc.RegisterWithTaints[1].Value != "" ||
+		kc.RegisterWithTaints[0].Effect != "NoSchedule" || kc.Authentication.Webhook.Enabled == nil || !*kc.Authentication.Webhook.Enabled ||
+		kc.Authentication.Anonymous.Enabled == nil || *kc.Authentication.Anonymous.Enabled ||
+		kc.Authorization.Mode != kubeletv1beta1.KubeletAuthorizationModeWebhook || !kc.RotateCertificates || kc.ClusterDomain != "cluster.local" {
 		t.Errorf("config:\n%s", raw)
 	}
 }
