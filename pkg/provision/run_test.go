@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/syncbuf"
+	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -89,6 +92,89 @@ func TestWatchKeepsConnection(t *testing.T) {
 	}
 	if got, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(got) != "MZ kubelet after the drop\n" {
 		t.Errorf("the node's kubelet.exe holds %q (%v)", got, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchRebuildInOneOp: under --watch on a link patches are sent over,
+// a rebuild's patch is made while its source is hashed and its swap op is
+// started while the patch is made: the rebuild is one op, started ahead,
+// and no inspect.
+func TestWatchRebuildInOneOp(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "kubelet.exe")
+	build := func(i int) []byte {
+		return []byte(strings.Repeat("MZ the kubelet, a build of many lines\n", 200) + fmt.Sprintf("build %d\n", i))
+	}
+	write := func(i int) {
+		t.Helper()
+		if err := os.WriteFile(src, build(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	nodes := []v1alpha1.Node{{}}
+	nodes[0].Name = "sim"
+	nodes[0].Spec.Credentials = ts.Credentials()
+	nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
+	var log syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
+		return node.Connect(ctx, *spec, node.ConnectOptions{Warn: warn, Logger: logger})
+	}
+	reports := make(chan []fleet.Result[NodeReport], 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, nodes, connect, Options{
+			Watch: true, Debounce: 20 * time.Millisecond, CacheDir: filepath.Join(dir, "cache"),
+			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
+			Swap: hotswap.Options{Settle: 0, StartTimeout: 5 * time.Second, StopTimeout: 5 * time.Second,
+				// A fixed level sends patches on loopback too.
+				Transfer: hotswap.Transfer{Compress: delta.Mode{Level: delta.LevelFastest}, Store: &delta.Store{Dir: filepath.Join(dir, "cache", "sent")}}},
+			Observer: nopObserver{},
+			Report: func(r []fleet.Result[NodeReport]) error {
+				reports <- r
+				return nil
+			},
+		})
+	}()
+	next := func(what, transfer string) {
+		t.Helper()
+		select {
+		case r := <-reports:
+			if err := r[0].Err; err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got := r[0].Value.Results; len(got) != 1 || got[0].Action != hotswap.ActionUpdated || (transfer != "" && got[0].Transfer != transfer) {
+				t.Fatalf("%s: results %+v, want kubelet updated", what, got)
+			}
+		case err := <-done:
+			t.Fatalf("%s: the watch ended: %v", what, err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: no report", what)
+		}
+	}
+	next("first run", "")
+	for i := 2; i <= 3; i++ {
+		mark := len(log.String())
+		write(i)
+		next(fmt.Sprintf("rebuild %d", i), hotswap.TransferPatch)
+		lines := log.String()[mark:]
+		if n := strings.Count(lines, "msg=\"run op\""); n != 1 || !strings.Contains(lines, "op=service-swap") {
+			t.Errorf("rebuild %d ran %d ops, want the swap op alone:\n%s", i, n, lines)
+		}
+		if !strings.Contains(lines, "started ahead") {
+			t.Errorf("rebuild %d: its swap op was not started ahead:\n%s", i, lines)
+		}
+		if got, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(got) != string(build(i)) {
+			t.Fatalf("rebuild %d: the node's kubelet.exe holds %d bytes (%v)", i, len(got), err)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

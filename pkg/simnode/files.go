@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,43 +41,54 @@ type writeHandle struct {
 	closed bool
 	// markers follows the writes of a file written from its start, in
 	// order (nil once written any other way): its markers are known when
-	// it closes.
+	// it closes. Under mu: SFTP writes at offsets from several workers.
+	mu      sync.Mutex
 	markers *markerStream
 }
 
 func (h *writeHandle) Write(p []byte) (int, error) {
 	n, err := h.File.Write(p)
+	h.mu.Lock()
 	if h.markers != nil {
 		h.markers.write(p[:n])
 	}
+	h.mu.Unlock()
 	return n, err
+}
+
+// unordered records a write out of order or around Write: the markers
+// are found when the program starts.
+func (h *writeHandle) unordered() {
+	h.mu.Lock()
+	h.markers = nil
+	h.mu.Unlock()
 }
 
 // WriteString is Write.
 func (h *writeHandle) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 
 // WriteAt, Seek, Truncate and ReadFrom write out of order, or around
-// Write: the markers are found when the program starts.
+// Write (unordered).
 func (h *writeHandle) WriteAt(p []byte, off int64) (int, error) {
-	h.markers = nil
+	h.unordered()
 	return h.File.WriteAt(p, off)
 }
 
 // Seek is os.File's.
 func (h *writeHandle) Seek(off int64, whence int) (int64, error) {
-	h.markers = nil
+	h.unordered()
 	return h.File.Seek(off, whence)
 }
 
 // Truncate is os.File's.
 func (h *writeHandle) Truncate(size int64) error {
-	h.markers = nil
+	h.unordered()
 	return h.File.Truncate(size)
 }
 
 // ReadFrom is os.File's.
 func (h *writeHandle) ReadFrom(r io.Reader) (int64, error) {
-	h.markers = nil
+	h.unordered()
 	return h.File.ReadFrom(r)
 }
 
@@ -93,8 +105,11 @@ func (h *writeHandle) Close() error {
 		if w, err := parseWinPath(h.key); err == nil {
 			h.m.scanLocked(w, h.m.now())
 		}
-		if fi, serr := os.Stat(h.host); h.markers != nil && err == nil && serr == nil && fi.Size() == h.markers.n {
-			h.m.markers.record(h.host, fi, h.markers.found)
+		h.mu.Lock()
+		ms := h.markers
+		h.mu.Unlock()
+		if fi, serr := os.Stat(h.host); ms != nil && err == nil && serr == nil && fi.Size() == ms.n {
+			h.m.markers.record(h.host, fi, ms.found)
 		}
 	}
 	return err
