@@ -382,6 +382,8 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	n := w.node
 	name := n.spec.Name
 	out := NodeReport{}
+	// Whatever ends the run ends the patches started before it.
+	defer w.ahead.Close()
 	items := make([]hotswap.Item, 0, len(w.provs))
 	for _, b := range w.provs {
 		items = append(items, item(n, b, sources[b.SourceKey()], r.opts.Force))
@@ -406,8 +408,8 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		// The patches against what the node had last time are made
 		// while the node is reached and inspected.
 		opts.Ahead = hotswap.Prepare(ctx, items, opts)
+		defer opts.Ahead.Close()
 	}
-	defer opts.Ahead.Close()
 	if n.conn == nil {
 		conn, err := r.dial(ctx, n)
 		if err != nil {
