@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -91,9 +92,10 @@ func (cn *conn) start(cmd string) *startedCmd {
 
 // takeAhead returns the command started ahead when it is cmd, running
 // and started within spareFresh on a live connection (waiting for its
-// start when it is on its way); nil otherwise, and a stale one is
-// closed. A command line that differs leaves it for a later Exec.
-func (cn *conn) takeAhead(cmd string) *startedCmd {
+// start when it is on its way, until ctx is done or the connection
+// drops); nil otherwise, and a stale one is closed. A command line that
+// differs leaves it for a later Exec.
+func (cn *conn) takeAhead(ctx context.Context, cmd string) *startedCmd {
 	cn.spareMu.Lock()
 	a := cn.ahead
 	if a == nil || a.cmd != cmd {
@@ -102,7 +104,16 @@ func (cn *conn) takeAhead(cmd string) *startedCmd {
 	}
 	cn.ahead = nil
 	cn.spareMu.Unlock()
-	st := <-a.ready
+	var st *startedCmd
+	select {
+	case st = <-a.ready:
+	case <-ctx.Done():
+		go a.drop()
+		return nil
+	case <-cn.done:
+		go a.drop()
+		return nil
+	}
 	if st == nil {
 		return nil
 	}

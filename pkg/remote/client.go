@@ -670,7 +670,7 @@ func do(ctx context.Context, cn *conn, fn func() error) error {
 func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	what := fmt.Sprintf("run %q on %s", shorten(cmd), c.t.addr)
 	if cn, _ := c.live(); cn != nil {
-		if st := cn.takeAhead(cmd); st != nil {
+		if st := cn.takeAhead(ctx, cmd); st != nil {
 			c.log.Debug("ssh exec, started ahead", "addr", c.t.addr, "cmd", shorten(cmd))
 			return c.finish(ctx, what, cn, st.s, st.feed(stdin, stdout, stderr))
 		}
