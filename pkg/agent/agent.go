@@ -11,6 +11,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -40,6 +41,9 @@ type invocation struct {
 	// Stdout and Stderr are the agent's own, for a streaming op to pass
 	// a program's output through as it is written.
 	Stdout, Stderr io.Writer
+	// Attachments is the rest of stdin after the request line, for an op
+	// that takes attachments (ops.TakesAttachments); nil for the others.
+	Attachments *bufio.Reader
 }
 
 // handler runs one op from its raw JSON request.
@@ -53,6 +57,18 @@ func handle[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, w 
 			return nil, err
 		}
 		return fn(ctx, w, req)
+	}}
+}
+
+// handleAttached binds a typed handler function to an op that takes
+// attachments after its request (ops.TakesAttachments).
+func handleAttached[Req, Resp any](op ops.Op[Req, Resp], fn func(ctx context.Context, w winos.OS, req Req, attachments *bufio.Reader) (Resp, error)) entry {
+	return entry{name: op.Name, run: func(ctx context.Context, w winos.OS, inv invocation, raw json.RawMessage) (any, error) {
+		req, err := decodeRequest[Req](op.Name, raw)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, w, req, inv.Attachments)
 	}}
 }
 
@@ -156,10 +172,11 @@ func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin i
 	if h == nil {
 		return failed(Fail("unknown-op", "this swdt-agent has no op %q: swdt and the agent on the node disagree; run swdt again to update the agent", args[1]))
 	}
-	raw, err := io.ReadAll(stdin)
+	raw, attachments, err := readRequest(args[1], stdin)
 	if err != nil {
 		return failed(Fail("bad-request", "read request from stdin: %v", err))
 	}
+	inv.Attachments = attachments
 	if len(bytes.TrimSpace(raw)) == 0 {
 		// swdt sends every request as JSON ("{}" at least); an op started
 		// ahead whose request was never sent ends here, having done
@@ -175,6 +192,21 @@ func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin i
 		return failed(fmt.Errorf("encode result: %w", err))
 	}
 	return ops.Envelope{OK: true, Data: out}
+}
+
+// readRequest reads op name's request from stdin: all of it, or for an
+// op that takes attachments its first line, the rest left to read.
+func readRequest(name string, stdin io.Reader) (json.RawMessage, *bufio.Reader, error) {
+	if !ops.TakesAttachments(name) {
+		raw, err := io.ReadAll(stdin)
+		return raw, nil, err
+	}
+	br := bufio.NewReaderSize(stdin, 256<<10)
+	raw, err := br.ReadBytes('\n')
+	if err == io.EOF {
+		err = nil // a request with nothing after it
+	}
+	return raw, br, err
 }
 
 // safely turns a handler panic into an "exception" failure: the agent

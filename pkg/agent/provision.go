@@ -19,7 +19,7 @@ import (
 var provisionOps = []entry{
 	handle(ops.ProvisionInspect, provisionInspect),
 	handle(ops.FilesRemove, filesRemove),
-	handle(ops.ServiceSwap, serviceSwap),
+	handleAttached(ops.ServiceSwap, serviceSwap),
 	handle(ops.SwapRecover, swapRecover),
 	handle(ops.ServiceRegister, serviceRegister),
 	handle(ops.ServiceConfigure, serviceConfigure),
@@ -180,6 +180,27 @@ func servicesChanged(w winos.OS, expect []ops.ServiceInfo) ([]string, error) {
 	for _, s := range now {
 		if _, extra := byName[strings.ToLower(s.Name)]; extra {
 			changed = append(changed, fmt.Sprintf("service %s now depends on a service the run swaps", s.Name))
+		}
+	}
+	return changed, nil
+}
+
+// filesChanged compares the files a run planned with (path, existence,
+// size, last-write time) with the files as they are, and says what
+// differs.
+func filesChanged(w winos.OS, expect []ops.FileInfo) ([]string, error) {
+	var changed []string
+	for _, e := range expect {
+		st, ok, err := provisionStatFile(w, e.Path)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok && e.Exists:
+			changed = append(changed, e.Path+" is gone since swdt last saw it")
+		case ok && !e.Exists:
+			changed = append(changed, e.Path+" was created since swdt last saw it")
+		case ok && (st.Size != e.Size || dotNetTicks(st.ModTime) != e.ModTicks):
+			changed = append(changed, fmt.Sprintf("%s was written since swdt last saw it (%d bytes, the run planned with %d)", e.Path, st.Size, e.Size))
 		}
 	}
 	return changed, nil

@@ -47,7 +47,7 @@ func serviceRestart(ctx context.Context, w winos.OS, req ops.ServiceRestartReque
 		StartTimeoutMs:  req.StartTimeoutMs,
 		SettleMs:        req.SettleMs,
 		HealthTimeoutMs: req.HealthTimeoutMs,
-	})
+	}, nil)
 	resp.Killed, resp.NotStarted, resp.AlsoStopped, resp.Downtime = swap.Killed, swap.NotStarted, swap.AlsoStopped, swap.Downtime
 	for i := range resp.Services {
 		if svc, serr := w.Service(resp.Services[i].Service); serr == nil {

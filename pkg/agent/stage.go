@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,11 +23,11 @@ import (
 // decode). Names that are not a run's staged file and its upload are
 // refused, and nothing is touched. A non-nil inline is the encoded upload
 // itself, sent in the request: Encoded is then only removed if it exists.
-func decodeStaged(w winos.OS, it ops.StageDecodeItem, inline []byte) (info ops.FileInfo, leftover, err error) {
+func decodeStaged(w winos.OS, it ops.StageDecodeItem, data io.Reader) (info ops.FileInfo, leftover, err error) {
 	if err := checkStageNames(it); err != nil {
 		return ops.FileInfo{}, nil, err
 	}
-	info, err = decodeOne(w, it, inline)
+	info, err = decodeOne(w, it, data)
 	if err != nil {
 		if rerr := removeIfExists(w, it.Staged); rerr != nil {
 			err = fmt.Errorf("%w; %w", err, rerr)
@@ -65,9 +64,9 @@ func checkStageNames(it ops.StageDecodeItem) error {
 	return nil
 }
 
-func decodeOne(w winos.OS, it ops.StageDecodeItem, inline []byte) (ops.FileInfo, error) {
-	var enc io.Reader = bytes.NewReader(inline)
-	if inline == nil {
+func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo, error) {
+	enc := data
+	if enc == nil {
 		f, err := w.Open(it.Encoded)
 		if err != nil {
 			return ops.FileInfo{}, err

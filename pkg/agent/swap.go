@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -94,6 +97,9 @@ type swapRun struct {
 	decoded map[int]bool
 	// renamed is true once a destination was renamed.
 	renamed bool
+	// attachments is the op's input after its request: the encoded
+	// bytes of the items that say Attached, in order (nil: none).
+	attachments *bufio.Reader
 }
 
 // swapRecovery is a service's failure actions as they were before the
@@ -106,13 +112,14 @@ type swapRecovery struct {
 // serviceSwap runs the swap, then puts back the failure actions it
 // switched off; when it failed half-way it also starts again every
 // service it had stopped.
-func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
+func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, attachments *bufio.Reader) (ops.ServiceSwapResponse, error) {
 	unlock, _, err := lockSwapMutex(ctx, w, swapMutexWait, "nothing was stopped")
 	if err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
 	defer unlock()
 	s := newSwapRun(w, req)
+	s.attachments = attachments
 	var locked *ops.NodeLockResponse
 	if req.Lock != nil {
 		// The lock and the swap in one op (a kept connection).
@@ -126,8 +133,13 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest) (o
 		if locked = &l; !l.Acquired {
 			return ops.ServiceSwapResponse{Locked: locked}, nil
 		}
-		if len(req.Expect) > 0 {
+		if len(req.Expect) > 0 || len(req.ExpectFiles) > 0 {
 			changed, err := servicesChanged(w, req.Expect)
+			if err == nil {
+				var files []string
+				files, err = filesChanged(w, req.ExpectFiles)
+				changed = append(changed, files...)
+			}
 			if err != nil {
 				return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
 			}
@@ -460,12 +472,14 @@ func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures
 	resp.AlsoStopped = append(resp.AlsoStopped, s.alsoStopped...)
 }
 
-// decode turns each item's encoded upload into its staged file, before
-// anything stops. An item that does not decode is returned when swdt can
-// send it again (Fallback), else it fails (in results); either way its
-// staged file and upload are removed.
+// decode turns each item's encoded upload (a file, the request's Data or
+// its attachment) into its staged file, before anything stops. An item
+// that does not decode is returned when swdt can send it again
+// (Fallback), else it fails (in results); either way its staged file and
+// upload are removed.
 func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]ops.SwapUndecoded, error) {
 	var undecoded []ops.SwapUndecoded
+	var broken error // the attachments cannot be read past a damaged one
 	for i, it := range s.req.Items {
 		if it.Encoded == "" {
 			continue
@@ -473,7 +487,30 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w; nothing was stopped", err)
 		}
-		_, _, err := decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, it.Data)
+		var data io.Reader
+		if it.Data != nil {
+			data = bytes.NewReader(it.Data)
+		}
+		var err error
+		switch {
+		case it.Attached && s.attachments == nil:
+			err = errors.New("the request says its encoded bytes follow it, and nothing followed")
+		case it.Attached && broken != nil:
+			err = fmt.Errorf("an attachment before it could not be read: %w", broken)
+		case it.Attached:
+			att := ops.AttachmentReader(s.attachments)
+			_, _, err = decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, att)
+			// Read to its end, whatever the decode left: the next one
+			// follows it.
+			if _, derr := io.Copy(io.Discard, att); derr != nil && !errors.Is(derr, ops.ErrAttachmentFailed) {
+				broken = derr
+				if err == nil {
+					err = fmt.Errorf("read its attachment: %w", derr)
+				}
+			}
+		default:
+			_, _, err = decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, data)
+		}
 		switch {
 		case err == nil:
 			// A leftover upload is only clutter; the file is verified.

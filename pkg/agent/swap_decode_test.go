@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/agent"
@@ -96,6 +99,10 @@ func TestServiceSwapDecodes(t *testing.T) {
 		changeDest bool
 		// inline sends the encoding in the request (SwapItem.Data).
 		inline bool
+		// attached sends it after the request (SwapItem.Attached):
+		// "whole", "failed" (its sender could not finish it), "cut" (the
+		// input ends inside it) or "none" (nothing follows).
+		attached string
 		// want is the item's result; "" means it is in Undecoded.
 		want    string
 		wantErr string
@@ -114,6 +121,16 @@ func TestServiceSwapDecodes(t *testing.T) {
 			encode: func(t *testing.T, ref, nw []byte) []byte { p := patchOf(t, ref, nw); return p[:len(p)/2] }},
 		{name: "a patch in the request against a destination changed since stops nothing", encoding: ops.EncodingPatch, encode: patchOf,
 			fallback: true, inline: true, changeDest: true, wantErr: "SHA-256"},
+		{name: "a patch that follows the request is decoded as it arrives, verified and swapped", encoding: ops.EncodingPatch, encode: patchOf,
+			fallback: true, attached: "whole", want: ops.SwapResultSwapped},
+		{name: "a patch its sender could not finish stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true,
+			attached: "failed", wantErr: "could not finish"},
+		{name: "a patch cut short in the input stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true,
+			attached: "cut", wantErr: "unexpected EOF"},
+		{name: "a patch said to follow that does not stops nothing", encoding: ops.EncodingPatch, encode: patchOf, fallback: true,
+			attached: "none", wantErr: "decode"},
+		{name: "a patch that follows against a destination changed since stops nothing", encoding: ops.EncodingPatch, encode: patchOf,
+			fallback: true, attached: "whole", changeDest: true, wantErr: "SHA-256"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,10 +146,17 @@ func TestServiceSwapDecodes(t *testing.T) {
 			if tc.encoding == ops.EncodingPatch {
 				it.Reference = swapKubelet
 			}
-			if tc.inline {
+			var tail []byte
+			switch {
+			case tc.inline:
 				it.Data = tc.encode(t, old, nw)
-			} else if err := n.WriteFile(it.Encoded, tc.encode(t, old, nw)); err != nil {
-				t.Fatal(err)
+			case tc.attached != "":
+				it.Attached = true
+				tail = attachment(t, tc.attached, tc.encode(t, old, nw))
+			default:
+				if err := n.WriteFile(it.Encoded, tc.encode(t, old, nw)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.changeDest {
 				// Same size, other bytes, as a rebuild by another tool.
@@ -147,8 +171,10 @@ func TestServiceSwapDecodes(t *testing.T) {
 			before, _ := n.Service("kubelet")
 			req := swapKubeletRequest(it)
 			req.Owner, req.Unlock = lockOwner(runID), true
-			resp, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, req)
-			if err != nil {
+			var resp ops.ServiceSwapResponse
+			if tc.attached != "" {
+				resp = swapAttached(t, n, req, tail)
+			} else if resp, err = agent.Call(context.Background(), n.OS(), ops.ServiceSwap, req); err != nil {
 				t.Fatal(err)
 			}
 			if n.Exists(it.Encoded) {
@@ -192,4 +218,45 @@ func TestServiceSwapDecodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attachment is enc as it follows a request: whole, failed by its sender
+// half-way, cut short by 3 bytes, or nothing at all.
+func attachment(t *testing.T, how string, enc []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	switch how {
+	case "whole", "cut":
+		if err := ops.WriteAttachment(&b, bytes.NewReader(enc)); err != nil {
+			t.Fatal(err)
+		}
+		if how == "cut" {
+			b.Truncate(b.Len() - 3)
+		}
+	case "failed":
+		half := io.MultiReader(bytes.NewReader(enc[:len(enc)/2]), iotest.ErrReader(errors.New("the source changed")))
+		_ = ops.WriteAttachment(&b, half)
+	}
+	return b.Bytes()
+}
+
+// swapAttached runs the swap op of req as swdt-agent.exe does, with tail
+// after the request line on its input.
+func swapAttached(t *testing.T, n *simnode.Node, req ops.ServiceSwapRequest, tail []byte) ops.ServiceSwapResponse {
+	t.Helper()
+	raw, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	agent.Run(context.Background(), n.OS(), agent.Self{}, []string{"op", ops.ServiceSwap.Name}, bytes.NewReader(append(append(raw, '\n'), tail...)), &out, &stderr)
+	env, err := ops.ParseEnvelope(out.Bytes())
+	if err != nil || !env.OK {
+		t.Fatalf("swap: %+v, %v (%s)", env, err, stderr.String())
+	}
+	var resp ops.ServiceSwapResponse
+	if err := json.Unmarshal(env.Data, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

@@ -79,9 +79,10 @@ func TestServiceSwapTakesTheLock(t *testing.T) {
 }
 
 // TestFoldedSwapChecksServices: a swap that takes the lock itself, planned
-// from an earlier inspect, first compares the services with the plan's
-// (all but PIDs) and, when they differ, does nothing and says what
-// changed: the run then inspects and plans again.
+// from an earlier inspect, first compares the services (all but PIDs) and
+// the destinations (size and time) with the plan's and, when they differ,
+// does nothing and says what changed: the run then inspects and plans
+// again.
 func TestFoldedSwapChecksServices(t *testing.T) {
 	const runID = "b"
 	staged := swapKubelet + ".swdt-new-" + runID
@@ -97,6 +98,19 @@ func TestFoldedSwapChecksServices(t *testing.T) {
 		{name: "a service that depends on it was registered since", wantChanged: "service kubelet-helper now depends on a service the run swaps",
 			change: func(t *testing.T, n *simnode.Node) {
 				if err := n.CreateService(simnode.ServiceConfig{Name: "kubelet-helper", BinaryPath: `C:\k\helper.exe`, Dependencies: []string{"kubelet"}}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the binary was replaced since", wantChanged: swapKubelet + " was written since swdt last saw it",
+			change: func(t *testing.T, n *simnode.Node) {
+				old, err := n.ReadFile(swapKubelet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := n.Rename(swapKubelet, swapKubelet+".moved", false); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.WriteFile(swapKubelet, append(old, "another build"...)); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -126,7 +140,7 @@ func TestFoldedSwapChecksServices(t *testing.T) {
 			req := swapKubeletRequest(it)
 			req.Owner, req.Unlock = lockOwner(runID), true
 			req.Lock = &ops.NodeLockRequest{Owner: lockOwner(runID), StaleAfterMs: 60000, Staged: []string{staged, it.Encoded}}
-			req.Expect = planned.Services
+			req.Expect, req.ExpectFiles = planned.Services, planned.Files
 			resp, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, req)
 			if err != nil {
 				t.Fatal(err)

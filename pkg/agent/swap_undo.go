@@ -44,7 +44,7 @@ func swapUndo(ctx context.Context, w winos.OS, req ops.SwapUndoRequest) (ops.Ser
 			return ops.ServiceSwapResponse{}, err
 		}
 	}
-	resp, err := serviceSwap(ctx, w, req.Swap())
+	resp, err := serviceSwap(ctx, w, req.Swap(), nil)
 	for i := range resp.Items {
 		if resp.Items[i].Result == ops.SwapResultSwapped {
 			resp.Items[i].Result = ops.SwapResultRolledBack

@@ -185,6 +185,11 @@ type SwapItem struct {
 	// instead of as the file Encoded (a small patch: no upload round
 	// trips); it is decoded and checked the same way.
 	Data []byte `json:"data,omitempty"`
+	// Attached says the encoded upload follows the request on the op's
+	// stdin, as an attachment (ops.WriteAttachment), in the order of the
+	// items: a patch made while the op runs, decoded as it arrives and
+	// checked the same way.
+	Attached bool `json:"attached,omitempty"`
 	// Fallback says the caller can send the file again another way when
 	// Encoded does not decode into it: the swap then stops and renames
 	// nothing and reports the item in Undecoded. Without it such an item
@@ -238,6 +243,11 @@ type ServiceSwapRequest struct {
 	// them with the services as they are (all but PID) and, when any
 	// differs, does nothing and says what in Changed.
 	Expect []ServiceInfo `json:"expect,omitempty"`
+	// ExpectFiles, with Lock, are the destinations as the run planned with
+	// them (path, size and last-write time from the hash cache: what a
+	// patch was made against): one that differs makes the swap do
+	// nothing and say what in Changed, as a service does.
+	ExpectFiles []FileInfo `json:"expectFiles,omitempty"`
 }
 
 // Swap item results.
