@@ -5,21 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// run runs op with req through the agent at path and decodes its result.
-// A failure the agent reports is an *OpError; transport failures are
-// returned wrapped.
-func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req) (Resp, error) {
+// run runs op with req (and its attachments, nil: none) through the
+// agent at path and decodes its result. A failure the agent reports is an
+// *OpError; transport failures are returned wrapped.
+func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, attachments io.Reader) (Resp, error) {
 	var resp Resp
 	if err := ctx.Err(); err != nil {
 		return resp, fmt.Errorf("op %s: %w", op.Name, err)
 	}
-	raw, err := n.exec(ctx, path, op.Name, req)
+	raw, err := n.execWith(ctx, path, op.Name, req, attachments)
 	if err != nil {
 		return resp, err
 	}
@@ -33,16 +34,26 @@ func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req
 
 // exec runs one op with the agent at path and returns its result data.
 func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMessage, error) {
+	return n.execWith(ctx, path, name, req, nil)
+}
+
+// execWith is exec with attachments after the request: its stdin is then
+// the request, a newline and the attachments (ops.TakesAttachments).
+func (n *Node) execWith(ctx context.Context, path, name string, req any, attachments io.Reader) (json.RawMessage, error) {
 	params, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("op %s: encode request: %w", name, err)
 	}
 	n.logger.Debug("run op", "op", name, "params", logged(params))
+	var stdin io.Reader = bytes.NewReader(params)
+	if attachments != nil {
+		stdin = io.MultiReader(stdin, strings.NewReader("\n"), attachments)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stdout, stderr := newCapBuffer(name, "stdout", MaxReply, cancel), newCapBuffer(name, "stderr", MaxStderr, cancel)
 	start := time.Now()
-	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), bytes.NewReader(params), stdout, stderr)
+	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), stdin, stdout, stderr)
 	n.logger.Info("op", "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
 	if lerr := limited(ctx); lerr != nil {
 		return nil, lerr

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"io"
 
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -28,6 +29,13 @@ func (n *Node) RemoveFiles(ctx context.Context, paths []string) ([]string, error
 // SwapServices runs one swap transaction on the node.
 func (n *Node) SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
 	return call(ctx, n, ops.ServiceSwap, req, SwapBudget(req))
+}
+
+// SwapServicesAttached is SwapServices with attachments after the
+// request on the op's input: the encoded uploads of its Attached items,
+// in order, as ops.WriteAttachment writes them.
+func (n *Node) SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error) {
+	return callWith(ctx, n, ops.ServiceSwap, req, attachments, SwapBudget(req))
 }
 
 // RecoverSwap finishes or rolls back the node's unfinished swap (its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -89,6 +90,12 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 // verifies the agent, within a bound of its own so that a first contact
 // does not eat a short op's budget.
 func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
+	return callWith(ctx, n, op, req, nil, bound)
+}
+
+// callWith is call with attachments after the request (ops.TakesAttachments;
+// nil: none).
+func callWith[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req Req, attachments io.Reader, bound time.Duration) (Resp, error) {
 	var resp Resp
 	path := n.agent()
 	if path == "" {
@@ -98,11 +105,11 @@ func call[Req, Resp any](ctx context.Context, n *Node, op ops.Op[Req, Resp], req
 		}
 		path = p
 	}
-	return attempt(ctx, n, path, op, req, bound)
+	return attempt(ctx, n, path, op, req, attachments, bound)
 }
 
 // attempt runs op once with the agent at path, within bound.
-func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, bound time.Duration) (Resp, error) {
+func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, attachments io.Reader, bound time.Duration) (Resp, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		bound = time.Until(dl)
 	} else {
@@ -111,7 +118,7 @@ func attempt[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op
 		defer cancel()
 	}
 	defer n.heartbeat(op.Name, bound)()
-	resp, err := run(ctx, n, path, op, req)
+	resp, err := run(ctx, n, path, op, req, attachments)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return resp, &TimeoutError{Node: n.Name, Op: op.Name, After: bound, Err: err}
 	}
