@@ -219,6 +219,27 @@ func (a *Ahead) patch(it Item, base string, progress func(int64)) (data []byte, 
 	return nil, p.out, true
 }
 
+// stream returns the item's patch made ahead against base as a stream
+// from its start, without waiting for it, once: it continues as the
+// patch is made, and ends with the error that stopped it. ok is false
+// when there is none (not made ahead, against another file, or taken).
+func (a *Ahead) stream(it Item, base string) (io.ReadCloser, bool) {
+	if a == nil {
+		return nil, false
+	}
+	p := a.patches[it.key()]
+	if p == nil || p.base != base {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.claimed {
+		return nil, false
+	}
+	p.claimed = true
+	return p.out, true
+}
+
 // made reports whether a patch of the item against base is being made
 // (or was), without waiting for it.
 func (a *Ahead) made(it Item, base string) bool {

@@ -62,7 +62,8 @@ var errFoldRefused = errors.New("the node asks for the usual way")
 // measured as one patches are sent over, every change a patch being made
 // ahead against the digest the hash cache recorded; no service step, no
 // registration and no step before the swap. Else nil. It does not wait:
-// whether the patches fit in the swap request is inlinePatches.
+// the patches follow the swap request as they are made on a node that
+// takes attachments, else whether they fit in it is inlinePatches.
 func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {
 	last := opts.Knowledge.Last()
 	if last == nil || opts.Ahead == nil || opts.BeforeSwap != nil || len(last.Files) != len(items) {
@@ -125,15 +126,16 @@ func inlinePatches(plan *Plan, opts Options) bool {
 	return true
 }
 
-// runFolded runs plan as one swap op that takes the node's lock itself.
+// runFolded runs plan as one swap op that takes the node's lock itself;
+// with attach the patches follow the op's request as they are made.
 // ok is false when the node refused before doing anything (another run's
 // lock, an unfinished swap): the run then takes the usual way, as the
 // same owner.
-func runFolded(ctx context.Context, n Node, plan *Plan, lockReq ops.NodeLockRequest, opts Options, started time.Time) (report *Report, ok bool) {
+func runFolded(ctx context.Context, n Node, plan *Plan, lockReq ops.NodeLockRequest, opts Options, started time.Time, attach bool) (report *Report, ok bool) {
 	setLive(lockReq.Owner.RunID, true)
 	lock := &heldLock{n: n, owner: lockReq.Owner}
 	r := newSwapRun(n, opts, lockReq.Owner, lock, plan, started)
-	r.fold = &lockReq
+	r.fold, r.attach = &lockReq, attach
 	opts.Observer.Planned(plan)
 	down, err := r.run(ctx, nil)
 	if errors.Is(err, errFoldRefused) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -41,18 +42,20 @@ func TestRebuildInOneOp(t *testing.T) {
 	tests := []struct {
 		name string
 		// before runs before the rebuild's run.
-		before       func(t *testing.T, ts *simnode.TestServer, n *inspectCounting)
+		before       func(t *testing.T, ts *simnode.TestServer, n *inspectCounting, store *delta.Store)
 		wantInspects int32
 		wantTransfer string
 		wantLocked   bool
 		// newProcess: the rebuild's run is another process, which knows
 		// the node from the hash cache.
 		newProcess bool
+		// rebuild is the rebuild (nil: v2).
+		rebuild []byte
 	}{
 		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
 		{name: "another process, from the hash cache: one op, no inspect", wantTransfer: hotswap.TransferPatch, newProcess: true},
 		{name: "another process, a service stopped since: the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, newProcess: true,
-			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				for _, name := range []string{"kube-proxy", "kubelet"} {
 					if err := ts.Node().StopService(name); err != nil {
 						t.Fatal(err)
@@ -63,7 +66,7 @@ func TestRebuildInOneOp(t *testing.T) {
 				}
 			}},
 		{name: "another run holds the lock: the usual way, which waits for it", wantInspects: 1, wantLocked: true,
-			before: func(t *testing.T, _ *simnode.TestServer, n *inspectCounting) {
+			before: func(t *testing.T, _ *simnode.TestServer, n *inspectCounting, _ *delta.Store) {
 				other := ops.LockOwner{RunID: "other", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
 				resp, err := n.Node.InspectLocked(context.Background(), ops.NodeLockRequest{Owner: other, StaleAfterMs: time.Hour.Milliseconds()}, nil)
 				if err != nil || resp.Locked == nil || !resp.Locked.Acquired {
@@ -71,7 +74,7 @@ func TestRebuildInOneOp(t *testing.T) {
 				}
 			}},
 		{name: "an unfinished swap: the usual way repairs it first", wantInspects: 1, wantTransfer: hotswap.TransferPatch,
-			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				dead := ops.LockOwner{RunID: "dead", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
 				j := ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z", Stopped: []string{}, Recovery: []ops.JournalRecovery{},
 					Request: ops.ServiceSwapRequest{Owner: dead, Items: []ops.SwapItem{{Service: "kubelet", Destination: kubelet,
@@ -84,12 +87,35 @@ func TestRebuildInOneOp(t *testing.T) {
 					t.Fatal(err)
 				}
 			}},
-		{name: "the node's file changed since: the patch does not decode, the file goes compressed", wantTransfer: hotswap.TransferCompressed,
-			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting) {
+		{name: "a patch larger than a swap request takes: sent as an upload, no inspect", wantTransfer: hotswap.TransferPatch,
+			rebuild: func() []byte {
+				b := bytes.Clone(v1)
+				r := rand.New(rand.NewPCG(7, 7))
+				for i := 2; i < hotswap.StreamLimit+64<<10; i++ {
+					b[i] = byte(r.Uint32())
+				}
+				return b
+			}()},
+		{name: "the node's file changed since: the usual way, the file compressed (no copy of it to patch against)", wantInspects: 1, wantTransfer: hotswap.TransferCompressed,
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				if err := ts.Node().Rename(kubelet, kubelet+".moved", false); err != nil {
 					t.Fatal(err)
 				}
 				if err := ts.Node().WriteFile(kubelet, flip(v1)); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the node's file is another build swdt keeps a copy of: the usual way, a patch against it", wantInspects: 1, wantTransfer: hotswap.TransferPatch,
+			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
+				other := bytes.Clone(v1)
+				copy(other[2<<20:], "another build")
+				if err := ts.Node().Rename(kubelet, kubelet+".moved", false); err != nil {
+					t.Fatal(err)
+				}
+				if err := ts.Node().WriteFile(kubelet, other); err != nil {
+					t.Fatal(err)
+				}
+				if err := store.Put(digest(other), bytes.NewReader(other), int64(len(other))); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -118,11 +144,15 @@ func TestRebuildInOneOp(t *testing.T) {
 				opts.Hashes, opts.Knowledge = hashes, hotswap.NewKnowledge(hashes.LastInspect())
 			}
 			if tc.before != nil {
-				tc.before(t, ts, n)
+				tc.before(t, ts, n, store)
 			}
 			n.inspects.Store(0)
 			n.uploads.Store(0)
-			items := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v2.exe", v2)}}
+			rebuild := v2
+			if tc.rebuild != nil {
+				rebuild = tc.rebuild
+			}
+			items := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v2.exe", rebuild)}}
 			ahead := hotswap.Prepare(ctx, items, opts)
 			defer ahead.Close()
 			opts.Ahead = ahead
@@ -146,13 +176,13 @@ func TestRebuildInOneOp(t *testing.T) {
 			if r := rep.Results[0]; r.Action != hotswap.ActionUpdated || r.Error != "" || r.Transfer != tc.wantTransfer {
 				t.Fatalf("rebuild: %+v, want updated, transfer %s", r, tc.wantTransfer)
 			}
-			if got, err := ts.Node().ReadFile(kubelet); err != nil || !bytes.Equal(got, v2) {
+			if got, err := ts.Node().ReadFile(kubelet); err != nil || !bytes.Equal(got, rebuild) {
 				t.Fatalf("the destination does not hold the rebuild (%v)", err)
 			}
 			if ts.Node().Exists(ops.LockPath) || ts.Node().Exists(ops.JournalPath) {
 				t.Error("the lock or a journal was left on the node")
 			}
-			if k := hashes.Known(kubelet); k == nil || k.SHA256 != digest(v2) {
+			if k := hashes.Known(kubelet); k == nil || k.SHA256 != digest(rebuild) {
 				t.Errorf("hash cache holds %+v, want the rebuild's digest", k)
 			}
 			entries, err := ts.Node().List(`C:\k`)

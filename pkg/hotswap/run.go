@@ -46,6 +46,13 @@ type agentPreparer interface {
 	PrepareOp(name string)
 }
 
+// attachingNode is a Node whose swap op takes attachments: the patches
+// of a run in one op follow its request as they are made (stream), and
+// the node decodes them as they arrive; *node.Node is one.
+type attachingNode interface {
+	SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error)
+}
+
 // uploadPreparer is a Node that can start what uploads need (the SFTP
 // subsystem) while an op runs; *node.Node is one.
 type uploadPreparer interface {
@@ -319,13 +326,14 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			}()
 			defer func() { <-checked }()
 		}
-		if plan != nil && inlinePatches(plan, opts) {
+		_, attaches := n.(attachingNode)
+		if plan != nil && (attaches || inlinePatches(plan, opts)) {
 			dests := make([]string, len(targets))
 			for i, t := range targets {
 				dests[i] = t.Destination
 			}
 			lockReq := ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Staged: staged, Destinations: dests}
-			if report, ok := runFolded(ctx, n, plan, lockReq, opts, started); ok {
+			if report, ok := runFolded(ctx, n, plan, lockReq, opts, started, attaches); ok {
 				return report, nil
 			}
 		}

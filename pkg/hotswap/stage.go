@@ -3,6 +3,7 @@ package hotswap
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -14,10 +15,14 @@ import (
 // upload is how an item's file went to the node: as it is (encoding
 // empty), or as an encoded upload the swap op decodes into the staged
 // file; data, when set, is that upload, not sent yet: it travels in the
-// swap op's request.
+// swap op's request; attached, when set, is that upload still being made:
+// it follows the swap op's request on its input (an attachment).
 type upload struct {
 	encoding string
 	data     []byte
+	attached io.ReadCloser
+	// tooLarge is an attachment ended past StreamLimit.
+	tooLarge bool
 }
 
 // stage uploads every update to its staged name in parallel, records how
@@ -73,6 +78,14 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 	}
 	en, encodes := r.n.(EncodingNode)
 	encodes = encodes && r.opts.Transfer.compresses()
+	if r.attach && encodes && current.Exists {
+		// A run in one op: the patch being made follows the swap op's
+		// request as it is made.
+		if stream, ok := r.opts.Ahead.stream(it, current.SHA256); ok {
+			r.opts.Observer.Step(it.Name + ": its patch follows the swap request as it is made")
+			return upload{encoding: ops.EncodingPatch, attached: stream}, 0, TransferPatch, nil
+		}
+	}
 	if encodes && current.Exists && r.opts.Ahead.inline(it, current.SHA256) {
 		// Nothing to upload: the patch made ahead travels in the swap
 		// op's request (no transfer to show the progress of).

@@ -2,7 +2,9 @@ package hotswap
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,10 @@ type swapRun struct {
 	// it.
 	fold        *ops.NodeLockRequest
 	refusedFold bool
+	// attach is set when the patches made ahead follow the first swap
+	// op's request as they are made (a run in one op on a node that
+	// takes attachments).
+	attach bool
 }
 
 // newSwapRun is the run of plan, each item's result set from its step.
@@ -134,7 +140,7 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 		r.opts.Observer.Step(fmt.Sprintf("swapping: stop %s; start %s", listOrNone(r.plan.StopOrder), listOrNone(r.plan.StartOrder)))
 		// The op renews the lock while it runs, and releases it.
 		r.lock.pause()
-		resp, err := r.n.SwapServices(swapCtx, req)
+		resp, err := r.swapOp(swapCtx, req, staged)
 		if r.fold != nil && refused(resp, err) {
 			if len(resp.Changed) > 0 {
 				r.opts.Observer.Step("the node changed since swdt last saw it (" + strings.Join(resp.Changed, "; ") + "): inspecting again")
@@ -172,6 +178,96 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 	}
 }
 
+// swapOp runs the swap op of req; the patches of its Attached items
+// follow the request as they are made, each ended as failed past
+// StreamLimit (the node then reports it undecoded, and it is sent again
+// compressed). Their bytes count as sent.
+func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged []Item) (ops.ServiceSwapResponse, error) {
+	var streams []Item
+	for _, it := range staged {
+		if r.sent[it.key()].attached != nil {
+			streams = append(streams, it)
+		}
+	}
+	an, ok := r.n.(attachingNode)
+	if len(streams) == 0 || !ok {
+		return r.n.SwapServices(ctx, req)
+	}
+	pr, pw := io.Pipe()
+	written := make([]int64, len(streams))
+	tooLarge := make([]bool, len(streams))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var werr error // the op's input: nothing more goes after one
+		for i, it := range streams {
+			rc := r.sent[it.key()].attached
+			if werr == nil {
+				cw := &countingWriter{w: pw}
+				// A patch that fails, or grows past the limit, fails
+				// its item alone: its attachment ends as failed.
+				err := ops.WriteAttachment(cw, &limitedStream{r: rc, left: StreamLimit})
+				written[i], tooLarge[i], werr = cw.n, errors.Is(err, errStreamLimit), cw.err
+			}
+			rc.Close()
+		}
+		pw.CloseWithError(werr)
+	}()
+	resp, err := an.SwapServicesAttached(ctx, req, pr)
+	// The op may have stopped reading (a refusal): whatever is left
+	// stops with it.
+	pr.Close()
+	<-done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, it := range streams {
+		r.result(it).BytesSent += written[i]
+		r.sent[it.key()] = upload{encoding: ops.EncodingPatch, tooLarge: tooLarge[i]}
+	}
+	return resp, err
+}
+
+// StreamLimit is the most a patch that follows the swap op's request may
+// take; a larger one is sent again compressed, as an upload.
+const StreamLimit = 4 * InlineLimit
+
+// errStreamLimit ends a patch past StreamLimit.
+var errStreamLimit = errors.New("the patch is larger than a swap request takes")
+
+// limitedStream reads r up to left bytes, then fails with errStreamLimit.
+type limitedStream struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedStream) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errStreamLimit
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// countingWriter counts what it writes to w, and keeps w's first error.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
 // downtimes is the downtime of every service the swap op stopped.
 func downtimes(resp ops.ServiceSwapResponse) []ServiceDowntime {
 	var down []ServiceDowntime
@@ -199,6 +295,11 @@ func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
 	}
 	if r.fold != nil {
 		req.Expect = r.plan.expect()
+		for _, it := range staged {
+			// What its patch was made against, as the hash cache knows it.
+			cur := r.plan.current(it.Destination)
+			req.ExpectFiles = append(req.ExpectFiles, ops.FileInfo{Path: it.Destination, Exists: cur.Exists, Size: cur.Size, ModTicks: cur.ModTicks})
+		}
 	}
 	for _, it := range staged {
 		item := ops.SwapItem{
@@ -208,6 +309,7 @@ func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
 		}
 		if u := r.sent[it.key()]; u.encoding != "" {
 			item.Encoded, item.Encoding, item.Data, item.Size = it.encoded(), u.encoding, u.data, it.Source.Size
+			item.Attached = u.attached != nil
 			if u.encoding == ops.EncodingPatch {
 				// A patch that fails is sent again compressed.
 				item.Reference, item.Fallback = it.Destination, true
@@ -304,21 +406,38 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			r.fail(it, why)
 			continue
 		}
-		r.opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%s); sending the whole file", it.Name, why))
+		// A patch too large to follow the request goes as an upload;
+		// one that did not work, the whole file compressed.
+		large := r.sent[it.key()].tooLarge
+		if large {
+			r.opts.Observer.Step(it.Name + ": its patch is larger than a swap request takes; sending it as an upload")
+		} else {
+			r.opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%s); sending the whole file", it.Name, why))
+		}
+		base := r.plan.current(it.Destination).SHA256
 		g.Go(func() error {
 			var read int64
 			update := r.opts.Observer.Upload(it)
-			wire, err := sendCompressed(ctx, en, it, r.opts, func(s int64) { read = s; update(s) })
+			progress := func(s int64) { read = s; update(s) }
+			how, transfer := upload{encoding: ops.EncodingZstd}, TransferCompressed
+			var wire int64
+			var err error
+			if large {
+				how, transfer = upload{encoding: ops.EncodingPatch}, TransferPatch
+				wire, err = sendPatch(ctx, en, it, base, r.opts, progress, nil)
+			} else {
+				wire, err = sendCompressed(ctx, en, it, r.opts, progress)
+			}
 			update(read)
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			res.BytesSent += wire
-			res.Transfer = TransferCompressed
+			res.Transfer = transfer
 			if err != nil {
 				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
 				return nil
 			}
-			r.sent[it.key()] = upload{encoding: ops.EncodingZstd}
+			r.sent[it.key()] = how
 			next = append(next, it)
 			return nil
 		})

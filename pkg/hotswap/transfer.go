@@ -131,17 +131,9 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 			// Small enough to travel in the swap op's request.
 			return upload{encoding: ops.EncodingPatch, data: data}, int64(len(data)), TransferPatch, nil
 		}
-		f, size, oerr := tr.Store.Open(current.SHA256)
-		if oerr == nil {
+		if f, _, oerr := tr.Store.Open(current.SHA256); oerr == nil {
 			f.Close()
-			sent, perr := sendEncoded(ctx, en, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
-				ref, _, err := tr.Store.Open(current.SHA256)
-				if err != nil {
-					return err
-				}
-				defer ref.Close()
-				return tr.diff(ctx, w, ref, size, current.SHA256, src)
-			})
+			sent, perr := sendPatch(ctx, en, it, current.SHA256, opts, progress, ahead)
 			wire += sent
 			if perr == nil {
 				return upload{encoding: ops.EncodingPatch}, wire, TransferPatch, nil
@@ -156,6 +148,21 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 	sent, err := sendCompressed(ctx, en, it, opts, progress)
 	wire += sent
 	return upload{encoding: ops.EncodingZstd}, wire, TransferCompressed, err
+}
+
+// sendPatch uploads the patch of it against the store's copy of base
+// (the node's file), making it as it sends it; ahead, when set, is that
+// patch made ahead, which the first attempt sends.
+func sendPatch(ctx context.Context, en EncodingNode, it Item, base string, opts Options, progress func(int64), ahead io.ReadCloser) (int64, error) {
+	tr := opts.Transfer
+	return sendEncoded(ctx, en, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
+		ref, size, err := tr.Store.Open(base)
+		if err != nil {
+			return err
+		}
+		defer ref.Close()
+		return tr.diff(ctx, w, ref, size, base, src)
+	})
 }
 
 // sendCompressed uploads it zstd-compressed, at the level the transfer's
