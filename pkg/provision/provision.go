@@ -546,8 +546,8 @@ func (r *run) prepareAhead(ctx context.Context, w work) (*hashcache.File, *hotsw
 		// A rebuild of small patches goes in one swap op: its channel
 		// opens and the agent starts while the patches are made. An op
 		// started and not sent does nothing.
-		n.conn.PrepareSession()
 		n.conn.PrepareOp(ops.ServiceSwap.Name)
+		n.conn.PrepareSession()
 	}
 	return hashes, ahead
 }

@@ -57,14 +57,22 @@ func (cn *conn) startAhead(cmd string) {
 	}
 	a := &aheadCmd{cmd: cmd, asked: time.Now(), ready: make(chan *startedCmd, 1)}
 	cn.ahead = a
-	go func() { a.ready <- cn.start(cmd) }()
+	// The spare serves it whatever its age: a command that only waits
+	// for its input does nothing on a connection that dropped, and the
+	// reply to its exec says the connection lives.
+	spare := cn.spare
+	cn.spare = nil
+	go func() { a.ready <- cn.start(cmd, spare) }()
 }
 
-// start runs cmd on a session of its own (the spare when there is one)
+// start runs cmd on a session of its own (spare's when there is one)
 // with its input, output and error output as pipes; nil when it could
 // not be started.
-func (cn *conn) start(cmd string) *startedCmd {
-	s := cn.takeSpare()
+func (cn *conn) start(cmd string, spare chan spareSession) *startedCmd {
+	var s *ssh.Session
+	if spare != nil {
+		s = (<-spare).s
+	}
 	if s == nil {
 		var err error
 		if s, err = cn.ssh.NewSession(); err != nil {

@@ -509,7 +509,8 @@ type spareSession struct {
 // a new connection; one on a spare learns of it only after sending the
 // command, when it cannot know whether the node ran it. So a spare serves
 // only a command that follows closely on the open (the ops of one run, a
-// rebuild swapped by --watch right after Prepare); an older one is closed.
+// rebuild swapped by --watch right after Prepare); an older one is
+// closed, unless a command started ahead takes it (StartAhead).
 const spareFresh = time.Second
 
 // OpenSessionAhead opens, in the background, the session channel of the
