@@ -268,6 +268,30 @@ func TestStartAhead(t *testing.T) {
 		t.Fatalf("after a stale start the command printed %q (still held: %q)", got, held())
 	}
 
+	// A spare older than spareFresh serves a command started ahead: the
+	// command only waits for its input, and its exec's reply says the
+	// connection lives.
+	cn.openSpare()
+	cn.spareMu.Lock()
+	ch := cn.spare
+	cn.spareMu.Unlock()
+	sp := <-ch
+	stale := sp.s
+	sp.opened = sp.opened.Add(-2 * spareFresh)
+	ch <- sp
+	c.StartAhead(cmd)
+	cn.spareMu.Lock()
+	a = cn.ahead
+	cn.spareMu.Unlock()
+	if st := <-a.ready; st == nil || st.s != stale {
+		t.Fatal("the command started ahead did not take the old spare")
+	} else {
+		a.ready <- st
+	}
+	if got := run(cmd, "on the old spare"); got != "on the old spare" {
+		t.Fatalf("the command started on the old spare printed %q", got)
+	}
+
 	// One command is held: a newer one replaces it.
 	c.StartAhead(cmd)
 	c.StartAhead("cat")
