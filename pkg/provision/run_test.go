@@ -36,45 +36,8 @@ func TestWatchKeepsConnection(t *testing.T) {
 		}
 	}
 	write("MZ kubelet v1\n")
-	nodes := []v1alpha1.Node{{}}
-	nodes[0].Name = "sim"
-	nodes[0].Spec.Credentials = ts.Credentials()
-	nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
-	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
-		return node.Connect(ctx, *spec, node.ConnectOptions{Warn: warn})
-	}
-	reports := make(chan []fleet.Result[NodeReport], 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, nodes, connect, Options{
-			Watch: true, Debounce: 20 * time.Millisecond, CacheDir: filepath.Join(dir, "cache"),
-			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
-			Swap:     hotswap.Options{Settle: 0, StartTimeout: 5 * time.Second, StopTimeout: 5 * time.Second},
-			Observer: nopObserver{},
-			Report: func(r []fleet.Result[NodeReport]) error {
-				reports <- r
-				return nil
-			},
-		})
-	}()
-	next := func(what string) {
-		t.Helper()
-		select {
-		case r := <-reports:
-			if err := r[0].Err; err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if got := r[0].Value.Results; len(got) != 1 || got[0].Action != hotswap.ActionUpdated {
-				t.Fatalf("%s: results %+v, want kubelet updated", what, got)
-			}
-		case err := <-done:
-			t.Fatalf("%s: the watch ended: %v", what, err)
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: no report", what)
-		}
-	}
+	w := startWatch(t, ts, src, dir, nil, hotswap.Transfer{})
+	next := func(what string) { w.next(t, what) }
 	next("first run")
 	first := ts.Connections()
 	for i := 2; i <= 3; i++ {
@@ -93,10 +56,7 @@ func TestWatchKeepsConnection(t *testing.T) {
 	if got, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(got) != "MZ kubelet after the drop\n" {
 		t.Errorf("the node's kubelet.exe holds %q (%v)", got, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	w.stop(t)
 }
 
 // TestWatchRebuildInOneOp: under --watch on a link patches are sent over,
@@ -117,54 +77,17 @@ func TestWatchRebuildInOneOp(t *testing.T) {
 		}
 	}
 	write(1)
-	nodes := []v1alpha1.Node{{}}
-	nodes[0].Name = "sim"
-	nodes[0].Spec.Credentials = ts.Credentials()
-	nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
 	var log syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
-		return node.Connect(ctx, *spec, node.ConnectOptions{Warn: warn, Logger: logger})
-	}
-	reports := make(chan []fleet.Result[NodeReport], 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, nodes, connect, Options{
-			Watch: true, Debounce: 20 * time.Millisecond, CacheDir: filepath.Join(dir, "cache"),
-			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
-			Swap: hotswap.Options{Settle: 0, StartTimeout: 5 * time.Second, StopTimeout: 5 * time.Second,
-				// A fixed level sends patches on loopback too.
-				Transfer: hotswap.Transfer{Compress: delta.Mode{Level: delta.LevelFastest}, Store: &delta.Store{Dir: filepath.Join(dir, "cache", "sent")}}},
-			Observer: nopObserver{},
-			Report: func(r []fleet.Result[NodeReport]) error {
-				reports <- r
-				return nil
-			},
-		})
-	}()
-	next := func(what, transfer string) {
-		t.Helper()
-		select {
-		case r := <-reports:
-			if err := r[0].Err; err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if got := r[0].Value.Results; len(got) != 1 || got[0].Action != hotswap.ActionUpdated || (transfer != "" && got[0].Transfer != transfer) {
-				t.Fatalf("%s: results %+v, want kubelet updated", what, got)
-			}
-		case err := <-done:
-			t.Fatalf("%s: the watch ended: %v", what, err)
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: no report", what)
-		}
-	}
-	next("first run", "")
+	// A fixed level sends patches on loopback too.
+	w := startWatch(t, ts, src, dir, logger, hotswap.Transfer{Compress: delta.Mode{Level: delta.LevelFastest}, Store: &delta.Store{Dir: filepath.Join(dir, "cache", "sent")}})
+	w.next(t, "first run")
 	for i := 2; i <= 3; i++ {
 		mark := len(log.String())
 		write(i)
-		next(fmt.Sprintf("rebuild %d", i), hotswap.TransferPatch)
+		if got := w.next(t, fmt.Sprintf("rebuild %d", i)); got.Transfer != hotswap.TransferPatch {
+			t.Fatalf("rebuild %d went %s, want a patch", i, got.Transfer)
+		}
 		lines := log.String()[mark:]
 		if n := strings.Count(lines, "msg=\"run op\""); n != 1 || !strings.Contains(lines, "op=service-swap") {
 			t.Errorf("rebuild %d ran %d ops, want the swap op alone:\n%s", i, n, lines)
@@ -176,8 +99,73 @@ func TestWatchRebuildInOneOp(t *testing.T) {
 			t.Fatalf("rebuild %d: the node's kubelet.exe holds %d bytes (%v)", i, len(got), err)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	w.stop(t)
+}
+
+// watching is a --watch run of the kubelet built at src on ts.
+type watching struct {
+	reports chan []fleet.Result[NodeReport]
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+// startWatch starts --watch of the kubelet built at src on ts, with its
+// cache under dir, logging to logger (nil: nowhere) and transfer's
+// settings.
+func startWatch(t *testing.T, ts *simnode.TestServer, src, dir string, logger *slog.Logger, transfer hotswap.Transfer) *watching {
+	t.Helper()
+	nodes := []v1alpha1.Node{{}}
+	nodes[0].Name = "sim"
+	nodes[0].Spec.Credentials = ts.Credentials()
+	nodes[0].Spec.Kubernetes.Provisioners = []v1alpha1.ProvisionerSpec{{Name: "kubelet", SourceURL: src, Destination: `C:\k\kubelet.exe`}}
+	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
+		return node.Connect(ctx, *spec, node.ConnectOptions{Warn: warn, Logger: logger})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watching{reports: make(chan []fleet.Result[NodeReport], 10), done: make(chan error, 1), cancel: cancel}
+	t.Cleanup(cancel)
+	go func() {
+		w.done <- Run(ctx, nodes, connect, Options{
+			Watch: true, Debounce: 20 * time.Millisecond, CacheDir: filepath.Join(dir, "cache"),
+			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")},
+			Swap:     hotswap.Options{Settle: 0, StartTimeout: 5 * time.Second, StopTimeout: 5 * time.Second, Transfer: transfer},
+			Observer: nopObserver{},
+			Report: func(r []fleet.Result[NodeReport]) error {
+				w.reports <- r
+				return nil
+			},
+		})
+	}()
+	return w
+}
+
+// next waits for the watch's next report, which must have the kubelet
+// updated, and returns that result.
+func (w *watching) next(t *testing.T, what string) hotswap.Result {
+	t.Helper()
+	select {
+	case r := <-w.reports:
+		if err := r[0].Err; err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got := r[0].Value.Results
+		if len(got) != 1 || got[0].Action != hotswap.ActionUpdated {
+			t.Fatalf("%s: results %+v, want kubelet updated", what, got)
+		}
+		return got[0]
+	case err := <-w.done:
+		t.Fatalf("%s: the watch ended: %v", what, err)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: no report", what)
+	}
+	return hotswap.Result{}
+}
+
+// stop ends the watch, which must end without an error.
+func (w *watching) stop(t *testing.T) {
+	t.Helper()
+	w.cancel()
+	if err := <-w.done; err != nil {
 		t.Fatal(err)
 	}
 }
