@@ -118,17 +118,7 @@ func TestNothingAheadOnAFastLink(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := filepath.Join(dir, "kubelet.exe")
-			if err := os.WriteFile(src, next, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			store := &delta.Store{Dir: filepath.Join(dir, "store")}
-			if err := store.Put(sha(old), bytes.NewReader(old), int64(len(old))); err != nil {
-				t.Fatal(err)
-			}
-			hashes := hashcache.Open(filepath.Join(dir, "hashes.json"))
-			hashes.Remember(dest, ops.FileInfo{Exists: true, Size: int64(len(old)), SHA256: sha(old)})
+			src, store, hashes := aheadFixture(t, dest, old, next)
 			items := []Item{{Name: "kubelet", Service: "kubelet", Destination: dest,
 				Source: &source.File{Ref: src, Path: src, Size: int64(len(next)), SHA256: sha(next)}}}
 			opts := Options{Hashes: hashes, Transfer: Transfer{Compress: tc.compress, Store: store, ExpectedRTT: tc.expected}}
@@ -239,17 +229,7 @@ func TestPrepareBeforeDigest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := filepath.Join(dir, "kubelet.exe")
-			if err := os.WriteFile(src, tc.content, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			store := &delta.Store{Dir: filepath.Join(dir, "store")}
-			if err := store.Put(sha(old), bytes.NewReader(old), int64(len(old))); err != nil {
-				t.Fatal(err)
-			}
-			hashes := hashcache.Open(filepath.Join(dir, "hashes.json"))
-			hashes.Remember(dest, ops.FileInfo{Exists: true, Size: int64(len(old)), SHA256: sha(old)})
+			src, store, hashes := aheadFixture(t, dest, old, tc.content)
 			item := func(digest string) Item {
 				return Item{Name: "kubelet", Service: "kubelet", Destination: dest,
 					Source: &source.File{Ref: src, Path: src, Size: int64(len(tc.content)), SHA256: digest}}
@@ -292,4 +272,22 @@ func TestPrepareBeforeDigest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aheadFixture is a source holding next, a store with a copy of old and a
+// hash cache that says dest holds old.
+func aheadFixture(t *testing.T, dest string, old, next []byte) (string, *delta.Store, *hashcache.File) {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "kubelet.exe")
+	if err := os.WriteFile(src, next, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := &delta.Store{Dir: filepath.Join(dir, "store")}
+	if err := store.Put(sha(old), bytes.NewReader(old), int64(len(old))); err != nil {
+		t.Fatal(err)
+	}
+	hashes := hashcache.Open(filepath.Join(dir, "hashes.json"))
+	hashes.Remember(dest, ops.FileInfo{Exists: true, Size: int64(len(old)), SHA256: sha(old)})
+	return src, store, hashes
 }
