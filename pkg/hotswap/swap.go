@@ -180,8 +180,8 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 
 // swapOp runs the swap op of req; the patches of its Attached items
 // follow the request as they are made, each ended as failed past
-// StreamLimit (the node then reports it undecoded, and it is sent again
-// compressed). Their bytes count as sent.
+// StreamLimit (the node then reports it undecoded, and resend sends it
+// again as an upload). Their bytes count as sent.
 func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged []Item) (ops.ServiceSwapResponse, error) {
 	var streams []Item
 	for _, it := range staged {
@@ -228,7 +228,7 @@ func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged
 }
 
 // StreamLimit is the most a patch that follows the swap op's request may
-// take; a larger one is sent again compressed, as an upload.
+// take; a larger one goes again as an upload.
 const StreamLimit = 4 * InlineLimit
 
 // errStreamLimit ends a patch past StreamLimit.
@@ -311,7 +311,8 @@ func (r *swapRun) swapRequest(staged []Item) ops.ServiceSwapRequest {
 			item.Encoded, item.Encoding, item.Data, item.Size = it.encoded(), u.encoding, u.data, it.Source.Size
 			item.Attached = u.attached != nil
 			if u.encoding == ops.EncodingPatch {
-				// A patch that fails is sent again compressed.
+				// A patch that fails is sent again: compressed, or as an
+				// upload when it was too large to follow the request.
 				item.Reference, item.Fallback = it.Destination, true
 			}
 		}
