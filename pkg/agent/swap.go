@@ -501,12 +501,11 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 			att := ops.AttachmentReader(s.attachments)
 			_, _, err = decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, att)
 			// Read to its end, whatever the decode left: the next one
-			// follows it.
+			// follows it. A file decoded and verified is kept even when
+			// its attachment's end is damaged; the ones after it are not
+			// read.
 			if _, derr := io.Copy(io.Discard, att); derr != nil && !errors.Is(derr, ops.ErrAttachmentFailed) {
 				broken = derr
-				if err == nil {
-					err = fmt.Errorf("read its attachment: %w", derr)
-				}
 			}
 		default:
 			_, _, err = decodeStaged(s.w, ops.StageDecodeItem{Encoded: it.Encoded, Encoding: it.Encoding, Reference: it.Reference, Staged: it.Staged, SHA256: it.SHA256, Size: it.Size}, data)

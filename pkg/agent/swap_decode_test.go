@@ -260,3 +260,77 @@ func swapAttached(t *testing.T, n *simnode.Node, req ops.ServiceSwapRequest, tai
 	}
 	return resp
 }
+
+// TestSwapAttachmentsInOrder: the patches of several items follow the
+// request in the items' order, each decoded as it comes; an attachment
+// that cannot be read to its end leaves the ones after it unread and
+// undecoded, with nothing stopped (a file decoded whole before that end
+// stays staged).
+func TestSwapAttachmentsInOrder(t *testing.T) {
+	const runID = "run1"
+	tests := []struct {
+		name string
+		// firstEnd replaces the status byte that ends the first
+		// attachment (0: left as written).
+		firstEnd  byte
+		wantSwaps bool
+	}{
+		{name: "both whole: both swapped", wantSwaps: true},
+		{name: "the first ends with a status no sender writes: the second is not read", firstEnd: 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n := ts.Node()
+			var items []ops.SwapItem
+			var tail bytes.Buffer
+			want := map[string][]byte{}
+			for i, dest := range []string{swapKubelet, `C:\k\kube-proxy.exe`} {
+				old, err := n.ReadFile(dest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nw := append(bytes.Clone(old), []byte(" and a rebuilt function")...)
+				var patch bytes.Buffer
+				if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
+					t.Fatal(err)
+				}
+				if err := ops.WriteAttachment(&tail, &patch); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && tc.firstEnd != 0 {
+					tail.Bytes()[tail.Len()-1] = tc.firstEnd
+				}
+				staged := dest + ".swdt-new-" + runID
+				service := strings.TrimSuffix(strings.TrimPrefix(dest, `C:\k\`), ".exe")
+				items = append(items, ops.SwapItem{Service: service, Destination: dest, Staged: staged, Backup: dest + ".swdt-bak",
+					SHA256: provSum(nw), Size: int64(len(nw)), Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch,
+					Reference: dest, Fallback: true, Attached: true})
+				want[dest] = nw
+			}
+			lockTake(t, ts, runID, time.Minute)
+			req := swapRequest(items...)
+			req.StopOrder, req.StartOrder = []string{"kube-proxy", "kubelet"}, []string{"kubelet", "kube-proxy"}
+			req.Owner, req.Unlock = lockOwner(runID), true
+			resp := swapAttached(t, n, req, tail.Bytes())
+			for _, it := range items {
+				got, _ := n.ReadFile(it.Destination)
+				if swapped := bytes.Equal(got, want[it.Destination]); swapped != tc.wantSwaps {
+					t.Errorf("%s swapped: %v, want %v", it.Destination, swapped, tc.wantSwaps)
+				}
+			}
+			if tc.wantSwaps {
+				return
+			}
+			// The first patch was whole before its damaged end: its file is
+			// decoded and verified, and staged for the op swdt runs again.
+			if len(resp.Undecoded) != 1 || resp.Undecoded[0].Destination != items[1].Destination ||
+				!strings.Contains(resp.Undecoded[0].Error, "an attachment before it could not be read") {
+				t.Fatalf("undecoded %+v, want the second, for the one before it", resp.Undecoded)
+			}
+			if got, err := n.ReadFile(items[0].Staged); err != nil || !bytes.Equal(got, want[items[0].Destination]) {
+				t.Errorf("the first item's staged file: %d bytes (%v), want its rebuild", len(got), err)
+			}
+		})
+	}
+}
