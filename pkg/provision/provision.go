@@ -239,6 +239,9 @@ type run struct {
 	nodes   []*selected
 	// stopDialing cancels the connections dialAhead started (nil: none).
 	stopDialing context.CancelFunc
+	// hashing holds, by source key, the hashes --watch started when a
+	// change was seen, closed when done (hashEarly).
+	hashing map[string]chan struct{}
 }
 
 // dialAhead starts connecting to every node reached on its hostname, so
@@ -289,6 +292,48 @@ func (r *run) dial(ctx context.Context, n *selected) (*node.Node, error) {
 	return r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
 }
 
+// hashEarly starts hashing the local sources of names (node/provisioner)
+// as soon as the watcher sees them change, during the debounce: the
+// resolver keeps the digest with the file's size, time and identity, so
+// the resolve after the debounce finds it when the file has not changed
+// since, and hashes again when it has. One hash per source at a time; it
+// runs on the watcher's goroutine, as resolve does.
+func (r *run) hashEarly(ctx context.Context, names []string) {
+	if r.opts.Resolver.Rehash {
+		return // every resolve hashes (--force)
+	}
+	want := map[string]bool{}
+	for _, name := range names {
+		want[name] = true
+	}
+	for _, n := range r.nodes {
+		for _, b := range n.provs {
+			if _, local := b.LocalPath(); !local || b.Source().Archived() || !want[n.spec.Name+"/"+b.Name] {
+				continue
+			}
+			key := b.SourceKey()
+			if ch := r.hashing[key]; ch != nil {
+				select {
+				case <-ch:
+				default:
+					continue // on its way
+				}
+			}
+			ch := make(chan struct{})
+			if r.hashing == nil {
+				r.hashing = map[string]chan struct{}{}
+			}
+			r.hashing[key] = ch
+			src := b.Source()
+			go func() {
+				defer close(ch)
+				// An error shows in the resolve after the debounce.
+				_, _ = r.opts.Resolver.ResolveBinary(ctx, src, nil)
+			}()
+		}
+	}
+}
+
 // resolve resolves the sources of the work's provisioners, each once;
 // with an error, also those it could.
 func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, error) {
@@ -298,6 +343,13 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 		for _, b := range w.provs {
 			if _, done := out[b.SourceKey()]; done {
 				continue
+			}
+			if ch := r.hashing[b.SourceKey()]; ch != nil {
+				// Hashed since the change was seen: its digest is kept.
+				select {
+				case <-ch:
+				case <-ctx.Done():
+				}
 			}
 			var update func(int64)
 			var end func()
@@ -633,6 +685,7 @@ func (r *run) watcher(sources map[string]*source.File) (*Watcher, error) {
 // and returns the latest run's outcome (last is the first run's).
 func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 	r.opts.Observer.Note(fmt.Sprintf("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources()))
+	watcher.OnEvent = func(names []string) { r.hashEarly(ctx, names) }
 	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
 		want := map[string]bool{}
 		for _, n := range names {

@@ -16,6 +16,10 @@ type Watcher struct {
 	w        *fsnotify.Watcher
 	byPath   map[string][]string
 	debounce time.Duration
+	// OnEvent, when set, is told the names whose file changed as soon as
+	// it changes, before the debounce: work the change will need can
+	// start (it must not block). Set it before Run.
+	OnEvent func(names []string)
 }
 
 // NewWatcher starts watching local source files (provisioner name -> path)
@@ -86,6 +90,9 @@ func (wt *Watcher) Run(ctx context.Context, fn func(ctx context.Context, names [
 			}
 			waiting[ev.Name] = &pending{last: time.Now(), stat: stamp(ev.Name)}
 			timer.Reset(wt.debounce)
+			if wt.OnEvent != nil {
+				wt.OnEvent(wt.byPath[ev.Name])
+			}
 		case <-timer.C:
 			var ready []string
 			for p, pend := range waiting {

@@ -42,6 +42,23 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := make(chan []string, 10)
+	// OnEvent hears of every change of a watched file at once, before
+	// the debounce.
+	events := make(chan []string, 100)
+	w.OnEvent = func(names []string) { events <- names }
+	heard := func(want string) {
+		t.Helper()
+		n := 0
+		for len(events) > 0 {
+			if got := <-events; !reflect.DeepEqual(got, []string{want}) {
+				t.Fatalf("OnEvent heard %v, want [%s]", got, want)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("OnEvent heard nothing of %s before its call", want)
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- w.Run(ctx, func(_ context.Context, names []string) { calls <- names })
@@ -51,6 +68,7 @@ func TestWatch(t *testing.T) {
 		if !reflect.DeepEqual(got, []string{"kubelet"}) {
 			t.Fatalf("first call = %v, want [kubelet]", got)
 		}
+		heard("kubelet")
 	case <-ctx.Done():
 		t.Fatal("no call after kubelet.exe was rewritten")
 	}
@@ -72,6 +90,7 @@ func TestWatch(t *testing.T) {
 		if !reflect.DeepEqual(got, []string{"kube-proxy"}) {
 			t.Fatalf("second call = %v, want [kube-proxy]", got)
 		}
+		heard("kube-proxy")
 	case <-ctx.Done():
 		t.Fatal("no call after kube-proxy.exe was rewritten")
 	}
