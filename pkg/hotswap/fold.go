@@ -114,6 +114,21 @@ func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Opt
 	return plan
 }
 
+// PrepareSwapOp starts on n, before Run, the swap op of a run of opts
+// that may go in one op: a node the run knows (opts.Knowledge) and
+// patches being made (opts.Ahead), as under --watch, whose agent is
+// checked already. The op's command starts while the patches are made,
+// and the next op's channel opens; an op started and not sent does
+// nothing.
+func PrepareSwapOp(n Node, opts Options) {
+	p, ok := n.(agentPreparer)
+	if !ok || opts.Ahead == nil || opts.Knowledge.Last() == nil {
+		return
+	}
+	p.PrepareOp(ops.ServiceSwap.Name)
+	p.PrepareSession()
+}
+
 // inlinePatches reports whether every update of plan has its patch made
 // ahead, complete and small enough to travel in the swap request,
 // waiting for them: the run then goes in one op.

@@ -302,13 +302,9 @@ func (r *run) hashEarly(ctx context.Context, names []string) {
 	if r.opts.Resolver.Rehash {
 		return // every resolve hashes (--force)
 	}
-	want := map[string]bool{}
-	for _, name := range names {
-		want[name] = true
-	}
-	for _, n := range r.nodes {
-		for _, b := range n.provs {
-			if _, local := b.LocalPath(); !local || b.Source().Archived() || !want[n.spec.Name+"/"+b.Name] {
+	for _, w := range r.workOf(names) {
+		for _, b := range w.provs {
+			if _, local := b.LocalPath(); !local || b.Source().Archived() {
 				continue
 			}
 			key := b.SourceKey()
@@ -593,15 +589,11 @@ func (r *run) prepareAhead(ctx context.Context, w work) (*hashcache.File, *hotsw
 		return hashes, nil
 	}
 	opts := r.swapOptions(n, hashes)
-	ahead := hotswap.Prepare(ctx, items, opts)
-	if ahead != nil && n.conn != nil && opts.Knowledge.Last() != nil {
-		// A rebuild of small patches goes in one swap op: its channel
-		// opens and the agent starts while the patches are made. An op
-		// started and not sent does nothing.
-		n.conn.PrepareOp(ops.ServiceSwap.Name)
-		n.conn.PrepareSession()
+	opts.Ahead = hotswap.Prepare(ctx, items, opts)
+	if n.conn != nil {
+		hotswap.PrepareSwapOp(n.conn, opts)
 	}
-	return hashes, ahead
+	return hashes, opts.Ahead
 }
 
 // item is the hot-swap item of one provisioner: with a register step when
@@ -681,28 +673,35 @@ func (r *run) watcher(sources map[string]*source.File) (*Watcher, error) {
 	return NewWatcher(paths, r.opts.Debounce)
 }
 
+// workOf is the work of the provisioners named node/provisioner (the
+// watcher's names), by node.
+func (r *run) workOf(names []string) []work {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var ws []work
+	for _, n := range r.nodes {
+		w := work{node: n}
+		for _, b := range n.provs {
+			if want[n.spec.Name+"/"+b.Name] {
+				w.provs = append(w.provs, b)
+			}
+		}
+		if len(w.provs) > 0 {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
 // watch re-runs the provisioners whose source changed until ctx is done,
 // and returns the latest run's outcome (last is the first run's).
 func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 	r.opts.Observer.Note(fmt.Sprintf("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources()))
 	watcher.OnEvent = func(names []string) { r.hashEarly(ctx, names) }
 	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
-		want := map[string]bool{}
-		for _, n := range names {
-			want[n] = true
-		}
-		var ws []work
-		for _, n := range r.nodes {
-			w := work{node: n}
-			for _, b := range n.provs {
-				if want[n.spec.Name+"/"+b.Name] {
-					w.provs = append(w.provs, b)
-				}
-			}
-			if len(w.provs) > 0 {
-				ws = append(ws, w)
-			}
-		}
+		ws := r.workOf(names)
 		r.opts.Observer.Note("changed: " + strings.Join(names, ", "))
 		// The nodes are connected: the patches are made while the
 		// sources are hashed.
