@@ -7,6 +7,10 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/source"
+	"sigs.k8s.io/swdt/pkg/target"
 )
 
 func TestWatch(t *testing.T) {
@@ -97,5 +101,56 @@ func TestWatch(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHashEarly: the sources of the names the watcher heard of are hashed
+// at once, and the resolver keeps their digest for the resolve after the
+// debounce; nothing is hashed for other names, nor when every resolve
+// hashes anyway (--force).
+func TestHashEarly(t *testing.T) {
+	tests := []struct {
+		name   string
+		heard  []string
+		rehash bool
+		want   bool
+	}{
+		{name: "a changed source is hashed", heard: []string{"sim/kubelet"}, want: true},
+		{name: "another provisioner's change hashes nothing", heard: []string{"sim/kube-proxy"}},
+		{name: "--force hashes at the resolve only", heard: []string{"sim/kubelet"}, rehash: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "kubelet.exe")
+			if err := os.WriteFile(src, []byte("MZ kubelet"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			spec := &v1alpha1.Node{}
+			spec.Name = "sim"
+			b := target.Binary{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, SourceURL: src}
+			r := &run{nodes: []*selected{{spec: spec, provs: []target.Binary{b}}},
+				opts: Options{Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache"), Rehash: tc.rehash}}}
+			r.hashEarly(context.Background(), tc.heard)
+			ch := r.hashing[b.SourceKey()]
+			if (ch != nil) != tc.want {
+				t.Fatalf("a hash started: %v, want %v", ch != nil, tc.want)
+			}
+			if ch == nil {
+				return
+			}
+			<-ch
+			kept, _ := filepath.Glob(filepath.Join(dir, "cache", "hashes", "*.json"))
+			if len(kept) != 1 {
+				t.Errorf("the resolver keeps %d digests, want the source's", len(kept))
+			}
+			// A second change while none is on its way starts another.
+			r.hashEarly(context.Background(), tc.heard)
+			if again := r.hashing[b.SourceKey()]; again == ch {
+				t.Error("a change after the hash ended started none")
+			} else {
+				<-again
+			}
+		})
 	}
 }
