@@ -89,7 +89,7 @@ func decodeRequest[Req any](name string, raw json.RawMessage) (Req, error) {
 	var req Req
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &req); err != nil {
-			return req, Fail("bad-request", "op %s: decode request: %v", name, err)
+			return req, Fail(ops.KindBadRequest, "op %s: decode request: %v", name, err)
 		}
 	}
 	return req, nil
@@ -134,7 +134,7 @@ func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 	env := run(ctx, w, invocation{Self: self, Stdout: stdout, Stderr: stderr}, args, stdin)
 	line, err := ops.FormatEnvelope(env)
 	if err != nil {
-		line, _ = ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: "exception", Message: err.Error()}})
+		line, _ = ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: ops.KindException, Message: err.Error()}})
 	}
 	if e, ok := dest.(*lineEnd); ok && !e.ended {
 		// The result line must start a line of its own.
@@ -166,22 +166,22 @@ func run(ctx context.Context, w winos.OS, inv invocation, args []string, stdin i
 		return ops.Envelope{Error: &ops.EnvelopeError{Kind: kind, Message: msg}}
 	}
 	if len(args) != 2 || args[0] != "op" {
-		return failed(Fail("usage", "usage: swdt-agent op NAME (request as JSON on stdin); this program is run by swdt, see `swdt --help`"))
+		return failed(Fail(ops.KindUsage, "usage: swdt-agent op NAME (request as JSON on stdin); this program is run by swdt, see `swdt --help`"))
 	}
 	h := handlers[args[1]].run
 	if h == nil {
-		return failed(Fail("unknown-op", "this swdt-agent has no op %q: swdt and the agent on the node disagree; run swdt again to update the agent", args[1]))
+		return failed(Fail(ops.KindUnknownOp, "this swdt-agent has no op %q: swdt and the agent on the node disagree; run swdt again to update the agent", args[1]))
 	}
 	raw, attachments, err := readRequest(args[1], stdin)
 	if err != nil {
-		return failed(Fail("bad-request", "read request from stdin: %v", err))
+		return failed(Fail(ops.KindBadRequest, "read request from stdin: %v", err))
 	}
 	inv.Attachments = attachments
 	if len(bytes.TrimSpace(raw)) == 0 {
 		// swdt sends every request as JSON ("{}" at least); an op started
 		// ahead whose request was never sent ends here, having done
 		// nothing.
-		return failed(Fail("bad-request", "op %s: no request on stdin, nothing was done (swdt sends one as JSON)", args[1]))
+		return failed(Fail(ops.KindBadRequest, "op %s: no request on stdin, nothing was done (swdt sends one as JSON)", args[1]))
 	}
 	data, err := safely(ctx, h, busyOS{OS: w, ctx: ctx}, inv, raw)
 	if err != nil {
@@ -214,7 +214,7 @@ func readRequest(name string, stdin io.Reader) (json.RawMessage, *bufio.Reader, 
 func safely(ctx context.Context, h handler, w winos.OS, inv invocation, raw json.RawMessage) (data any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = Fail("exception", "swdt-agent: internal error: %v", r)
+			err = Fail(ops.KindException, "swdt-agent: internal error: %v", r)
 		}
 	}()
 	return h(ctx, w, inv, raw)
@@ -223,21 +223,21 @@ func safely(ctx context.Context, h handler, w winos.OS, inv invocation, raw json
 // Failure is a handler's typed failure: it becomes the envelope's error
 // kind and message.
 type Failure struct {
-	Kind    string
+	Kind    ops.Kind
 	Message string
 }
 
-func (e *Failure) Error() string { return e.Kind + ": " + e.Message }
+func (e *Failure) Error() string { return string(e.Kind) + ": " + e.Message }
 
 // Fail returns a *Failure of kind with a formatted message.
-func Fail(kind, format string, args ...any) error {
+func Fail(kind ops.Kind, format string, args ...any) error {
 	return &Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 // failureOf turns any handler error into the envelope's kind and message:
 // a *Failure as it is, a winos error by its Win32 code, a context error as
 // a timeout, anything else as an exception.
-func failureOf(err error) (kind, message string) {
+func failureOf(err error) (kind ops.Kind, message string) {
 	var f *Failure
 	if errors.As(err, &f) {
 		return f.Kind, f.Message

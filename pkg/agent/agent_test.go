@@ -29,7 +29,7 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 		name     string
 		args     []string
 		stdin    string
-		wantKind string
+		wantKind ops.Kind
 	}{
 		{"no arguments", nil, "", "usage"},
 		{"not an op", []string{"serve", "x"}, "", "usage"},

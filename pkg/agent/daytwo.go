@@ -25,10 +25,10 @@ var dayTwoOps = []entry{
 // arguments (never through a shell), its output passed straight through.
 func execProgram(ctx context.Context, w winos.OS, stdout, stderr io.Writer, req ops.ExecRequest) (ops.ExecResponse, error) {
 	if len(req.Command) == 0 || strings.TrimSpace(req.Command[0]) == "" {
-		return ops.ExecResponse{}, Fail("bad-request", "no program to run")
+		return ops.ExecResponse{}, Fail(ops.KindBadRequest, "no program to run")
 	}
 	if req.TimeoutMs <= 0 {
-		return ops.ExecResponse{}, Fail("bad-request", "timeoutMs must be positive, not %d", req.TimeoutMs)
+		return ops.ExecResponse{}, Fail(ops.KindBadRequest, "timeoutMs must be positive, not %d", req.TimeoutMs)
 	}
 	limit := time.Duration(req.TimeoutMs) * time.Millisecond
 	cmd := winos.Command{Path: req.Command[0], Args: req.Command[1:], SearchPath: true, Stdout: stdout, Stderr: stderr}
@@ -37,7 +37,7 @@ func execProgram(ctx context.Context, w winos.OS, stdout, stderr io.Writer, req 
 	case expired:
 		return ops.ExecResponse{ExitCode: res.ExitCode, TimedOut: true}, nil
 	case winos.Code(err) == winos.ErrFileNotFound || winos.Code(err) == winos.ErrPathNotFound:
-		return ops.ExecResponse{}, Fail("not-found", "%s: no such program on the node (looked up in sshd's PATH); give its full path", req.Command[0])
+		return ops.ExecResponse{}, Fail(ops.KindNotFound, "%s: no such program on the node (looked up in sshd's PATH); give its full path", req.Command[0])
 	case err != nil:
 		return ops.ExecResponse{}, fmt.Errorf("run %s: %w", req.Command[0], err)
 	}
@@ -57,7 +57,7 @@ const (
 // or its last lines) and the service control manager's events about it.
 func serviceLogs(ctx context.Context, w winos.OS, req ops.ServiceLogsRequest) (ops.ServiceLogsResponse, error) {
 	if req.Service == "" {
-		return ops.ServiceLogsResponse{}, Fail("bad-request", "no service named")
+		return ops.ServiceLogsResponse{}, Fail(ops.KindBadRequest, "no service named")
 	}
 	svc, err := w.Service(req.Service)
 	if err != nil {

@@ -240,7 +240,7 @@ func setupUTF16(s string, big bool) []byte {
 
 // setupWantFailure checks that err is the agent's failure of kind whose
 // message holds every one of parts.
-func setupWantFailure(t *testing.T, err error, kind string, parts ...string) {
+func setupWantFailure(t *testing.T, err error, kind ops.Kind, parts ...string) {
 	t.Helper()
 	var f *agent.Failure
 	if !errors.As(err, &f) || f.Kind != kind {

@@ -82,7 +82,7 @@ func footprint(w winos.OS) error {
 // that does not hold fails with code. repaired says what was wrong when
 // it was repaired; kept is false on a system that keeps no security
 // descriptors (Wine), where dir is used as it is.
-func secureFolder(w winos.OS, dir, code string) (repaired string, kept bool, err error) {
+func secureFolder(w winos.OS, dir string, code ops.Kind) (repaired string, kept bool, err error) {
 	wrong, err := footprintOK(w, dir)
 	if err != nil || wrong == "" {
 		return "", true, err
@@ -144,12 +144,6 @@ func discardUntrusted(w winos.OS, p string, notes *[]string) error {
 	return nil
 }
 
-// backupSuffix names an item's backup: <destination>.swdt-bak.
-const backupSuffix = ".swdt-bak"
-
-// failedSuffix names a new binary that was rolled back (or undone).
-const failedSuffix = ".swdt-failed"
-
 // adminsOwn reports whether Administrators, SYSTEM or the agent's own
 // (administrator) account own p, and who does: a file anyone else owns
 // was not written by swdt (or by the administrator who installed the
@@ -207,12 +201,12 @@ func writeOwnFile(w winos.OS, p string, data []byte) error {
 // upload) beside one of dests: <destination>.swdt-new-<runID>, with
 // .swdt-zst after it for the upload.
 func stagedBeside(p, runID string, dests []string) bool {
-	if runID == "" || strings.ContainsAny(runID, `\/.:`) {
+	if !ops.ValidRunID(runID) {
 		return false
 	}
 	for _, d := range dests {
-		staged := d + stagedMark + runID
-		if strings.EqualFold(p, staged) || strings.EqualFold(p, staged+encodedSuffix) {
+		staged := ops.StagedPath(d, runID)
+		if strings.EqualFold(p, staged) || strings.EqualFold(p, ops.EncodedPath(staged)) {
 			return true
 		}
 	}
@@ -234,21 +228,21 @@ func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary, undo bool) 
 			}
 		}
 		why := ""
-		i := strings.LastIndex(strings.ToLower(it.Staged), stagedMark)
+		_, runID, _ := ops.StagedDest(it.Staged)
 		switch {
 		case match == nil:
 			why = "its destination is not a binary of this node file"
-		case undo && !strings.EqualFold(it.Staged, it.Destination+backupSuffix):
-			why = "the undo's staged file " + it.Staged + " is not <destination>" + backupSuffix
-		case undo && !strings.EqualFold(it.Backup, it.Destination+failedSuffix):
-			why = "the undo's backup " + it.Backup + " is not <destination>" + failedSuffix
+		case undo && !strings.EqualFold(it.Staged, ops.BackupPath(it.Destination)):
+			why = "the undo's staged file " + it.Staged + " is not " + ops.BackupPath("<destination>")
+		case undo && !strings.EqualFold(it.Backup, ops.FailedPath(it.Destination)):
+			why = "the undo's backup " + it.Backup + " is not " + ops.FailedPath("<destination>")
 		case undo:
-		case i < 0 || !stagedBeside(it.Staged, it.Staged[i+len(stagedMark):], []string{it.Destination}):
-			why = "its staged file " + it.Staged + " is not named <destination>" + stagedMark + "<run ID>"
-		case !strings.EqualFold(it.Backup, it.Destination+backupSuffix):
-			why = "its backup " + it.Backup + " is not <destination>" + backupSuffix
-		case it.Encoded != "" && !strings.EqualFold(it.Encoded, it.Staged+encodedSuffix):
-			why = "its encoded upload " + it.Encoded + " is not <staged>" + encodedSuffix
+		case !stagedBeside(it.Staged, runID, []string{it.Destination}):
+			why = "its staged file " + it.Staged + " is not named " + ops.StagedPath("<destination>", "<run ID>")
+		case !strings.EqualFold(it.Backup, ops.BackupPath(it.Destination)):
+			why = "its backup " + it.Backup + " is not " + ops.BackupPath("<destination>")
+		case it.Encoded != "" && !strings.EqualFold(it.Encoded, ops.EncodedPath(it.Staged)):
+			why = "its encoded upload " + it.Encoded + " is not " + ops.EncodedPath("<staged>")
 		}
 		if why != "" {
 			ignored = append(ignored, fmt.Sprintf("journal item %s (service %q) left alone: %s", it.Destination, it.Service, why))
@@ -261,4 +255,25 @@ func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary, undo bool) 
 		kept = append(kept, it)
 	}
 	return kept, ignored
+}
+
+// withLeftovers returns p and the files swdt keeps beside it
+// (ops.IsLeftover) that exist now: what removing p for good must remove,
+// staged files of any run included.
+func withLeftovers(w winos.OS, p string) ([]string, error) {
+	i := strings.LastIndexByte(p, '\\')
+	if i < 0 {
+		return nil, Fail(ops.KindBadRequest, "%s is not a full path", p)
+	}
+	names, err := w.ReadDir(p[:i+1])
+	if err != nil && !winsNotFound(err) {
+		return nil, fmt.Errorf("list %s: %w", p[:i], err)
+	}
+	out := []string{p}
+	for _, name := range names {
+		if full := p[:i+1] + name; ops.IsLeftover(full, p) {
+			out = append(out, full)
+		}
+	}
+	return out, nil
 }

@@ -61,12 +61,12 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 			return resp, fmt.Errorf("run script %s: %w", s.Name(), err)
 		}
 		if expired {
-			return resp, Fail("timeout", "the %s script did not finish within %s and was stopped: Hyper-V on this host does not answer; "+
+			return resp, Fail(ops.KindTimeout, "the %s script did not finish within %s and was stopped: Hyper-V on this host does not answer; "+
 				"check it in Hyper-V Manager or with Get-VM, then run swdt again", s.Name(), bound)
 		}
 		out, ok := hypervResult(res.Stdout)
 		if !ok {
-			return resp, Fail("exception", "the %s script printed no result (exit code %d): %s",
+			return resp, Fail(ops.KindException, "the %s script printed no result (exit code %d): %s",
 				s.Name(), res.ExitCode, lastBytes(printed(res), 1500))
 		}
 		if out.Error != nil {
@@ -77,7 +77,7 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 			return resp, Fail(kind, "%s", out.Error.Message)
 		}
 		if err := json.Unmarshal(out.Data, &resp); err != nil {
-			return resp, Fail("exception", "the %s script's result %s does not decode: %v", s.Name(), lastBytes(string(out.Data), 400), err)
+			return resp, Fail(ops.KindException, "the %s script's result %s does not decode: %v", s.Name(), lastBytes(string(out.Data), 400), err)
 		}
 		return resp, nil
 	}

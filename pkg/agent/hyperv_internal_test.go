@@ -33,7 +33,7 @@ func TestHyperVScriptOutput(t *testing.T) {
 		res     winos.Result
 		err     error
 		want    ops.HyperVVMInfo
-		kind    string
+		kind    ops.Kind
 		message string
 	}{
 		{name: "result", res: winos.Result{Stdout: []byte(`{"data":{"name":"w","state":"Off","checkpoints":1,"currentCheckpoint":"c"}}` + "\r\n")},

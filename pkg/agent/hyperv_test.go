@@ -51,7 +51,7 @@ func TestHyperVOps(t *testing.T) {
 		call func(ctx context.Context, w winos.OS) (any, error)
 		want any
 		// kind and message, when kind is set, are the failure expected.
-		kind    string
+		kind    ops.Kind
 		message []string
 		// check inspects the model afterwards.
 		check func(t *testing.T, ts *simnode.TestServer)

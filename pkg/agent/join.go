@@ -51,7 +51,7 @@ func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.J
 	}
 	if exists && trusted {
 		if len(conf) > joinKubeconfigMax {
-			return resp, Fail("too-large", "%s is %d bytes, more than a kubeconfig can be (%d)", ops.JoinKubeconfig, len(conf), joinKubeconfigMax)
+			return resp, Fail(ops.KindTooLarge, "%s is %d bytes, more than a kubeconfig can be (%d)", ops.JoinKubeconfig, len(conf), joinKubeconfigMax)
 		}
 		resp.Kubeconfig = string(conf)
 	}
@@ -95,7 +95,7 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 	var resp ops.JoinWriteResponse
 	for role := range req.Files {
 		if _, ok := ops.JoinFilePaths[role]; !ok {
-			return resp, Fail("bad-request", "join-write: unknown file %q", role)
+			return resp, Fail(ops.KindBadRequest, "join-write: unknown file %q", role)
 		}
 	}
 	_, containerd := req.Files[ops.JoinFileContainerdConfig]
@@ -106,7 +106,7 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 	}
 	untrusted := slices.Clone(joinKubeletFiles)
 	for _, role := range joinRoles() {
-		untrusted = append(untrusted, ops.JoinFilePaths[role], ops.JoinFilePaths[role]+".swdt-new")
+		untrusted = append(untrusted, ops.JoinFilePaths[role], ops.WritingPath(ops.JoinFilePaths[role]))
 	}
 	for _, p := range untrusted {
 		if err := discardUntrusted(w, p, &resp.Notes); err != nil {
@@ -126,7 +126,7 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 		if exists && bytes.Equal(old, []byte(content)) {
 			continue
 		}
-		staged := path + ".swdt-new"
+		staged := ops.WritingPath(path)
 		if err := writeOwnFile(w, staged, []byte(content)); err != nil {
 			return resp, err
 		}
@@ -156,7 +156,7 @@ const joinStopLimit = 60 * time.Second
 func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
 	resp := ops.JoinResetResponse{Removed: []string{}}
 	if len(req.Services) == 0 {
-		return resp, Fail("bad-request", "join-reset needs the services to remove")
+		return resp, Fail(ops.KindBadRequest, "join-reset needs the services to remove")
 	}
 	files := []string{ops.JoinKubeconfig}
 	for _, role := range joinRoles() {
@@ -164,7 +164,7 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 	}
 	for _, s := range req.Services {
 		if s.Name == "" || s.Binary == "" {
-			return resp, Fail("bad-request", "join-reset needs each service's name and binary path")
+			return resp, Fail(ops.KindBadRequest, "join-reset needs each service's name and binary path")
 		}
 		deleted, err := joinDeleteService(ctx, w, s.Name)
 		if err != nil {
@@ -173,13 +173,21 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 		if deleted {
 			resp.Deleted = append(resp.Deleted, s.Name)
 		}
-		files = append(files, s.Binary, s.Binary+".swdt-bak", s.Binary+".swdt-failed")
+		found, err := withLeftovers(w, s.Binary)
+		if err != nil {
+			return resp, err
+		}
+		files = append(files, found...)
 	}
 	for _, f := range req.Files {
 		if f == "" {
-			return resp, Fail("bad-request", "join-reset: a file to remove needs its path")
+			return resp, Fail(ops.KindBadRequest, "join-reset: a file to remove needs its path")
 		}
-		files = append(files, f, f+".swdt-bak", f+".swdt-failed")
+		found, err := withLeftovers(w, f)
+		if err != nil {
+			return resp, err
+		}
+		files = append(files, found...)
 	}
 	for _, f := range files {
 		ok, err := winsFileExists(w, f)
@@ -217,7 +225,7 @@ func joinDeleteService(ctx context.Context, w winos.OS, name string) (bool, erro
 	case 0, winos.ErrServiceMarkedForDelete, winos.ErrServiceDoesNotExist:
 		return true, nil
 	}
-	return false, Fail("unregister-failed", "could not delete service %s: sc.exe delete exited %d: %s", name, res.ExitCode, winsOutput(res))
+	return false, Fail(ops.KindUnregisterFailed, "could not delete service %s: sc.exe delete exited %d: %s", name, res.ExitCode, winsOutput(res))
 }
 
 // joinStop stops svc and waits until it is stopped, ending its process
@@ -258,7 +266,7 @@ func joinStop(ctx context.Context, w winos.OS, svc winos.Service) error {
 	}
 	ok, err = poll(ctx, 10*time.Second, 200*time.Millisecond, stopped)
 	if err == nil && !ok {
-		return Fail("timeout", "service %s did not stop within %s, nor after its process was ended", svc.Name, joinStopLimit)
+		return Fail(ops.KindTimeout, "service %s did not stop within %s, nor after its process was ended", svc.Name, joinStopLimit)
 	}
 	return err
 }

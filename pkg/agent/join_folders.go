@@ -122,7 +122,7 @@ func secureJoinFolders(w winos.OS, dirs []string) ([]string, error) {
 		return nil, err
 	}
 	if len(unsafe) > 0 {
-		return nil, Fail("unsafe-folder", "%s; nothing was written", strings.Join(unsafe, "; "))
+		return nil, Fail(ops.KindUnsafeFolder, "%s; nothing was written", strings.Join(unsafe, "; "))
 	}
 	var notes []string
 	kept := true
@@ -160,7 +160,7 @@ func secureJoinFolders(w winos.OS, dirs []string) ([]string, error) {
 				return notes, fmt.Errorf("read the ACL of %s: %w", p, err)
 			}
 			if sid := othersMayReplace(acl, self); sid != "" {
-				return notes, Fail("unsafe-folder", "%s lets %s delete, rename or re-permission what it holds, and so replace %s: nothing was written; "+
+				return notes, Fail(ops.KindUnsafeFolder, "%s lets %s delete, rename or re-permission what it holds, and so replace %s: nothing was written; "+
 					"as an administrator, take that right away (icacls %s /remove *%s) and run swdt join again", p, sid, d, p, sid)
 			}
 		}

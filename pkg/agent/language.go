@@ -24,7 +24,7 @@ func languageMode(ctx context.Context, w winos.OS) (string, error) {
 		return "", fmt.Errorf("read PowerShell's language mode: %w", err)
 	}
 	if expired {
-		return "", Fail("timeout", "powershell.exe did not report its language mode within %s", setupLimits.query)
+		return "", Fail(ops.KindTimeout, "powershell.exe did not report its language mode within %s", setupLimits.query)
 	}
 	if res.ExitCode != 0 {
 		return "", Fail(ops.KindInstallFailed, "powershell.exe could not report its language mode (exit code %d), so swdt's "+

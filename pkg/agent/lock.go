@@ -43,7 +43,7 @@ type lockRecord struct {
 func nodeLock(ctx context.Context, w winos.OS, req ops.NodeLockRequest) (ops.NodeLockResponse, error) {
 	var resp ops.NodeLockResponse
 	if req.Owner.RunID == "" || req.StaleAfterMs <= 0 {
-		return resp, Fail("bad-request", "a lock request needs an owner's run ID and a positive staleAfterMs")
+		return resp, Fail(ops.KindBadRequest, "a lock request needs an owner's run ID and a positive staleAfterMs")
 	}
 	if err := footprint(w); err != nil {
 		return resp, fmt.Errorf("the swap lock: %w", err)
@@ -223,7 +223,7 @@ func lockBreak(w winos.OS, holder ops.LockHolder, dests []string) (bool, []strin
 		if !stagedBeside(p, holder.Owner.RunID, dests) {
 			continue
 		}
-		for _, f := range []string{p, p + ".swdt-part"} {
+		for _, f := range []string{p, ops.PartPath(p)} {
 			if _, ok, err := provisionStatFile(w, f); err != nil || !ok {
 				continue
 			}
@@ -255,9 +255,9 @@ func nodeLockRenew(_ context.Context, w winos.OS, req ops.NodeLockRenewRequest) 
 func lockOwned(holder *ops.LockHolder, runID string) error {
 	switch {
 	case holder == nil:
-		return Fail("lock-lost", "run %s no longer holds the node's swap lock (it is free: it was broken as stale); run again", runID)
+		return Fail(ops.KindLockLost, "run %s no longer holds the node's swap lock (it is free: it was broken as stale); run again", runID)
 	case holder.Owner.RunID != runID:
-		return Fail("lock-lost", "run %s no longer holds the node's swap lock: %s took it after it went stale; run again", runID, holder.Owner)
+		return Fail(ops.KindLockLost, "run %s no longer holds the node's swap lock: %s took it after it went stale; run again", runID, holder.Owner)
 	}
 	return nil
 }
@@ -323,5 +323,5 @@ func lockCheck(w winos.OS, runID, what string) error {
 	if holder == nil || holder.Stale() {
 		return nil
 	}
-	return Fail("locked", "the node is locked by %s (renewed %d ms ago); %s", holder.Owner, holder.AgeMs, what)
+	return Fail(ops.KindLocked, "the node is locked by %s (renewed %d ms ago); %s", holder.Owner, holder.AgeMs, what)
 }

@@ -162,7 +162,7 @@ func TestServiceSwapRefusedWhileLocked(t *testing.T) {
 	tests := []struct {
 		name     string
 		owner    ops.LockOwner
-		wantKind string
+		wantKind ops.Kind
 	}{
 		{"another locked run", lockOwner("b"), "lock-lost"},
 		{"a swap outside a locked run", ops.LockOwner{}, "locked"},

@@ -25,7 +25,7 @@ func provCall[Req, Resp any](t *testing.T, ts *simnode.TestServer, op ops.Op[Req
 }
 
 // provFailure returns err's kind and message when it is an op failure.
-func provFailure(t *testing.T, err error) (kind, message string) {
+func provFailure(t *testing.T, err error) (kind ops.Kind, message string) {
 	t.Helper()
 	var f *agent.Failure
 	if !errors.As(err, &f) {
@@ -198,7 +198,7 @@ func TestProvisionInspectHashesAndRemove(t *testing.T) {
 		name    string
 		paths   []string
 		removed []string
-		kind    string
+		kind    ops.Kind
 	}{
 		{"staged and missing", []string{`C:\k\kubelet.exe.swdt-new`, `C:\k\nothing`}, []string{`C:\k\kubelet.exe.swdt-new`}, ""},
 		{"a directory is not a file", []string{`C:\k`}, []string{}, ""},

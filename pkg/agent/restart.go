@@ -26,13 +26,13 @@ var restartOps = []entry{
 func serviceRestart(ctx context.Context, w winos.OS, req ops.ServiceRestartRequest) (ops.ServiceRestartResponse, error) {
 	resp := ops.ServiceRestartResponse{Services: []ops.RestartedService{}}
 	if len(req.Services) == 0 {
-		return resp, Fail("bad-request", "no service to restart")
+		return resp, Fail(ops.KindBadRequest, "no service to restart")
 	}
 	deps := map[string][]string{}
 	for _, name := range req.Services {
 		svc, err := w.Service(name)
 		if winos.Code(err) == winos.ErrServiceDoesNotExist {
-			return resp, Fail("not-found", "service %s does not exist on the node; nothing was stopped", name)
+			return resp, Fail(ops.KindNotFound, "service %s does not exist on the node; nothing was stopped", name)
 		} else if err != nil {
 			return resp, fmt.Errorf("service %s: %w; nothing was stopped", name, err)
 		}
@@ -95,7 +95,7 @@ const shutdownExe = `C:\Windows\System32\shutdown.exe`
 func nodeReboot(ctx context.Context, w winos.OS, req ops.NodeRebootRequest) (ops.NodeRebootResponse, error) {
 	var resp ops.NodeRebootResponse
 	if req.DelaySeconds < 0 || req.DelaySeconds > 600 {
-		return resp, Fail("bad-request", "delaySeconds must be 0 to 600, not %d", req.DelaySeconds)
+		return resp, Fail(ops.KindBadRequest, "delaySeconds must be 0 to 600, not %d", req.DelaySeconds)
 	}
 	if err := lockCheck(w, "", "the node was not rebooted"); err != nil {
 		return resp, err
@@ -103,7 +103,7 @@ func nodeReboot(ctx context.Context, w winos.OS, req ops.NodeRebootRequest) (ops
 	if j, err := journalRead(w, nil); err != nil {
 		return resp, fmt.Errorf("%w; the node was not rebooted", err)
 	} else if j != nil {
-		return resp, Fail("unfinished", "the node has an unfinished swap (%s, started %s); the node was not rebooted: run swdt kubernetes first, it repairs that swap", journalOwner(j), j.Started)
+		return resp, Fail(ops.KindUnfinished, "the node has an unfinished swap (%s, started %s); the node was not rebooted: run swdt kubernetes first, it repairs that swap", journalOwner(j), j.Started)
 	}
 	host, err := w.Hostname()
 	if err != nil {
@@ -115,7 +115,7 @@ func nodeReboot(ctx context.Context, w winos.OS, req ops.NodeRebootRequest) (ops
 		return resp, fmt.Errorf("run shutdown.exe: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return resp, Fail("reboot-refused", "shutdown.exe /r exited with %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)+string(res.Stdout)))
+		return resp, Fail(ops.KindRebootRefused, "shutdown.exe /r exited with %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)+string(res.Stdout)))
 	}
 	return resp, nil
 }

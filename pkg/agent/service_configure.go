@@ -56,16 +56,16 @@ func currentConfig(svc winos.Service) ops.ServiceRegisterRequest {
 // alone.
 func serviceConfigure(_ context.Context, w winos.OS, req ops.ServiceRegisterRequest) (ops.ServiceConfigureResponse, error) {
 	if req.Name == "" || req.Program == "" {
-		return ops.ServiceConfigureResponse{}, Fail("invalid", "a service to configure needs a name and a program")
+		return ops.ServiceConfigureResponse{}, Fail(ops.KindInvalid, "a service to configure needs a name and a program")
 	}
 	switch req.StartType {
 	case "", "Automatic", "Manual":
 	default:
-		return ops.ServiceConfigureResponse{}, Fail("invalid", "start type %q is not Automatic or Manual", req.StartType)
+		return ops.ServiceConfigureResponse{}, Fail(ops.KindInvalid, "start type %q is not Automatic or Manual", req.StartType)
 	}
 	svc, err := w.Service(req.Name)
 	if errors.Is(err, winos.ErrServiceDoesNotExist) {
-		return ops.ServiceConfigureResponse{}, Fail("not-found", "service %s does not exist: nothing to configure", req.Name)
+		return ops.ServiceConfigureResponse{}, Fail(ops.KindNotFound, "service %s does not exist: nothing to configure", req.Name)
 	}
 	if err != nil {
 		return ops.ServiceConfigureResponse{}, fmt.Errorf("read service %s: %w", req.Name, err)

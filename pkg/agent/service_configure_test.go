@@ -17,7 +17,7 @@ func TestServiceConfigure(t *testing.T) {
 	tests := []struct {
 		name     string
 		req      ops.ServiceRegisterRequest
-		kind     string // the failure's kind; "" for success
+		kind     ops.Kind // the failure's kind; "" for success
 		mentions string
 		changed  []string
 	}{

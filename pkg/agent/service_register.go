@@ -16,19 +16,19 @@ import (
 // service is refused rather than changed: it is swapped like any other.
 func serviceRegister(_ context.Context, w winos.OS, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error) {
 	if req.Name == "" || req.Program == "" {
-		return ops.ServiceRegisterResponse{}, Fail("invalid", "a service to register needs a name and a program")
+		return ops.ServiceRegisterResponse{}, Fail(ops.KindInvalid, "a service to register needs a name and a program")
 	}
 	switch req.StartType {
 	case "", "Automatic", "Manual":
 	default:
-		return ops.ServiceRegisterResponse{}, Fail("invalid", "start type %q is not Automatic or Manual", req.StartType)
+		return ops.ServiceRegisterResponse{}, Fail(ops.KindInvalid, "start type %q is not Automatic or Manual", req.StartType)
 	}
 	exists, err := winsFileExists(w, req.Program)
 	if err != nil {
 		return ops.ServiceRegisterResponse{}, fmt.Errorf("look for %s: %w", req.Program, err)
 	}
 	if !exists {
-		return ops.ServiceRegisterResponse{}, Fail("not-found", "%s does not exist: the service %s would have nothing to run", req.Program, req.Name)
+		return ops.ServiceRegisterResponse{}, Fail(ops.KindNotFound, "%s does not exist: the service %s would have nothing to run", req.Program, req.Name)
 	}
 	start := req.StartType
 	if start == "" {
@@ -40,9 +40,9 @@ func serviceRegister(_ context.Context, w winos.OS, req ops.ServiceRegisterReque
 	})
 	switch {
 	case errors.Is(err, winos.ErrServiceExists):
-		return ops.ServiceRegisterResponse{}, Fail("exists", "service %s already exists", req.Name)
+		return ops.ServiceRegisterResponse{}, Fail(ops.KindExists, "service %s already exists", req.Name)
 	case errors.Is(err, winos.ErrServiceMarkedForDelete):
-		return ops.ServiceRegisterResponse{}, Fail("marked-for-deletion", "service %s is marked for deletion: close the Services console and other service tools, or reboot the node, then run swdt again", req.Name)
+		return ops.ServiceRegisterResponse{}, Fail(ops.KindMarkedForDeletion, "service %s is marked for deletion: close the Services console and other service tools, or reboot the node, then run swdt again", req.Name)
 	case err != nil:
 		return ops.ServiceRegisterResponse{}, fmt.Errorf("register service %s: %w", req.Name, err)
 	}

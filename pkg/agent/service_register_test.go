@@ -14,7 +14,7 @@ func TestServiceRegister(t *testing.T) {
 	tests := []struct {
 		name     string
 		req      ops.ServiceRegisterRequest
-		kind     string // the failure's kind; "" for success
+		kind     ops.Kind // the failure's kind; "" for success
 		mentions string
 	}{
 		{name: "registered stopped, with its arguments",

@@ -68,7 +68,7 @@ func chocoAsk(ctx context.Context, w winos.OS, args ...string) (winos.Result, er
 		return res, fmt.Errorf("run choco %s: %w", strings.Join(args, " "), err)
 	}
 	if expired {
-		return res, Fail("timeout", "`choco %s` did not answer within %s", strings.Join(args, " "), setupLimits.query)
+		return res, Fail(ops.KindTimeout, "`choco %s` did not answer within %s", strings.Join(args, " "), setupLimits.query)
 	}
 	return res, nil
 }
@@ -185,7 +185,7 @@ func chocoRunInstaller(ctx context.Context, w winos.OS) (string, error) {
 		return "", fmt.Errorf("run Chocolatey's install script: %w", err)
 	}
 	if expired {
-		return "", Fail("timeout", "Chocolatey's install script did not finish within %s and was stopped (a slow download? "+
+		return "", Fail(ops.KindTimeout, "Chocolatey's install script did not finish within %s and was stopped (a slow download? "+
 			"it may install .NET Framework 4.8 first, 100+ MB); run swdt setup again", setupLimits.chocoSetup)
 	}
 	out := printed(res)
@@ -246,7 +246,7 @@ func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest
 	resp := ops.ChocoPackagesResponse{Results: []ops.ChocoPackageResult{}}
 	for _, name := range req.Packages {
 		if !chocoIDRE.MatchString(name) {
-			return resp, Fail("bad-request", "%q is not a Chocolatey package id (letters, digits, '.', '_' and '-', starting with "+
+			return resp, Fail(ops.KindBadRequest, "%q is not a Chocolatey package id (letters, digits, '.', '_' and '-', starting with "+
 				"a letter or digit); nothing was installed", name)
 		}
 	}
@@ -255,7 +255,7 @@ func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest
 		return resp, err
 	}
 	if !installed {
-		return resp, Fail("not-found", "Chocolatey is not installed (%s is missing)", chocoExe)
+		return resp, Fail(ops.KindNotFound, "Chocolatey is not installed (%s is missing)", chocoExe)
 	}
 	version, res, ok, err := chocoVersion(ctx, w)
 	if err != nil {

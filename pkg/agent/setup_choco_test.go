@@ -17,7 +17,7 @@ func TestChocoInstall(t *testing.T) {
 		faults  simnode.Faults
 		user    string // "" means Administrator
 		prepare func(t *testing.T, n *simnode.Node)
-		kind    string
+		kind    ops.Kind
 		message []string
 		version string
 	}{

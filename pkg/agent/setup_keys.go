@@ -200,7 +200,7 @@ func keysOwn(w winos.OS) (string, error) {
 func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddRequest) (ops.AuthorizedKeysState, error) {
 	for _, k := range req.Keys {
 		if strings.ContainsAny(k, "\r\n\x00") {
-			return ops.AuthorizedKeysState{}, Fail("bad-request", "a key must be one line of an authorized_keys file: %q", k)
+			return ops.AuthorizedKeysState{}, Fail(ops.KindBadRequest, "a key must be one line of an authorized_keys file: %q", k)
 		}
 	}
 	user, err := w.CurrentUser()
@@ -208,7 +208,7 @@ func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddR
 		return ops.AuthorizedKeysState{}, fmt.Errorf("read the current user: %w", err)
 	}
 	if !user.Admin {
-		return ops.AuthorizedKeysState{}, Fail("access-denied", "access to %s is denied: only a member of Administrators may "+
+		return ops.AuthorizedKeysState{}, Fail(ops.KindAccessDenied, "access to %s is denied: only a member of Administrators may "+
 			"change it, and %s is not one", ops.AdministratorsAuthorizedKeys, user.Name)
 	}
 	if err := w.MkdirAll(keysDir); err != nil {

@@ -102,7 +102,7 @@ func rdpSet(ctx context.Context, w winos.OS, req ops.RDPSetRequest) (ops.RDPStat
 		}
 	}
 	if len(missing) > 0 {
-		return ops.RDPState{}, Fail("not-found", "firewall rule %s does not exist on this node: it comes with Windows and was deleted; "+
+		return ops.RDPState{}, Fail(ops.KindNotFound, "firewall rule %s does not exist on this node: it comes with Windows and was deleted; "+
 			"create it again (Remote Desktop listens on TCP and UDP port 3389, e.g. New-NetFirewallRule -Name %s -Direction Inbound "+
 			"-Protocol TCP -LocalPort 3389 -Action Allow) and run swdt setup again", strings.Join(missing, ", "), missing[0])
 	}
@@ -118,7 +118,7 @@ func rdpSet(ctx context.Context, w winos.OS, req ops.RDPSetRequest) (ops.RDPStat
 		defer cancel()
 		if err := w.SetFirewallRules(child, req.FirewallRules, req.Enable); err != nil {
 			if ctx.Err() == nil && child.Err() != nil {
-				return ops.RDPState{}, Fail("timeout", "setting the firewall rules %s did not finish within %s",
+				return ops.RDPState{}, Fail(ops.KindTimeout, "setting the firewall rules %s did not finish within %s",
 					strings.Join(req.FirewallRules, ", "), setupLimits.query)
 			}
 			return ops.RDPState{}, fmt.Errorf("set firewall rules %s: %w", strings.Join(req.FirewallRules, ", "), err)
@@ -138,7 +138,7 @@ func rdpRules(ctx context.Context, w winos.OS, names []string) ([]winos.Firewall
 	rules, err := w.FirewallRules(child, names)
 	if err != nil {
 		if ctx.Err() == nil && child.Err() != nil {
-			return nil, Fail("timeout", "reading the firewall rules %s did not finish within %s", strings.Join(names, ", "), setupLimits.query)
+			return nil, Fail(ops.KindTimeout, "reading the firewall rules %s did not finish within %s", strings.Join(names, ", "), setupLimits.query)
 		}
 		return nil, fmt.Errorf("read firewall rules %s: %w", strings.Join(names, ", "), err)
 	}
@@ -154,7 +154,7 @@ func rdpRules(ctx context.Context, w winos.OS, names []string) ([]winos.Firewall
 func rdpCheckRuleNames(names []string) error {
 	for _, n := range names {
 		if strings.TrimSpace(n) == "" || strings.ContainsAny(n, "*?[]`\r\n") {
-			return Fail("bad-request", "%q is not a firewall rule name: names must be non-empty and hold no wildcard characters", n)
+			return Fail(ops.KindBadRequest, "%q is not a firewall rule name: names must be non-empty and hold no wildcard characters", n)
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func TestRDPSetChangesNothingItCannotFinish(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, n *simnode.Node)
 		req     ops.RDPSetRequest
-		kind    string
+		kind    ops.Kind
 		message []string
 	}{
 		{name: "unknown rule", req: ops.RDPSetRequest{Enable: true, FirewallRules: append(append([]string(nil), ops.RDPFirewallRules...), "No-Such-Rule")},

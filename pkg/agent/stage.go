@@ -39,27 +39,15 @@ func decodeStaged(w winos.OS, it ops.StageDecodeItem, data io.Reader) (info ops.
 	return info, nil, err
 }
 
-// stagedMark and encodedSuffix are the names of a run's files: the
-// staged file is Destination + stagedMark + the run's ID, its encoded
-// upload the staged name + encodedSuffix.
-const (
-	stagedMark    = ".swdt-new-"
-	encodedSuffix = ".swdt-zst"
-)
-
 // checkStageNames refuses an item whose files are not a staged file and
 // its encoded upload: the op removes them, so it must never be pointed at
 // a destination or anything else.
 func checkStageNames(it ops.StageDecodeItem) error {
-	i := strings.LastIndex(strings.ToLower(it.Staged), stagedMark)
-	if i <= 0 {
-		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
+	if _, _, ok := ops.StagedDest(it.Staged); !ok {
+		return fmt.Errorf("staged path %s is not named %s", it.Staged, ops.StagedPath("<destination>", "<run ID>"))
 	}
-	if id := it.Staged[i+len(stagedMark):]; id == "" || strings.ContainsAny(id, `\/.:`) {
-		return fmt.Errorf("staged path %s is not named <destination>%s<run ID>", it.Staged, stagedMark)
-	}
-	if !strings.EqualFold(it.Encoded, it.Staged+encodedSuffix) {
-		return fmt.Errorf("encoded upload %s is not named %s%s", it.Encoded, it.Staged, encodedSuffix)
+	if want := ops.EncodedPath(it.Staged); !strings.EqualFold(it.Encoded, want) {
+		return fmt.Errorf("encoded upload %s is not named %s", it.Encoded, want)
 	}
 	return nil
 }

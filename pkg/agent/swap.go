@@ -124,7 +124,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 	if req.Lock != nil {
 		// The lock and the swap in one op (a kept connection).
 		if req.Lock.Owner.RunID != req.Owner.RunID {
-			return ops.ServiceSwapResponse{}, Fail("bad-request", "the swap's lock request is for run %q, the swap for run %q", req.Lock.Owner.RunID, req.Owner.RunID)
+			return ops.ServiceSwapResponse{}, Fail(ops.KindBadRequest, "the swap's lock request is for run %q, the swap for run %q", req.Lock.Owner.RunID, req.Owner.RunID)
 		}
 		l, err := nodeLock(ctx, w, *req.Lock)
 		if err != nil {
@@ -160,7 +160,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 	if j, err := journalRead(w, nil); err != nil {
 		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
 	} else if j != nil {
-		return ops.ServiceSwapResponse{}, Fail("unfinished", "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
+		return ops.ServiceSwapResponse{}, Fail(ops.KindUnfinished, "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
 	}
 	resp, err := s.run(ctx)
 	resp.RecoveryUnknown, resp.Locked = s.recoveryUnknown, locked
@@ -537,7 +537,7 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 			return err
 		}
 		if !ok {
-			return Fail("not-found", "staged file %s is missing; nothing was stopped", it.Staged)
+			return Fail(ops.KindNotFound, "staged file %s is missing; nothing was stopped", it.Staged)
 		}
 		if it.SHA256 == "" {
 			continue
@@ -557,7 +557,7 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 	}
 	for _, name := range s.req.StopOrder {
 		if _, err := s.w.Service(name); errors.Is(err, winos.ErrServiceDoesNotExist) {
-			return Fail("not-found", "service %s does not exist; nothing was stopped", name)
+			return Fail(ops.KindNotFound, "service %s does not exist; nothing was stopped", name)
 		} else if err != nil {
 			return err
 		}
@@ -598,7 +598,7 @@ func (s *swapRun) restoreBackup(it ops.SwapItem) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", Fail("untrusted-backup", "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
+		return "", Fail(ops.KindUntrustedBackup, "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
 			"and was not used; put the right binary at %s (or delete the backup) as an administrator and run again", it.Destination, it.Backup, owner, it.Destination)
 	}
 	if err := s.w.Rename(it.Backup, it.Destination); err != nil {
@@ -922,7 +922,7 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		if !items[i] {
 			continue
 		}
-		failed := it.Destination + failedSuffix
+		failed := ops.FailedPath(it.Destination)
 		if _, err := s.w.Stat(failed); err == nil {
 			if err := s.w.Remove(failed); err != nil {
 				return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)

@@ -38,7 +38,7 @@ func lockSwapMutex(ctx context.Context, w winos.OS, wait time.Duration, what str
 	defer cancel()
 	unlock, abandoned, err := w.LockMutex(wctx, ops.SwapMutex)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, false, Fail("busy", "another swdt-agent has been working on this node's swap for %s (it holds the mutex Global\\%s); %s: "+
+		return nil, false, Fail(ops.KindBusy, "another swdt-agent has been working on this node's swap for %s (it holds the mutex Global\\%s); %s: "+
 			"run swdt again once it has finished (Get-Process swdt-agent* shows it)", wait, ops.SwapMutex, what)
 	}
 	if err != nil {

@@ -221,7 +221,7 @@ func (s *swapRun) settleFiles(it ops.SwapItem, removed *[]string) (string, error
 		if owner, ok, err := adminsOwn(s.w, it.Backup); err != nil {
 			return "", err
 		} else if !ok {
-			return "", Fail("untrusted-backup", "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
+			return "", Fail(ops.KindUntrustedBackup, "%s is missing and %s is owned by %s, not by Administrators or SYSTEM: it is not swdt's backup "+
 				"and was left alone; put the right binary at %s as an administrator and run again", it.Destination, it.Backup, owner, it.Destination)
 		}
 		if err := s.w.Rename(it.Backup, it.Destination); err != nil {

@@ -119,7 +119,7 @@ func (s *swapRun) stop(ctx context.Context, name string) error {
 	}
 	if svc.Shared {
 		if !stopped {
-			return Fail("timeout", "service %s did not stop within %d ms; it shares its process %d with other services (svchost), "+
+			return Fail(ops.KindTimeout, "service %s did not stop within %d ms; it shares its process %d with other services (svchost), "+
 				"which was not killed: that would end them all", name, s.req.StopTimeoutMs, pid)
 		}
 		return nil
@@ -207,7 +207,7 @@ func (s *swapRun) stopDependents(ctx context.Context, name string) error {
 // says what the service did instead of stopping.
 func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tree []procRef, why string) error {
 	if pid == 0 {
-		return Fail("timeout", "service %s %s and has no process to kill", name, why)
+		return Fail(ops.KindTimeout, "service %s %s and has no process to kill", name, why)
 	}
 	// The service control manager counts a killed process as a failure
 	// and runs the service's failure actions (wins restarts itself after
@@ -246,7 +246,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tr
 		return err
 	}
 	if !down {
-		return Fail("timeout", "service %s %s, and %d ms after its process %d was killed it is still %s or the process still runs", name, why, s.req.StopTimeoutMs, pid, status)
+		return Fail(ops.KindTimeout, "service %s %s, and %d ms after its process %d was killed it is still %s or the process still runs", name, why, s.req.StopTimeoutMs, pid, status)
 	}
 	if !restarted {
 		// A restart now (a recovery restart scheduled before the swap,
@@ -264,7 +264,7 @@ func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tr
 		}
 	}
 	if restarted {
-		return Fail("service", "service %s %s; after its process was killed it started again (%s) although its failure actions were off: something else restarts it; its binary was left untouched", name, why, status)
+		return Fail(ops.KindService, "service %s %s; after its process was killed it started again (%s) although its failure actions were off: something else restarts it; its binary was left untouched", name, why, status)
 	}
 	return nil
 }

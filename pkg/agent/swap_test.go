@@ -282,7 +282,7 @@ func TestServiceSwapKillWithRecoveryActions(t *testing.T) {
 		pendingRestart bool
 		content        string
 		result         string
-		kind           string // the op fails with this kind
+		kind           ops.Kind // the op fails with this kind
 	}{
 		{name: "swapped", content: "MZ next", result: ops.SwapResultSwapped},
 		{name: "new binary crashes and is rolled back", content: "MZ " + simnode.MarkerCrashOnStart, result: ops.SwapResultRolledBack},

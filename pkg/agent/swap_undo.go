@@ -35,7 +35,7 @@ func swapUndo(ctx context.Context, w winos.OS, req ops.SwapUndoRequest) (ops.Ser
 		if locked.Holder != nil {
 			owner = locked.Holder.Owner.String()
 		}
-		return ops.ServiceSwapResponse{}, Fail("locked", "the node is locked by %s; nothing was rolled back", owner)
+		return ops.ServiceSwapResponse{}, Fail(ops.KindLocked, "the node is locked by %s; nothing was rolled back", owner)
 	}
 	// The swap releases the lock when it is done; this covers its failures.
 	defer func() { _, _ = nodeUnlock(ctx, w, ops.NodeUnlockRequest{RunID: req.Lock.Owner.RunID}) }()
@@ -61,17 +61,17 @@ func undoCheck(w winos.OS, it ops.SwapUndoItem) error {
 		return err
 	}
 	if !dest.Exists || !strings.EqualFold(dest.SHA256, it.SHA256) {
-		return Fail("changed", "%s no longer holds the binary to roll back (SHA-256 %s, found %s): another run replaced it; nothing was rolled back", it.Destination, short(it.SHA256), short(dest.SHA256))
+		return Fail(ops.KindChanged, "%s no longer holds the binary to roll back (SHA-256 %s, found %s): another run replaced it; nothing was rolled back", it.Destination, short(it.SHA256), short(dest.SHA256))
 	}
 	backup, err := provisionFileFacts(w, it.Backup, false, nil)
 	if err != nil {
 		return err
 	}
 	if !backup.Exists {
-		return Fail("not-found", "there is no old binary to put back: %s is missing; nothing was rolled back", it.Backup)
+		return Fail(ops.KindNotFound, "there is no old binary to put back: %s is missing; nothing was rolled back", it.Backup)
 	}
 	if !strings.EqualFold(backup.SHA256, it.BackupSHA256) {
-		return Fail("changed", "%s is not the binary the swap replaced (SHA-256 %s, want %s); nothing was rolled back", it.Backup, short(backup.SHA256), short(it.BackupSHA256))
+		return Fail(ops.KindChanged, "%s is not the binary the swap replaced (SHA-256 %s, want %s); nothing was rolled back", it.Backup, short(backup.SHA256), short(it.BackupSHA256))
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func winsExec(ctx context.Context, w winos.OS, limit time.Duration, binary strin
 	res, expired, err := runBounded(ctx, w, limit, winos.Command{Path: binary, Args: args})
 	switch {
 	case expired:
-		return res, Fail("timeout", "%s did not finish within %s and was stopped: it hangs", winsCommandLine(binary, args), limit)
+		return res, Fail(ops.KindTimeout, "%s did not finish within %s and was stopped: it hangs", winsCommandLine(binary, args), limit)
 	case err != nil:
 		return res, fmt.Errorf("run %s: %w", winsCommandLine(binary, args), err)
 	}

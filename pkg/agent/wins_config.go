@@ -14,7 +14,7 @@ import (
 // rancher-wins-* processes wins started on the host.
 func winsInspect(_ context.Context, w winos.OS, req ops.WinsInspectRequest) (ops.WinsInspectResponse, error) {
 	if req.ConfigPath == "" {
-		return ops.WinsInspectResponse{}, Fail("bad-request", "wins-inspect needs the config file's path")
+		return ops.WinsInspectResponse{}, Fail(ops.KindBadRequest, "wins-inspect needs the config file's path")
 	}
 	svc, err := winsServiceInfo(w)
 	if err != nil {
@@ -58,7 +58,7 @@ func winsReadFile(w winos.OS, path string) (content []byte, exists bool, err err
 func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteRequest) (ops.WinsConfigWriteResponse, error) {
 	dir, name := winsSplit(req.Path)
 	if dir == "" || name == "" {
-		return ops.WinsConfigWriteResponse{}, Fail("bad-request", "wins' config path %q is not a full path to a file", req.Path)
+		return ops.WinsConfigWriteResponse{}, Fail(ops.KindBadRequest, "wins' config path %q is not a full path to a file", req.Path)
 	}
 	old, exists, err := winsReadFile(w, req.Path)
 	if err != nil {
@@ -71,13 +71,13 @@ func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteReque
 	if err := w.MkdirAll(dir); err != nil {
 		return ops.WinsConfigWriteResponse{}, fmt.Errorf("create %s: %w", dir, err)
 	}
-	staged := req.Path + ".swdt-new"
+	staged := ops.WritingPath(req.Path)
 	if err := writeOwnFile(w, staged, content); err != nil {
 		return ops.WinsConfigWriteResponse{}, err
 	}
 	resp := ops.WinsConfigWriteResponse{Changed: true}
 	if exists {
-		resp.Backup = req.Path + ".swdt-bak"
+		resp.Backup = ops.BackupPath(req.Path)
 		if err := winsSetAside(w, req.Path, resp.Backup); err != nil {
 			return ops.WinsConfigWriteResponse{}, winsAlso(err, winsRemoveQuietly(w, staged))
 		}

@@ -57,7 +57,7 @@ func TestWinsConfigWritePaths(t *testing.T) {
 	tests := []struct {
 		name     string
 		path     string
-		wantKind string
+		wantKind ops.Kind
 	}{
 		{name: "new directory", path: `C:\etc\rancher\wins-new\sub\config`},
 		{name: "no directory", path: "config", wantKind: "bad-request"},

@@ -26,7 +26,7 @@ func winsRegister(ctx context.Context, w winos.OS, req ops.WinsRegisterRequest) 
 		return ops.WinsRegisterResponse{}, fmt.Errorf("look for %s: %w", req.Binary, err)
 	}
 	if !exists {
-		return ops.WinsRegisterResponse{}, Fail("not-found", "%s does not exist", req.Binary)
+		return ops.WinsRegisterResponse{}, Fail(ops.KindNotFound, "%s does not exist", req.Binary)
 	}
 	args := []string{"srv", "app", "run", "--register"}
 	if req.Unregister {
@@ -43,7 +43,7 @@ func winsRegister(ctx context.Context, w winos.OS, req ops.WinsRegisterRequest) 
 		res, err = winsExec(ctx, w, winsLimits.register, req.Binary, args...)
 	}
 	if err == nil && res.ExitCode != 0 {
-		err = Fail("register-failed", "%s exited %d: %s", winsCommandLine(req.Binary, args), res.ExitCode, winsOutput(res))
+		err = Fail(ops.KindRegisterFailed, "%s exited %d: %s", winsCommandLine(req.Binary, args), res.ExitCode, winsOutput(res))
 	}
 	if err != nil {
 		return ops.WinsRegisterResponse{}, winsAlso(err, halt.undo(w, true))
@@ -73,7 +73,7 @@ func winsWaitDeleted(ctx context.Context, w winos.OS) error {
 		return err
 	}
 	if !ok {
-		return Fail("marked-for-deletion", "service %s is marked for deletion and still exists %s after it stopped: a program holds it open (close the Services console, Event Viewer or other service tools) or reboot the node, then run swdt again", ops.WinsService, winsLimits.stop)
+		return Fail(ops.KindMarkedForDeletion, "service %s is marked for deletion and still exists %s after it stopped: a program holds it open (close the Services console, Event Viewer or other service tools) or reboot the node, then run swdt again", ops.WinsService, winsLimits.stop)
 	}
 	return nil
 }

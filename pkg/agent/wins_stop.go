@@ -120,7 +120,7 @@ func winsStopService(ctx context.Context, w winos.OS) (*winsHalt, error) {
 			return h, err
 		}
 		if round == rounds {
-			return h, Fail("service", "service %s started again each of the %d times it was stopped: something other than its failure actions restarts it; stop that first", ops.WinsService, rounds)
+			return h, Fail(ops.KindService, "service %s started again each of the %d times it was stopped: something other than its failure actions restarts it; stop that first", ops.WinsService, rounds)
 		}
 	}
 }
@@ -167,7 +167,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 			return err
 		}
 		if !ok {
-			return Fail("timeout", "service %s is still %s after %s and takes no stop control meanwhile", name, svc.Status, winsLimits.stop)
+			return Fail(ops.KindTimeout, "service %s is still %s after %s and takes no stop control meanwhile", name, svc.Status, winsLimits.stop)
 		}
 	}
 	pid, image := svc.PID, winsImage(w, svc.PID)
@@ -199,7 +199,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 			return err
 		}
 		if !ok {
-			return Fail("timeout", "service %s did not stop within %s, nor %s after its process %d was killed", name, winsLimits.stop, winsLimits.stop, pid)
+			return Fail(ops.KindTimeout, "service %s did not stop within %s, nor %s after its process %d was killed", name, winsLimits.stop, winsLimits.stop, pid)
 		}
 	}
 	if pid == 0 {
@@ -212,7 +212,7 @@ func winsStopOnce(ctx context.Context, w winos.OS) error {
 		return err
 	}
 	if len(left) > 0 {
-		return Fail("timeout", "process %d of service %s still runs %s after the service stopped; its binary stays locked", pid, name, winsLimits.exit)
+		return Fail(ops.KindTimeout, "process %d of service %s still runs %s after the service stopped; its binary stays locked", pid, name, winsLimits.exit)
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func winsOrphansStop(ctx context.Context, w winos.OS, _ ops.WinsOrphansStopReque
 		return ops.WinsOrphansStopResponse{}, err
 	}
 	if len(left) > 0 {
-		return ops.WinsOrphansStopResponse{}, Fail("timeout", "process %d (%s) still runs %s after being stopped; its binary stays locked", left[0].PID, left[0].Name, winsLimits.exit)
+		return ops.WinsOrphansStopResponse{}, Fail(ops.KindTimeout, "process %d (%s) still runs %s after being stopped; its binary stays locked", left[0].PID, left[0].Name, winsLimits.exit)
 	}
 	return ops.WinsOrphansStopResponse{Stopped: orphans}, nil
 }

@@ -84,7 +84,7 @@ func winsProcesses(t *testing.T, ts *simnode.TestServer) []simnode.Process {
 }
 
 // failure returns err's kind and message when it is an agent failure.
-func failure(t *testing.T, err error) (kind, message string) {
+func failure(t *testing.T, err error) (kind ops.Kind, message string) {
 	t.Helper()
 	var f *agent.Failure
 	if !errors.As(err, &f) {

@@ -17,7 +17,7 @@ import (
 func winsUninstall(ctx context.Context, w winos.OS, req ops.WinsUninstallRequest) (ops.WinsUninstallResponse, error) {
 	resp := ops.WinsUninstallResponse{Removed: []string{}, Stopped: []ops.Process{}}
 	if req.Binary == "" || req.ConfigPath == "" {
-		return resp, Fail("bad-request", "wins-uninstall needs the binary's and the config's paths")
+		return resp, Fail(ops.KindBadRequest, "wins-uninstall needs the binary's and the config's paths")
 	}
 	_, err := w.Service(ops.WinsService)
 	if err != nil && !winsNotFound(err) {
@@ -49,14 +49,18 @@ func winsUninstall(ctx context.Context, w winos.OS, req ops.WinsUninstallRequest
 		return resp, fmt.Errorf("look for %s: %w", req.ConfigPath, err)
 	}
 	if exists {
-		backup := req.ConfigPath + ".swdt-bak"
+		backup := ops.BackupPath(req.ConfigPath)
 		if err := winsSetAside(w, req.ConfigPath, backup); err != nil {
 			return resp, err
 		}
 		resp.ConfigBackup = backup
 		resp.Removed = append(resp.Removed, req.ConfigPath)
 	}
-	for _, f := range []string{req.Binary, req.Binary + ".swdt-bak", req.Binary + ".swdt-new", req.Binary + ".swdt-failed"} {
+	files, err := withLeftovers(w, req.Binary)
+	if err != nil {
+		return resp, err
+	}
+	for _, f := range files {
 		exists, err := winsFileExists(w, f)
 		if err != nil {
 			return resp, fmt.Errorf("look for %s: %w", f, err)
@@ -101,7 +105,7 @@ func winsUnregister(ctx context.Context, w winos.OS, binary string) error {
 	res, err := winsExec(ctx, w, winsLimits.call, "sc.exe", args...)
 	if err != nil {
 		_, msg := failureOf(err)
-		return Fail("unregister-failed", "could not delete service %s (%s): %s", ops.WinsService, why, msg)
+		return Fail(ops.KindUnregisterFailed, "could not delete service %s (%s): %s", ops.WinsService, why, msg)
 	}
 	// sc.exe exits with the Win32 error: the service is gone or goes once
 	// the last handle to it closes.
@@ -109,5 +113,5 @@ func winsUnregister(ctx context.Context, w winos.OS, binary string) error {
 	case 0, winos.ErrServiceMarkedForDelete, winos.ErrServiceDoesNotExist:
 		return nil
 	}
-	return Fail("unregister-failed", "could not delete service %s (%s): sc.exe delete exited %d: %s", ops.WinsService, why, res.ExitCode, winsOutput(res))
+	return Fail(ops.KindUnregisterFailed, "could not delete service %s (%s): sc.exe delete exited %d: %s", ops.WinsService, why, res.ExitCode, winsOutput(res))
 }

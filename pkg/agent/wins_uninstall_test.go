@@ -24,24 +24,34 @@ func TestWinsUninstall(t *testing.T) {
 	if _, err := n.StartProcess(orphan, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.WriteFile(testWins+".swdt-bak", []byte("MZ old wins")); err != nil {
-		t.Fatal(err)
+	// An aborted deploy leaves its staged file (and encoded upload) under
+	// its run's own name; a file that only starts like wins.exe is not
+	// swdt's and stays.
+	staged := ops.StagedPath(testWins, "0123abcd")
+	unrelated := testWins + ".swdt-new-x.y"
+	for _, f := range []string{ops.BackupPath(testWins), staged, ops.EncodedPath(staged), unrelated} {
+		if err := n.WriteFile(f, []byte("MZ left over")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	resp, err := agent.Call(context.Background(), w, ops.WinsUninstall, ops.WinsUninstallRequest{Binary: testWins, ConfigPath: testWinsConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{testWinsConfig, testWins, testWins + ".swdt-bak"}
+	want := []string{testWinsConfig, testWins, ops.BackupPath(testWins), staged, ops.EncodedPath(staged)}
 	if !resp.ServiceRemoved || len(resp.Stopped) != 1 || resp.Stopped[0].Path != orphan || resp.ConfigBackup != testWinsConfig+".swdt-bak" || !reflect.DeepEqual(resp.Removed, want) {
 		t.Errorf("uninstall %+v", resp)
 	}
 	if _, err := n.Service(ops.WinsService); err == nil {
 		t.Error("service still registered")
 	}
-	for _, f := range []string{testWins, testWins + ".swdt-bak", testWinsConfig} {
+	for _, f := range []string{testWins, ops.BackupPath(testWins), staged, ops.EncodedPath(staged), testWinsConfig} {
 		if n.Exists(f) {
 			t.Errorf("%s left behind", f)
 		}
+	}
+	if !n.Exists(unrelated) {
+		t.Errorf("%s, not a name of swdt's, was removed", unrelated)
 	}
 	if b, err := n.ReadFile(testWinsConfig + ".swdt-bak"); err != nil || !strings.Contains(string(b), "processPaths") {
 		t.Errorf("config backup %q, %v", b, err)

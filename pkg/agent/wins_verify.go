@@ -20,7 +20,7 @@ import (
 // op itself fails only when the node cannot be read or its time is up.
 func winsVerify(ctx context.Context, w winos.OS, req ops.WinsVerifyRequest) (ops.WinsVerifyResponse, error) {
 	if req.Deep && req.SmokePath == "" {
-		return ops.WinsVerifyResponse{}, Fail("bad-request", "the deep check needs a whitelisted smoke path")
+		return ops.WinsVerifyResponse{}, Fail(ops.KindBadRequest, "the deep check needs a whitelisted smoke path")
 	}
 	svc, err := winsServiceInfo(w)
 	if err != nil {

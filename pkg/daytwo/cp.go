@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Copy directions (CopyReport.Direction).
@@ -276,7 +277,7 @@ func (c *copier) downloadDir(src, dst string) error {
 // download fetches src into a temporary file next to dst and renames it
 // onto dst once complete.
 func (c *copier) download(src string, size int64, dst string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".swdt-part-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ops.PartPath("."+filepath.Base(dst))+"-*")
 	if err != nil {
 		return fmt.Errorf("create a file next to %s (on this machine): %w", dst, err)
 	}

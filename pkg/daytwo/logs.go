@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -84,9 +83,9 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 				reqs[i].Since = since
 			}
 			resp, err := n.ServiceLogs(ctx, reqs[i])
-			var oe *node.OpError
+			var oe *ops.Error
 			switch {
-			case first && errors.As(err, &oe) && oe.Kind == "not-found":
+			case first && errors.As(err, &oe) && oe.Kind == ops.KindNotFound:
 				// One service missing (wins named in the file but not
 				// deployed yet) must not hide the others' logs.
 				read.Absent = append(read.Absent, reqs[i].Service)

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -84,7 +83,7 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 	}
 	if err != nil {
 		err = fmt.Errorf("node %s: restart %s: %w", spec.Name, strings.Join(services, ", "), err)
-		if oe := (*node.OpError)(nil); errors.As(err, &oe) && oe.Kind == "not-found" {
+		if oe := (*ops.Error)(nil); errors.As(err, &oe) && oe.Kind == ops.KindNotFound {
 			err = exitcode.WithCode(exitcode.Usage, err)
 		}
 		return rep, err

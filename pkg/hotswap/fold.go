@@ -168,7 +168,7 @@ func runFolded(ctx context.Context, n Node, plan *Plan, lockReq ops.NodeLockRequ
 // that nothing was done and the usual way must be taken.
 func refused(resp ops.ServiceSwapResponse, err error) bool {
 	if err != nil {
-		return opFailed(err, "unfinished")
+		return opFailed(err, ops.KindUnfinished)
 	}
 	return resp.Locked != nil && !resp.Locked.Acquired || len(resp.Changed) > 0
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -244,7 +243,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // opFailed reports whether err is an op that ran on the node and said
 // no (as opposed to a transport failure, worth another try).
-func opFailed(err error, kind string) bool {
-	var oe *node.OpError
+func opFailed(err error, kind ops.Kind) bool {
+	var oe *ops.Error
 	return errors.As(err, &oe) && (kind == "" || oe.Kind == kind)
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -74,7 +73,7 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 		{name: "a repair the node refuses stops the run",
 			setup: func(f *fakeNode) {
 				f.unfinished = unfinished
-				f.recoverErrs = []error{&node.OpError{Op: "swap-recover", Kind: "locked", Message: "the node is locked"}}
+				f.recoverErrs = []error{&ops.Error{Op: "swap-recover", Kind: "locked", Message: "the node is locked"}}
 			},
 			wantCalls: "lock+inspect recover unlock",
 			wantErr:   "repair the unfinished swap of swdt kubernetes run dead"},

@@ -60,14 +60,14 @@ type Item struct {
 
 // Staged is where Item's upload lands before the swap: a name of the
 // run's own, so that two runs never write the same staged file.
-func (it Item) Staged() string { return it.Destination + ".swdt-new-" + it.runID }
+func (it Item) Staged() string { return ops.StagedPath(it.Destination, it.runID) }
 
 // key identifies an item within a run: its destination (unique in a node
 // file; several items may feed one service).
 func (it Item) key() string { return strings.ToLower(it.Destination) }
 
 // Backup is where the old binary is kept during and after the swap.
-func (it Item) Backup() string { return it.Destination + ".swdt-bak" }
+func (it Item) Backup() string { return ops.BackupPath(it.Destination) }
 
 // Action is what the plan does with an item.
 type Action string

@@ -95,13 +95,9 @@ const (
 	TransferPatch      = "patch"
 )
 
-// encodedSuffix names an encoded upload: the staged name and this, until
-// the node decodes it into the staged file.
-const encodedSuffix = ".swdt-zst"
-
 // encoded is where Item's encoded upload lands: beside its staged file,
 // unique per run like it.
-func (it Item) encoded() string { return it.Staged() + encodedSuffix }
+func (it Item) encoded() string { return ops.EncodedPath(it.Staged()) }
 
 // stageEncoded sends it as a patch against the node's current file when
 // the store holds a copy of it, else (or when the patch cannot be made)
@@ -138,7 +134,7 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 			if perr == nil {
 				return upload{encoding: ops.EncodingPatch}, wire, TransferPatch, nil
 			}
-			if ctx.Err() != nil || opFailed(perr, "lock-lost") {
+			if ctx.Err() != nil || opFailed(perr, ops.KindLockLost) {
 				// The whole file would fare no better.
 				return upload{}, wire, TransferPatch, perr
 			}

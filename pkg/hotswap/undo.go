@@ -61,7 +61,7 @@ func Undo(ctx context.Context, n Undoer, report *Report, name, why string, opts 
 		res.Action, res.Error = ActionFailed, fmt.Sprintf("%s; the rollback answered %d results for one binary", why, len(resp.Items))
 	case resp.Items[0].Result == ops.SwapResultRolledBack:
 		res.Action = ActionRolledBack
-		res.Error = fmt.Sprintf("%s; rolled back: the old binary runs again, the new one was kept as %s.swdt-failed", why, it.Destination)
+		res.Error = fmt.Sprintf("%s; rolled back: the old binary runs again, the new one was kept as %s", why, ops.FailedPath(it.Destination))
 		if f := resp.Items[0].File; f != nil {
 			opts.Hashes.Remember(it.Destination, *f)
 		}

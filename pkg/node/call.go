@@ -14,7 +14,7 @@ import (
 
 // run runs op with req (and its attachments, nil: none) through the
 // agent at path and decodes its result. A failure the agent reports is an
-// *OpError; transport failures are returned wrapped.
+// *ops.Error; transport failures are returned wrapped.
 func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, attachments io.Reader) (Resp, error) {
 	var resp Resp
 	if err := ctx.Err(); err != nil {
@@ -70,7 +70,7 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 }
 
 // result decodes an op's result line from where it was printed and
-// returns its data, or an *OpError with the rest of the output as detail.
+// returns its data, or an *ops.Error with the rest of the output as detail.
 func result(name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
 	env, perr := ops.ParseEnvelope(printed)
 	stderr = tail(strings.TrimSpace(stderr), maxShownStderr)
@@ -79,34 +79,12 @@ func result(name string, status int, printed []byte, stdout, stderr string) (jso
 		if detail == "" {
 			detail = tail(stdout, 2000)
 		}
-		return nil, &OpError{Op: name, Kind: "protocol", Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
+		return nil, &ops.Error{Op: name, Kind: ops.KindProtocol, Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
 	}
 	if !env.OK {
-		return nil, &OpError{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: stderr}
+		return nil, &ops.Error{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: stderr}
 	}
 	return env.Data, nil
-}
-
-// OpError is an op that ran and reported failure, or whose output could not
-// be understood.
-type OpError struct {
-	// Op is the op's name.
-	Op string
-	// Kind is the op's error class ("not-found", "timeout", "protocol"...).
-	Kind string
-	// Message is the op's own explanation.
-	Message string
-	// Stderr is what the agent (or the shell that could not start it)
-	// wrote to stderr, if anything: its last 8 KiB.
-	Stderr string
-}
-
-func (e *OpError) Error() string {
-	msg := fmt.Sprintf("op %s failed (%s): %s", e.Op, e.Kind, e.Message)
-	if e.Stderr != "" {
-		msg += "\n" + e.Stderr
-	}
-	return msg
 }
 
 func tail(s string, n int) string {

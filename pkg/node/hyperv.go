@@ -9,7 +9,7 @@ import (
 
 // The Hyper-V ops, for a Node that is a Hyper-V host (pkg/vm reaches the
 // host over SSH like a node, so the agent is delivered to it the same
-// way). A failure the host reports is an *OpError of one of the kinds
+// way). A failure the host reports is an *ops.Error of one of the kinds
 // ops.KindNoHyperV, ops.KindVMNotFound, ...
 
 // HyperVVMStatus reports a VM's state and checkpoints.

@@ -103,7 +103,7 @@ func TestOpOutputIsBounded(t *testing.T) {
 		{name: "an op's failure shows the end of its stderr only",
 			conn: floodConn{stream: "stderr", lead: "start\n", flood: 512 << 10, result: ops.ResultMarker + `{"ok":false,"error":{"kind":"io","message":"broken"}}` + "\r\n"},
 			check: func(t *testing.T, err error) {
-				var oe *node.OpError
+				var oe *ops.Error
 				if !errors.As(err, &oe) || oe.Kind != "io" || len(oe.Stderr) > 8<<10+3 || strings.Contains(oe.Stderr, "start") {
 					t.Errorf("err = %.200v, want the op's io error with the last 8 KiB of its stderr", err)
 				}

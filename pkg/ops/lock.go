@@ -40,7 +40,7 @@ type SwapFinished struct {
 	// Response is what the op answered, when it succeeded.
 	Response *ServiceSwapResponse `json:"response,omitempty"`
 	// Kind and Error are its failure, when it failed.
-	Kind  string `json:"kind,omitempty"`
+	Kind  Kind   `json:"kind,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 

@@ -73,9 +73,8 @@ type Envelope struct {
 
 // EnvelopeError is a failed op's typed error.
 type EnvelopeError struct {
-	// Kind is a short machine-readable class, e.g. "not-found",
-	// "access-denied", "timeout", "exception".
-	Kind string `json:"kind"`
+	// Kind is the error's machine-readable class.
+	Kind Kind `json:"kind"`
 	// Message is the human-readable detail.
 	Message string `json:"message"`
 }

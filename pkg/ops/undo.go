@@ -56,7 +56,7 @@ func (req SwapUndoRequest) Swap() ServiceSwapRequest {
 	}
 	for _, it := range req.Items {
 		out.Items = append(out.Items, SwapItem{
-			Service: it.Service, Destination: it.Destination, Staged: it.Backup, Backup: it.Destination + ".swdt-failed",
+			Service: it.Service, Destination: it.Destination, Staged: it.Backup, Backup: FailedPath(it.Destination),
 			SHA256: it.BackupSHA256, OldSHA256: it.SHA256, HealthChecks: it.HealthChecks,
 		})
 	}

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
-
-// PartSuffix is appended to a remote path while an upload is in flight.
-const PartSuffix = ".swdt-part"
 
 var sftpRetry = retryPolicy{
 	Attempts:    2, // reconnect once
@@ -62,7 +60,7 @@ func (c *Client) StartSFTP(ctx context.Context) error {
 // upload restarts from zero and so does the count.
 func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(sent int64)) error {
 	dst := SFTPPath(remotePath)
-	part := dst + PartSuffix
+	part := ops.PartPath(dst)
 	op := fmt.Sprintf("upload %s to %s", remotePath, c.t.addr)
 	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		if attempt > 1 && progress != nil {

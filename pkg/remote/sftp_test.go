@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/internal/sshdtest"
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // pattern is an io.ReaderAt of size deterministic pseudo-random bytes,
@@ -127,7 +128,7 @@ func TestUploadLargeFileStreams(t *testing.T) {
 	if got, want := fileSum(t, dst), src.sum(t); got != want {
 		t.Fatalf("server file SHA-256 %x, want %x", got, want)
 	}
-	if _, err := os.Stat(dst + PartSuffix); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(ops.PartPath(dst)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("staged file left behind: %v", err)
 	}
 }
@@ -199,7 +200,7 @@ func TestFileOps(t *testing.T) {
 	if err := c.Upload(ctx, bytes.NewReader([]byte("abc")), 10, short, nil); err == nil {
 		t.Fatal("short source uploaded")
 	}
-	for _, p := range []string{short, short + PartSuffix} {
+	for _, p := range []string{short, ops.PartPath(short)} {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s exists after a failed upload", p)
 		}
@@ -363,7 +364,7 @@ func TestUploadStream(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("UploadStream: %v, want error %v", err, tc.wantErr)
 			}
-			if _, err := os.Stat(dst + PartSuffix); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(ops.PartPath(dst)); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("a staged name was used: %v", err)
 			}
 			got, rerr := os.ReadFile(dst)

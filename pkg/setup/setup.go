@@ -181,7 +181,7 @@ func Run(ctx context.Context, name string, n Node, desired Desired, opts Options
 
 // opMessage is the node's own explanation of a failed op, or the error.
 func opMessage(err error) string {
-	var opErr *node.OpError
+	var opErr *ops.Error
 	if errors.As(err, &opErr) {
 		return opErr.Message
 	}
@@ -211,7 +211,7 @@ func (p *plan) applyChoco(ctx context.Context, n Node) Step {
 		return s
 	}
 	st, err := n.InstallChoco(ctx)
-	var opErr *node.OpError
+	var opErr *ops.Error
 	if errors.As(err, &opErr) && opErr.Kind == ops.KindRebootRequired {
 		// The node must reboot before Chocolatey can be installed; the
 		// message says so and that a second run completes it.

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // normKey spells a registry key as HKLM:\..., accepting HKLM\,
@@ -61,11 +63,11 @@ func (n *Node) SetRegistryValue(key string, v RegistryValue) error {
 	switch v.Kind {
 	case "DWord", "QWord", "String", "ExpandString", "MultiString":
 	default:
-		return Fail("invalid-argument", "unknown registry value kind %q", v.Kind)
+		return Fail(ops.KindInvalidArgument, "unknown registry value kind %q", v.Kind)
 	}
 	key = normKey(key)
 	if !strings.HasPrefix(key, `HKLM:\`) {
-		return Fail("invalid-argument", "simnode only simulates HKLM, not %q", key)
+		return Fail(ops.KindInvalidArgument, "simnode only simulates HKLM, not %q", key)
 	}
 	return n.m.update(func(s *State, _ time.Time) error {
 		k := s.Registry[strings.ToLower(key)]
@@ -127,7 +129,7 @@ func (n *Node) SetFirewallRuleEnabled(name string, enabled bool) error {
 	return n.m.update(func(s *State, _ time.Time) error {
 		r := s.Firewall[strings.ToLower(name)]
 		if r == nil {
-			return Fail("not-found", "No MSFT_NetFirewallRule objects found with property 'Name' equal to '%s'.", name)
+			return Fail(ops.KindNotFound, "No MSFT_NetFirewallRule objects found with property 'Name' equal to '%s'.", name)
 		}
 		r.Enabled = enabled
 		return nil
@@ -195,7 +197,7 @@ const (
 // Chocolatey and its choco.exe.
 func (n *Node) InstallChocolatey() error {
 	if n.ChocoDownloadFails() {
-		return Fail("download", "%s", ChocoDownloadError)
+		return Fail(ops.KindDownload, "%s", ChocoDownloadError)
 	}
 	var version string
 	err := n.m.update(func(s *State, _ time.Time) error {
@@ -210,11 +212,11 @@ func (n *Node) InstallChocolatey() error {
 			}
 			if release < netFx48Min || c.NetFxPending {
 				c.NetFxPending = true
-				return Fail("reboot-required", "%s", ChocoRebootError)
+				return Fail(ops.KindRebootRequired, "%s", ChocoRebootError)
 			}
 		}
 		if !n.IsAdmin() {
-			return Fail("installer", "%s", ChocoNotAdminError)
+			return Fail(ops.KindInstaller, "%s", ChocoNotAdminError)
 		}
 		c.Installed = true
 		c.Version = c.InstallVersion
@@ -254,7 +256,7 @@ func (n *Node) ChocoInstall(name string) (ChocoInstallResult, error) {
 	err := n.m.update(func(s *State, _ time.Time) error {
 		c := &s.Chocolatey
 		if !c.Installed {
-			return Fail("not-found", "The term '%s' is not recognized as the name of a cmdlet, function, script file, or operable program.", PathChoco)
+			return Fail(ops.KindNotFound, "The term '%s' is not recognized as the name of a cmdlet, function, script file, or operable program.", PathChoco)
 		}
 		key := strings.ToLower(name)
 		if v, ok := c.Packages[key]; ok {

@@ -3,31 +3,33 @@ package simnode
 import (
 	"errors"
 	"fmt"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // OpFailure is an error an op handler returns to report a typed failure:
 // it becomes {"ok":false,"error":{"kind":..,"message":..}} on the wire, as
 // Stop-SwdtOp does in a real op.
 type OpFailure struct {
-	Kind    string
+	Kind    ops.Kind
 	Message string
 }
 
-func (e *OpFailure) Error() string { return e.Kind + ": " + e.Message }
+func (e *OpFailure) Error() string { return string(e.Kind) + ": " + e.Message }
 
 // Fail returns an *OpFailure of kind with a formatted message.
-func Fail(kind, format string, args ...any) error {
+func Fail(kind ops.Kind, format string, args ...any) error {
 	return &OpFailure{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 // kinder is implemented by simnode's own errors (service and file errors)
 // so that a handler may return them unchanged and still produce a useful
 // error kind.
-type kinder interface{ OpErrorKind() string }
+type kinder interface{ OpErrorKind() ops.Kind }
 
 // failureOf turns any handler error into the envelope's kind and message.
 // Unknown errors are "exception", as an uncaught PowerShell exception.
-func failureOf(err error) (kind, message string) {
+func failureOf(err error) (kind ops.Kind, message string) {
 	var f *OpFailure
 	if errors.As(err, &f) {
 		return f.Kind, f.Message
@@ -36,7 +38,7 @@ func failureOf(err error) (kind, message string) {
 	if errors.As(err, &k) {
 		return k.OpErrorKind(), err.Error()
 	}
-	return "exception", err.Error()
+	return ops.KindException, err.Error()
 }
 
 // Win32 error codes the simulated service control manager and file system
@@ -74,16 +76,16 @@ func (e *ServiceError) Error() string {
 }
 
 // OpErrorKind maps the code to an op error kind.
-func (e *ServiceError) OpErrorKind() string {
+func (e *ServiceError) OpErrorKind() ops.Kind {
 	switch e.Code {
 	case CodeServiceDoesNotExist, CodeFileNotFound, CodePathNotFound:
-		return "not-found"
+		return ops.KindNotFound
 	case CodeSharingViolation:
-		return "locked"
+		return ops.KindLocked
 	case CodeServiceExists:
-		return "exists"
+		return ops.KindExists
 	default:
-		return "service"
+		return ops.KindService
 	}
 }
 
@@ -147,18 +149,18 @@ func (e *FileError) Error() string {
 func (e *FileError) Unwrap() error { return e.Err }
 
 // OpErrorKind maps the code to an op error kind.
-func (e *FileError) OpErrorKind() string {
+func (e *FileError) OpErrorKind() ops.Kind {
 	switch e.Code {
 	case CodeFileNotFound, CodePathNotFound:
-		return "not-found"
+		return ops.KindNotFound
 	case CodeSharingViolation:
-		return "locked"
+		return ops.KindLocked
 	case CodeAlreadyExists, CodeFileExists:
-		return "exists"
+		return ops.KindExists
 	case CodeAccessDenied:
-		return "access-denied"
+		return ops.KindAccessDenied
 	}
-	return "io"
+	return ops.KindIO
 }
 
 func fileErr(op string, p winPath, code int) *FileError {

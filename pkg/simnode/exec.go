@@ -81,7 +81,7 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 		return 1
 	}
 	if slices.Contains(faults.FailOps, name) && m.takeFailOp(name) {
-		line, _ := ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: "injected", Message: "op " + name + " failed: injected by simnode's faults"}})
+		line, _ := ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: ops.KindInjected, Message: "op " + name + " failed: injected by simnode's faults"}})
 		ch.Write(line)
 		log.Info("op failed", "kind", "injected")
 		return 1

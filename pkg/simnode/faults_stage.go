@@ -3,20 +3,16 @@ package simnode
 import (
 	"io"
 	"os"
-	"strings"
 
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
-
-// encodedSuffix ends the name of an encoded upload (compressed or a
-// patch) before the agent decodes it into the staged file.
-const encodedSuffix = ".swdt-zst"
 
 // damageEncoded applies Faults.DamageEncoded to f when p is an encoded
 // upload, and clears the fault: the agent then reads a truncated or
 // corrupted stream, as after a bad transfer that SFTP did not notice.
 func (m *machine) damageEncoded(p string, f *os.File) winos.File {
-	if !strings.HasSuffix(strings.ToLower(p), encodedSuffix) {
+	if !ops.IsEncodedPath(p) {
 		return f
 	}
 	kind := m.faults().DamageEncoded

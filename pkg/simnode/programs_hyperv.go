@@ -41,7 +41,7 @@ func playHyperV[Req, Resp any](play func(ctx context.Context, n *Node, req Req) 
 			err  error
 		)
 		if jerr := json.Unmarshal(input, &req); jerr != nil {
-			err = Fail("exception", "ConvertFrom-Json : Invalid JSON primitive: %v", jerr)
+			err = Fail(ops.KindException, "ConvertFrom-Json : Invalid JSON primitive: %v", jerr)
 		} else {
 			data, err = play(ctx, n, req)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
@@ -39,11 +40,11 @@ func playChocoInstall(_ context.Context, n *Node, _ []byte) (winos.Result, error
 		out := append(progress, "Chocolatey (choco.exe) is now ready.",
 			"You can call choco from anywhere, command line or powershell by typing choco.")
 		return winos.Result{Stdout: []byte(strings.Join(out, "\r\n") + "\r\n")}, nil
-	case errors.As(err, &f) && f.Kind == "download":
+	case errors.As(err, &f) && f.Kind == ops.KindDownload:
 		return winos.Result{ExitCode: chocoScriptDownloadFailed, Stderr: []byte(f.Message + "\r\n")}, nil
 	case errors.As(err, &f):
 		out := progress
-		if f.Kind == "reboot-required" {
+		if f.Kind == ops.KindRebootRequired {
 			out = append(out, "The registry key for .Net 4.8 was not found or this is forced",
 				"Downloading 'https://download.visualstudio.microsoft.com/download/pr/2d6bb6b2-226a-4baa-bdec-798822606ff1/8494001c276a4b96804cde7829c04d7f/ndp48-x86-x64-allos-enu.exe' to 'C:\\Users\\Administrator\\AppData\\Local\\Temp\\chocolatey\\ndp48-x86-x64-allos-enu.exe' - the installer is 100+ MBs, so this could take a while on a slow connection.",
 				"Installing 'C:\\Users\\Administrator\\AppData\\Local\\Temp\\chocolatey\\ndp48-x86-x64-allos-enu.exe' - this may take a while with no output.")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
@@ -53,7 +54,7 @@ func TestRemoteClientAgainstSimnode(t *testing.T) {
 	// A failing op reaches the caller as a typed error.
 	_ = ts.UpdateFaults(func(f *simnode.Faults) { f.FailOps = []string{"node-facts"} })
 	_, err = n.Facts(ctx)
-	var oe *node.OpError
+	var oe *ops.Error
 	if !errors.As(err, &oe) || oe.Kind != "injected" || oe.Op != "node-facts" {
 		t.Fatalf("err = %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // ServiceConfig is what registering a service (New-Service, sc.exe create,
@@ -232,7 +234,7 @@ func (n *Node) WaitService(ctx context.Context, name string, want ServiceStatus,
 			return svc, nil
 		}
 		if !time.Now().Before(deadline) {
-			return svc, Fail("timeout", "service %s is still %s after %s (waiting for %s)", svc.Name, svc.Status, timeout, want)
+			return svc, Fail(ops.KindTimeout, "service %s is still %s after %s (waiting for %s)", svc.Name, svc.Status, timeout, want)
 		}
 		if err := n.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return svc, err
@@ -372,7 +374,7 @@ func (n *Node) KillProcess(pid int) error {
 	return n.m.update(func(s *State, now time.Time) error {
 		p := s.Processes[pid]
 		if p == nil {
-			return Fail("not-found", "Cannot find a process with the process identifier %d.", pid)
+			return Fail(ops.KindNotFound, "Cannot find a process with the process identifier %d.", pid)
 		}
 		n.m.processEndedLocked(p, now)
 		delete(s.Processes, pid)

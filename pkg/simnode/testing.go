@@ -8,13 +8,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/pkg/sftp"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pkg/sftp"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"

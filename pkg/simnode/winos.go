@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
@@ -39,7 +40,7 @@ func winErr(op, target string, err error) error {
 		return &winos.Error{Op: op, Target: fe.Path, Code: winos.Errno(fe.Code), Message: fe.Error()}
 	}
 	var f *OpFailure
-	if errors.As(err, &f) && f.Kind == "not-found" {
+	if errors.As(err, &f) && f.Kind == ops.KindNotFound {
 		return &winos.Error{Op: op, Target: target, Code: winos.ErrFileNotFound, Message: f.Message}
 	}
 	if _, perr := parseWinPath(target); perr != nil && strings.ContainsAny(target, `\/`) {
@@ -281,6 +282,18 @@ func (o simOS) Rename(oldPath, newPath string) error {
 }
 
 func (o simOS) Remove(p string) error { return winErr("remove", p, o.n.Remove(p)) }
+
+func (o simOS) ReadDir(p string) ([]string, error) {
+	fis, err := o.n.m.list(p)
+	if err != nil {
+		return nil, winErr("list", p, err)
+	}
+	names := make([]string, len(fis))
+	for i, fi := range fis {
+		names[i] = fi.Name
+	}
+	return names, nil
+}
 
 func (o simOS) MkdirAll(p string) error { return winErr("create directory", p, o.n.MkdirAll(p)) }
 

@@ -15,7 +15,7 @@ import (
 // hypervHost is what a Hyper-V VM is driven through: the Hyper-V ops of
 // swdt-agent, run on a host reached over SSH (*node.Node, which delivers
 // the agent to it) or, on Windows, in this process against this machine.
-// A failure the host reports is a *node.OpError either way.
+// A failure the host reports is a *ops.Error either way.
 type hypervHost interface {
 	HyperVVMStatus(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVVMInfo, error)
 	HyperVVMStart(ctx context.Context, req ops.HyperVVMRequest) (ops.HyperVStartResponse, error)
@@ -87,7 +87,7 @@ func (v *hypervVM) opError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var oe *node.OpError
+	var oe *ops.Error
 	if !errors.As(err, &oe) {
 		return fmt.Errorf("%s: %w", v.Describe(), err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"sigs.k8s.io/swdt/pkg/agent"
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -23,12 +22,12 @@ func localHyperV(*hypervVM) (hypervHost, error) {
 type localHost struct{ w winos.OS }
 
 // localCall runs op as the agent would, and reports a failure the
-// handler names as the *node.OpError a remote host's would be.
+// handler names as the *ops.Error a remote host's would be.
 func localCall[Req, Resp any](ctx context.Context, w winos.OS, op ops.Op[Req, Resp], req Req) (Resp, error) {
 	resp, err := agent.Call(ctx, w, op, req)
 	var f *agent.Failure
 	if errors.As(err, &f) {
-		return resp, &node.OpError{Op: op.Name, Kind: f.Kind, Message: f.Message}
+		return resp, &ops.Error{Op: op.Name, Kind: f.Kind, Message: f.Message}
 	}
 	return resp, err
 }

@@ -125,6 +125,18 @@ func (windowsOS) Remove(path string) error {
 	return winErr("remove", path, os.Remove(path))
 }
 
+func (windowsOS) ReadDir(path string) ([]string, error) {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, winErr("list", path, err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
 func (windowsOS) MkdirAll(path string) error {
 	return winErr("create directory", path, os.MkdirAll(path, 0o755))
 }

@@ -94,6 +94,8 @@ type OS interface {
 	Remove(path string) error
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(path string) error
+	// ReadDir lists the names of the entries of folder path.
+	ReadDir(path string) ([]string, error)
 	// FileVersion is an executable's file version ("" when it has none).
 	FileVersion(path string) (string, error)
 	// ACL reads a file's discretionary access list.
