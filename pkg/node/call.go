@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -44,7 +45,9 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 	if err != nil {
 		return nil, fmt.Errorf("op %s: encode request: %w", name, err)
 	}
-	n.logger.Debug("run op", "op", name, "params", logged(params))
+	if n.logger.Enabled(ctx, slog.LevelDebug) {
+		n.logger.Debug("run op", "op", name, "params", logged(ops.Redacted(req)))
+	}
 	var stdin io.Reader = bytes.NewReader(params)
 	if attachments != nil {
 		stdin = io.MultiReader(stdin, strings.NewReader("\n"), attachments)

@@ -74,7 +74,7 @@ type JoinInspectResponse struct {
 	Hostname string `json:"hostname"`
 	// Kubeconfig is the content of JoinKubeconfig ("" when missing),
 	// at most 1 MiB.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty" swdt:"secret"`
 	// Files lists the join files that exist, by role.
 	Files []JoinFile `json:"files,omitempty"`
 	// Services lists the JoinServices that are registered.
@@ -92,7 +92,7 @@ type JoinInspectResponse struct {
 
 // JoinWriteRequest carries the desired content of join files.
 type JoinWriteRequest struct {
-	Files map[JoinFile]string `json:"files"`
+	Files map[JoinFile]string `json:"files" swdt:"secret"`
 	// CNI asks for JoinCNIBinDir too, made safe like the folders of
 	// the files, before the CNI plugins are put there.
 	CNI bool `json:"cni,omitempty"`

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 // TestOpsRoundTrip sends every op's request and response, each field
 // filled, through JSON and back: a field without a JSON name, a type
 // that does not survive encoding or a request the agent would read
-// differently from what swdt sent fails here, not on a node.
+// differently from what swdt sent fails here, not on a node. The log
+// form of each (Redacted) holds none of its secrets.
 func TestOpsRoundTrip(t *testing.T) {
 	tests := []struct {
 		name string
@@ -87,6 +89,81 @@ func roundTrip[Req, Resp any](t *testing.T, _ ops.Op[Req, Resp]) {
 		if !reflect.DeepEqual(back.Elem().Interface(), reflect.ValueOf(v).Elem().Interface()) {
 			t.Errorf("%T changed in a round trip:\n sent %s\n got  %+v", v, raw, back.Elem().Interface())
 		}
+		secretsTagged(t, reflect.TypeOf(v).Elem(), map[reflect.Type]bool{})
+		logged := string(ops.Redacted(v))
+		for _, secret := range secrets(reflect.ValueOf(v).Elem(), false) {
+			if strings.Contains(logged, secret) {
+				t.Errorf("%T's secret %q is in its log form %s", v, secret, logged)
+			}
+		}
+	}
+}
+
+// secrets lists the string values below the fields of v tagged
+// `swdt:"secret"` (the keys of a secret map are not secret). A field
+// whose name says it holds a secret must be so tagged.
+func secrets(v reflect.Value, secret bool) []string {
+	var out []string
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			out = append(out, secrets(v.Field(i), secret || f.Tag.Get("swdt") == ops.SecretTag)...)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			out = secrets(v.Elem(), secret)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len() && v.Type().Elem().Kind() != reflect.Uint8; i++ {
+			out = append(out, secrets(v.Index(i), secret)...)
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			out = append(out, secrets(v.MapIndex(k), secret)...)
+		}
+	case reflect.String:
+		if secret {
+			out = append(out, v.String())
+		}
+	}
+	return out
+}
+
+// secretsTagged fails for a field of ty (or of a type within it) whose
+// name says it holds a secret but lacks the tag that keeps it out of logs.
+func secretsTagged(t *testing.T, ty reflect.Type, seen map[reflect.Type]bool) {
+	t.Helper()
+	for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map {
+		ty = ty.Elem()
+	}
+	if ty.Kind() != reflect.Struct || seen[ty] {
+		return
+	}
+	seen[ty] = true
+	for i := 0; i < ty.NumField(); i++ {
+		f := ty.Field(i)
+		if secretName.MatchString(f.Name) && f.Type.Kind() == reflect.String && f.Tag.Get("swdt") != ops.SecretTag {
+			t.Errorf("%s.%s looks like a secret but is not tagged swdt:%q", ty.Name(), f.Name, ops.SecretTag)
+		}
+		secretsTagged(t, f.Type, seen)
+	}
+}
+
+var secretName = regexp.MustCompile(`(?i)token|password|secret|kubeconfig|privatekey`)
+
+func TestRedacted(t *testing.T) {
+	req := ops.JoinWriteRequest{Files: map[ops.JoinFile]string{ops.JoinFileBootstrapKubeconfig: "token: abcdef.0123456789abcdef"}, CNI: true}
+	got := string(ops.Redacted(req))
+	want := `{"cni":true,"files":{"bootstrap-kubeconfig":"<redacted>"}}`
+	if got != want {
+		t.Errorf("Redacted = %s, want %s", got, want)
+	}
+	if got := string(ops.Redacted(ops.ServiceStatusRequest{})); !strings.HasPrefix(got, "{") {
+		t.Errorf("a request without secrets logs as %s", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -125,9 +126,21 @@ func (fx *joinFixture) tokens() int {
 func TestJoinFreshNodeAndReset(t *testing.T) {
 	fx := newJoinFixture(t)
 
-	code, doc, errOut := fx.run("join")
+	code, doc, errOut := fx.run("join", "-vv")
 	if code != exitcode.OK || len(doc.Nodes) != 1 {
 		t.Fatalf("join: exit %d\n%s", code, errOut)
+	}
+	// -vv logs every op's request, but never the bootstrap token in it.
+	bootstrap, err := fx.ts.Node().ReadFile(ops.JoinBootstrapKubeconfig)
+	token := regexp.MustCompile(`token: *"?([a-z0-9]{6}\.[a-z0-9]{16})`).FindSubmatch(bootstrap)
+	if err != nil || token == nil {
+		t.Fatalf("no bootstrap token in %s: %v\n%s", ops.JoinBootstrapKubeconfig, err, bootstrap)
+	}
+	if strings.Contains(errOut, string(token[1][7:])) {
+		t.Errorf("join -vv printed the bootstrap token's secret")
+	}
+	if !strings.Contains(errOut, "join-write") || !strings.Contains(errOut, "<redacted>") {
+		t.Errorf("join -vv logs no redacted join-write request:\n%s", errOut)
 	}
 	got := doc.Nodes[0]
 	if got.Result != "changed" || got.NodeName != "win-join01" || !got.Node.Registered || got.Node.KubeletVersion != "v1.37.2" || got.Node.OS != "windows" {
