@@ -33,6 +33,8 @@ type CopyOptions struct {
 	// Warn receives what the user must see (about the connection, a
 	// skipped special file), naming the node.
 	Warn func(msg string)
+	// Limits bound a copy from the node; zero fields take the defaults.
+	Limits CopyLimits
 }
 
 // CopiedFile is one file Copy wrote.
@@ -89,7 +91,7 @@ func Copy(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, src
 		return rep, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	defer n.Close()
-	c := &copier{ctx: ctx, n: n, rep: rep, opts: opts, warn: warn}
+	c := &copier{ctx: ctx, n: n, rep: rep, opts: opts, warn: warn, limits: opts.Limits.orDefault()}
 	if toNode {
 		err = c.toNode(src, dst)
 	} else {
@@ -117,6 +119,9 @@ type copier struct {
 	rep  *CopyReport
 	opts CopyOptions
 	warn func(string)
+	// limits bound a copy from the node; entries counts what it created.
+	limits  CopyLimits
+	entries int
 }
 
 // toNode copies the local src to dst on the node.
@@ -220,7 +225,7 @@ func (c *copier) fromNode(src, dst string) error {
 		return err
 	}
 	if fi.IsDir() {
-		return c.downloadDir(src, target)
+		return c.downloadDir(src, target, 0)
 	}
 	return c.download(src, fi.Size(), target)
 }
@@ -245,7 +250,15 @@ func localTarget(dst, base string, srcIsDir bool) (string, error) {
 	return dst, nil
 }
 
-func (c *copier) downloadDir(src, dst string) error {
+// downloadDir copies the node's folder src, depth folders below the one
+// copied, into the local dst.
+func (c *copier) downloadDir(src, dst string, depth int) error {
+	if depth > c.limits.Depth {
+		return &LimitError{What: "folder levels", Limit: int64(c.limits.Depth), Flag: "--max-depth", Path: src}
+	}
+	if err := c.count(src); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return fmt.Errorf("create %s (on this machine): %w", dst, err)
 	}
@@ -258,12 +271,17 @@ func (c *copier) downloadDir(src, dst string) error {
 		if e.Name() == "." || e.Name() == ".." {
 			continue
 		}
+		if err := checkName(src, e.Name()); err != nil {
+			return err
+		}
 		p := winJoin(src, e.Name())
 		switch {
 		case e.IsDir():
-			err = c.downloadDir(p, filepath.Join(dst, e.Name()))
+			err = c.downloadDir(p, filepath.Join(dst, e.Name()), depth+1)
 		case e.Mode().IsRegular():
-			err = c.download(p, e.Size(), filepath.Join(dst, e.Name()))
+			if err = c.count(p); err == nil {
+				err = c.download(p, e.Size(), filepath.Join(dst, e.Name()))
+			}
 		default:
 			c.warn(fmt.Sprintf("skipped %s: not a file or directory (%s)", p, e.Mode().Type()))
 		}
@@ -283,7 +301,9 @@ func (c *copier) download(src string, size int64, dst string) error {
 	}
 	defer os.Remove(tmp.Name()) // after the rename: nothing to remove
 	update, end := c.transfer(dst, size)
-	w := &progressWriter{w: tmp, update: update}
+	w := &progressWriter{w: tmp, update: update, max: c.limits.Bytes - c.rep.Bytes, limit: func() error {
+		return &LimitError{What: "bytes", Limit: c.limits.Bytes, Flag: "--max-bytes", Path: src}
+	}}
 	err = c.n.Download(c.ctx, src, w)
 	end()
 	if cerr := tmp.Close(); err == nil && cerr != nil {
@@ -311,13 +331,30 @@ func (c *copier) done(path string, size int64) {
 	c.rep.Bytes += size
 }
 
+// count records one more file or folder created for the node's path p,
+// failing past the entries limit.
+func (c *copier) count(p string) error {
+	if c.entries++; c.entries > c.limits.Entries {
+		return &LimitError{What: "files and folders", Limit: int64(c.limits.Entries), Flag: "--max-entries", Path: p}
+	}
+	return nil
+}
+
+// progressWriter counts what it writes and reports it; with limit set,
+// it refuses to write past max bytes (a node may send more than it
+// listed).
 type progressWriter struct {
 	w      io.Writer
 	n      int64
 	update func(int64)
+	max    int64
+	limit  func() error
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
+	if p.limit != nil && p.n+int64(len(b)) > p.max {
+		return 0, p.limit()
+	}
 	n, err := p.w.Write(b)
 	p.n += int64(n)
 	p.update(p.n)

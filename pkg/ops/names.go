@@ -85,3 +85,16 @@ func IsLeftover(name, p string) bool {
 
 // IsEncodedPath reports whether p names an encoded upload (EncodedPath).
 func IsEncodedPath(p string) bool { return strings.HasSuffix(strings.ToLower(p), encodedSuffix) }
+
+// IsSwdtName reports whether p carries one of the names swdt gives its
+// own files beside a file: such a path is never a destination, since
+// swdt would remove or replace it as its own.
+func IsSwdtName(p string) bool {
+	l := strings.ToLower(p)
+	for _, s := range []string{writingSuffix, backupSuffix, failedSuffix, encodedSuffix, partSuffix} {
+		if strings.HasSuffix(l, s) {
+			return true
+		}
+	}
+	return strings.Contains(l, stagedMark)
+}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"sigs.k8s.io/swdt/internal/sshname"
+	"sigs.k8s.io/swdt/internal/winname"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/redact"
 )
 
@@ -29,16 +31,6 @@ var (
 	// driveRE is the drive-letter root of an absolute Windows path.
 	driveRE = regexp.MustCompile(`^[A-Za-z]:\\`)
 )
-
-// windowsReservedNames are device names Windows refuses as file names,
-// with or without an extension.
-var windowsReservedNames = map[string]bool{
-	"CON": true, "PRN": true, "AUX": true, "NUL": true,
-	"COM1": true, "COM2": true, "COM3": true, "COM4": true, "COM5": true,
-	"COM6": true, "COM7": true, "COM8": true, "COM9": true,
-	"LPT1": true, "LPT2": true, "LPT3": true, "LPT4": true, "LPT5": true,
-	"LPT6": true, "LPT7": true, "LPT8": true, "LPT9": true,
-}
 
 // usernameForbidden are the characters Windows forbids in account names.
 const usernameForbidden = `"/[]:;|=,+*?<>`
@@ -414,22 +406,15 @@ func validateWindowsPath(s string, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, s, "must name a file, not a directory")}
 	}
 	for _, seg := range strings.Split(rest, `\`) {
-		var detail string
-		switch {
-		case seg == "":
-			detail = `must not contain empty segments (\\)`
-		case seg == "." || seg == "..":
-			detail = "must not contain . or .. segments"
-		case strings.ContainsAny(seg, `<>:"|?*`):
-			detail = `must not contain any of < > : " | ? * after the drive`
-		case strings.HasSuffix(seg, " ") || strings.HasSuffix(seg, "."):
-			detail = "a path segment must not end with a space or a dot"
-		case windowsReservedNames[strings.ToUpper(strings.TrimSpace(strings.SplitN(seg, ".", 2)[0]))]:
-			detail = fmt.Sprintf("%q is a reserved Windows device name", seg)
-		default:
-			continue
+		if seg == "" {
+			return field.ErrorList{field.Invalid(p, s, `must not contain empty segments (\\)`)}
 		}
-		return field.ErrorList{field.Invalid(p, s, detail)}
+		if err := winname.Check(seg); err != nil {
+			return field.ErrorList{field.Invalid(p, s, "a path segment "+err.Error())}
+		}
+	}
+	if ops.IsSwdtName(s) {
+		return field.ErrorList{field.Invalid(p, s, "ends with a name swdt gives its own files beside a destination (.swdt-new, .swdt-bak, ...), which swdt removes or replaces")}
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ type cpJSON struct {
 }
 
 func newCpCommand(e *env) *cobra.Command {
-	return &cobra.Command{
+	limits := cpLimits{entries: daytwo.DefaultCopyEntries, depth: daytwo.DefaultCopyDepth, bytes: byteSize(daytwo.DefaultCopyBytes)}
+	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and folders to or from a node",
 		Long: `Copy a file or a folder (with everything in it) between this machine and
@@ -45,6 +46,12 @@ a link to a folder is skipped with a warning.
 Progress is shown on a terminal; -o json prints a summary (every file
 written, with its size).
 
+What the node sends is not trusted: every name in a folder copied from the
+node must be one file name on any OS (no .., no \ or /, no drive, no
+reserved device name, no control or direction characters), and a copy
+from the node stops at --max-entries files and folders, --max-depth
+levels and --max-bytes of data, naming the limit it reached.
+
 Exit codes: 0 copied; 1 the copy failed part-way or the node could not be
 reached; 2 usage or config error, a missing SRC or a missing folder for
 DST (nothing copied).`,
@@ -60,9 +67,20 @@ DST (nothing copied).`,
 		},
 		ValidArgsFunction: e.completeCopyArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCp(cmd.Context(), e, args[0], args[1])
+			return runCp(cmd.Context(), e, args[0], args[1], limits)
 		},
 	}
+	fl := cmd.Flags()
+	fl.IntVar(&limits.entries, "max-entries", limits.entries, "most files and folders a copy from the node creates")
+	fl.IntVar(&limits.depth, "max-depth", limits.depth, "deepest folder level a copy from the node creates")
+	fl.Var(&limits.bytes, "max-bytes", "most data a copy from the node writes, in bytes or as a quantity such as 500Mi or 4Gi")
+	return cmd
+}
+
+// cpLimits are swdt cp's bounds on a copy from the node.
+type cpLimits struct {
+	entries, depth int
+	bytes          byteSize
 }
 
 // copyArg is one argument of swdt cp.
@@ -83,7 +101,10 @@ func parseCopyArg(s string) copyArg {
 
 func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
-func runCp(ctx context.Context, e *env, srcArg, dstArg string) error {
+func runCp(ctx context.Context, e *env, srcArg, dstArg string, limits cpLimits) error {
+	if limits.entries <= 0 || limits.depth <= 0 {
+		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--max-entries and --max-depth must be more than 0"))
+	}
 	src, dst := parseCopyArg(srcArg), parseCopyArg(dstArg)
 	switch {
 	case src.remote == dst.remote && src.remote:
@@ -103,7 +124,8 @@ func runCp(ctx context.Context, e *env, srcArg, dstArg string) error {
 		return err
 	}
 	p := e.ui.NewProgress()
-	opts := daytwo.CopyOptions{Warn: func(msg string) { p.Warn("%s", msg) }}
+	opts := daytwo.CopyOptions{Warn: func(msg string) { p.Warn("%s", msg) },
+		Limits: daytwo.CopyLimits{Entries: limits.entries, Depth: limits.depth, Bytes: int64(limits.bytes)}}
 	if e.ui.Format() != ui.FormatJSON {
 		opts.Transfer = func(path string, size int64) (func(int64), func()) {
 			t := p.Transfer(path, size)

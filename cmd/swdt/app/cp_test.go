@@ -230,3 +230,58 @@ func TestParseCopyArg(t *testing.T) {
 		}
 	}
 }
+
+// A node's listing is not trusted: a name that is not one file name on
+// every OS stops the copy before anything is written for it (a Linux
+// sshd serves names a hostile Windows node could send), and a copy from
+// the node stops at its bounds, naming the flag that raises them.
+func TestCpFromHostileNode(t *testing.T) {
+	s := sshdtest.Start(t)
+	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
+	for _, tt := range []struct {
+		name  string
+		tree  map[string][]byte
+		flags []string
+		want  string
+	}{
+		{"a name climbing out on Windows", map[string][]byte{`..\..\escaped`: []byte("x")}, nil, `"..\\..\\escaped" holds a path separator`},
+		{"a drive", map[string][]byte{`C:x`: []byte("x")}, nil, `"C:x" holds one of`},
+		{"a device name", map[string][]byte{"CON.txt": []byte("x")}, nil, "reserved Windows device name"},
+		{"a control character", map[string][]byte{"bell\x07": []byte("x")}, nil, "control, format or direction character U+0007"},
+		{"a direction character", map[string][]byte{"kubelet\u202Eexe.txt": []byte("x")}, nil, "U+202E"},
+		{"too many entries", map[string][]byte{"a": {1}, "b": {2}, "c": {3}}, []string{"--max-entries", "3"}, "past 3 files and folders, its limit; nothing more was copied (raise it with --max-entries"},
+		{"too deep", map[string][]byte{"1/2/3/x": {1}}, []string{"--max-depth", "2"}, "past 2 folder levels"},
+		{"too many bytes", map[string][]byte{"a": make([]byte, 600), "b": make([]byte, 600)}, []string{"--max-bytes", "1Ki"}, "past 1024 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			remote, local := t.TempDir(), t.TempDir()
+			writeTree(t, filepath.Join(remote, "tree"), tt.tree)
+			dst := filepath.Join(local, "in", "copy")
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"cp", "-c", file, "node1:" + filepath.Join(remote, "tree"), dst}, tt.flags...)
+			code, _, errOut := run(t, args...)
+			if code != exitcode.Failure || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, exitcode.Failure, tt.want)
+			}
+			// Nothing was written outside the destination, and nothing
+			// under a name the node chose badly.
+			err := filepath.WalkDir(local, func(p string, d os.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if rel, _ := filepath.Rel(dst, p); p != local && p != filepath.Dir(dst) && strings.HasPrefix(rel, "..") {
+					t.Errorf("%s was written outside %s", p, dst)
+				}
+				if strings.ContainsAny(d.Name(), "\\\x07\u202E") || strings.HasPrefix(d.Name(), "CON") {
+					t.Errorf("%s was written under the node's name", p)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
