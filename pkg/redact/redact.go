@@ -14,9 +14,11 @@ import (
 // hidden replaces the user information of a URL.
 const hidden = "***"
 
-// URLs returns s with the user information (user:password@ or token@) of
-// every URL in it replaced by ***@. s may be a URL or a message that holds
-// URLs; a URL ends at the first white space.
+// URLs returns s with the secrets of every URL in it hidden: the user
+// information (user:password@ or token@) becomes ***@, and a query string
+// or fragment (tokens, presigned signatures) becomes ?*** or #***. s may
+// be a URL or a message that holds URLs; a URL ends at the first white
+// space, and its query or fragment also at a quote or angle bracket.
 func URLs(s string) string {
 	var b strings.Builder
 	for {
@@ -32,8 +34,23 @@ func URLs(s string) string {
 		}
 		if at := userinfoEnd(s[:end]); at >= 0 {
 			b.WriteString(hidden)
-			s = s[at:]
+			s, end = s[at:], end-at
 		}
+		q := strings.IndexAny(s[:end], "?#")
+		if q < 0 {
+			continue
+		}
+		stop := strings.IndexAny(s[q:end], `"'<>`)
+		if stop < 0 {
+			stop = end - q
+		}
+		// Punctuation that ends a message's sentence is not the URL's.
+		tail := strings.TrimRight(s[q:q+stop], `.,;:)]}`)
+		b.WriteString(s[:q+1])
+		if len(tail) > 1 {
+			b.WriteString(hidden)
+		}
+		s = s[q+len(tail):]
 	}
 	b.WriteString(s)
 	return b.String()

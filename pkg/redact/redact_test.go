@@ -7,7 +7,7 @@ func TestURLs(t *testing.T) {
 		{"https://user:s3cret@example.com/kubelet.exe", "https://***@example.com/kubelet.exe"},
 		{"https://ghp_token@example.com/x", "https://***@example.com/x"},
 		{"http://u:p@10.0.0.1:8080", "http://***@10.0.0.1:8080"},
-		{"https://u:p%40ss@h/x?y=1#z", "https://***@h/x?y=1#z"},
+		{"https://u:p%40ss@h/x?y=1#z", "https://***@h/x?***"},
 		{"https://u:p@ss@h/x", "https://***@h/x"},
 		// Not valid URLs, but the password must not show either.
 		{"https://u:pa/ss@h/x", "https://***@h/x"},
@@ -18,6 +18,14 @@ func TestURLs(t *testing.T) {
 		{`Get "https://u:***@h/x": dial tcp: connection refused`, `Get "https://***@h/x": dial tcp: connection refused`},
 		{`Get "https://u:p@h": EOF; also ftp://a:b@c/d`, `Get "https://***@h": EOF; also ftp://***@c/d`},
 		{`{"error": "source https://u:p@h: not found"}`, `{"error": "source https://***@h: not found"}`},
+		// Query strings and fragments: tokens, presigned signatures.
+		{"https://h/kubelet.exe?X-Amz-Signature=abc&X-Amz-Credential=k", "https://h/kubelet.exe?***"},
+		{"https://h/x#access_token=t", "https://h/x#***"},
+		{`Get "https://h/x?sig=s3cret": EOF`, `Get "https://h/x?***": EOF`},
+		{`download https://h/x?sig=s3cret: 403 Forbidden.`, `download https://h/x?***: 403 Forbidden.`},
+		{`see https://h/x?sig=s3cret.`, `see https://h/x?***.`},
+		{"https://u:p@h/x?t=1 and https://h/y#f", "https://***@h/x?*** and https://h/y#***"},
+		{"https://h/x?", "https://h/x?"},
 		// Nothing to hide.
 		{"https://example.com/kubelet.exe", "https://example.com/kubelet.exe"},
 		{"https://proxy.golang.org/golang.org/x/sys/@v/v0.49.0.zip", "https://proxy.golang.org/golang.org/x/sys/@v/v0.49.0.zip"},

@@ -91,9 +91,13 @@ func (r *Resolver) room(dir string) (int64, bool) {
 	return int64(min(n-keepFree, uint64(math.MaxInt64))), true
 }
 
-// downloadMeta is kept beside a cached download to revalidate it.
+// downloadMeta is kept beside a cached download to revalidate it. It
+// never holds the URL's secrets: URL is the URL as errors show it
+// (redacted), and RefSHA256 the digest of the whole URL, which tells
+// that the record is this URL's.
 type downloadMeta struct {
 	URL          string `json:"url"`
+	RefSHA256    string `json:"refSha256"`
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"lastModified,omitempty"`
 	Size         int64  `json:"size"`
@@ -231,7 +235,7 @@ func (r *Resolver) download(ctx context.Context, ref, name, wantSHA256 string, p
 	if err := os.Rename(tmp.Name(), dataPath); err != nil {
 		return nil, fmt.Errorf("download %s: store in cache: %w", name, err)
 	}
-	meta := downloadMeta{URL: ref, ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"), Size: n, SHA256: sum}
+	meta := downloadMeta{URL: redact.URLs(ref), RefSHA256: refDigest(ref), ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"), Size: n, SHA256: sum}
 	if raw, err := json.Marshal(meta); err == nil {
 		_ = os.WriteFile(metaPath, raw, 0o600) // without it the next run downloads again
 	}
@@ -245,9 +249,15 @@ func (r *Resolver) downloadPaths(ref string) (dir, dataPath, metaPath string, er
 		return "", "", "", err
 	}
 	dir = filepath.Join(dir, "downloads")
-	key := sha256.Sum256([]byte(ref))
-	dataPath = filepath.Join(dir, hex.EncodeToString(key[:16]))
+	dataPath = filepath.Join(dir, refDigest(ref)[:32])
 	return dir, dataPath, dataPath + ".json", nil
+}
+
+// refDigest is the hex SHA-256 of a source URL: the name of its cached
+// download and the proof that a record is its own.
+func refDigest(ref string) string {
+	key := sha256.Sum256([]byte(ref))
+	return hex.EncodeToString(key[:])
 }
 
 // cachedDownload returns the cached copy of ref's download, without
@@ -269,7 +279,7 @@ func (r *Resolver) cachedDownload(ref string) (*File, bool) {
 func readMeta(metaPath, dataPath, ref string) (downloadMeta, bool) {
 	var meta downloadMeta
 	raw, err := os.ReadFile(metaPath)
-	if err != nil || json.Unmarshal(raw, &meta) != nil || meta.URL != ref {
+	if err != nil || json.Unmarshal(raw, &meta) != nil || meta.RefSHA256 != refDigest(ref) {
 		return meta, false
 	}
 	info, err := os.Stat(dataPath)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -116,5 +117,46 @@ func TestFreeSpace(t *testing.T) {
 		if !ok || free == 0 {
 			t.Errorf("diskFree = %d, %v: want the free space of a temporary directory", free, ok)
 		}
+	}
+}
+
+// A URL's secrets (user information, a presigned query) never reach the
+// cache's records, and the record still tells the URL's own download
+// from another's: a second resolve finds it, another query does not.
+func TestDownloadCacheKeepsNoSecret(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write([]byte("MZ kubelet"))
+	}))
+	defer srv.Close()
+	r := Resolver{CacheDir: t.TempDir()}
+	ref := strings.Replace(srv.URL, "http://", "http://alice:s3cr3t@", 1) + "/kubelet.exe?X-Amz-Signature=presigned0123"
+	for _, want := range []int{1, 2} {
+		f, err := r.Resolve(context.Background(), ref, "", nil)
+		if err != nil || requests != want || f.Size != int64(len("MZ kubelet")) {
+			t.Fatalf("resolve: %+v, %v after %d requests", f, err, requests)
+		}
+	}
+	records, _ := filepath.Glob(filepath.Join(r.CacheDir, "downloads", "*"))
+	if len(records) != 2 {
+		t.Fatalf("cache holds %v, want the download and its record", records)
+	}
+	for _, p := range records {
+		raw, err := os.ReadFile(p)
+		if err != nil || strings.Contains(string(raw), "s3cr3t") || strings.Contains(string(raw), "presigned0123") {
+			t.Errorf("%s holds a secret of the URL: %q, %v", p, raw, err)
+		}
+	}
+	if _, ok := r.cachedDownload(strings.Replace(ref, "presigned0123", "other", 1)); ok {
+		t.Error("another URL's download was taken for this one")
+	}
+	if _, ok := r.cachedDownload(ref); !ok {
+		t.Error("the URL's own download was not found")
 	}
 }
