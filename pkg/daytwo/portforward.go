@@ -118,6 +118,9 @@ func PortForward(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connect
 		}
 		listeners = append(listeners, l)
 		forwards = append(forwards, Forward{Local: l.Addr().String(), Remote: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Remote))})
+		if beyondLoopback(l.Addr()) && opts.Warn != nil {
+			opts.Warn(fmt.Sprintf("listening on %s, beyond this machine's loopback: anyone who reaches it reaches port %d on node %s's loopback, with no password; --address 127.0.0.1 keeps it to this machine", l.Addr(), p.Remote, spec.Name))
+		}
 	}
 	if opts.Ready != nil {
 		opts.Ready(forwards)
@@ -186,4 +189,11 @@ func pipe(ctx context.Context, a, b net.Conn) {
 			<-done
 		}
 	}
+}
+
+// beyondLoopback reports whether a listener's address takes connections
+// from other machines: anything but a loopback address.
+func beyondLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return !ok || !tcp.IP.IsLoopback()
 }

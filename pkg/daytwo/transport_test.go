@@ -1,6 +1,7 @@
 package daytwo
 
 import (
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,6 +78,28 @@ func TestWinJoin(t *testing.T) {
 	for _, tt := range tests {
 		if got := winJoin(tt.dir, "a"); got != tt.want {
 			t.Errorf("winJoin(%q, a) = %q, want %q", tt.dir, got, tt.want)
+		}
+	}
+}
+
+func TestBeyondLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", false},
+		{"127.0.0.2:8080", false},
+		{"[::1]:8080", false},
+		{"0.0.0.0:8080", true},
+		{"[::]:8080", true},
+		{"192.0.2.10:8080", true},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := beyondLoopback(a); got != tt.want {
+			t.Errorf("beyondLoopback(%s) = %v, want %v", tt.addr, got, tt.want)
 		}
 	}
 }

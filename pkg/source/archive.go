@@ -48,6 +48,7 @@ func (r *Resolver) extract(a *File, name string) (*File, error) {
 	}
 	tr := tar.NewReader(gz)
 	var members []string
+	count := 0
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -60,7 +61,9 @@ func (r *Resolver) extract(a *File, name string) (*File, error) {
 			continue
 		}
 		member := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		members = append(members, member)
+		if count++; len(members) < maxListedMembers*100 {
+			members = append(members, member)
+		}
 		if !strings.EqualFold(member, name) && !strings.EqualFold(member, "bin/"+name) {
 			continue
 		}
@@ -73,9 +76,17 @@ func (r *Resolver) extract(a *File, name string) (*File, error) {
 		return r.local(out, out, out)
 	}
 	slices.Sort(members)
+	held := strings.Join(members[:min(len(members), maxListedMembers)], ", ")
+	if count > maxListedMembers {
+		held = fmt.Sprintf("%d files, among them %s", count, held)
+	}
 	return nil, fmt.Errorf("archive %s has no %s (looked for bin/%s and %s at its top; it holds %s): fix the destination's file name or the source",
-		shown, name, name, name, strings.Join(members, ", "))
+		shown, name, name, name, held)
 }
+
+// maxListedMembers is how many of an archive's files an error names: an
+// archive may hold hundreds of thousands.
+const maxListedMembers = 20
 
 // writeMember writes size bytes of body to out through a temporary file
 // in dir, so that an interrupted extraction leaves nothing at out.

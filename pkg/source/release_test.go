@@ -3,6 +3,7 @@ package source_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,5 +132,23 @@ func TestResolveBinaryReleaseChecksumFixed(t *testing.T) {
 	f, err := r.ResolveBinary(context.Background(), b, nil)
 	if err != nil || f.SHA256 != releasetest.Sum(kubelet) {
 		t.Fatalf("after the mirror fixed its checksum file: %+v, %v", f, err)
+	}
+}
+
+// An archive without the binary is named in a bounded error, however
+// many files it holds.
+func TestArchiveErrorBounded(t *testing.T) {
+	members := map[string][]byte{}
+	for i := range 5000 {
+		members[fmt.Sprintf("file-%05d.txt", i)] = nil
+	}
+	local := filepath.Join(t.TempDir(), "many.tar.gz")
+	if err := os.WriteFile(local, releasetest.Archive(members), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &source.Resolver{CacheDir: t.TempDir()}
+	_, err := r.ResolveBinary(context.Background(), source.Binary{Ref: local, Name: "kubelet.exe"}, nil)
+	if err == nil || len(err.Error()) > 2048 || !strings.Contains(err.Error(), "it holds 5000 files, among them file-00000.txt, file-00001.txt") {
+		t.Errorf("error of %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }
