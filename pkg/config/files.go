@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
+
+	"sigs.k8s.io/swdt/internal/binfmt"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/source"
@@ -54,6 +57,10 @@ type localFile struct {
 	// what names the file in messages, and fix says what to do when it is
 	// missing.
 	what, fix string
+	// program is set for a source that becomes a program on a Windows
+	// node (its destination ends in .exe): it must not be one for
+	// another OS.
+	program bool
 }
 
 // localFiles lists the local files of a node, its paths already resolved.
@@ -70,13 +77,13 @@ func localFiles(n *v1alpha1.Node) []localFile {
 	for i, p := range n.Spec.Kubernetes.Provisioners {
 		if path, ok := source.LocalPath(p.SourceURL); ok {
 			files = append(files, localFile{kind: ProvisionerSources, field: fmt.Sprintf("spec.kubernetes.provisioners[%d].sourceURL", i), path: path,
-				what: "source", fix: "build it first or fix sourceURL"})
+				what: "source", fix: "build it first or fix sourceURL", program: isProgram(p.Destination)})
 		}
 	}
 	if w := n.Spec.Wins; w != nil {
 		if path, ok := source.LocalPath(w.SourceURL); ok {
 			files = append(files, localFile{kind: WinsSource, field: "spec.wins.sourceURL", path: path, what: "source",
-				fix: "build wins.exe first or fix sourceURL"})
+				fix: "build wins.exe first or fix sourceURL", program: true})
 		}
 	}
 	return files
@@ -121,9 +128,20 @@ func fileProblem(f localFile) string {
 	if err != nil {
 		return fmt.Sprintf("%s %s cannot be read: %v: check its permissions", f.what, f.path, cause(err))
 	}
-	_ = r.Close()
+	defer r.Close()
+	if f.program {
+		if info, err := binfmt.Identify(r); err == nil {
+			var nw *binfmt.NotForWindowsError
+			if err := binfmt.Check(f.path, info, ""); errors.As(err, &nw) {
+				return fmt.Sprintf("%s %s", f.what, nw.Error())
+			}
+		}
+	}
 	return ""
 }
+
+// isProgram reports whether a destination on the node is a program.
+func isProgram(dest string) bool { return strings.HasSuffix(strings.ToLower(dest), ".exe") }
 
 // cause is the error of a failed file operation without the operation and
 // path, which the message already names.

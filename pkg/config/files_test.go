@@ -146,6 +146,12 @@ func TestFileProblem(t *testing.T) {
 	if _, err := os.Stat("/dev/null"); err == nil {
 		tests = append(tests, struct{ name, path, want string }{"a device", "/dev/null", "is not a regular file"})
 	}
+	// A program built for this machine, where the node needs Windows (a
+	// forgotten GOOS=windows): this test's own binary.
+	if runtime.GOOS == "linux" {
+		tests = append(tests, struct{ name, path, want string }{"a linux program", os.Args[0],
+			"source " + os.Args[0] + " is an ELF executable for linux/" + runtime.GOARCH + ", not a program for windows/amd64 or windows/arm64: build it with GOOS=windows"})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.name == "unreadable" && (runtime.GOOS == "windows" || os.Geteuid() == 0) {
@@ -154,7 +160,7 @@ func TestFileProblem(t *testing.T) {
 			if tt.name == "under a file" && runtime.GOOS == "windows" {
 				t.Skip("Windows says the path is not found")
 			}
-			got := fileProblem(localFile{path: tt.path, what: "source", fix: "FIX"})
+			got := fileProblem(localFile{path: tt.path, what: "source", fix: "FIX", program: true})
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("fileProblem(%s) = %q, want %q", tt.path, got, tt.want)
 			}
