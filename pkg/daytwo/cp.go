@@ -2,6 +2,8 @@ package daytwo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -295,7 +297,7 @@ func (c *copier) downloadDir(src, dst string, depth int) error {
 // download fetches src into a temporary file next to dst and renames it
 // onto dst once complete.
 func (c *copier) download(src string, size int64, dst string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ops.PartPath("."+filepath.Base(dst))+"-*")
+	tmp, err := createPart(dst)
 	if err != nil {
 		return fmt.Errorf("create a file next to %s (on this machine): %w", dst, err)
 	}
@@ -329,6 +331,23 @@ func (c *copier) transfer(path string, size int64) (update func(int64), end func
 func (c *copier) done(path string, size int64) {
 	c.rep.Files = append(c.rep.Files, CopiedFile{Path: path, Size: size})
 	c.rep.Bytes += size
+}
+
+// createPart creates a new file beside dst to download into, under a
+// name of its own, with the mode a new file gets from this machine's
+// umask (0644 under umask 022, as scp gives), not os.CreateTemp's 0600.
+func createPart(dst string) (*os.File, error) {
+	for {
+		var rnd [6]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(filepath.Dir(dst), ops.PartPath("."+filepath.Base(dst))+"-"+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
 }
 
 // count records one more file or folder created for the node's path p,

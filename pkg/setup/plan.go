@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -151,7 +152,7 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		p.missingKeys = missingKeys(d.AuthorizedKeys, ak.Keys)
 		var todo []string
 		if len(p.missingKeys) > 0 {
-			todo = append(todo, "add "+plural(len(p.missingKeys), "key"))
+			todo = append(todo, "add "+words.Count(len(p.missingKeys), "key"))
 		}
 		if keysNeedRewrite(ak) {
 			todo = append(todo, fmt.Sprintf("rewrite the file as UTF-8 (it is %s, which sshd ignores)", ak.Encoding))
@@ -164,7 +165,7 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 		}
 		if len(todo) == 0 {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: Unchanged,
-				Detail: fmt.Sprintf("%s present; owned by and limited to Administrators and SYSTEM", plural(len(d.AuthorizedKeys), "key"))}
+				Detail: fmt.Sprintf("%s present; owned by and limited to Administrators and SYSTEM", words.Count(len(d.AuthorizedKeys), "key"))}
 		} else {
 			p.keys = &Step{Name: StepAuthorizedKeys, Result: WouldChange, Detail: strings.Join(todo, "; ")}
 		}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -321,7 +322,7 @@ func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 		return Step{Name: StepAuthorizedKeys, Result: Failed,
 			Detail: fmt.Sprintf("%s is still encoded as %s, not UTF-8: sshd will ignore it", ops.AdministratorsAuthorizedKeys, st.Encoding)}
 	}
-	detail := fmt.Sprintf("added %s", plural(st.Added, "key"))
+	detail := fmt.Sprintf("added %s", words.Count(st.Added, "key"))
 	if keysNeedRewrite(p.facts.AuthorizedKeys) {
 		detail += fmt.Sprintf("; rewrote the file as UTF-8 (it was %s)", p.facts.AuthorizedKeys.Encoding)
 	}
@@ -354,11 +355,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " / ")
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

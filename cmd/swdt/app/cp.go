@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ui"
@@ -146,7 +147,7 @@ func runCp(ctx context.Context, e *env, srcArg, dstArg string, limits cpLimits) 
 		return err
 	}
 	if e.ui.Format() != ui.FormatJSON {
-		e.ui.Success("node %s: copied %d files (%s) in %s", spec.Name, len(rep.Files), ui.Bytes(rep.Bytes), (time.Duration(rep.DurationMs) * time.Millisecond).String())
+		e.ui.Success("node %s: copied %s (%s) in %s", spec.Name, words.Count(len(rep.Files), "file"), ui.Bytes(rep.Bytes), (time.Duration(rep.DurationMs) * time.Millisecond).String())
 	}
 	return nil
 }

@@ -100,6 +100,16 @@ func copyRoundTrip(t *testing.T, file, remoteDir string) {
 		t.Fatalf("cp from the node: exit %d\n%s\n%s", code, out, errOut)
 	}
 	checkTree(t, filepath.Join(back, "again"), tree)
+	// A copied file gets the mode any new file gets here (0644 under
+	// umask 022, as with scp), not a temporary file's 0600.
+	ref := filepath.Join(t.TempDir(), "ref")
+	if err := os.WriteFile(ref, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	refInfo, _ := os.Stat(ref)
+	if got, err := os.Stat(filepath.Join(back, "again", "big.bin")); err != nil || got.Mode().Perm() != refInfo.Mode().Perm() {
+		t.Errorf("a copied file's mode is %v, want %v (%v)", got.Mode().Perm(), refInfo.Mode().Perm(), err)
+	}
 	doc := decodeJSON[cpJSON](t, out)
 	if doc.Kind != "Copy" || doc.APIVersion == "" || doc.Result != resultChanged || doc.CopyReport == nil ||
 		doc.Direction != "from-node" || len(doc.Files) != 4 || doc.Bytes != 3<<20+17+20+5 || doc.Dirs != 3 {

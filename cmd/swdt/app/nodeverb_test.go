@@ -32,7 +32,7 @@ func TestOneNodeVerbs(t *testing.T) {
 		{"--node", []string{"-c", two, "--node", "beta", "ssh", "--", "hostname"}, exitcode.OK, "WIN-SIMNODE01", ""},
 		{"named and the same --node", []string{"-c", two, "--node", "beta", "ssh", "beta", "--", "hostname"}, exitcode.OK, "WIN-SIMNODE01", ""},
 		{"the file's only node", []string{"-c", one, "ssh", "--", "hostname"}, exitcode.OK, "WIN-SIMNODE01", ""},
-		{"the file's only node, cp", []string{"-c", one, "cp", ":C:\\Windows\\System32\\hostname.exe", dir}, exitcode.OK, "", "copied 1 files"},
+		{"the file's only node, cp", []string{"-c", one, "cp", ":C:\\Windows\\System32\\hostname.exe", dir}, exitcode.OK, "", "copied 1 file"},
 		{"none of two", []string{"-c", two, "reboot"}, exitcode.Usage, "", "swdt reboot needs a node: " + two + " has 2 (alpha, beta); name one first, or use --node"},
 		{"a typo", []string{"-c", two, "restart", "alpah", "kubelet"}, exitcode.Usage, "", `has no node "alpah"; did you mean "alpha"?`},
 		{"two --node", []string{"-c", two, "--node", "alpha,beta", "ssh"}, exitcode.Usage, "", "swdt ssh works on one node, not --node alpha,beta"},
