@@ -24,7 +24,12 @@ reported. 'swdt vm revert NAME' goes back to it.
 
 ` + vmExitCodes,
 		Example: "  swdt vm snapshot -c node.yaml before-containerd-1.7",
-		Args:    exactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt vm snapshot needs a name for the snapshot, for example %s", e.hint("vm snapshot before-containerd-1.7")))
+			}
+			return exactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := vm.CheckSnapshotName(args[0]); err != nil {
 				return err

@@ -346,6 +346,8 @@ func TestVMBadInput(t *testing.T) {
 			stderr: []string{`node slow: connect: VM "Win 2022" (Hyper-V on hv): VM has no address after 1s`}},
 		{name: "node without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"vm", "snapshot", "s1"}, code: exitcode.Usage,
 			stderr: []string{"node winworker has no spec.vm", "see the commented vm section of 'swdt config init'"}},
+		{name: "snapshot without a name", file: good, args: []string{"vm", "snapshot"}, code: exitcode.Usage,
+			stderr: []string{"swdt vm snapshot needs a name for the snapshot, for example swdt -c ", " vm snapshot before-containerd-1.7"}},
 		{name: "revert without a name", file: good, args: []string{"vm", "revert"}, code: exitcode.Usage,
 			stderr: []string{"swdt vm revert needs the name of a snapshot to go back to; swdt -c ", " vm snapshots lists them"}},
 		{name: "kubernetes --snapshot without spec.vm", file: statusFile(t, l.guest, "", "MZ"), args: []string{"kubernetes", "--snapshot"},
