@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -173,4 +175,21 @@ func keepOnly(lines []string, only []string) ([]string, error) {
 // indentOf is the number of spaces a line starts with.
 func indentOf(l string) int {
 	return len(l) - len(strings.TrimLeft(l, " "))
+}
+
+// DefaultKeys are the private keys OpenSSH's client tries when none is
+// configured, in its order, as paths under ~/.ssh.
+var DefaultKeys = []string{"id_ed25519", "id_ecdsa", "id_rsa"}
+
+// DefaultPrivateKey is the first of DefaultKeys that exists under
+// home/.ssh, written as ~/.ssh/NAME for a node file, or "" when none
+// does: swdt config init then names the one this user has, not a key
+// that is not there.
+func DefaultPrivateKey(home string) string {
+	for _, n := range DefaultKeys {
+		if fi, err := os.Stat(filepath.Join(home, ".ssh", n)); err == nil && fi.Mode().IsRegular() {
+			return "~/.ssh/" + n
+		}
+	}
+	return ""
 }

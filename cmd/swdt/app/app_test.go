@@ -235,6 +235,9 @@ func TestConfigPathFromEnv(t *testing.T) {
 }
 
 func TestConfigInit(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home)
 	code, out, _ := run(t, "config", "init")
 	if code != 0 || out != string(config.Sample) {
 		t.Errorf("exit %d, stdout is not the sample", code)
@@ -275,6 +278,23 @@ func TestConfigInit(t *testing.T) {
 	code, _, errOut = run(t, "config", "init", "-o", "node.yaml")
 	if code != exitcode.Usage || !strings.Contains(errOut, "use --output-file") {
 		t.Errorf("-o FILE: exit %d, stderr %q", code, errOut)
+	}
+
+	// A user with only an RSA key gets a sample that names it.
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"id_rsa", "id_rsa.pub"} {
+		if err := os.WriteFile(filepath.Join(home, ".ssh", f), []byte("key"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := config.SampleWith(config.SampleOptions{PrivateKey: "~/.ssh/id_rsa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, "config", "init"); code != 0 || out != string(want) || !strings.Contains(out, "privateKey: ~/.ssh/id_rsa\n") {
+		t.Errorf("with only ~/.ssh/id_rsa: exit %d, stdout:\n%s", code, out)
 	}
 }
 

@@ -27,12 +27,16 @@ password); an existing file is never overwritten. (-o is the global output
 format, hence --output-file.)
 
 --hostname, --username and --private-key fill in the sample's credentials
-(the key's .pub file becomes setup.authorizedKeys); --only keeps only some
+(the key's .pub file becomes setup.authorizedKeys; without --private-key,
+the first of ~/.ssh/id_ed25519, id_ecdsa and id_rsa that exists); --only keeps only some
 of its binaries, so that the file names no build you do not have.`,
 		Example: "  swdt config init > node.yaml\n  swdt config init --output-file node.yaml\n" +
 			"  swdt config init --output-file node.yaml --hostname 192.168.122.220 --username Administrator --only kubelet",
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if home, err := os.UserHomeDir(); opts.PrivateKey == "" && err == nil {
+				opts.PrivateKey = config.DefaultPrivateKey(home)
+			}
 			sample, err := config.SampleWith(opts)
 			if err != nil {
 				return exitcode.WithCode(exitcode.Usage, err)
