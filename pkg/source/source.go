@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/redact"
 )
 
@@ -154,7 +155,8 @@ func (r *Resolver) local(ref, name, path string) (*File, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", name)
+		// A node file problem, as a missing section is: exit 2.
+		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", name))
 	case err != nil:
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	case !info.Mode().IsRegular():

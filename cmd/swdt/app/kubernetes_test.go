@@ -493,8 +493,8 @@ func TestKubernetesMissingSource(t *testing.T) {
 	}
 	before := fx.content(kubeletExe)
 	code, _, errOut := fx.run(context.Background())
-	if code != exitcode.Failure || !strings.Contains(errOut, "does not exist") || !strings.Contains(errOut, "leave it out: --only containerd,kubelet") {
-		t.Fatalf("exit %d, want 1 and a hint to use --only\n%s", code, errOut)
+	if code != exitcode.Usage || !strings.Contains(errOut, "does not exist") || !strings.Contains(errOut, "leave it out: --only containerd,kubelet") {
+		t.Fatalf("exit %d, want 2 and a hint to use --only\n%s", code, errOut)
 	}
 	if fx.content(kubeletExe) != before {
 		t.Error("kubelet changed although a source was missing")
