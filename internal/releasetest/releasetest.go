@@ -1,5 +1,5 @@
 // Package releasetest serves the official release layout of Kubernetes,
-// containerd and the CNI plugins for Windows from an httptest server on
+// containerd, the CNI plugins and rancher/wins for Windows from an httptest server on
 // 127.0.0.1, as an air-gapped mirror would: tests point swdt at it with
 // the SWDT_*_RELEASE_URL variables (pkg/source).
 package releasetest
@@ -51,7 +51,7 @@ func Start(t testing.TB) *Server {
 // Mirror points swdt at s for every release kind (t.Setenv).
 func (s *Server) Mirror(t *testing.T) {
 	t.Helper()
-	for kind, env := range map[string]string{"kubernetes": "SWDT_KUBERNETES_RELEASE_URL", "containerd": "SWDT_CONTAINERD_RELEASE_URL", "cni": "SWDT_CNI_RELEASE_URL"} {
+	for kind, env := range map[string]string{"kubernetes": "SWDT_KUBERNETES_RELEASE_URL", "containerd": "SWDT_CONTAINERD_RELEASE_URL", "cni": "SWDT_CNI_RELEASE_URL", "wins": "SWDT_WINS_RELEASE_URL"} {
 		t.Setenv(env, s.URL+"/"+kind)
 	}
 }
@@ -105,6 +105,18 @@ func (s *Server) CNI(version string, files map[string][]byte) string {
 		members["./"+n] = b
 	}
 	return s.archive("/cni/v"+version+"/"+name, ".sha256", members)
+}
+
+// Wins publishes rancher/wins' wins.exe of version (v0.4.16 and later
+// with sha256.txt beside it, as their releases have) and returns its
+// path.
+func (s *Server) Wins(version string, body []byte, checksums bool) string {
+	p := "/wins/" + version + "/wins.exe"
+	s.Put(p, body)
+	if checksums {
+		s.Put("/wins/"+version+"/sha256.txt", []byte(Sum([]byte("install"))+"  install.ps1\n"+Sum(body)+"  wins.exe\n"))
+	}
+	return p
 }
 
 func (s *Server) archive(p, sumExt string, members map[string][]byte) string {

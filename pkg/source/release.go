@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"sigs.k8s.io/swdt/pkg/redact"
 )
 
@@ -33,11 +35,19 @@ const (
 	// cni-plugins-windows-amd64-v<version>.tgz with .sha256 beside it;
 	// the binary is <name> at its top.
 	ReleaseCNI = "cni"
+	// ReleaseWins is rancher/wins' GitHub release: v<version>/wins.exe,
+	// with sha256.txt (sha256sum's lines) beside it from v0.4.16 on;
+	// an older release needs the digest in the node file.
+	ReleaseWins = "wins"
 )
+
+// winsChecksumsSince is the first rancher/wins release that publishes
+// sha256.txt.
+var winsChecksumsSince = version.MustParseSemantic("0.4.16")
 
 // ReleaseKinds lists the releases a sourceURL may name, in a fixed order.
 func ReleaseKinds() []string {
-	return []string{ReleaseKubernetes, ReleaseContainerd, ReleaseCNI}
+	return []string{ReleaseKubernetes, ReleaseContainerd, ReleaseCNI, ReleaseWins}
 }
 
 // releaseBase is where a release is published and the environment
@@ -46,6 +56,7 @@ var releaseBase = map[string]struct{ url, env string }{
 	ReleaseKubernetes: {"https://dl.k8s.io/release", "SWDT_KUBERNETES_RELEASE_URL"},
 	ReleaseContainerd: {"https://github.com/containerd/containerd/releases/download", "SWDT_CONTAINERD_RELEASE_URL"},
 	ReleaseCNI:        {"https://github.com/containernetworking/plugins/releases/download", "SWDT_CNI_RELEASE_URL"},
+	ReleaseWins:       {"https://github.com/rancher/wins/releases/download", "SWDT_WINS_RELEASE_URL"},
 }
 
 // ReleaseMirrorEnv is the environment variable that replaces a release's
@@ -100,6 +111,13 @@ func (b Binary) Key() string {
 	return k
 }
 
+// WinsChecksums reports whether rancher/wins release v publishes a
+// checksum file (an unparsable version is assumed to).
+func WinsChecksums(v string) bool {
+	sv, err := version.ParseSemantic(strings.TrimPrefix(strings.TrimSpace(v), "v"))
+	return err != nil || sv.AtLeast(winsChecksumsSince)
+}
+
 // Archived reports whether the binary is taken out of an archive (a
 // .tar.gz or .tgz source, release:containerd, release:cni): SHA256 is
 // then the archive's digest, not the binary's.
@@ -117,8 +135,8 @@ func ReleaseURLs(kind, version, name string) (file, sum string, err error) {
 	}
 	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
 	if v == "" {
-		return "", "", fmt.Errorf("release:%s needs the provisioner's version, for example %s", kind, map[string]string{
-			ReleaseKubernetes: "v1.37.2", ReleaseContainerd: "2.1.4", ReleaseCNI: "1.6.2"}[kind])
+		return "", "", fmt.Errorf("release:%s needs a version, for example %s", kind, map[string]string{
+			ReleaseKubernetes: "v1.37.2", ReleaseContainerd: "2.1.4", ReleaseCNI: "1.6.2", ReleaseWins: "v0.15.0"}[kind])
 	}
 	if strings.ContainsAny(v, "/?#% \\") {
 		return "", "", fmt.Errorf("release:%s: version %q is not a release version", kind, version)
@@ -137,6 +155,11 @@ func ReleaseURLs(kind, version, name string) (file, sum string, err error) {
 	case ReleaseContainerd:
 		file = root + "/v" + v + "/containerd-" + v + "-windows-amd64.tar.gz"
 		return file, file + ".sha256sum", nil
+	case ReleaseWins:
+		if !WinsChecksums(v) {
+			return root + "/v" + v + "/wins.exe", "", nil
+		}
+		return root + "/v" + v + "/wins.exe", root + "/v" + v + "/sha256.txt", nil
 	default:
 		file = root + "/v" + v + "/cni-plugins-windows-amd64-v" + v + ".tgz"
 		return file, file + ".sha256", nil
@@ -163,6 +186,15 @@ func (r *Resolver) ResolveBinary(ctx context.Context, b Binary, progress Progres
 	file, sumURL, err := ReleaseURLs(kind, b.Version, b.Name)
 	if err != nil {
 		return nil, err
+	}
+	if sumURL == "" {
+		// A release without a checksum file: the node file's digest is
+		// the only check there is.
+		want := strings.ToLower(strings.TrimSpace(b.SHA256))
+		if want == "" {
+			return nil, fmt.Errorf("release:%s %s publishes no checksum file: set the digest of its %s in sha256", kind, b.Version, path.Base(file))
+		}
+		return r.resolveFile(ctx, file, want, b.Name, progress)
 	}
 	f, err := r.resolveRelease(ctx, b, kind, file, sumURL, false, progress)
 	if errors.Is(err, errStaleChecksum) {

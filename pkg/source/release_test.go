@@ -33,6 +33,10 @@ func TestResolveBinaryRelease(t *testing.T) {
 	srv.Containerd("2.1.4", ctrd)
 	cni := map[string][]byte{"win-bridge.exe": []byte("MZ win-bridge"), "host-local.exe": []byte("MZ host-local")}
 	srv.CNI("1.6.2", cni)
+	wins := []byte("MZ wins v0.15.0")
+	srv.Wins("v0.15.0", wins, true)
+	oldWins := []byte("MZ wins v0.4.15")
+	srv.Wins("v0.4.15", oldWins, false)
 	local := filepath.Join(t.TempDir(), "containerd-2.1.4-windows-amd64.tar.gz")
 	if err := os.WriteFile(local, releasetest.Archive(map[string][]byte{"bin/containerd.exe": ctrd["containerd.exe"]}), 0o644); err != nil {
 		t.Fatal(err)
@@ -59,10 +63,17 @@ func TestResolveBinaryRelease(t *testing.T) {
 			wantErr: "read the release's checksum file: download " + srv.URL + "/kubernetes/v1.36.0/bin/windows/amd64/kubelet.exe.sha256: server answered 404 Not Found; check the version, and SWDT_KUBERNETES_RELEASE_URL"},
 		{name: "a version that does not exist", b: source.Binary{Ref: "release:containerd", Version: "9.9.9", Name: "containerd.exe"},
 			wantErr: "404 Not Found; check the version"},
-		{name: "no version", b: source.Binary{Ref: "release:cni", Name: "win-bridge.exe"}, wantErr: "release:cni needs the provisioner's version, for example 1.6.2"},
+		{name: "no version", b: source.Binary{Ref: "release:cni", Name: "win-bridge.exe"}, wantErr: "release:cni needs a version, for example 1.6.2"},
 		{name: "a member the archive lacks", b: source.Binary{Ref: "release:cni", Version: "1.6.2", Name: "flannel.exe"},
 			wantErr: "has no flannel.exe (looked for bin/flannel.exe and flannel.exe at its top; it holds host-local.exe, win-bridge.exe)"},
-		{name: "an unknown release", b: source.Binary{Ref: "release:docker", Version: "1", Name: "dockerd.exe"}, wantErr: "unknown release (use release:kubernetes, release:containerd, release:cni)"},
+		{name: "wins from rancher/wins' release", b: source.Binary{Ref: "release:wins", Version: "v0.15.0", Name: "wins.exe"}, want: wins},
+		{name: "wins under another name", b: source.Binary{Ref: "release:wins", Version: "0.15.0", Name: "rancher-wins.exe"}, want: wins},
+		{name: "an old wins with the node file's digest", b: source.Binary{Ref: "release:wins", Version: "v0.4.15", Name: "wins.exe", SHA256: releasetest.Sum(oldWins)}, want: oldWins},
+		{name: "an old wins without a digest", b: source.Binary{Ref: "release:wins", Version: "v0.4.15", Name: "wins.exe"},
+			wantErr: "release:wins v0.4.15 publishes no checksum file: set the digest of its wins.exe in sha256"},
+		{name: "an old wins with a wrong digest", b: source.Binary{Ref: "release:wins", Version: "v0.4.15", Name: "wins.exe", SHA256: releasetest.Sum(wins)},
+			is: source.ErrDigestMismatch, wantErr: "sha256 mismatch"},
+		{name: "an unknown release", b: source.Binary{Ref: "release:docker", Version: "1", Name: "dockerd.exe"}, wantErr: "unknown release (use release:kubernetes, release:containerd, release:cni, release:wins)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,9 +119,10 @@ func TestResolveBinaryReleaseCached(t *testing.T) {
 	}
 }
 
-// The node file's validation and the resolver know the same releases.
+// The node file's validation and the resolver know the same releases:
+// the provisioners', and wins' own.
 func TestReleaseKindsAgree(t *testing.T) {
-	if got, want := source.ReleaseKinds(), v1alpha1.ReleaseKinds(); !slices.Equal(got, want) {
+	if got, want := source.ReleaseKinds(), append(v1alpha1.ReleaseKinds(), v1alpha1.ReleaseWins); !slices.Equal(got, want) {
 		t.Errorf("source.ReleaseKinds() = %q, v1alpha1.ReleaseKinds() = %q", got, want)
 	}
 }

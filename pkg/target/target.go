@@ -129,6 +129,7 @@ func Wins(spec *v1alpha1.WinsSpec) Binary {
 		Destination: dest,
 		SourceURL:   spec.SourceURL,
 		SHA256:      spec.SHA256,
+		Version:     spec.Version,
 		HealthChecks: []ops.HealthCheckSpec{
 			{NamedPipe: ops.WinsPipe},
 			{NamedPipe: ops.WinsProxyPipe},

@@ -24,6 +24,11 @@ const (
 	// DefaultWinsDestination is where wins.exe goes when wins.destination
 	// is empty.
 	DefaultWinsDestination = `C:\etc\rancher\wins\wins.exe`
+
+	// DefaultWinsRelease is the rancher/wins release a sourceURL of
+	// release:wins takes when wins.version is not set: the last release
+	// with the named-pipe bridge (WinsBridgeRemoved removed it).
+	DefaultWinsRelease = "v0.15.0"
 	// DefaultLibvirtURI is the libvirt connection URI when vm.libvirt.uri
 	// is empty: the system instance of the local libvirtd.
 	DefaultLibvirtURI = "qemu:///system"
@@ -58,6 +63,11 @@ func SetDefaults_Node(n *Node) {
 	if n.Spec.Setup.EnableRDP == nil {
 		enable := true
 		n.Spec.Setup.EnableRDP = &enable
+	}
+	if w := n.Spec.Wins; w != nil && w.Version == "" {
+		if kind, ok := releaseKind(w.SourceURL); ok && kind == ReleaseWins {
+			w.Version = DefaultWinsRelease
+		}
 	}
 	if w := n.Spec.Wins; w != nil && w.Destination == "" {
 		w.Destination = DefaultWinsDestination

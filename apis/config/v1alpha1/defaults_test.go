@@ -26,8 +26,14 @@ func TestSetDefaultsNode(t *testing.T) {
 	if e := n.Spec.Setup.EnableRDP; e == nil || !*e {
 		t.Errorf("enableRDP = %v, want true", e)
 	}
-	if n.Spec.Wins.Destination != DefaultWinsDestination {
-		t.Errorf("wins destination = %q", n.Spec.Wins.Destination)
+	if n.Spec.Wins.Destination != DefaultWinsDestination || n.Spec.Wins.Version != "" {
+		t.Errorf("wins destination = %q, version %q", n.Spec.Wins.Destination, n.Spec.Wins.Version)
+	}
+	// release:wins takes the last release with the named-pipe bridge.
+	r := &Node{Spec: NodeSpec{Wins: &WinsSpec{SourceURL: "Release:Wins"}}}
+	SetDefaults_Node(r)
+	if r.Spec.Wins.Version != DefaultWinsRelease {
+		t.Errorf("release:wins version = %q, want %s", r.Spec.Wins.Version, DefaultWinsRelease)
 	}
 }
 

@@ -312,8 +312,15 @@ type HealthCheck struct {
 
 // WinsSpec is what `swdt wins` deploys (extension).
 type WinsSpec struct {
-	// SourceURL is where wins.exe comes from (as a provisioner's sourceURL).
+	// SourceURL is where wins.exe comes from (as a provisioner's
+	// sourceURL), or release:wins for rancher/wins' official release of
+	// Version.
 	SourceURL string `json:"sourceURL"`
+
+	// Version is the rancher/wins release a release:wins sourceURL takes
+	// (default DefaultWinsRelease, the last with the named-pipe bridge).
+	// +optional
+	Version string `json:"version,omitempty"`
 
 	// Destination is where wins.exe is placed
 	// (default C:\etc\rancher\wins\wins.exe). The config file is written

@@ -306,7 +306,14 @@ func validateHealthCheck(h *HealthCheck, p *field.Path) field.ErrorList {
 
 func validateWins(w *WinsSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateSourceURL(w.SourceURL, p.Child("sourceURL"))...)
+	if kind, ok := releaseKind(w.SourceURL); ok {
+		errs = append(errs, validateWinsRelease(w, kind, p)...)
+	} else {
+		errs = append(errs, validateSourceURL(w.SourceURL, p.Child("sourceURL"))...)
+		if w.Version != "" {
+			errs = append(errs, field.Invalid(p.Child("version"), w.Version, "only a sourceURL of release:wins takes a version"))
+		}
+	}
 	errs = append(errs, validateWindowsPath(w.Destination, p.Child("destination"))...)
 	errs = append(errs, validateSHA256(w.SHA256, p.Child("sha256"))...)
 	wl := p.Child("whiteList")

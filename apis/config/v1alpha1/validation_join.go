@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/swdt/pkg/source"
 )
 
 // The services a join registers: the kubelet (required), containerd and
@@ -23,7 +25,8 @@ const (
 // A provisioner's sourceURL release:KIND takes its binary from an
 // official release (extension): KIND is one of these, the version field
 // says which release, and the destination's file name which binary.
-// pkg/source resolves them (source.ReleaseKinds lists the same).
+// pkg/source resolves them (source.ReleaseKinds lists the same, and
+// ReleaseWins, which only spec.wins takes).
 const (
 	// ReleaseKubernetes: kubelet.exe, kube-proxy.exe, ... from dl.k8s.io.
 	ReleaseKubernetes = "kubernetes"
@@ -33,7 +36,13 @@ const (
 	// ReleaseCNI: the CNI plugins (win-bridge.exe, win-overlay.exe,
 	// host-local.exe, ...) from their Windows release archive.
 	ReleaseCNI = "cni"
+	// ReleaseWins: wins.exe from rancher/wins' release (spec.wins only).
+	ReleaseWins = "wins"
 )
+
+// WinsBridgeRemoved is the first rancher/wins release without the
+// named-pipe bridge that swdt wins deploys and verifies.
+const WinsBridgeRemoved = "0.16.0"
 
 // ReleaseKinds lists the releases a sourceURL may name.
 func ReleaseKinds() []string { return []string{ReleaseKubernetes, ReleaseContainerd, ReleaseCNI} }
@@ -191,3 +200,27 @@ func ParseTaint(s string) (corev1.Taint, error) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// validateWinsRelease checks spec.wins with a sourceURL of release:KIND:
+// only release:wins, of a release that still has the named-pipe bridge,
+// with a digest in the node file for a release without a checksum file.
+func validateWinsRelease(w *WinsSpec, kind string, p *field.Path) field.ErrorList {
+	if kind != ReleaseWins {
+		return field.ErrorList{field.NotSupported(p.Child("sourceURL"), w.SourceURL, []string{"release:wins"})}
+	}
+	v := strings.TrimPrefix(w.Version, "v")
+	if !releaseVersionRE.MatchString(v) {
+		return field.ErrorList{field.Invalid(p.Child("version"), w.Version, "must be a rancher/wins release version such as v0.15.0")}
+	}
+	sv, err := version.ParseSemantic(v)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(p.Child("version"), w.Version, "must be a rancher/wins release version such as v0.15.0")}
+	case sv.AtLeast(version.MustParseSemantic(WinsBridgeRemoved)):
+		return field.ErrorList{field.Invalid(p.Child("version"), w.Version, fmt.Sprintf(
+			"rancher/wins v%s removed the named-pipe bridge that swdt wins deploys and verifies; use %s (the default) or an earlier release", WinsBridgeRemoved, DefaultWinsRelease))}
+	case !source.WinsChecksums(v) && w.SHA256 == "":
+		return field.ErrorList{field.Required(p.Child("sha256"), fmt.Sprintf("rancher/wins %s publishes no checksum file: give wins.exe's digest", w.Version))}
+	}
+	return nil
+}

@@ -272,6 +272,18 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.wins.whiteList.processPaths[0]"}},
 		{name: "wins proxy port", mutate: func(n *Node) { n.Spec.Wins.WhiteList.ProxyPorts = []int32{80, 0} },
 			want: []string{"FieldValueInvalid spec.wins.whiteList.proxyPorts[1]"}},
+		{name: "wins release", mutate: func(n *Node) { n.Spec.Wins.SourceURL, n.Spec.Wins.Version = "release:wins", DefaultWinsRelease }},
+		{name: "wins release without the bridge", mutate: func(n *Node) { n.Spec.Wins.SourceURL, n.Spec.Wins.Version = "release:wins", "v0.16.0" },
+			want: []string{"FieldValueInvalid spec.wins.version"}},
+		{name: "wins release without checksums or sha256", mutate: func(n *Node) {
+			n.Spec.Wins.SourceURL, n.Spec.Wins.Version, n.Spec.Wins.SHA256 = "release:wins", "v0.4.15", ""
+		}, want: []string{"FieldValueRequired spec.wins.sha256"}},
+		{name: "wins release of another kind", mutate: func(n *Node) { n.Spec.Wins.SourceURL, n.Spec.Wins.Version = "release:kubernetes", "v1.37.2" },
+			want: []string{"FieldValueNotSupported spec.wins.sourceURL"}},
+		{name: "wins release version", mutate: func(n *Node) { n.Spec.Wins.SourceURL, n.Spec.Wins.Version = "release:wins", "latest" },
+			want: []string{"FieldValueInvalid spec.wins.version"}},
+		{name: "wins version without a release", mutate: func(n *Node) { n.Spec.Wins.Version = "v0.15.0" },
+			want: []string{"FieldValueInvalid spec.wins.version"}},
 		{name: "every problem at once", mutate: func(n *Node) {
 			n.Spec.Credentials.HostKeyPolicy = "nope"
 			prov(n, 0).Destination = `bin\containerd.exe`
