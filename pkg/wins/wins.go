@@ -148,7 +148,7 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 		resolver = &source.Resolver{}
 	}
 	observe := observer(opts.Swap.Observer)
-	src, err := resolver.Resolve(ctx, spec.SourceURL, spec.SHA256, nil)
+	src, err := resolver.ResolveBinary(ctx, target.Wins(spec).Source(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("wins: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/releasetest"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -198,5 +200,27 @@ func TestWinsCommandReportsEveryFailure(t *testing.T) {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+}
+
+// release:wins takes wins.exe from rancher/wins' release (here a mirror
+// on loopback), the last with the bridge unless the node file says
+// otherwise, checked against the release's sha256.txt.
+func TestWinsFromRelease(t *testing.T) {
+	srv := releasetest.Start(t)
+	srv.Mirror(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	srv.Wins(v1alpha1.DefaultWinsRelease, []byte("MZ rancher/wins "+v1alpha1.DefaultWinsRelease+"\n"), true)
+	ts := simnode.StartTest(t)
+	file := writeNodeFile(t, t.TempDir(), nodeHeader("winworker", ts.Credentials())+"  wins:\n    sourceURL: release:wins\n")
+	code, out, errOut := run(t, "wins", "-c", file, "-o", "json", "--settle", "100ms")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if got := decodeWinsJSON(t, out).Nodes[0]; got.Deploy == nil || got.Deploy.Action != "installed" {
+		t.Errorf("deploy %+v", got.Deploy)
+	}
+	if b, err := ts.Node().ReadFile(v1alpha1.DefaultWinsDestination); err != nil || !strings.Contains(string(b), v1alpha1.DefaultWinsRelease) {
+		t.Errorf("wins.exe on the node: %q, %v", b, err)
 	}
 }
