@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/swdt/pkg/agentbin"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
@@ -302,6 +303,10 @@ func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "swdt dev\ncommit: unknown\ngo: go") {
 		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	// It names the agent it deploys (make agent built it for the tests).
+	if d, err := agentbin.Digest("amd64"); err != nil || !strings.Contains(out, "agent: windows/amd64 sha256:"+d+"\n") {
+		t.Errorf("stdout %q does not name the embedded agent %s (%v)", out, d, err)
 	}
 	code, out, _ = run(t, "-o", "json", "version")
 	var v versionInfo
