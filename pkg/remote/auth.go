@@ -5,8 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 
@@ -19,7 +19,7 @@ import (
 // passphrase is asked for at most once.
 type keySource struct {
 	agentSigners []ssh.Signer
-	agentConn    net.Conn
+	agentConn    io.Closer
 	agentDesc    string
 	files        map[string]loadedKey
 	passphrase   func(keyFile string) ([]byte, error)
@@ -31,16 +31,16 @@ type loadedKey struct {
 	err    error
 }
 
-// openKeySource connects to ssh-agent when SSH_AUTH_SOCK names one.
+// openKeySource connects to ssh-agent where this OS's OpenSSH client
+// finds it (dialAgent).
 func openKeySource(passphrase func(string) ([]byte, error), log *slog.Logger) *keySource {
 	ks := &keySource{files: map[string]loadedKey{}, passphrase: passphrase, log: log}
-	sock := os.Getenv("SSH_AUTH_SOCK")
-	if sock == "" {
+	c, where, err := dialAgent(os.Getenv("SSH_AUTH_SOCK"))
+	if err != nil {
+		log.Debug("ssh-agent unreachable", "socket", where, "err", err)
 		return ks
 	}
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		log.Debug("ssh-agent unreachable", "socket", sock, "err", err)
+	if c == nil {
 		return ks
 	}
 	signers, err := agent.NewClient(c).Signers()
