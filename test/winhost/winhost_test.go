@@ -1,0 +1,459 @@
+// Package winhost runs the laptop side as a Windows (Hyper-V host) user
+// runs it: the cross-built swdt.exe under Wine, with Windows paths,
+// %USERPROFILE% and OpenSSH for Windows' conventions, against simnodes on
+// loopback; and the tests of swdt's Windows-only laptop code, built for
+// Windows and run under Wine. It skips when Wine or mingw-w64 is missing
+// (make test-deps installs them) and fails then under CI=true.
+package winhost
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
+	"sigs.k8s.io/swdt/internal/winetest"
+	"sigs.k8s.io/swdt/pkg/simnode"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	winetest.Cleanup()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built are the Windows programs of the tier, cross-built once.
+var built struct {
+	once sync.Once
+	err  error
+	dir  string
+	// swdt is swdt.exe (with its agents embedded, as make cross builds
+	// it); tests are the Windows test binaries of packages with
+	// Windows-only laptop code, by package.
+	swdt  string
+	tests map[string]string
+}
+
+// windowsTests are the packages whose _windows_test.go files test the
+// laptop's Windows-only code, with the tests to run.
+var windowsTests = map[string]string{
+	"../../pkg/remote": "TestDialAgentPipe",
+}
+
+func build(t *testing.T) {
+	t.Helper()
+	winetest.Require(t)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "swdt-winhost-"); built.err != nil {
+			return
+		}
+		built.swdt = filepath.Join(built.dir, "swdt.exe")
+		if built.err = winetest.BuildWindows(built.swdt, "../../cmd/swdt", false); built.err != nil {
+			return
+		}
+		built.tests = map[string]string{}
+		for pkg := range windowsTests {
+			out := filepath.Join(built.dir, filepath.Base(pkg)+".test.exe")
+			if built.err = winetest.BuildWindows(out, pkg, true); built.err != nil {
+				return
+			}
+			built.tests[pkg] = out
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+}
+
+// host is a Windows machine (a Wine prefix) with swdt.exe at C:\swdt.
+type host struct {
+	t *testing.T
+	p *winetest.Prefix
+}
+
+func newHost(t *testing.T) *host {
+	t.Helper()
+	build(t)
+	h := &host{t: t, p: winetest.NewPrefix(t)}
+	raw, err := os.ReadFile(built.swdt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p.WriteFile(`C:\swdt\swdt.exe`, raw)
+	return h
+}
+
+// swdt runs swdt.exe with args in the prefix, its working folder C:\work,
+// and returns its exit code, stdout and stderr.
+func (h *host) swdt(ctx context.Context, env []string, args ...string) (int, string, string) {
+	h.t.Helper()
+	if err := os.MkdirAll(h.p.Path(`C:\work`), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	cmd := h.p.Command(ctx, "wine", append([]string{`C:\swdt\swdt.exe`}, args...)...)
+	cmd.Env = h.p.Env(append([]string{"NO_COLOR=1"}, env...)...)
+	cmd.Dir = h.p.Path(`C:\work`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if code < 0 {
+		h.t.Fatalf("swdt.exe %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return code, strings.ReplaceAll(out.String(), "\r\n", "\n"), strings.ReplaceAll(errb.String(), "\r\n", "\n")
+}
+
+// node writes a node file for ts at C:\work\node.yaml, its key and
+// known_hosts copied to C:\work\keys: only Windows paths, as a Windows
+// user's node file has them. spec is added under spec:.
+func (h *host) node(ts *simnode.TestServer, spec string) string {
+	h.t.Helper()
+	c := ts.Credentials()
+	for win, host := range map[string]string{`C:\work\keys\id_ed25519`: c.PrivateKey, `C:\work\keys\known_hosts`: c.KnownHostsFile} {
+		raw, err := os.ReadFile(host)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.p.WriteFile(win, raw)
+	}
+	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: node1
+spec:
+  credentials:
+    hostname: %q
+    username: %s
+    privateKey: 'C:\work\keys\id_ed25519'
+    knownHostsFile: 'C:\work\keys\known_hosts'
+    hostKeyPolicy: strict
+`, c.Hostname, c.Username) + spec
+	h.p.WriteFile(`C:\work\node.yaml`, []byte(doc))
+	return `C:\work\node.yaml`
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The tests of swdt's Windows-only laptop code pass on Windows (Wine).
+func TestWindowsOnlyCode(t *testing.T) {
+	build(t)
+	p := winetest.NewPrefix(t)
+	for pkg, run := range windowsTests {
+		raw, err := os.ReadFile(built.tests[pkg])
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe := `C:\tests\` + filepath.Base(built.tests[pkg])
+		p.WriteFile(exe, raw)
+		out, err := p.Command(ctxFor(t), "wine", exe, "-test.run", run, "-test.v").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Errorf("%s %s under Wine: %v\n%s", pkg, run, err, out)
+		}
+	}
+}
+
+// config init writes its defaults from %USERPROFILE%, and config validate
+// reads Windows paths: drive letters, backslashes, a folder with a space.
+func TestConfigOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	profile := h.p.UserProfile()
+	h.p.WriteFile(profile+`\.ssh\id_rsa`, []byte("key"))
+	h.p.WriteFile(profile+`\.ssh\id_rsa.pub`, []byte("ssh-rsa AAAA key"))
+	code, _, errOut := h.swdt(ctx, nil, "config", "init", "--output-file", `C:\work\init.yaml`, "--hostname", "192.0.2.10", "--username", "Administrator", "--only", "kubelet")
+	if code != 0 {
+		t.Fatalf("config init: exit %d\n%s", code, errOut)
+	}
+	raw, err := h.p.ReadFile(`C:\work\init.yaml`)
+	if err != nil || !strings.Contains(string(raw), "privateKey: ~/.ssh/id_rsa") {
+		t.Errorf("config init wrote %v:\n%s", err, raw)
+	}
+	ts := simnode.StartTest(t)
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	cfg := h.node(ts, `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`)
+	code, out, errOut := h.swdt(ctx, nil, "config", "validate", "-c", cfg, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"node1"`) {
+		t.Errorf("config validate: exit %d\n%s\n%s", code, out, errOut)
+	}
+	raw, err = h.p.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p.WriteFile(`C:\work\missing.yaml`, bytes.Replace(raw, []byte(`build dir\kubelet.exe`), []byte(`no dir\kubelet.exe`), 1))
+	code, _, errOut = h.swdt(ctx, nil, "config", "validate", "-c", `C:\work\missing.yaml`)
+	if code != 2 || !strings.Contains(errOut, `C:\work\no dir\kubelet.exe does not exist`) {
+		t.Errorf("a missing source: exit %d\n%s", code, errOut)
+	}
+}
+
+// The daily loop from a Windows host: a swap and a rollback, status and
+// -o json, exec, ssh -- CMD and cp both ways with Windows paths.
+func TestDailyLoopOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	ts := simnode.StartTest(t)
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	cfg := h.node(ts, `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`)
+	env := []string{"SWDT_CONFIG=" + cfg}
+
+	code, _, errOut := h.swdt(ctx, env, "kubernetes", "--settle", "100ms")
+	if code != 0 || !strings.Contains(errOut, "kubelet") {
+		t.Fatalf("kubernetes: exit %d\n%s", code, errOut)
+	}
+	if b, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(b) != "MZ kubelet v2\n" {
+		t.Errorf("kubelet on the node after the swap: %q, %v", b, err)
+	}
+
+	// A build that does not stay up is rolled back.
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v3 "+simnode.MarkerCrashOnStart+"\n"))
+	code, _, errOut = h.swdt(ctx, env, "kubernetes", "--settle", "100ms")
+	if code == 0 || !strings.Contains(errOut, "kubelet rolled-back") {
+		t.Errorf("a crashing build: exit %d\n%s", code, errOut)
+	}
+	if b, _ := ts.Node().ReadFile(`C:\k\kubelet.exe`); string(b) != "MZ kubelet v2\n" {
+		t.Errorf("kubelet after the rollback: %q", b)
+	}
+
+	code, out, errOut := h.swdt(ctx, env, "status", "-o", "json")
+	var doc struct {
+		Nodes []struct {
+			Name string `json:"name"`
+		} `json:"nodes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Nodes) != 1 || doc.Nodes[0].Name != "node1" {
+		t.Errorf("status -o json: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = h.swdt(ctx, env, "exec", "--", "hostname")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("exec hostname: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	code, out, errOut = h.swdt(ctx, env, "ssh", "--", "hostname")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("ssh -- hostname: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+
+	h.p.WriteFile(`C:\work\to node\notes.txt`, []byte("line one\r\n"))
+	code, _, errOut = h.swdt(ctx, env, "cp", `C:\work\to node`, `:C:\k`)
+	if b, err := ts.Node().ReadFile(`C:\k\to node\notes.txt`); code != 0 || err != nil || string(b) != "line one\r\n" {
+		t.Errorf("cp to the node: exit %d, %q, %v\n%s", code, b, err, errOut)
+	}
+	code, _, errOut = h.swdt(ctx, env, "cp", `:C:\k\to node`, `C:\work\back`)
+	if b, err := h.p.ReadFile(`C:\work\back\notes.txt`); code != 0 || err != nil || string(b) != "line one\r\n" {
+		t.Errorf("cp from the node: exit %d, %q, %v\n%s", code, b, err, errOut)
+	}
+
+	code, _, errOut = h.swdt(ctx, env, "logs", "node1", "kubelet")
+	if code != 0 {
+		t.Errorf("logs: exit %d\n%s", code, errOut)
+	}
+}
+
+// setup and wins --deep from a Windows host, with a public key and a
+// wins.exe named by Windows paths.
+func TestSetupAndWinsOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	ts := simnode.StartTest(t)
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p.WriteFile(`C:\work\keys\id_ed25519.pub`, pub)
+	h.p.WriteFile(`C:\work\build dir\wins.exe`, []byte("MZ rancher/wins v0.15.1\n"))
+	cfg := h.node(ts, `  setup:
+    chocoPackages: [vim]
+    authorizedKeys: ['C:\work\keys\id_ed25519.pub']
+  wins:
+    sourceURL: 'C:\work\build dir\wins.exe'
+    whiteList:
+      processPaths: ['C:\etc\rancher\wins\agent.exe']
+`)
+	if code, _, errOut := h.swdt(ctx, nil, "setup", "-c", cfg); code != 0 {
+		t.Errorf("setup: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := h.swdt(ctx, nil, "wins", "-c", cfg, "--deep", "--settle", "100ms"); code != 0 {
+		t.Errorf("wins --deep: exit %d\n%s", code, errOut)
+	}
+}
+
+// running is swdt.exe started in the background.
+type running struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  *syncbuf.Buffer
+	errb *syncbuf.Buffer
+	done chan struct{}
+}
+
+func (h *host) start(ctx context.Context, env []string, args ...string) *running {
+	h.t.Helper()
+	cmd := h.p.Command(ctx, "wine", append([]string{`C:\swdt\swdt.exe`}, args...)...)
+	cmd.Env = h.p.Env(append([]string{"NO_COLOR=1"}, env...)...)
+	cmd.Dir = h.p.Path(`C:\work`)
+	r := &running{t: h.t, cmd: cmd, out: &syncbuf.Buffer{}, errb: &syncbuf.Buffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = r.out, r.errb
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(r.done) }()
+	h.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+// await waits until cond holds on stdout and stderr, failing the test
+// when swdt.exe ends first or after a minute.
+func (r *running) await(what string, cond func(out, errOut string) bool) {
+	r.t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.After(time.Minute)
+	for !cond(r.out.String(), r.errb.String()) {
+		select {
+		case <-r.done:
+			r.t.Fatalf("swdt.exe ended before %s\n%s\n%s", what, r.out.String(), r.errb.String())
+		case <-limit:
+			r.t.Fatalf("no %s after a minute\n%s\n%s", what, r.out.String(), r.errb.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// interrupt sends Ctrl-C (Wine makes SIGINT a console control event)
+// and returns the exit code.
+func (r *running) interrupt() int {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		r.t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		r.t.Fatalf("swdt.exe did not end a minute after Ctrl-C\n%s", r.errb.String())
+	}
+	return r.cmd.ProcessState.ExitCode()
+}
+
+// port-forward and kubernetes --watch run until Ctrl-C, as a console
+// control event, which ends them cleanly.
+func TestLongLivedVerbsOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	ts := simnode.StartTest(t)
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	cfg := h.node(ts, `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`)
+	env := []string{"SWDT_CONFIG=" + cfg}
+
+	echo := echoServer(t)
+	pf := h.start(ctx, env, "port-forward", "-o", "json", "node1", ":"+strconv.Itoa(echo))
+	var doc struct {
+		Forwards []struct {
+			Local string `json:"local"`
+		} `json:"forwards"`
+	}
+	pf.await("a forward", func(out, _ string) bool {
+		return json.Unmarshal([]byte(strings.TrimSpace(out)), &doc) == nil && len(doc.Forwards) == 1
+	})
+	if got := ask(t, doc.Forwards[0].Local, "hello"); got != "hello\n" {
+		t.Errorf("through the forward: %q", got)
+	}
+	if code := pf.interrupt(); code != 0 {
+		t.Errorf("Ctrl-C ended port-forward with exit %d\n%s", code, pf.errb.String())
+	}
+
+	w := h.start(ctx, env, "kubernetes", "--watch", "--settle", "100ms")
+	w.await("the first swap and the watch", func(_, errOut string) bool { return strings.Contains(errOut, "watching 1 source") })
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v3\n"))
+	// The rebuild is seen through the Windows file-change API and
+	// swapped: its summary is the second one.
+	w.await("the rebuild swapped", func(out, _ string) bool { return strings.Count(out, "updated") == 2 })
+	if b, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(b) != "MZ kubelet v3\n" {
+		t.Errorf("kubelet after the rebuild: %q, %v", b, err)
+	}
+	if code := w.interrupt(); code != 0 {
+		t.Errorf("Ctrl-C while watching: exit %d\n%s", code, w.errb.String())
+	}
+}
+
+// echoServer answers each line with the line, on the loopback: the
+// service behind a forwarded port (simnode forwards to this machine's
+// loopback).
+func echoServer(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					if _, err := io.WriteString(c, sc.Text()+"\n"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ask sends a line to addr and returns the answer line.
+func ask(t *testing.T, addr, line string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := bufio.NewReader(c).ReadString('\n')
+	return answer
+}
