@@ -229,6 +229,14 @@ type Failure struct {
 
 func (e *Failure) Error() string { return string(e.Kind) + ": " + e.Message }
 
+// Is reports whether target is the failure's kind, so that
+// errors.Is(err, ops.KindNotFound) works on a *Failure as on an
+// *ops.Error.
+func (e *Failure) Is(target error) bool {
+	k, ok := target.(ops.Kind)
+	return ok && k == e.Kind
+}
+
 // Fail returns a *Failure of kind with a formatted message.
 func Fail(kind ops.Kind, format string, args ...any) error {
 	return &Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
@@ -243,26 +251,26 @@ func failureOf(err error) (kind ops.Kind, message string) {
 		return f.Kind, f.Message
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return "timeout", err.Error()
+		return ops.KindTimeout, err.Error()
 	}
 	switch winos.Code(err) {
 	case winos.ErrFileNotFound, winos.ErrPathNotFound, winos.ErrServiceDoesNotExist:
-		return "not-found", err.Error()
+		return ops.KindNotFound, err.Error()
 	case winos.ErrSharingViolation:
-		return "locked", err.Error()
+		return ops.KindLocked, err.Error()
 	case winos.ErrAccessDenied:
-		return "access-denied", err.Error()
+		return ops.KindAccessDenied, err.Error()
 	case winos.ErrFileExists, winos.ErrAlreadyExists, winos.ErrServiceExists:
-		return "exists", err.Error()
+		return ops.KindExists, err.Error()
 	case 0:
 	default:
 		if strings.HasPrefix(err.Error(), "service") || winos.Code(err) >= 1051 && winos.Code(err) <= 1083 {
-			return "service", err.Error()
+			return ops.KindService, err.Error()
 		}
-		return "io", err.Error()
+		return ops.KindIO, err.Error()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return "not-found", err.Error()
+		return ops.KindNotFound, err.Error()
 	}
-	return "exception", err.Error()
+	return ops.KindException, err.Error()
 }

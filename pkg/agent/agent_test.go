@@ -24,6 +24,7 @@ func TestContractEveryOpHasAHandler(t *testing.T) {
 }
 
 func TestRunRejectsBadInvocations(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	tests := []struct {
 		name     string
@@ -58,6 +59,7 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 // agent-info hashes the agent's own executable, so swdt can check an
 // upload by running it.
 func TestAgentInfoHashesItself(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	path := ops.AgentDir + `\swdt-agent-0123456789abcdef.exe`
 	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/internal/retry"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
@@ -16,11 +17,9 @@ import (
 // open without FILE_SHARE_DELETE: antivirus, EDR and search indexers open
 // fresh and just-run executables for a moment, and Go's os.Open does not
 // share delete. Like Go's own cmd/go/internal/robustio, the agent tries a
-// rename or a remove again on those errors for a short while before it
-// fails, naming the file and its likely holder.
-
-// busyBudget is how long a busy file is tried again.
-const busyBudget = 2 * time.Second
+// rename or a remove again on those errors for ops.BusyFileWait (the
+// busy-file rule swdt's SFTP renames follow too) before it fails, naming
+// the file and its likely holder.
 
 // busyOS is the Windows layer every handler gets: renames and removes are
 // tried again while the file is busy.
@@ -40,7 +39,7 @@ func (b busyOS) Remove(p string) error {
 }
 
 func (b busyOS) retry(what, p string, fn func() error) error {
-	err := retry.Do(b.ctx, busyBudget, fileBusy, fn)
+	err := retry.Do(b.ctx, ops.BusyFileWait, fileBusy, fn)
 	var ex *retry.ExhaustedError
 	if !errors.As(err, &ex) {
 		return err

@@ -14,6 +14,7 @@ import (
 // A file a scanner keeps open past the retries fails the op with an
 // error that names the file and its likely holder.
 func TestBusyFileNamesItsHolder(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithScannerHold(time.Hour))
 	n := ts.Node()
 	const tool = `C:\k\tool.exe`
@@ -21,7 +22,7 @@ func TestBusyFileNamesItsHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := agent.Call(context.Background(), n.OS(), ops.FilesRemove, ops.FilesRemoveRequest{Paths: []string{tool}})
-	if kind, msg := provFailure(t, err); kind != "locked" || !strings.Contains(msg, tool) || !strings.Contains(msg, "scanner") {
+	if kind, msg := provFailure(t, err); kind != ops.KindLocked || !strings.Contains(msg, tool) || !strings.Contains(msg, "scanner") {
 		t.Fatalf("failure %s %q; want a locked failure naming %s and a scanner", kind, msg, tool)
 	}
 	if !n.Exists(tool) {

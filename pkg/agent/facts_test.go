@@ -33,6 +33,7 @@ func setupOSAs(t *testing.T, ts *simnode.TestServer, user string) winos.OS {
 }
 
 func TestNodeFacts(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	tests := []struct {
 		user    string
@@ -59,6 +60,7 @@ func TestNodeFacts(t *testing.T) {
 }
 
 func TestNodeFactsReadTheRegistry(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	// A Server 2019 image: a newer UBR, no DisplayVersion, no PowerShell
@@ -84,6 +86,7 @@ func TestNodeFactsReadTheRegistry(t *testing.T) {
 }
 
 func TestSetupFactsFreshNode(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	tests := []struct {
 		user    string
@@ -124,6 +127,7 @@ func TestSetupFactsFreshNode(t *testing.T) {
 }
 
 func TestSetupFactsHidesAuthorizedKeysFromNonAdmins(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	if err := ts.Node().WriteFile(simnode.PathAdminAuthorizedKeys, []byte("ssh-ed25519 AAAA a\r\n")); err != nil {
 		t.Fatal(err)
@@ -140,6 +144,7 @@ func TestSetupFactsHidesAuthorizedKeysFromNonAdmins(t *testing.T) {
 }
 
 func TestSetupFactsAuthorizedKeys(t *testing.T) {
+	t.Parallel()
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA renée@portátil"
 	tests := []struct {
 		name     string
@@ -179,6 +184,7 @@ func TestSetupFactsAuthorizedKeys(t *testing.T) {
 }
 
 func TestSetupFactsChocolatey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string
@@ -213,6 +219,7 @@ func TestSetupFactsChocolatey(t *testing.T) {
 }
 
 func TestSetupFactsRefusesWildcardRuleNames(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	_, err := agent.Call(setupCtx(t), ts.Node().OS(), ops.SetupFacts, ops.SetupFactsRequest{FirewallRules: []string{"RemoteDesktop-*"}})
 	setupWantFailure(t, err, "bad-request", "RemoteDesktop-*")

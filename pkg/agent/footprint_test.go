@@ -37,6 +37,7 @@ func plantJournal(t *testing.T, n *simnode.Node, items ...ops.SwapItem) {
 // that are not swdt's, is reported and left alone, and health checks come
 // from the node file, never from the journal.
 func TestSwapRecoverTrustsOnlyTheNodeFile(t *testing.T) {
+	t.Parallel()
 	const victim = `C:\Windows\System32\whoami.exe`
 	tests := []struct {
 		name string
@@ -98,6 +99,7 @@ func TestSwapRecoverTrustsOnlyTheNodeFile(t *testing.T) {
 // A journal or lock that Administrators and SYSTEM do not own was not
 // written by swdt: it is removed unread, and nothing it names is touched.
 func TestFootprintFilesOfOtherOwnersAreNotRead(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
 	n := ts.Node()
 	backup := swapKubelet + ".swdt-bak"
@@ -138,6 +140,7 @@ func TestFootprintFilesOfOtherOwnersAreNotRead(t *testing.T) {
 // write, is given back to Administrators and SYSTEM before the lock or
 // the journal is used.
 func TestFootprintIsRepaired(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
 	n := ts.Node()
 	w := n.OS()
@@ -181,6 +184,7 @@ func TestFootprintIsRepaired(t *testing.T) {
 // repair finishes the job: every service Running, the old binary in
 // place, the journal gone.
 func TestSwapRecoverKilledDuringRepair(t *testing.T) {
+	t.Parallel()
 	holds := []simnode.AgentHold{
 		{Call: "Rename", Target: `C:\k\kubelet.exe`},
 		{Call: "StartService", Target: "kubelet"},
@@ -279,6 +283,7 @@ func (o selfOwnedOS) CurrentUser() (winos.User, error) {
 // Files the agent's own administrator account owns are swdt's: its
 // journal is read and repaired, not removed as another account's.
 func TestFootprintFilesOfTheAgentsAccountAreTrusted(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	lockTake(t, ts, "b", time.Minute)

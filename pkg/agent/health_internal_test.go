@@ -37,11 +37,12 @@ func TestHealthChecksShareTheTimeout(t *testing.T) {
 		"b": {{TCPPort: 10256}},
 	}}
 	s := newSwapRun(&healthOS{}, req)
-	failures := map[string]string{}
-	if err := s.healthAll(context.Background(), []string{"a", "b"}, failures, map[string][]int{}, nil); err != nil {
+	if err := s.healthAll(context.Background(), []string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(failures) != 0 {
-		t.Errorf("failures = %v, want none: service a's check ran out its own timeout before b's ran", failures)
+	for _, name := range []string{"a", "b"} {
+		if f := s.failure(name); f != nil {
+			t.Errorf("service %s failed: %s; want no failure: service a's check ran out its own timeout before b's ran", name, f)
+		}
 	}
 }

@@ -72,7 +72,7 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 		if out.Error != nil {
 			kind := out.Error.Kind
 			if kind == "" {
-				kind = "exception"
+				kind = ops.KindException
 			}
 			return resp, Fail(kind, "%s", out.Error.Message)
 		}

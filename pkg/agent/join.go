@@ -146,9 +146,12 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 	return resp, nil
 }
 
-// joinStopLimit bounds how long join-reset waits for the kubelet to stop
-// before it ends its process.
-const joinStopLimit = 60 * time.Second
+// How long join-reset waits for a service to stop before it ends its
+// process, and for its process to exit once it is Stopped.
+const (
+	joinStopLimit = 60 * time.Second
+	joinExitLimit = 10 * time.Second
+)
 
 // joinReset stops and deletes each service, then removes the join files,
 // the kubelet's kubeconfig, and each binary with swdt's leftovers beside
@@ -207,14 +210,14 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 
 // joinDeleteService stops and deletes a service; a missing one is fine.
 func joinDeleteService(ctx context.Context, w winos.OS, name string) (bool, error) {
-	svc, err := w.Service(name)
+	_, err := w.Service(name)
 	switch {
 	case winsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("read service %s: %w", name, err)
 	}
-	if err := joinStop(ctx, w, svc); err != nil {
+	if err := joinStop(ctx, w, name); err != nil {
 		return false, err
 	}
 	res, err := winsExec(ctx, w, winsLimits.call, "sc.exe", "delete", name)
@@ -228,45 +231,11 @@ func joinDeleteService(ctx context.Context, w winos.OS, name string) (bool, erro
 	return false, Fail(ops.KindUnregisterFailed, "could not delete service %s: sc.exe delete exited %d: %s", name, res.ExitCode, winsOutput(res))
 }
 
-// joinStop stops svc and waits until it is stopped, ending its process
-// when it does not stop within joinStopLimit.
-func joinStop(ctx context.Context, w winos.OS, svc winos.Service) error {
-	// A service that is starting accepts no stop control (error 1061).
-	if _, err := poll(ctx, joinStopLimit, 200*time.Millisecond, func() (bool, error) {
-		s, err := w.Service(svc.Name)
-		if err == nil {
-			svc = s
-		}
-		return err == nil && s.Status != winos.StatusStartPending, err
-	}); err != nil {
-		return fmt.Errorf("read service %s: %w", svc.Name, err)
-	}
-	if serviceDown(svc) {
-		return nil
-	}
-	if svc.Status != winos.StatusStopPending {
-		if err := w.StopService(svc.Name); err != nil {
-			return fmt.Errorf("stop service %s: %w", svc.Name, err)
-		}
-	}
-	// A service control manager that does not notice its process exit
-	// (Wine's) reports StopPending for good: the process is watched too.
-	stopped := func() (bool, error) {
-		s, err := w.Service(svc.Name)
-		return err == nil && serviceDown(s), err
-	}
-	ok, err := poll(ctx, joinStopLimit, 200*time.Millisecond, stopped)
-	if ok || err != nil {
-		return err
-	}
-	if svc.PID > 0 {
-		if err := w.KillProcess(svc.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
-			return fmt.Errorf("end the process of service %s (PID %d): %w", svc.Name, svc.PID, err)
-		}
-	}
-	ok, err = poll(ctx, 10*time.Second, 200*time.Millisecond, stopped)
-	if err == nil && !ok {
-		return Fail(ops.KindTimeout, "service %s did not stop within %s, nor after its process was ended", svc.Name, joinStopLimit)
-	}
-	return err
+// joinStop stops a service and waits until it is Stopped and its
+// process has exited (which frees its binary), ending the process when
+// the service does not stop within joinStopLimit or the process outlives
+// the stop by joinExitLimit.
+func joinStop(ctx context.Context, w winos.OS, name string) error {
+	p := &stopper{w: w, limit: joinStopLimit, exit: joinExitLimit, interval: 200 * time.Millisecond}
+	return p.stop(ctx, name)
 }

@@ -2,9 +2,12 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -16,11 +19,12 @@ import (
 // the content differs; join-inspect reports them and the kubelet's
 // kubeconfig; join-reset removes the service and every file.
 func TestJoinOps(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true }))
 	n, w := ts.Node(), ts.Node().OS()
 	ctx := context.Background()
 
-	if _, err := agent.Call(ctx, w, ops.JoinWrite, ops.JoinWriteRequest{Files: map[ops.JoinFile]string{"../../evil": "x"}}); err == nil || !strings.Contains(err.Error(), "unknown file") {
+	if _, err := agent.Call(ctx, w, ops.JoinWrite, ops.JoinWriteRequest{Files: map[ops.JoinFile]string{"../../evil": "x"}}); !errors.Is(err, ops.KindBadRequest) {
 		t.Fatalf("an unknown role was accepted: %v", err)
 	}
 	files := map[ops.JoinFile]string{ops.JoinFileCA: "CA", ops.JoinFileBootstrapKubeconfig: "token", ops.JoinFileKubeletConfig: "kind: KubeletConfiguration\n"}
@@ -124,6 +128,7 @@ func (o noDescriptorsOS) CurrentUser() (winos.User, error) {
 // at the join's and the kubelet's file names is removed unread; a folder
 // above that lets others replace what it holds is refused.
 func TestJoinWriteFolders(t *testing.T) {
+	t.Parallel()
 	files := map[ops.JoinFile]string{ops.JoinFileCA: "CA", ops.JoinFileBootstrapKubeconfig: "token", ops.JoinFileKubeletConfig: "kind: KubeletConfiguration\n"}
 	tests := []struct {
 		name string
@@ -233,5 +238,121 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lingeringOS plays Windows reporting a service Stopped before its
+// process has exited: once service name first reads Stopped, its process
+// proc stays listed for linger, and a remove of its binary meanwhile is
+// refused (a sharing violation) and noted in early.
+type lingeringOS struct {
+	winos.OS
+	name   string
+	proc   winos.Process
+	linger time.Duration
+
+	mu        sync.Mutex
+	stoppedAt time.Time
+	early     []string
+}
+
+func (o *lingeringOS) Service(name string) (winos.Service, error) {
+	svc, err := o.OS.Service(name)
+	if err == nil && strings.EqualFold(name, o.name) && svc.Status == winos.StatusStopped {
+		o.mu.Lock()
+		if o.stoppedAt.IsZero() {
+			o.stoppedAt = time.Now()
+		}
+		o.mu.Unlock()
+	}
+	return svc, err
+}
+
+// lingers reports whether the process still runs after its service
+// stopped.
+func (o *lingeringOS) lingers() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.stoppedAt.IsZero() && time.Since(o.stoppedAt) < o.linger
+}
+
+func (o *lingeringOS) Processes() ([]winos.Process, error) {
+	procs, err := o.OS.Processes()
+	if err == nil && o.lingers() {
+		procs = append(procs, o.proc)
+	}
+	return procs, err
+}
+
+func (o *lingeringOS) Remove(p string) error {
+	if strings.EqualFold(p, o.proc.Path) && o.lingers() {
+		o.mu.Lock()
+		o.early = append(o.early, p)
+		o.mu.Unlock()
+		return &winos.Error{Op: "remove", Target: p, Code: winos.ErrSharingViolation, Message: "The process cannot access the file because it is being used by another process."}
+	}
+	return o.OS.Remove(p)
+}
+
+// join-reset removes a service's binary only once the service's process
+// has exited: Windows reports Stopped first, and the binary stays locked
+// until the process is gone.
+func TestJoinResetWaitsForTheProcessToExit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		linger time.Duration
+	}{
+		{name: "process exits with the stop"},
+		{name: "process outlives the stop", linger: 700 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true }))
+			n := ts.Node()
+			ctx := context.Background()
+			const binary = `C:\k\kubelet.exe`
+			if err := n.MkdirAll(`C:\k`); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.WriteFile(binary, []byte("MZ kubelet")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := agent.Call(ctx, n.OS(), ops.ServiceRegister, ops.ServiceRegisterRequest{Name: "kubelet", Program: binary}); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.StartService("kubelet"); err != nil {
+				t.Fatal(err)
+			}
+			svc, err := n.WaitService(ctx, "kubelet", simnode.StatusRunning, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &lingeringOS{OS: n.OS(), name: "kubelet", linger: tt.linger}
+			procs, err := n.OS().Processes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range procs {
+				if p.PID == svc.PID {
+					w.proc = p
+				}
+			}
+			if w.proc.PID == 0 {
+				t.Fatalf("no process %d for the kubelet in %+v", svc.PID, procs)
+			}
+
+			resp, err := agent.Call(ctx, w, ops.JoinReset, ops.JoinResetRequest{Services: []ops.JoinService{{Name: "kubelet", Binary: binary}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w.early) > 0 {
+				t.Errorf("%s was removed while the kubelet's process %d still ran", binary, w.proc.PID)
+			}
+			if !slices.Contains(resp.Removed, binary) || n.Exists(binary) {
+				t.Errorf("%s not removed: %+v", binary, resp)
+			}
+		})
 	}
 }

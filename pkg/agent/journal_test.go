@@ -27,6 +27,7 @@ func sshSwap(t *testing.T, ts *simnode.TestServer, req ops.ServiceSwapRequest) e
 // binary, says which, and puts back the failure actions the swap switched
 // off.
 func TestSwapRecoverAfterKill(t *testing.T) {
+	t.Parallel()
 	const newKubelet = "MZ kubelet v2"
 	tests := []struct {
 		name string
@@ -120,6 +121,7 @@ func TestSwapRecoverAfterKill(t *testing.T) {
 // A swap refuses to start, nothing stopped, while an earlier one is
 // unfinished: it must be repaired first.
 func TestServiceSwapRefusedWhileUnfinished(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kube-proxy", Cut: true, Dies: true}
@@ -130,7 +132,7 @@ func TestServiceSwapRefusedWhileUnfinished(t *testing.T) {
 		t.Fatal("the swap answered although its agent was killed")
 	}
 	_, err := agent.Call(context.Background(), n.OS(), ops.ServiceSwap, swapKubeletRequest(swapStage(t, n, "kubelet", swapKubelet, []byte("MZ newer"))))
-	if kind, msg := provFailure(t, err); kind != "unfinished" || !strings.Contains(msg, "nothing was stopped") {
+	if kind, msg := provFailure(t, err); kind != ops.KindUnfinished || !strings.Contains(msg, "nothing was stopped") {
 		t.Errorf("failure %s %q", kind, msg)
 	}
 	resp, err := agent.Call(context.Background(), n.OS(), ops.ProvisionInspect, ops.ProvisionInspectRequest{})

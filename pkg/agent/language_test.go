@@ -16,6 +16,7 @@ import (
 // that needs FullLanguage (Chocolatey's install) is refused, with kind
 // constrained-language rather than a raw script error.
 func TestSetupUnderConstrainedLanguage(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.LanguageMode = simnode.LanguageConstrained }))
 	w := ts.Node().OS()
 	facts, err := agent.Call(setupCtx(t), w, ops.SetupFacts, ops.SetupFactsRequest{FirewallRules: ops.RDPFirewallRules})
@@ -40,6 +41,7 @@ func TestSetupUnderConstrainedLanguage(t *testing.T) {
 // On a Constrained Language node the event log is read too: a rolled
 // back item shows the service's events.
 func TestSwapEventsUnderConstrainedLanguage(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.LanguageMode = simnode.LanguageConstrained }))
 	n := ts.Node()
 	resp, err := agent.Call(setupCtx(t), n.OS(), ops.ServiceSwap, swapKubeletRequest(swapStage(t, n, "kubelet", swapKubelet, []byte("MZ "+simnode.MarkerCrashOnStart))))

@@ -57,7 +57,7 @@ func nodeLock(ctx context.Context, w winos.OS, req ops.NodeLockRequest) (ops.Nod
 			resp.Acquired = took
 			return resp, err
 		}
-		holder, err := lockRead(w)
+		holder, err := lockRead(ctx, w)
 		if err != nil {
 			return resp, err
 		}
@@ -89,7 +89,7 @@ func nodeLock(ctx context.Context, w winos.OS, req ops.NodeLockRequest) (ops.Nod
 			resp.Broken, resp.Removed = holder, append(resp.Removed, removed...)
 		}
 	}
-	holder, err := lockRead(w)
+	holder, err := lockRead(ctx, w)
 	if err != nil {
 		return resp, err
 	}
@@ -135,40 +135,48 @@ func lockWrite(w winos.OS, p string, rec lockRecord) error {
 	return nil
 }
 
+// lockReread is how long after a lock file that cannot be decoded
+// (caught mid-write) it is read again.
+const lockReread = 20 * time.Millisecond
+
 // lockRead returns the lock's holder, nil when the lock is free. A lock
-// file that cannot be decoded (caught mid-write) is read again; if it
-// still cannot, it is an unknown holder, valid for lockDefaultStale after
-// its last write.
-func lockRead(w winos.OS) (*ops.LockHolder, error) {
+// file that cannot be decoded (caught mid-write) is read again after
+// lockReread; if it still cannot, it is an unknown holder, valid for
+// lockDefaultStale after its last write.
+func lockRead(ctx context.Context, w winos.OS) (*ops.LockHolder, error) {
 	// A lock Administrators or SYSTEM do not own is no run's of swdt.
 	if err := discardUntrusted(w, ops.LockPath, nil); err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	var holder *ops.LockHolder
+	var age int64
+	decoded, err := poll(ctx, lockReread, lockReread, func() (bool, error) {
 		st, err := w.Stat(ops.LockPath)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return true, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the swap lock: %w", err)
+			return false, fmt.Errorf("read the swap lock: %w", err)
 		}
 		raw, err := readSmallFile(w, ops.LockPath)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return true, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the swap lock: %w", err)
+			return false, fmt.Errorf("read the swap lock: %w", err)
 		}
-		age := max(time.Since(st.ModTime), 0).Milliseconds()
+		age = max(time.Since(st.ModTime), 0).Milliseconds()
 		var rec lockRecord
 		if json.Unmarshal(raw, &rec) == nil && rec.Owner.RunID != "" {
-			return &ops.LockHolder{Owner: rec.Owner, AgeMs: age, StaleAfterMs: rec.StaleAfterMs, Staged: rec.Staged}, nil
+			holder = &ops.LockHolder{Owner: rec.Owner, AgeMs: age, StaleAfterMs: rec.StaleAfterMs, Staged: rec.Staged}
+			return true, nil
 		}
-		if attempt == 1 {
-			return &ops.LockHolder{Owner: ops.LockOwner{RunID: "unknown", Command: "an unreadable lock"}, AgeMs: age, StaleAfterMs: lockDefaultStale.Milliseconds()}, nil
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil || decoded {
+		return holder, err
 	}
+	return &ops.LockHolder{Owner: ops.LockOwner{RunID: "unknown", Command: "an unreadable lock"}, AgeMs: age, StaleAfterMs: lockDefaultStale.Milliseconds()}, nil
 }
 
 // readSmallFile reads a file of swdt's own (a lock, a journal): at most
@@ -236,8 +244,8 @@ func lockBreak(w winos.OS, holder ops.LockHolder, dests []string) (bool, []strin
 }
 
 // nodeLockRenew rewrites the caller's lock: its heartbeat.
-func nodeLockRenew(_ context.Context, w winos.OS, req ops.NodeLockRenewRequest) (ops.NodeLockRenewResponse, error) {
-	holder, err := lockRead(w)
+func nodeLockRenew(ctx context.Context, w winos.OS, req ops.NodeLockRenewRequest) (ops.NodeLockRenewResponse, error) {
+	holder, err := lockRead(ctx, w)
 	if err != nil {
 		return ops.NodeLockRenewResponse{}, err
 	}
@@ -294,8 +302,8 @@ func renewWhile(w winos.OS, runID string) (stop func()) {
 }
 
 // nodeUnlock releases the caller's lock; another run's is left alone.
-func nodeUnlock(_ context.Context, w winos.OS, req ops.NodeUnlockRequest) (ops.NodeUnlockResponse, error) {
-	holder, err := lockRead(w)
+func nodeUnlock(ctx context.Context, w winos.OS, req ops.NodeUnlockRequest) (ops.NodeUnlockResponse, error) {
+	holder, err := lockRead(ctx, w)
 	if err != nil || holder == nil || holder.Owner.RunID != req.RunID {
 		return ops.NodeUnlockResponse{}, err
 	}
@@ -309,8 +317,8 @@ func nodeUnlock(_ context.Context, w winos.OS, req ops.NodeUnlockRequest) (ops.N
 // (runID set) only while that run holds the lock; one outside a locked
 // run only while no other run holds a valid lock. Otherwise it fails
 // with what was not done.
-func lockCheck(w winos.OS, runID, what string) error {
-	holder, err := lockRead(w)
+func lockCheck(ctx context.Context, w winos.OS, runID, what string) error {
+	holder, err := lockRead(ctx, w)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ func lockTake(t *testing.T, ts *simnode.TestServer, id string, staleAfter time.D
 }
 
 func TestNodeLockRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// held is the run holding the lock first ("" for none), valid
@@ -137,10 +138,11 @@ func lockJSON(v any) string {
 
 // Only the holder renews or releases the lock.
 func TestNodeLockRenewAndUnlock(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	lockTake(t, ts, "a", time.Minute)
 	_, err := provCall(t, ts, ops.NodeLockRenew, ops.NodeLockRenewRequest{RunID: "b"})
-	if kind, msg := provFailure(t, err); kind != "lock-lost" || !strings.Contains(msg, "run a") {
+	if kind, msg := provFailure(t, err); kind != ops.KindLockLost || !strings.Contains(msg, "run a") {
 		t.Errorf("renew by another run: %s %q", kind, msg)
 	}
 	if resp, err := provCall(t, ts, ops.NodeUnlock, ops.NodeUnlockRequest{RunID: "b"}); err != nil || resp.Released {
@@ -159,6 +161,7 @@ func TestNodeLockRenewAndUnlock(t *testing.T) {
 
 // A swap refuses, nothing stopped, while another run holds the lock.
 func TestServiceSwapRefusedWhileLocked(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		owner    ops.LockOwner
@@ -190,6 +193,7 @@ func TestServiceSwapRefusedWhileLocked(t *testing.T) {
 // anything: a file another run overwrote since swdt verified it fails its
 // item, and no service is stopped for it alone.
 func TestServiceSwapReverifiesStagedFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// changed lists the services whose staged file is overwritten.

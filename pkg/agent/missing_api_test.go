@@ -13,6 +13,7 @@ import (
 // The swap on a node that lacks Win32 calls, as Wine and hardened images
 // do: it does without them and says so, instead of failing.
 func TestServiceSwapOnMissingAPIs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		missing   string

@@ -87,7 +87,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 			resp.Drift[i], resp.Current[i] = drift, currentConfig(svc)
 		}
 	}
-	lock, err := lockRead(w)
+	lock, err := lockRead(ctx, w)
 	if err != nil {
 		return resp, err
 	}

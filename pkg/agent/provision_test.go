@@ -40,6 +40,7 @@ func provSum(b []byte) string {
 }
 
 func TestProvisionInspect(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.WriteFile(`C:\k\versioned.exe`, []byte("MZ SIMNODE-VERSION=1.29.1 padding.................................................")); err != nil {
@@ -103,6 +104,7 @@ func TestProvisionInspect(t *testing.T) {
 // (its digest comes back without the file being read); any difference
 // means the file is hashed again.
 func TestProvisionInspectKnown(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	const dest = `C:\k\kubelet.exe`
@@ -141,6 +143,7 @@ func TestProvisionInspectKnown(t *testing.T) {
 // ModTicks are .NET ticks of the UTC last-write time, whatever the
 // time's zone.
 func TestProvisionInspectModTicks(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	resp, err := provCall(t, ts, ops.ProvisionInspect, ops.ProvisionInspectRequest{Targets: []ops.ProvisionTarget{{Destination: `C:\k\kubelet.exe`}}})
 	if err != nil {
@@ -176,6 +179,7 @@ func inspectFiles(t *testing.T, ts *simnode.TestServer, paths ...string) []ops.F
 }
 
 func TestProvisionInspectHashesAndRemove(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.WriteFile(`C:\k\kubelet.exe.swdt-new`, []byte("new")); err != nil {

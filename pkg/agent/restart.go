@@ -28,16 +28,16 @@ func serviceRestart(ctx context.Context, w winos.OS, req ops.ServiceRestartReque
 	if len(req.Services) == 0 {
 		return resp, Fail(ops.KindBadRequest, "no service to restart")
 	}
-	deps := map[string][]string{}
+	deps := map[svcKey][]string{}
 	for _, name := range req.Services {
 		svc, err := w.Service(name)
 		if winos.Code(err) == winos.ErrServiceDoesNotExist {
-			return resp, Fail(ops.KindNotFound, "service %s does not exist on the node; nothing was stopped", name)
+			return resp, failBeforeStop(ops.KindNotFound, "service %s does not exist on the node", name)
 		} else if err != nil {
-			return resp, fmt.Errorf("service %s: %w; nothing was stopped", name, err)
+			return resp, beforeStop(fmt.Errorf("service %s: %w", name, err))
 		}
 		resp.Services = append(resp.Services, ops.RestartedService{Service: svc.Name, PIDBefore: svc.PID})
-		deps[strings.ToLower(name)] = svc.Dependencies
+		deps[keyOf(name)] = svc.Dependencies
 	}
 	swap, err := serviceSwap(ctx, w, ops.ServiceSwapRequest{
 		StopOrder:       req.Services,
@@ -59,21 +59,21 @@ func serviceRestart(ctx context.Context, w winos.OS, req ops.ServiceRestartReque
 
 // startOrder puts each service after those of names it depends on,
 // directly or not, keeping the given order otherwise.
-func startOrder(names []string, deps map[string][]string) []string {
+func startOrder(names []string, deps map[svcKey][]string) []string {
 	var out []string
-	var visit func(name string, chain []string)
-	visit = func(name string, chain []string) {
-		key := strings.ToLower(name)
-		if slices.ContainsFunc(out, func(s string) bool { return strings.EqualFold(s, name) }) || slices.Contains(chain, key) {
+	var visit func(name string, chain []svcKey)
+	visit = func(name string, chain []svcKey) {
+		key := keyOf(name)
+		if swapContains(out, name) || slices.Contains(chain, key) {
 			return
 		}
 		for _, d := range deps[key] {
-			if _, named := deps[strings.ToLower(d)]; named {
+			if _, named := deps[keyOf(d)]; named {
 				visit(d, append(chain, key))
 			}
 		}
 		for _, n := range names {
-			if strings.EqualFold(n, name) {
+			if keyOf(n) == key {
 				out = append(out, n)
 				return
 			}
@@ -97,7 +97,7 @@ func nodeReboot(ctx context.Context, w winos.OS, req ops.NodeRebootRequest) (ops
 	if req.DelaySeconds < 0 || req.DelaySeconds > 600 {
 		return resp, Fail(ops.KindBadRequest, "delaySeconds must be 0 to 600, not %d", req.DelaySeconds)
 	}
-	if err := lockCheck(w, "", "the node was not rebooted"); err != nil {
+	if err := lockCheck(ctx, w, "", "the node was not rebooted"); err != nil {
 		return resp, err
 	}
 	if j, err := journalRead(w, nil); err != nil {

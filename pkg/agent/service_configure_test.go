@@ -13,6 +13,7 @@ import (
 // leaves it running, and reports what it changed; the inspect op reports
 // the same differences as drift before.
 func TestServiceConfigure(t *testing.T) {
+	t.Parallel()
 	const program = `C:\k\kubelet.exe`
 	tests := []struct {
 		name     string

@@ -10,6 +10,7 @@ import (
 )
 
 func TestServiceRegister(t *testing.T) {
+	t.Parallel()
 	const program = `C:\k\csi-proxy.exe`
 	tests := []struct {
 		name     string

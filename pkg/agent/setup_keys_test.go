@@ -20,6 +20,7 @@ const (
 )
 
 func TestAuthorizedKeysAdd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		existing  []byte // nil means no file
@@ -95,6 +96,7 @@ func TestAuthorizedKeysAdd(t *testing.T) {
 // comment is not ASCII, on a file sshd ignored (UTF-16): the first run
 // makes sshd read it, the second finds nothing to do.
 func TestAuthorizedKeysAddIsIdempotent(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.WriteFile(simnode.PathAdminAuthorizedKeys, setupUTF16("\ufeff"+sshKeyA+"\r\n", false)); err != nil {
@@ -132,6 +134,7 @@ func TestAuthorizedKeysAddIsIdempotent(t *testing.T) {
 // Administrators and SYSTEM, or inherits, is replaced even when no key is
 // missing; one that is right is left alone.
 func TestAuthorizedKeysAddRepairsTheACL(t *testing.T) {
+	t.Parallel()
 	admins := simnode.ACE{Identity: `BUILTIN\Administrators`, Rights: "F"}
 	system := simnode.ACE{Identity: `NT AUTHORITY\SYSTEM`, Rights: "F"}
 	tests := []struct {
@@ -170,6 +173,7 @@ func TestAuthorizedKeysAddRepairsTheACL(t *testing.T) {
 // them) is refused by sshd whatever its ACL, since its owner may rewrite
 // the ACL; the op gives it to Administrators and reads the owner back.
 func TestAuthorizedKeysAddTakesOwnership(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		owner string // "" for the administrator who creates it
@@ -224,6 +228,7 @@ func TestAuthorizedKeysAddTakesOwnership(t *testing.T) {
 }
 
 func TestAuthorizedKeysAddRefusesNonAdmin(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))
 	_, err := agent.Call(setupCtx(t), setupOSAs(t, ts, "developer"), ops.AuthorizedKeysAdd, ops.AuthorizedKeysAddRequest{Keys: []string{"ssh-ed25519 AAAA x"}})
 	setupWantFailure(t, err, "access-denied", "denied", `WIN-SIMNODE01\developer`)
@@ -235,6 +240,7 @@ func TestAuthorizedKeysAddRefusesNonAdmin(t *testing.T) {
 // TestAuthorizedKeysAddRefusesMultiLineKeys: a "key" holding a line break
 // would smuggle a second line (with options of its own) into the file.
 func TestAuthorizedKeysAddRefusesMultiLineKeys(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	_, err := agent.Call(setupCtx(t), ts.Node().OS(), ops.AuthorizedKeysAdd,
 		ops.AuthorizedKeysAddRequest{Keys: []string{sshKeyA, sshKeyB + "\ncommand=\"calc.exe\" " + sshKeyC}})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRDPSet(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	ctx := setupCtx(t)
 	w := ts.Node().OS()
@@ -44,6 +45,7 @@ func TestRDPSet(t *testing.T) {
 // exist (unknown, or a built-in one someone deleted), a wildcard name, and
 // a Group Policy that overrides the wanted state.
 func TestRDPSetChangesNothingItCannotFinish(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, n *simnode.Node)
@@ -104,6 +106,7 @@ func TestRDPSetChangesNothingItCannotFinish(t *testing.T) {
 }
 
 func TestRDPStateUnderGroupPolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		local       uint32
@@ -152,6 +155,7 @@ func TestRDPStateUnderGroupPolicy(t *testing.T) {
 // TestRDPSetAgreeingWithGroupPolicy: a policy that wants what is asked
 // does not stop rdp-set, and the state read back says who decides.
 func TestRDPSetAgreeingWithGroupPolicy(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	setRDPPolicy(t, n, 1)

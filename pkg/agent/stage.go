@@ -68,7 +68,6 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo
 	}
 	// The declared size bounds what is written, whatever the stream says.
 	dst := newStagedWriter(out, it.Size)
-	defer dst.stop()
 	var size int64
 	switch it.Encoding {
 	case ops.EncodingZstd:
@@ -81,6 +80,9 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo
 	if err == nil {
 		err = dst.flush()
 	}
+	// The writer's goroutine is done with out before out is closed, on
+	// every path (a failed decode too).
+	dst.stop()
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

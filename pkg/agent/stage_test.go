@@ -15,6 +15,7 @@ import (
 )
 
 func TestStageDecode(t *testing.T) {
+	t.Parallel()
 	const dest = `C:\k\tool.exe`
 	old := bytes.Repeat([]byte("MZ old kubelet code, mostly kept by a rebuild. "), 40_000)
 	nw := append(bytes.Clone(old[:900_000]), append([]byte("a small change"), old[900_000:]...)...)
@@ -115,6 +116,7 @@ func TestStageDecode(t *testing.T) {
 // refuses a caller without the node's lock before it decodes anything:
 // TestServiceSwapRefusedWhileLocked.)
 func TestStageDecodeRefuses(t *testing.T) {
+	t.Parallel()
 	const dest = `C:\k\tool.exe`
 	content := []byte("MZ the binary the service runs")
 	var enc bytes.Buffer
@@ -196,6 +198,7 @@ func (f *countedFile) Write(p []byte) (int, error) {
 // A zstd bomb (36 KB that decode to 1 GiB) writes no more than the
 // size the swap declared before it is refused.
 func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
+	t.Parallel()
 	const dest = `C:\k\tool.exe`
 	const staged = dest + ".swdt-new-run1"
 	var frame bytes.Buffer

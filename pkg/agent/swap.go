@@ -63,7 +63,8 @@ const swapEventsLimit = 15 * time.Second
 // swapEventsMax is how many event-log lines a failure reports.
 const swapEventsMax = 5
 
-// swapRun is one service-swap op in progress.
+// swapRun is one service-swap op in progress (its records:
+// swap_state.go).
 type swapRun struct {
 	w   winos.OS
 	req ops.ServiceSwapRequest
@@ -71,15 +72,14 @@ type swapRun struct {
 	// start of the event-log lines a failure reports.
 	started     time.Time
 	stopTimeout time.Duration
-	// stopped lists the services the swap stopped, in order; stoppedAt
-	// holds when each stop began and runningAt when each last reached
-	// Running (by lower-case name).
-	stopped   []string
-	stoppedAt map[string]time.Duration
-	runningAt map[string]time.Duration
-	// stopping holds the services being stopped, against a dependency
-	// loop.
-	stopping    map[string]bool
+	// items holds a record per item of req.Items, by index.
+	items []itemRecord
+	// services holds a record per service the op deals with.
+	services map[svcKey]*serviceRecord
+	// stopped lists the services the swap stopped, in order;
+	// alsoStopped the dependents it stopped that StopOrder left out, and
+	// killed those whose process it killed.
+	stopped     []string
 	alsoStopped []string
 	killed      []string
 	// recovery holds the failure actions switched off, to put back.
@@ -89,12 +89,6 @@ type swapRun struct {
 	recoveryUnknown []string
 	// journal is the swap's journal once written (nil before).
 	journal *ops.SwapJournal
-	// verified holds, by item, the staged file as it was when its
-	// digest was checked: a change since means hashing it again.
-	verified map[int]winos.FileInfo
-	// decoded holds the items whose staged file was decoded (and so
-	// verified) by this op.
-	decoded map[int]bool
 	// renamed is true once a destination was renamed.
 	renamed bool
 	// attachments is the op's input after its request: the encoded
@@ -113,7 +107,7 @@ type swapRecovery struct {
 // switched off; when it failed half-way it also starts again every
 // service it had stopped.
 func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, attachments *bufio.Reader) (ops.ServiceSwapResponse, error) {
-	unlock, _, err := lockSwapMutex(ctx, w, swapMutexWait, "nothing was stopped")
+	unlock, _, err := lockSwapMutex(ctx, w, swapMutexWait, nothingStopped)
 	if err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
@@ -128,7 +122,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 		}
 		l, err := nodeLock(ctx, w, *req.Lock)
 		if err != nil {
-			return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+			return ops.ServiceSwapResponse{}, beforeStop(err)
 		}
 		if locked = &l; !l.Acquired {
 			return ops.ServiceSwapResponse{Locked: locked}, nil
@@ -141,7 +135,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 				changed = append(changed, files...)
 			}
 			if err != nil {
-				return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+				return ops.ServiceSwapResponse{}, beforeStop(err)
 			}
 			if len(changed) > 0 {
 				// The run inspects and plans again, holding the lock.
@@ -149,7 +143,7 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 			}
 		}
 	}
-	if err := lockCheck(w, req.Owner.RunID, "nothing was stopped"); err != nil {
+	if err := lockCheck(ctx, w, req.Owner.RunID, nothingStopped); err != nil {
 		return ops.ServiceSwapResponse{}, err
 	}
 	stopRenewing := func() {}
@@ -158,9 +152,9 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 	}
 	defer stopRenewing()
 	if j, err := journalRead(w, nil); err != nil {
-		return ops.ServiceSwapResponse{}, fmt.Errorf("%w; nothing was stopped", err)
+		return ops.ServiceSwapResponse{}, beforeStop(err)
 	} else if j != nil {
-		return ops.ServiceSwapResponse{}, Fail(ops.KindUnfinished, "the node has an unfinished swap (%s, started %s); nothing was stopped: run swdt again, it repairs that swap first", journalOwner(j), j.Started)
+		return ops.ServiceSwapResponse{}, Fail(ops.KindUnfinished, "the node has an unfinished swap (%s, started %s); %s: run swdt again, it repairs that swap first", journalOwner(j), j.Started, nothingStopped)
 	}
 	resp, err := s.run(ctx)
 	resp.RecoveryUnknown, resp.Locked = s.recoveryUnknown, locked
@@ -206,13 +200,19 @@ func serviceSwap(ctx context.Context, w winos.OS, req ops.ServiceSwapRequest, at
 	return resp, err
 }
 
-// newSwapRun prepares a swap of req.
+// newSwapRun prepares a swap of req: a record per item, and one for
+// each item's service that lists the items.
 func newSwapRun(w winos.OS, req ops.ServiceSwapRequest) *swapRun {
-	return &swapRun{
+	s := &swapRun{
 		w: w, req: req, started: time.Now(), stopTimeout: time.Duration(req.StopTimeoutMs) * time.Millisecond,
-		stoppedAt: map[string]time.Duration{}, runningAt: map[string]time.Duration{}, stopping: map[string]bool{},
-		verified: map[int]winos.FileInfo{}, decoded: map[int]bool{},
+		items: make([]itemRecord, len(req.Items)), services: map[svcKey]*serviceRecord{},
 	}
+	for i, it := range req.Items {
+		s.items[i].result = ops.SwapItemResult{Service: it.Service, Destination: it.Destination}
+		r := s.service(it.Service)
+		r.items = append(r.items, i)
+	}
+	return s
 }
 
 // journalOwner names the run of a journal.
@@ -266,34 +266,27 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		AlsoStopped: []string{}, Downtime: []ops.ServiceDowntime{},
 	}
 	items := s.req.Items
-	results := make([]ops.SwapItemResult, len(items))
-	byService := map[string][]int{}
-	for i, it := range items {
-		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination}
-		key := strings.ToLower(it.Service)
-		byService[key] = append(byService[key], i)
-	}
-	undecoded, err := s.decode(ctx, results)
+	undecoded, err := s.decode(ctx)
 	if err != nil {
 		return resp, err
 	}
 	if len(undecoded) > 0 {
 		// swdt sends these again: nothing stops before it has.
 		resp.Undecoded = undecoded
-		for _, r := range results {
+		for _, r := range s.results() {
 			if r.Result == ops.SwapResultFailed {
 				resp.Items = append(resp.Items, r)
 			}
 		}
 		return resp, nil
 	}
-	if err := s.check(results); err != nil {
+	if err := s.check(); err != nil {
 		return resp, err
 	}
-	active := s.narrow(results)
+	active := s.narrow()
 	if len(active) == 0 && len(items) > 0 {
 		// Every staged file changed since it was verified: nothing to do.
-		resp.Items = results
+		resp.Items = s.results()
 		return resp, nil
 	}
 	journal := s.req
@@ -304,14 +297,14 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 	s.journal = &ops.SwapJournal{Owner: s.req.Owner, Started: s.started.UTC().Format(time.RFC3339), Request: journal,
 		Stopped: []string{}, Recovery: []ops.JournalRecovery{}, Failures: map[string]string{}}
 	if err := s.save(); err != nil {
-		return resp, fmt.Errorf("%w; nothing was stopped", err)
+		return resp, beforeStop(err)
 	}
 	for _, i := range active {
 		if items[i].Service == "" {
 			continue // a plain file push: no service to guard
 		}
 		if err := s.recoveryOff(items[i].Service); err != nil {
-			return resp, fmt.Errorf("switch off the failure actions of service %s for the swap (nothing was stopped): %w", items[i].Service, err)
+			return resp, &beforeStopError{step: "switch off the failure actions of service " + items[i].Service + " for the swap", cause: err}
 		}
 	}
 
@@ -321,68 +314,67 @@ func (s *swapRun) run(ctx context.Context) (ops.ServiceSwapResponse, error) {
 		}
 	}
 	for _, i := range active {
-		s.rename(i, &results[i])
+		s.rename(i)
 	}
 
 	start := s.startList()
-	failures, err := s.startAll(ctx, start)
-	if err != nil {
+	if err := s.startAll(ctx, start); err != nil {
 		return resp, err
 	}
-	if err := s.healthAll(ctx, start, failures, byService, results); err != nil {
+	if err := s.healthAll(ctx, start); err != nil {
 		return resp, err
 	}
 
-	rollback := map[int]bool{}
+	rollback := false
 	for _, name := range start {
-		key := strings.ToLower(name)
-		if _, failed := failures[key]; !failed || s.req.Undo {
+		svc := s.service(name)
+		if svc.failure == nil || s.req.Undo {
 			// An undo is not undone: its "backup" is the binary it undid.
 			continue
 		}
-		for _, i := range byService[key] {
-			if results[i].Result != ops.SwapResultSwapped {
+		for _, i := range svc.items {
+			if s.items[i].result.Result != ops.SwapResultSwapped {
 				continue
 			}
 			if _, ok, err := provisionStatFile(s.w, items[i].Backup); err != nil {
 				return resp, err
 			} else if ok {
-				rollback[i] = true
+				s.items[i].rollback, rollback = true, true
 			}
 		}
 	}
-	if len(rollback) > 0 {
-		if failures, err = s.rollback(ctx, start, failures, rollback, results); err != nil {
+	if rollback {
+		if err := s.rollback(ctx, start); err != nil {
 			return resp, err
 		}
 		start = s.startList()
 	}
 
-	s.report(&resp, start, failures, byService, rollback, results)
+	s.report(&resp, start)
 	return resp, nil
 }
 
 // healthAll runs the health checks of the swapped items of every service
 // that started (and the request's ServiceChecks of a service no item
 // feeds), and records a failure as the service's.
-func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[string]string, byService map[string][]int, results []ops.SwapItemResult) error {
+func (s *swapRun) healthAll(ctx context.Context, start []string) error {
 	type pending struct {
-		key     string
+		svc     *serviceRecord
 		checks  []ops.HealthCheckSpec
 		failure string
 	}
 	var todo []*pending
 	for _, name := range start {
-		key := strings.ToLower(name)
-		if _, failed := failures[key]; failed {
+		svc := s.service(name)
+		if svc.failure != nil {
 			continue
 		}
-		p := &pending{key: key}
-		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(byService[key]) == 0 {
+		p := &pending{svc: svc}
+		if checks := s.req.ServiceChecks[name]; len(checks) > 0 && len(svc.items) == 0 {
 			p.checks = checks
 		}
-		for _, i := range byService[key] {
-			if results[i].Result == ops.SwapResultSwapped {
+		for _, i := range svc.items {
+			if s.items[i].result.Result == ops.SwapResultSwapped {
 				p.checks = append(p.checks, s.req.Items[i].HealthChecks...)
 			}
 		}
@@ -394,13 +386,12 @@ func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[st
 	// passed yet (one after another: the Windows layer is used from one
 	// goroutine), so a swap of several services that do not come up is
 	// rolled back after the health timeout, not after one per service.
-	deadline := time.Now().Add(time.Duration(s.req.HealthTimeoutMs) * time.Millisecond)
-	for len(todo) > 0 {
+	_, err := poll(ctx, time.Duration(s.req.HealthTimeoutMs)*time.Millisecond, swapHealthPoll, func() (bool, error) {
 		var still []*pending
 		for _, p := range todo {
 			failure, failed, err := s.healthRound(ctx, p.checks)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if failure == "" {
 				continue
@@ -408,66 +399,62 @@ func (s *swapRun) healthAll(ctx context.Context, start []string, failures map[st
 			p.failure = failure
 			// A wins pipe still missing once wins has been Running for
 			// winsPipeGrace never comes: v0.16 and later have none.
-			if up, ok := s.runningAt[p.key]; ok && isWinsPipe(failed.NamedPipe) && time.Since(s.started)-up >= winsPipeGrace {
-				failures[p.key] = fmt.Sprintf("health check failed: %s although the service has been Running for %s", failure, (time.Since(s.started) - up).Round(100*time.Millisecond))
+			if up := p.svc.runningAt; p.svc.running && isWinsPipe(failed.NamedPipe) && time.Since(s.started)-up >= winsPipeGrace {
+				p.svc.failure = &serviceFailure{health: true, cause: fmt.Sprintf("%s although the service has been Running for %s", failure, (time.Since(s.started) - up).Round(100*time.Millisecond))}
 				continue
 			}
 			still = append(still, p)
 		}
 		todo = still
-		if len(todo) == 0 || !time.Now().Before(deadline) {
-			break
-		}
-		if err := sleep(ctx, swapHealthPoll); err != nil {
-			return err
-		}
+		return len(todo) == 0, nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, p := range todo {
-		failures[p.key] = "health check failed: " + p.failure
+		p.svc.failure = &serviceFailure{health: true, cause: p.failure}
 	}
 	return nil
 }
 
 // report fills the response: the services that are not running and why,
 // the items' final results, and every stopped service's downtime.
-func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures map[string]string, byService map[string][]int, rollback map[int]bool, results []ops.SwapItemResult) {
+func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string) {
 	for _, name := range start {
-		key := strings.ToLower(name)
-		failure, failed := failures[key]
-		if !failed {
+		svc := s.service(name)
+		if svc.failure == nil {
 			continue
 		}
+		failure := svc.failure.String()
 		resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: failure})
-		for _, i := range byService[key] {
-			switch res := &results[i]; {
-			case res.Result == ops.SwapResultSwapped:
-				res.Result, res.Error = ops.SwapResultFailed, failure
-			case res.Result == ops.SwapResultFailed && !rollback[i]:
-				res.Error = strings.Join([]string{res.Error, failure}, "; ")
+		for _, i := range svc.items {
+			switch item := &s.items[i]; {
+			case item.result.Result == ops.SwapResultSwapped:
+				item.result.Result, item.result.Error = ops.SwapResultFailed, failure
+			case item.result.Result == ops.SwapResultFailed && !item.rollback:
+				item.result.Error = strings.Join([]string{item.result.Error, failure}, "; ")
 			}
 		}
 	}
 	for i, it := range s.req.Items {
-		if st, ok := s.verified[i]; ok && results[i].Result == ops.SwapResultSwapped {
+		if st := s.items[i].verified; st != nil && s.items[i].result.Result == ops.SwapResultSwapped {
 			// A rename keeps size and time.
-			results[i].File = &ops.FileInfo{Path: it.Destination, Exists: true, Size: st.Size, SHA256: strings.ToLower(it.SHA256), ModTicks: dotNetTicks(st.ModTime)}
+			s.items[i].result.File = &ops.FileInfo{Path: it.Destination, Exists: true, Size: st.Size, SHA256: strings.ToLower(it.SHA256), ModTicks: dotNetTicks(st.ModTime)}
 		}
 	}
 	end := time.Since(s.started)
 	for _, name := range s.stopped {
-		key := strings.ToLower(name)
-		d := ops.ServiceDowntime{Service: name, DowntimeMs: (end - s.stoppedAt[key]).Milliseconds()}
-		if up, ok := s.runningAt[key]; ok {
-			if _, failed := failures[key]; !failed {
-				d.DowntimeMs, d.Running = (up - s.stoppedAt[key]).Milliseconds(), true
-				for _, i := range byService[key] {
-					results[i].DowntimeMs = d.DowntimeMs
-				}
+		svc := s.service(name)
+		d := ops.ServiceDowntime{Service: name, DowntimeMs: (end - svc.stoppedAt).Milliseconds()}
+		if svc.running && svc.failure == nil {
+			d.DowntimeMs, d.Running = (svc.runningAt - svc.stoppedAt).Milliseconds(), true
+			for _, i := range svc.items {
+				s.items[i].result.DowntimeMs = d.DowntimeMs
 			}
 		}
 		resp.Downtime = append(resp.Downtime, d)
 	}
-	resp.Items = results
+	resp.Items = s.results()
 	resp.Killed = append(resp.Killed, s.killed...)
 	resp.AlsoStopped = append(resp.AlsoStopped, s.alsoStopped...)
 }
@@ -475,9 +462,9 @@ func (s *swapRun) report(resp *ops.ServiceSwapResponse, start []string, failures
 // decode turns each item's encoded upload (a file, the request's Data or
 // its attachment) into its staged file, before anything stops. An item
 // that does not decode is returned when swdt can send it again
-// (Fallback), else it fails (in results); either way its staged file and
-// upload are removed.
-func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]ops.SwapUndecoded, error) {
+// (Fallback), else it fails (in its result); either way its staged file
+// and upload are removed.
+func (s *swapRun) decode(ctx context.Context) ([]ops.SwapUndecoded, error) {
 	var undecoded []ops.SwapUndecoded
 	var broken error // the attachments cannot be read past a damaged one
 	for i, it := range s.req.Items {
@@ -485,7 +472,7 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w; nothing was stopped", err)
+			return nil, beforeStop(err)
 		}
 		var data io.Reader
 		if it.Data != nil {
@@ -513,11 +500,11 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 		switch {
 		case err == nil:
 			// A leftover upload is only clutter; the file is verified.
-			s.decoded[i] = true
+			s.items[i].decoded = true
 		case it.Fallback:
 			undecoded = append(undecoded, ops.SwapUndecoded{Destination: it.Destination, Error: err.Error()})
 		default:
-			results[i].Result, results[i].Error = ops.SwapResultFailed, err.Error()
+			s.items[i].result.Result, s.items[i].result.Error = ops.SwapResultFailed, err.Error()
 		}
 	}
 	return undecoded, nil
@@ -526,10 +513,11 @@ func (s *swapRun) decode(ctx context.Context, results []ops.SwapItemResult) ([]o
 // check makes sure, before anything stops, that every staged file is
 // there and every service to stop exists, and clears old backups so that
 // the renames cannot fail on them. A staged file whose digest is not the
-// item's fails its item (in results) and is removed, nothing renamed.
-func (s *swapRun) check(results []ops.SwapItemResult) error {
+// item's fails its item (in its result) and is removed, nothing renamed.
+func (s *swapRun) check() error {
 	for i, it := range s.req.Items {
-		if results[i].Result == ops.SwapResultFailed {
+		item := &s.items[i]
+		if item.result.Result == ops.SwapResultFailed {
 			continue
 		}
 		st, ok, err := provisionStatFile(s.w, it.Staged)
@@ -537,50 +525,51 @@ func (s *swapRun) check(results []ops.SwapItemResult) error {
 			return err
 		}
 		if !ok {
-			return Fail(ops.KindNotFound, "staged file %s is missing; nothing was stopped", it.Staged)
+			return failBeforeStop(ops.KindNotFound, "staged file %s is missing", it.Staged)
 		}
 		if it.SHA256 == "" {
 			continue
 		}
-		if !s.decoded[i] {
+		if !item.decoded {
 			if why, err := s.verifyStaged(it); err != nil {
-				return fmt.Errorf("%w; nothing was stopped", err)
+				return beforeStop(err)
 			} else if why != "" {
 				if err := removeIfExists(s.w, it.Staged); err != nil {
 					why += "; " + err.Error()
 				}
-				results[i].Result, results[i].Error = ops.SwapResultFailed, why
+				item.result.Result, item.result.Error = ops.SwapResultFailed, why
 				continue
 			}
 		}
-		s.verified[i] = st
+		item.verified = &st
 	}
 	for _, name := range s.req.StopOrder {
 		if _, err := s.w.Service(name); errors.Is(err, winos.ErrServiceDoesNotExist) {
-			return Fail(ops.KindNotFound, "service %s does not exist; nothing was stopped", name)
+			return failBeforeStop(ops.KindNotFound, "service %s does not exist", name)
 		} else if err != nil {
 			return err
 		}
 	}
 	for i, it := range s.req.Items {
-		if results[i].Result == ops.SwapResultFailed {
+		item := &s.items[i]
+		if item.result.Result == ops.SwapResultFailed {
 			continue
 		}
 		if _, err := s.w.Stat(it.Backup); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if _, hasDest, err := provisionStatFile(s.w, it.Destination); err != nil {
-			return fmt.Errorf("%w; nothing was stopped", err)
+			return beforeStop(err)
 		} else if !hasDest {
 			note, err := s.restoreBackup(it)
 			if err != nil {
-				return fmt.Errorf("%w; nothing was stopped", err)
+				return beforeStop(err)
 			}
-			results[i].Notes = append(results[i].Notes, note)
+			item.result.Notes = append(item.result.Notes, note)
 			continue
 		}
 		if err := s.w.Remove(it.Backup); err != nil {
-			return fmt.Errorf("clear the backup of an earlier swap (nothing was stopped): %w", err)
+			return &beforeStopError{step: "clear the backup of an earlier swap", cause: err}
 		}
 	}
 	return nil
@@ -637,8 +626,8 @@ func (s *swapRun) verifyStaged(it ops.SwapItem) (string, error) {
 // replace the destination itself. Anything else, an error reading the
 // owner or DACL included, means hashing it again.
 func (s *swapRun) sealed(i int, st winos.FileInfo) bool {
-	prev, ok := s.verified[i]
-	if !s.decoded[i] || !ok || st.Size != prev.Size || !st.ModTime.Equal(prev.ModTime) {
+	prev := s.items[i].verified
+	if !s.items[i].decoded || prev == nil || st.Size != prev.Size || !st.ModTime.Equal(prev.ModTime) {
 		return false
 	}
 	staged := s.req.Items[i].Staged
@@ -665,10 +654,10 @@ func (s *swapRun) sealed(i int, st winos.FileInfo) bool {
 // and start orders keep only the services of the other items and the
 // services that depend on them, so that no service is stopped for a
 // failed item alone. It returns the indices of the items to swap.
-func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
+func (s *swapRun) narrow() []int {
 	var active []int
 	for i := range s.req.Items {
-		if results[i].Result != ops.SwapResultFailed {
+		if s.items[i].result.Result != ops.SwapResultFailed {
 			active = append(active, i)
 		}
 	}
@@ -704,13 +693,13 @@ func (s *swapRun) narrow(results []ops.SwapItemResult) []int {
 // back. A verified staged file is hashed again first (unless sealed),
 // and not renamed in unless it still has the item's digest and belongs to
 // Administrators or SYSTEM.
-func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
-	it := s.req.Items[i]
+func (s *swapRun) rename(i int) {
+	it, res := s.req.Items[i], &s.items[i].result
 	fail := func(err error) {
 		res.Result = ops.SwapResultFailed
 		res.Error = "could not rename the staged binary into place: " + err.Error()
 	}
-	if _, ok := s.verified[i]; ok {
+	if s.items[i].verified != nil {
 		// Hashed again right before the rename, whatever its size and
 		// time say (they can be kept while the bytes change), unless
 		// this op wrote it and only administrators could have changed it
@@ -731,7 +720,7 @@ func (s *swapRun) rename(i int, res *ops.SwapItemResult) {
 				return
 			}
 		}
-		s.verified[i] = st
+		s.items[i].verified = &st
 	}
 	_, hadOld, err := provisionStatFile(s.w, it.Destination)
 	if err == nil {
@@ -785,45 +774,50 @@ func (s *swapRun) startList() []string {
 }
 
 // startAll starts names in order, settles once for all of them, and
-// checks each is still Running. It returns why not for those that are not
-// (by lower-case name) and records when each reached Running.
-func (s *swapRun) startAll(ctx context.Context, names []string) (map[string]string, error) {
-	failures := map[string]string{}
+// checks each is still Running. It records in each service's record when
+// it reached Running, or why it is not running as it should.
+func (s *swapRun) startAll(ctx context.Context, names []string) error {
+	for _, r := range s.services {
+		r.failure = nil
+	}
 	for _, name := range names {
-		key := strings.ToLower(name)
+		svc := s.service(name)
 		failure, err := swapStart(ctx, s.w, name, time.Duration(s.req.StartTimeoutMs)*time.Millisecond)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if failure != "" {
-			failures[key] = failure
-			delete(s.runningAt, key)
+			svc.failure, svc.running = &serviceFailure{cause: failure}, false
 			continue
 		}
-		s.runningAt[key] = time.Since(s.started)
+		svc.running, svc.runningAt = true, time.Since(s.started)
 	}
 	if len(names) == 0 {
-		return failures, nil
+		return nil
 	}
 	if err := sleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
-		return nil, err
+		return err
 	}
 	for _, name := range names {
-		key := strings.ToLower(name)
-		if _, failed := failures[key]; failed {
+		rec := s.service(name)
+		if rec.failure != nil {
 			continue
 		}
 		svc, err := s.w.Service(name)
+		var failure string
 		if err != nil {
-			failures[key] = fmt.Sprintf("could not read the service %d ms after it started: %v", s.req.SettleMs, err)
+			failure = fmt.Sprintf("could not read the service %d ms after it started: %v", s.req.SettleMs, err)
 		} else if svc.Status != winos.StatusRunning {
-			failures[key] = fmt.Sprintf("service stopped again within %d ms of starting (status %s)", s.req.SettleMs, svc.Status)
+			failure = fmt.Sprintf("service stopped again within %d ms of starting (status %s)", s.req.SettleMs, svc.Status)
 		} else if svc.ProcessExited {
-			failures[key] = fmt.Sprintf("service stopped again within %d ms of starting: its process %d exited with code %d (the service control manager still reports %s)",
+			failure = fmt.Sprintf("service stopped again within %d ms of starting: its process %d exited with code %d (the service control manager still reports %s)",
 				s.req.SettleMs, svc.PID, svc.ProcessExitCode, svc.Status)
 		}
+		if failure != "" {
+			rec.failure = &serviceFailure{cause: failure}
+		}
 	}
-	return failures, nil
+	return nil
 }
 
 // swapStart starts a service unless it is Running or starting, and waits
@@ -879,15 +873,22 @@ func swapExitCode(svc winos.Service) int {
 	return svc.ExitCode
 }
 
-// rollback puts the old binary of each failed item (indices in items)
-// back: it records why the service failed, stops the started services
-// (dependents first, so none holds one being rolled back), keeps the new
-// binary as .swdt-failed, restores the backup and starts them all again.
-// It returns the failures of that second start.
-func (s *swapRun) rollback(ctx context.Context, start []string, failures map[string]string, items map[int]bool, results []ops.SwapItemResult) (map[string]string, error) {
-	for i := range items {
-		it, res := s.req.Items[i], &results[i]
-		res.Error = failures[strings.ToLower(it.Service)]
+// rollback puts the old binary of each failed item (those marked
+// rollback) back: it records why the service failed, stops the started
+// services (dependents first, so none holds one being rolled back), keeps
+// the new binary as .swdt-failed, restores the backup and starts them all
+// again. The services' records then hold the failures of that second
+// start.
+func (s *swapRun) rollback(ctx context.Context, start []string) error {
+	for i, it := range s.req.Items {
+		if !s.items[i].rollback {
+			continue
+		}
+		res := &s.items[i].result
+		res.Error = ""
+		if f := s.failure(it.Service); f != nil {
+			res.Error = f.String()
+		}
 		if svc, err := s.w.Service(it.Service); err == nil {
 			res.ExitCode = swapExitCode(svc)
 		}
@@ -895,7 +896,7 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		events, err := s.w.ServiceEvents(ectx, it.Service, s.started, swapEventsMax)
 		cancel()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		if err == nil {
 			res.Events = events
@@ -906,48 +907,49 @@ func (s *swapRun) rollback(ctx context.Context, start []string, failures map[str
 		}
 	}
 	if s.journal != nil {
-		for i := range items {
-			s.journal.Failures[strings.ToLower(s.req.Items[i].Service)] = results[i].Error
+		for i, it := range s.req.Items {
+			if s.items[i].rollback {
+				s.journal.Failures[string(keyOf(it.Service))] = s.items[i].result.Error
+			}
 		}
 		if err := s.save(); err != nil {
-			return nil, fmt.Errorf("roll back: %w", err)
+			return fmt.Errorf("roll back: %w", err)
 		}
 	}
 	for i := len(start) - 1; i >= 0; i-- {
 		if err := s.stop(ctx, start[i]); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, it := range s.req.Items {
-		if !items[i] {
+		if !s.items[i].rollback {
 			continue
 		}
 		failed := ops.FailedPath(it.Destination)
 		if _, err := s.w.Stat(failed); err == nil {
 			if err := s.w.Remove(failed); err != nil {
-				return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+				return fmt.Errorf("roll back %s: %w", it.Destination, err)
 			}
 		}
 		if err := s.w.Rename(it.Destination, failed); err != nil {
-			return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+			return fmt.Errorf("roll back %s: %w", it.Destination, err)
 		}
 		if err := s.w.Rename(it.Backup, it.Destination); err != nil {
-			return nil, fmt.Errorf("roll back %s: %w", it.Destination, err)
+			return fmt.Errorf("roll back %s: %w", it.Destination, err)
 		}
-		results[i].Result = ops.SwapResultRolledBack
-		results[i].Error += "; the new binary was kept as " + failed
+		s.items[i].result.Result = ops.SwapResultRolledBack
+		s.items[i].result.Error += "; the new binary was kept as " + failed
 	}
-	again, err := s.startAll(ctx, s.startList())
-	if err != nil {
-		return nil, err
+	if err := s.startAll(ctx, s.startList()); err != nil {
+		return err
 	}
 	for i, it := range s.req.Items {
-		if why, failed := again[strings.ToLower(it.Service)]; failed && items[i] {
-			results[i].Result = ops.SwapResultFailed
-			results[i].Error += "; the old binary was restored but did not start either: " + why
+		if f := s.failure(it.Service); f != nil && s.items[i].rollback {
+			s.items[i].result.Result = ops.SwapResultFailed
+			s.items[i].result.Error += "; the old binary was restored but did not start either: " + f.String()
 		}
 	}
-	return again, nil
+	return nil
 }
 
 // healthRound runs checks once, in order: "" when all pass, else why

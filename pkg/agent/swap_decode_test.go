@@ -21,6 +21,7 @@ import (
 // The inspect of a run takes the node's lock first, recording the files
 // the run may stage, and reads nothing while another run holds it.
 func TestProvisionInspectTakesTheLock(t *testing.T) {
+	t.Parallel()
 	const newDest = `C:\opt\new\tool.exe`
 	staged := []string{swapKubelet + ".swdt-new-b", newDest + ".swdt-new-b"}
 	tests := []struct {
@@ -73,6 +74,7 @@ func TestProvisionInspectTakesTheLock(t *testing.T) {
 // again, ends the op with nothing stopped and the lock kept. A swap that
 // is done releases the lock when asked.
 func TestServiceSwapDecodes(t *testing.T) {
+	t.Parallel()
 	const runID = "run1"
 	staged := swapKubelet + ".swdt-new-" + runID
 	patchOf := func(t *testing.T, ref, nw []byte) []byte {
@@ -267,6 +269,7 @@ func swapAttached(t *testing.T, n *simnode.Node, req ops.ServiceSwapRequest, tai
 // undecoded, with nothing stopped (a file decoded whole before that end
 // stays staged).
 func TestSwapAttachmentsInOrder(t *testing.T) {
+	t.Parallel()
 	const runID = "run1"
 	tests := []struct {
 		name string

@@ -18,6 +18,7 @@ import (
 // lock it does nothing and reports the holder; a lock request for another
 // run than the swap's is refused.
 func TestServiceSwapTakesTheLock(t *testing.T) {
+	t.Parallel()
 	const runID = "b"
 	staged := swapKubelet + ".swdt-new-" + runID
 	tests := []struct {
@@ -84,6 +85,7 @@ func TestServiceSwapTakesTheLock(t *testing.T) {
 // does nothing and says what changed: the run then inspects and plans
 // again.
 func TestFoldedSwapChecksServices(t *testing.T) {
+	t.Parallel()
 	const runID = "b"
 	staged := swapKubelet + ".swdt-new-" + runID
 	tests := []struct {

@@ -18,6 +18,7 @@ import (
 // agent still works on the node (it outlives its connection): the lock is
 // reported held until the agent lets go of the swap mutex.
 func TestNodeLockNotBrokenWhileSwapAgentWorks(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	lockTake(t, ts, "a", time.Minute)
 	unlock, _, err := ts.Node().OS().LockMutex(context.Background(), ops.SwapMutex)
@@ -40,6 +41,7 @@ func TestNodeLockNotBrokenWhileSwapAgentWorks(t *testing.T) {
 // left (the swap finished after its connection dropped), once; another
 // run's result is not its.
 func TestSwapRecoverReportsFinishedSwap(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ kubelet v2"))
@@ -70,6 +72,7 @@ func TestSwapRecoverReportsFinishedSwap(t *testing.T) {
 // the session's job): swdt sends one when it gives up on an op. The swap
 // then stops where it was, and leaves its journal to the repair.
 func TestSignalEndsTheAgent(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet"}

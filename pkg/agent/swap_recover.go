@@ -29,17 +29,21 @@ import (
 // leaves the journal, and the next one starts over: each step is
 // idempotent.
 
+// nothingRepaired is what a repair that failed before it changed
+// anything says.
+const nothingRepaired = "nothing was repaired"
+
 // swapRecover repairs the node's unfinished swap, if it has one.
 func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error) {
 	resp := ops.SwapRecoverResponse{Items: []ops.SwapRecoverItem{}, Started: []string{}, NotStarted: []ops.ServiceProblem{}, Removed: []string{}}
 	// A swap whose connection dropped may still run: it goes first.
-	unlock, _, err := lockSwapMutex(ctx, w, repairMutexWait, "nothing was repaired")
+	unlock, _, err := lockSwapMutex(ctx, w, repairMutexWait, nothingRepaired)
 	if err != nil {
 		return resp, err
 	}
 	defer unlock()
 	if err := footprint(w); err != nil {
-		return resp, fmt.Errorf("nothing was repaired: %w", err)
+		return resp, fmt.Errorf("%s: %w", nothingRepaired, err)
 	}
 	j, err := journalRead(w, &resp.Ignored)
 	if err != nil {
@@ -52,7 +56,7 @@ func swapRecover(ctx context.Context, w winos.OS, req ops.SwapRecoverRequest) (o
 		}
 	}
 	if resp.Finished == nil {
-		if err := lockCheck(w, req.RunID, "nothing was repaired"); err != nil {
+		if err := lockCheck(ctx, w, req.RunID, nothingRepaired); err != nil {
 			return resp, err
 		}
 	}
@@ -96,37 +100,33 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 		s.journal.Failures = map[string]string{}
 	}
 	for _, name := range j.Stopped {
-		s.stoppedAt[strings.ToLower(name)] = 0
-		s.stopped = append(s.stopped, name)
+		s.markedStopped(name, 0)
 	}
-	for _, r := range j.Recovery {
-		s.recovery = append(s.recovery, fromJournal(r))
+	for _, jr := range j.Recovery {
+		r := fromJournal(jr)
+		s.keepRecovery(r.service, r.recovery)
 	}
 	items := s.req.Items
-	results := make([]ops.SwapItemResult, len(items))
 	binary := make([]string, len(items))
-	byService := map[string][]int{}
 	for i, it := range items {
-		results[i] = ops.SwapItemResult{Service: it.Service, Destination: it.Destination, Result: ops.SwapResultRolledBack}
-		key := strings.ToLower(it.Service)
-		byService[key] = append(byService[key], i)
+		s.items[i].result.Result = ops.SwapResultRolledBack
 		var err error
 		if binary[i], err = s.settleFiles(it, &resp.Removed); err != nil {
 			return err
 		}
 		if binary[i] == ops.RecoveredNew {
-			results[i].Result = ops.SwapResultSwapped
+			s.items[i].result.Result = ops.SwapResultSwapped
 		}
 	}
 
-	wasRunning := map[string]bool{}
+	wasRunning := map[svcKey]bool{}
 	start := s.startList()
 	for _, name := range start {
 		svc, err := w.Service(name)
 		switch {
 		case err != nil:
 		case svc.Status == winos.StatusRunning && !svc.ProcessExited:
-			wasRunning[strings.ToLower(name)] = true
+			wasRunning[keyOf(name)] = true
 		case svc.Status == winos.StatusStopPending:
 			// Killed after the stop control: the stop is finished (its
 			// process killed if it hangs) before the service can start.
@@ -135,36 +135,34 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 			}
 		}
 	}
-	failures, err := s.startAll(ctx, start)
-	if err != nil {
+	if err := s.startAll(ctx, start); err != nil {
 		return err
 	}
-	if err := s.healthAll(ctx, start, failures, byService, results); err != nil {
+	if err := s.healthAll(ctx, start); err != nil {
 		return err
 	}
-	rollback := map[int]bool{}
+	rollback := false
 	for i, it := range items {
-		if _, failed := failures[strings.ToLower(it.Service)]; !failed || results[i].Result != ops.SwapResultSwapped || j.Request.Undo {
+		if s.failure(it.Service) == nil || s.items[i].result.Result != ops.SwapResultSwapped || j.Request.Undo {
 			continue
 		}
 		if _, ok, err := provisionStatFile(w, it.Backup); err != nil {
 			return err
 		} else if ok {
-			rollback[i] = true
+			s.items[i].rollback, rollback = true, true
 		}
 	}
-	if len(rollback) > 0 {
-		if failures, err = s.rollback(ctx, start, failures, rollback, results); err != nil {
+	if rollback {
+		if err := s.rollback(ctx, start); err != nil {
 			return err
 		}
 		start = s.startList()
 	}
 
 	for _, name := range start {
-		key := strings.ToLower(name)
-		if why, failed := failures[key]; failed {
-			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: why})
-		} else if !wasRunning[key] {
+		if f := s.failure(name); f != nil {
+			resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: name, Error: f.String()})
+		} else if !wasRunning[keyOf(name)] {
 			resp.Started = append(resp.Started, name)
 		}
 	}
@@ -173,14 +171,14 @@ func resume(ctx context.Context, w winos.OS, j *ops.SwapJournal, resp *ops.SwapR
 		if j.Request.Undo {
 			out.Binary = undoneBinary(binary[i])
 		}
-		why, failed := failures[strings.ToLower(it.Service)]
-		switch {
-		case rollback[i]:
-			out.Binary, out.Error = ops.RecoveredOld, results[i].Error
-		case binary[i] == ops.RecoveredOld && j.Failures[strings.ToLower(it.Service)] != "":
-			out.Error = "the swap was rolling it back: " + j.Failures[strings.ToLower(it.Service)]
-		case failed:
-			out.Error = why
+		rolling := j.Failures[string(keyOf(it.Service))]
+		switch f := s.failure(it.Service); {
+		case s.items[i].rollback:
+			out.Binary, out.Error = ops.RecoveredOld, s.items[i].result.Error
+		case binary[i] == ops.RecoveredOld && rolling != "":
+			out.Error = "the swap was rolling it back: " + rolling
+		case f != nil:
+			out.Error = f.String()
 		}
 		if info, err := provisionFileFacts(w, it.Destination, false, nil); err == nil && info.Exists {
 			out.SHA256 = info.SHA256

@@ -54,6 +54,7 @@ func (w *watchedOS) StopService(name string) error {
 // since (Windows' defaults: another account's write is refused), and is
 // hashed again, a change caught, where the folder lets others change it.
 func TestDecodedStagedFileIsSealed(t *testing.T) {
+	t.Parallel()
 	const runID = "run1"
 	staged := swapKubelet + ".swdt-new-" + runID
 	tests := []struct {

@@ -39,6 +39,7 @@ func replaceRunning(t *testing.T, n *simnode.Node, service, path, content string
 // (issue 22, item 5). The swap switches off the failure actions of every
 // service it stops, and puts them back, read back, at the end.
 func TestSwapSuspendsDependentsFailureActions(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n, w := ts.Node(), ts.Node().OS()
 	replaceRunning(t, n, "kube-proxy", `C:\k\kube-proxy.exe`, "MZ kube-proxy "+simnode.MarkerExitOnStop)
@@ -68,6 +69,7 @@ func TestSwapSuspendsDependentsFailureActions(t *testing.T) {
 // stopped and started, but its process, which runs on for the others, is
 // neither waited for nor killed (issue 22, item 6).
 func TestSwapLeavesSharedHostAlone(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n, w := ts.Node(), ts.Node().OS()
 	if err := n.ConfigureService("hns", func(c *simnode.ServiceConfig) { c.Dependencies = append(c.Dependencies, "containerd") }); err != nil {
@@ -99,6 +101,7 @@ func TestSwapLeavesSharedHostAlone(t *testing.T) {
 // its restarts: the swap of containerd neither waits for them nor kills
 // them (only a wrapper's children are its service's).
 func TestSwapLeavesContainerdShimsRunning(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	const shim = `C:\Program Files\containerd\containerd-shim-runhcs-v1.exe`

@@ -12,11 +12,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// How the swap stops services. Windows' own API is used as it is: a stop
-// is refused while a dependent runs (error 1051), a starting service takes
-// no stop control (error 1061), Stopped is reported before the process
-// has exited, and killing a process counts as a failure that runs the
-// service's failure actions.
+// How the swap stops services: with the agent's stopper (stop.go), its
+// hooks journalling each stop and switching off failure actions first.
 
 // swapPollInterval is how often a wait for a service or a process looks.
 const swapPollInterval = 50 * time.Millisecond
@@ -25,150 +22,62 @@ const swapPollInterval = 50 * time.Millisecond
 // stay Stopped before its binary is touched.
 const swapStaysStopped = 500 * time.Millisecond
 
-// swapStopAttempts bounds how often a stop refused for a dependent that
-// started meanwhile is tried again.
-const swapStopAttempts = 3
-
-// stop stops a service and waits until it is Stopped and its process has
-// exited, stopping its running dependents first (recorded in alsoStopped
-// when StopOrder did not name them) and killing the process when the
-// service ignores its stop control for the stop timeout. Its failure
-// actions are off from before the stop control (a process that exits
-// while stopping counts as a failure, and a restart then could start
-// the service, or the one it depends on, on the old binary). A service
-// that is already Stopped is left alone and not counted as stopped by the
-// swap. A service that shares its process (svchost) is only waited for:
-// that process runs on for the others, and is never killed.
+// stop stops a service with the stopper (stop.go), stopping its running
+// dependents first (recorded in alsoStopped when StopOrder did not name
+// them) and killing its process when it ignores its stop control for the
+// stop timeout. Its failure actions are off from before the stop control
+// (a process that exits while stopping counts as a failure, and a
+// restart then could start the service, or the one it depends on, on the
+// old binary). A service that is already Stopped is left alone and not
+// counted as stopped by the swap.
 func (s *swapRun) stop(ctx context.Context, name string) error {
-	key := strings.ToLower(name)
-	if s.stopping[key] {
+	rec := s.service(name)
+	if rec.stopping {
 		return nil
 	}
-	s.stopping[key] = true
-	defer delete(s.stopping, key)
-
-	svc, err := s.w.Service(name)
-	if err != nil {
-		return err
-	}
-	if serviceDown(svc) {
-		return nil
-	}
-	exe := serviceExecutable(svc.CommandLine)
-	if swapTakesNoControl(svc.Status) {
-		// A starting service takes no stop control (error 1061): it gets
-		// the stop timeout to finish starting first.
-		_, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-			svc, err = s.w.Service(name)
-			return err == nil && (!swapTakesNoControl(svc.Status) || svc.ProcessExited), err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	pid := svc.PID
-	// A wrapper's children (nssm's program) must be gone too before the
-	// binary is touched, and killed with it. Other services' children are
-	// not theirs to end: containerd's shims keep containers running
-	// across its restarts.
-	wrapped := !svc.Shared && isWrapper(swapBase(exe))
-	var tree []procRef
-	if wrapped {
-		if tree, err = s.serviceTree(pid); err != nil {
-			return err
-		}
-	}
-	switch {
-	case serviceDown(svc):
-		// It failed to start meanwhile.
-		return nil
-	case svc.Status == winos.StatusStopPending:
-		if err := s.recoveryOff(name); err != nil {
-			return fmt.Errorf("switch off the failure actions of service %s while it stops: %w", name, err)
-		}
-		if err := s.markStopped(name); err != nil {
-			return err
-		}
-	default:
-		if err := s.stopDependents(ctx, name); err != nil {
-			return err
-		}
-		if err := s.recoveryOff(name); err != nil {
-			return fmt.Errorf("switch off the failure actions of service %s before stopping it: %w", name, err)
-		}
-		// Its downtime starts now, after its dependents'.
-		if err := s.markStopped(name); err != nil {
-			return err
-		}
-		if err := s.sendStop(ctx, name); err != nil {
-			return err
-		}
-	}
-	stopped, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-		svc, err = s.w.Service(name)
-		if err == nil && pid == 0 && svc.PID != 0 && !svc.Shared {
-			pid = svc.PID
-			if wrapped {
-				tree, err = s.serviceTree(pid)
-			}
-		}
-		return err == nil && serviceDown(svc), err
-	})
-	if err != nil {
-		return err
-	}
-	if svc.Shared {
-		if !stopped {
-			return Fail(ops.KindTimeout, "service %s did not stop within %d ms; it shares its process %d with other services (svchost), "+
-				"which was not killed: that would end them all", name, s.req.StopTimeoutMs, pid)
-		}
-		return nil
-	}
-	if !stopped {
-		return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("did not stop within %d ms", s.req.StopTimeoutMs))
-	}
-	if pid == 0 {
-		return nil
-	}
-	// Stopped is reported before the process has exited, and the binary
-	// stays locked until it has.
-	gone, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-		runs, err := s.treeRuns(pid, exe, tree)
-		return !runs, err
-	})
-	if err != nil || gone {
-		return err
-	}
-	return s.kill(ctx, name, pid, exe, tree, fmt.Sprintf("stopped, but its process %d still ran %d ms later", pid, s.req.StopTimeoutMs))
+	rec.stopping = true
+	defer func() { rec.stopping = false }()
+	return s.stopper().stop(ctx, name)
 }
 
-// swapTakesNoControl reports whether a service in status st refuses
-// controls until it leaves it.
-func swapTakesNoControl(st winos.ServiceStatus) bool {
-	return st == winos.StatusStartPending || st == winos.StatusContinuePending || st == winos.StatusPausePending
-}
-
-// sendStop sends name its stop control. A dependent that started since
-// its dependents were stopped makes Windows refuse it (error 1051): that
-// dependent is stopped too and the control sent again, a few times at
-// most.
-func (s *swapRun) sendStop(ctx context.Context, name string) error {
-	for attempt := 1; ; attempt++ {
-		err := s.w.StopService(name)
-		switch winos.Code(err) {
-		case 0, winos.ErrServiceNotActive, winos.ErrServiceCannotAcceptCtrl, winos.ErrInvalidServiceControl:
-			// Stopped already, or not taking this control: the wait for
-			// Stopped, and past it the kill, settle it.
-			return nil
-		case winos.ErrDependentServicesRunning:
-			if attempt < swapStopAttempts {
-				if err := s.stopDependents(ctx, name); err != nil {
-					return err
+// stopper is the swap's stopper: the stop timeout for every wait, and
+// hooks that journal each stop and switch off failure actions first.
+func (s *swapRun) stopper() *stopper {
+	return &stopper{
+		w: s.w, limit: s.stopTimeout, exit: s.stopTimeout, interval: swapPollInterval, staysStopped: swapStaysStopped,
+		prepare: func(ctx context.Context, name string, pending bool) error {
+			if pending {
+				if err := s.recoveryOff(name); err != nil {
+					return fmt.Errorf("switch off the failure actions of service %s while it stops: %w", name, err)
 				}
-				continue
+				return s.markStopped(name)
 			}
-		}
-		return err
+			if err := s.stopDependents(ctx, name); err != nil {
+				return err
+			}
+			if err := s.recoveryOff(name); err != nil {
+				return fmt.Errorf("switch off the failure actions of service %s before stopping it: %w", name, err)
+			}
+			// Its downtime starts now, after its dependents'.
+			return s.markStopped(name)
+		},
+		dependents: s.stopDependents,
+		beforeKill: func(name, why string) error {
+			// The service control manager counts a killed process as a
+			// failure and runs the service's failure actions (wins
+			// restarts itself after 5 s): they are switched off first,
+			// and put back after the swap.
+			if err := s.recoveryOff(name); err != nil {
+				return fmt.Errorf("service %s %s; switch off its failure actions before killing its process: %w", name, why, err)
+			}
+			return nil
+		},
+		killed: func(name string) {
+			if rec := s.service(name); !rec.killed {
+				rec.killed = true
+				s.killed = append(s.killed, name)
+			}
+		},
 	}
 }
 
@@ -190,7 +99,8 @@ func (s *swapRun) stopDependents(ctx context.Context, name string) error {
 		if svc.Status == winos.StatusStopped {
 			continue
 		}
-		if !swapContains(s.req.StopOrder, d) && !swapContains(s.alsoStopped, d) {
+		if rec := s.service(d); !rec.alsoStopped && !swapContains(s.req.StopOrder, d) {
+			rec.alsoStopped = true
 			s.alsoStopped = append(s.alsoStopped, d)
 		}
 		if err := s.stop(ctx, d); err != nil {
@@ -200,103 +110,12 @@ func (s *swapRun) stopDependents(ctx context.Context, name string) error {
 	return nil
 }
 
-// kill ends the process of a service that will not stop, then every
-// process of its tree (TerminateProcess ends one process: a killed nssm
-// leaves its program running), and returns once the service is Stopped,
-// its processes gone, and it stayed stopped for swapStaysStopped. why
-// says what the service did instead of stopping.
-func (s *swapRun) kill(ctx context.Context, name string, pid int, exe string, tree []procRef, why string) error {
-	if pid == 0 {
-		return Fail(ops.KindTimeout, "service %s %s and has no process to kill", name, why)
-	}
-	// The service control manager counts a killed process as a failure
-	// and runs the service's failure actions (wins restarts itself after
-	// 5 s): they are switched off first, and put back after the swap.
-	if err := s.recoveryOff(name); err != nil {
-		return fmt.Errorf("service %s %s; switch off its failure actions before killing its process: %w", name, why, err)
-	}
-	if err := s.w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
-		return fmt.Errorf("service %s %s; kill its process %d: %w", name, why, pid, err)
-	}
-	if err := s.killTree(tree); err != nil {
-		return fmt.Errorf("service %s %s; its process %d was killed, but: %w", name, why, pid, err)
-	}
-	if !swapContains(s.killed, name) {
-		s.killed = append(s.killed, name)
-	}
-	var status winos.ServiceStatus
-	restarted := false
-	down, err := poll(ctx, s.stopTimeout, swapPollInterval, func() (bool, error) {
-		svc, err := s.w.Service(name)
-		if err != nil {
-			return false, err
-		}
-		status = svc.Status
-		if svc.PID != 0 && svc.PID != pid {
-			restarted = true
-			return true, nil
-		}
-		if !serviceDown(svc) {
-			return false, nil
-		}
-		runs, err := s.treeRuns(pid, exe, tree)
-		return !runs, err
-	})
-	if err != nil {
-		return err
-	}
-	if !down {
-		return Fail(ops.KindTimeout, "service %s %s, and %d ms after its process %d was killed it is still %s or the process still runs", name, why, s.req.StopTimeoutMs, pid, status)
-	}
-	if !restarted {
-		// A restart now (a recovery restart scheduled before the swap,
-		// another program) would run the binary about to be renamed.
-		restarted, err = poll(ctx, swapStaysStopped, swapPollInterval, func() (bool, error) {
-			svc, err := s.w.Service(name)
-			if err != nil {
-				return false, err
-			}
-			status = svc.Status
-			return !serviceDown(svc), nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if restarted {
-		return Fail(ops.KindService, "service %s %s; after its process was killed it started again (%s) although its failure actions were off: something else restarts it; its binary was left untouched", name, why, status)
-	}
-	return nil
-}
-
-// processRuns reports whether process pid still runs exe. Windows reuses
-// process IDs, so a process with the old PID that runs another program
-// does not count. Images are compared by file name: a service's image
-// path may be spelled differently from its process's (\??\, short names,
-// environment variables).
-func (s *swapRun) processRuns(pid int, exe string) (bool, error) {
-	procs, err := s.w.Processes()
-	if err != nil {
-		return false, fmt.Errorf("list processes: %w", err)
-	}
-	for _, p := range procs {
-		if p.PID != pid {
-			continue
-		}
-		name := p.Name
-		if name == "" {
-			name = swapBase(p.Path)
-		}
-		return exe == "" || name == "" || strings.EqualFold(name, swapBase(exe)), nil
-	}
-	return false, nil
-}
-
 // recoveryOff switches off a service's failure actions, once per swap,
 // and remembers them for restoreRecovery. A service without actions, or
 // one that does not exist, is left alone.
 func (s *swapRun) recoveryOff(name string) error {
-	if slices.ContainsFunc(s.recovery, func(r swapRecovery) bool { return strings.EqualFold(r.service, name) }) {
+	svc := s.service(name)
+	if svc.recoveryOff {
 		return nil
 	}
 	rec, err := s.w.Recovery(name)
@@ -306,7 +125,8 @@ func (s *swapRun) recoveryOff(name string) error {
 	if errors.Is(err, winos.ErrInvalidLevel) {
 		// The system cannot report failure actions (Wine cannot): none
 		// are switched off, and the result says so.
-		if !slices.ContainsFunc(s.recoveryUnknown, func(n string) bool { return strings.EqualFold(n, name) }) {
+		if !svc.recoveryUnknown {
+			svc.recoveryUnknown = true
 			s.recoveryUnknown = append(s.recoveryUnknown, name)
 		}
 		return nil
@@ -332,8 +152,15 @@ func (s *swapRun) recoveryOff(name string) error {
 	if err := s.w.SetRecovery(name, off); err != nil {
 		return err
 	}
-	s.recovery = append(s.recovery, swapRecovery{service: name, recovery: rec})
+	s.keepRecovery(name, rec)
 	return nil
+}
+
+// keepRecovery remembers a service's failure actions as they were before
+// the op switched them off, to put back.
+func (s *swapRun) keepRecovery(name string, rec winos.Recovery) {
+	s.service(name).recoveryOff = true
+	s.recovery = append(s.recovery, swapRecovery{service: name, recovery: rec})
 }
 
 // restoreRecovery puts back every service's failure actions that the swap
@@ -364,8 +191,8 @@ func sameRecovery(a, b winos.Recovery) bool {
 // first: a swap killed after the stop control leaves the service to the
 // repair to start again.
 func (s *swapRun) markStopped(name string) error {
-	key := strings.ToLower(name)
-	if _, ok := s.stoppedAt[key]; ok {
+	rec := s.service(name)
+	if rec.stopped {
 		return nil
 	}
 	if s.journal != nil && !swapContains(s.journal.Stopped, name) {
@@ -374,9 +201,15 @@ func (s *swapRun) markStopped(name string) error {
 			return err
 		}
 	}
-	s.stoppedAt[key] = time.Since(s.started)
-	s.stopped = append(s.stopped, name)
+	s.markedStopped(name, time.Since(s.started))
 	return nil
+}
+
+// markedStopped records that the op stopped name at stoppedAt.
+func (s *swapRun) markedStopped(name string, stoppedAt time.Duration) {
+	rec := s.service(name)
+	rec.stopped, rec.stoppedAt = true, stoppedAt
+	s.stopped = append(s.stopped, name)
 }
 
 // serviceExecutable is the executable of a service's command line

@@ -82,6 +82,7 @@ func swapAllRunning(t *testing.T, n *simnode.Node) {
 }
 
 func TestServiceSwap(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		old       string // kubelet's running binary, when not the seeded one
@@ -174,6 +175,7 @@ func TestServiceSwap(t *testing.T) {
 }
 
 func TestServiceSwapThreeServicesInOrder(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	items := []ops.SwapItem{
@@ -232,6 +234,7 @@ func TestServiceSwapThreeServicesInOrder(t *testing.T) {
 // the swap stops every running dependent StopOrder left out, first,
 // starts it again, and reports its downtime.
 func TestServiceSwapStopsDependentsNotInStopOrder(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	it := swapStage(t, n, "containerd", `C:\Program Files\containerd\containerd.exe`, []byte("MZ containerd 2"))
@@ -271,6 +274,7 @@ func TestServiceSwapStopsDependentsNotInStopOrder(t *testing.T) {
 // them off before the kill, makes sure the service stays stopped, and
 // puts them back afterwards, whatever the outcome.
 func TestServiceSwapKillWithRecoveryActions(t *testing.T) {
+	t.Parallel()
 	restartNow := winos.Recovery{
 		Actions:     []winos.RecoveryAction{{Type: winos.RecoveryRestart}, {Type: winos.RecoveryRestart, Delay: 10 * time.Second}},
 		ResetPeriod: 24 * time.Hour,
@@ -286,7 +290,7 @@ func TestServiceSwapKillWithRecoveryActions(t *testing.T) {
 	}{
 		{name: "swapped", content: "MZ next", result: ops.SwapResultSwapped},
 		{name: "new binary crashes and is rolled back", content: "MZ " + simnode.MarkerCrashOnStart, result: ops.SwapResultRolledBack},
-		{name: "restarted by something else", pendingRestart: true, content: "MZ next", kind: "service"},
+		{name: "restarted by something else", pendingRestart: true, content: "MZ next", kind: ops.KindService},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,6 +363,7 @@ func TestServiceSwapKillWithRecoveryActions(t *testing.T) {
 // failure actions while it is being rolled back: they are off while the
 // new binaries are on trial.
 func TestServiceSwapCrashWithRecoveryActions(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n, w := ts.Node(), ts.Node().OS()
 	rec := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryRestart, Delay: 10 * time.Millisecond}}, ResetPeriod: time.Hour}
@@ -392,6 +397,7 @@ func TestServiceSwapCrashWithRecoveryActions(t *testing.T) {
 // A file another process holds open without sharing delete access cannot
 // be renamed: the item fails, the old binary stays in place and runs.
 func TestServiceSwapRenameDenied(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		locked string
@@ -432,6 +438,7 @@ func TestServiceSwapRenameDenied(t *testing.T) {
 
 // Nothing stops before the swap knows it can go through.
 func TestServiceSwapRefusedBeforeStopping(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		req     func(n *simnode.Node, it ops.SwapItem) ops.ServiceSwapRequest
@@ -456,7 +463,7 @@ func TestServiceSwapRefusedBeforeStopping(t *testing.T) {
 			before := ts.State()
 			it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ new"))
 			_, err := provCall(t, ts, ops.ServiceSwap, tt.req(n, it))
-			if kind, msg := provFailure(t, err); kind != "not-found" || msg != tt.message {
+			if kind, msg := provFailure(t, err); kind != ops.KindNotFound || msg != tt.message {
 				t.Errorf("failure %s %q, want not-found %q", kind, msg, tt.message)
 			}
 			for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
@@ -471,6 +478,7 @@ func TestServiceSwapRefusedBeforeStopping(t *testing.T) {
 // A service to start that does not exist is reported with the others
 // that did not start; the rest of the swap goes through.
 func TestServiceSwapMissingServiceToStart(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ new"))
@@ -488,6 +496,7 @@ func TestServiceSwapMissingServiceToStart(t *testing.T) {
 }
 
 func TestServiceSwapNewDirectory(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.CreateService(simnode.ServiceConfig{Name: "flannel", BinaryPath: `C:\opt\flannel\flanneld.exe`, StartType: simnode.StartAutomatic}); err != nil {
@@ -512,6 +521,7 @@ func TestServiceSwapNewDirectory(t *testing.T) {
 // A swap that starts no service (wins.exe placed before its service is
 // registered) has nothing to settle: it must not wait settleMs.
 func TestServiceSwapNothingToStartDoesNotSettle(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	if err := n.MkdirAll(`C:\etc\rancher\wins`); err != nil {
@@ -538,6 +548,7 @@ func TestServiceSwapNothingToStartDoesNotSettle(t *testing.T) {
 // timeout and then stops it, instead of failing with every service it
 // already stopped left down.
 func TestServiceSwapStopsStartPendingService(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{ServiceStart: 400 * time.Millisecond, ServiceStop: 50 * time.Millisecond, CrashAfter: time.Second}))
 	n := ts.Node()
 	for _, name := range []string{"kube-proxy", "kubelet"} {
@@ -580,6 +591,7 @@ func TestServiceSwapStopsStartPendingService(t *testing.T) {
 // A swap cut short (its time is up) still puts the failure actions back
 // and leaves no service it stopped down.
 func TestServiceSwapCutShort(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n, w := ts.Node(), ts.Node().OS()
 	rec := winos.Recovery{Actions: []winos.RecoveryAction{{Type: winos.RecoveryRestart, Delay: 5 * time.Second}}, ResetPeriod: time.Hour}
@@ -592,7 +604,7 @@ func TestServiceSwapCutShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := agent.Call(ctx, w, ops.ServiceSwap, req)
-	if kind, msg := provFailure(t, err); kind != "timeout" || !strings.Contains(msg, "cut short") || !strings.Contains(msg, "asked to start again (kubelet, kube-proxy)") {
+	if kind, msg := provFailure(t, err); kind != ops.KindTimeout || !strings.Contains(msg, "cut short") || !strings.Contains(msg, "asked to start again (kubelet, kube-proxy)") {
 		t.Errorf("failure %s %q", kind, msg)
 	}
 	if got, err := w.Recovery("kubelet"); err != nil || !reflect.DeepEqual(got, rec) {

@@ -78,29 +78,29 @@ func procName(p winos.Process) string {
 }
 
 // serviceTree lists the processes below a service's process pid.
-func (s *swapRun) serviceTree(pid int) ([]procRef, error) {
+func (p *stopper) serviceTree(pid int) ([]procRef, error) {
 	if pid == 0 {
 		return nil, nil
 	}
-	procs, err := s.w.Processes()
+	procs, err := p.w.Processes()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var tree []procRef
-	for _, p := range processDescendants(procs, pid) {
-		tree = append(tree, procRef{pid: p.PID, name: procName(p)})
+	for _, pr := range processDescendants(procs, pid) {
+		tree = append(tree, procRef{pid: pr.PID, name: procName(pr)})
 	}
 	return tree, nil
 }
 
 // treeRuns reports whether the service's process pid (running exe) or
 // any process of its tree still runs.
-func (s *swapRun) treeRuns(pid int, exe string, tree []procRef) (bool, error) {
-	if runs, err := s.processRuns(pid, exe); err != nil || runs {
+func (p *stopper) treeRuns(pid int, exe string, tree []procRef) (bool, error) {
+	if runs, err := p.processRuns(pid, exe); err != nil || runs {
 		return runs, err
 	}
-	for _, p := range tree {
-		if runs, err := s.processRuns(p.pid, p.name); err != nil || runs {
+	for _, t := range tree {
+		if runs, err := p.processRuns(t.pid, t.name); err != nil || runs {
 			return runs, err
 		}
 	}
@@ -109,17 +109,17 @@ func (s *swapRun) treeRuns(pid int, exe string, tree []procRef) (bool, error) {
 
 // killTree kills every process of a tree that still runs, parents first
 // (a wrapper whose child is killed first restarts it).
-func (s *swapRun) killTree(tree []procRef) error {
-	for _, p := range tree {
-		runs, err := s.processRuns(p.pid, p.name)
+func (p *stopper) killTree(tree []procRef) error {
+	for _, t := range tree {
+		runs, err := p.processRuns(t.pid, t.name)
 		if err != nil {
 			return err
 		}
 		if !runs {
 			continue
 		}
-		if err := s.w.KillProcess(p.pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
-			return fmt.Errorf("kill process %d (%s): %w", p.pid, p.name, err)
+		if err := p.w.KillProcess(t.pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+			return fmt.Errorf("kill process %d (%s): %w", t.pid, t.name, err)
 		}
 	}
 	return nil

@@ -33,6 +33,7 @@ func (t *tamperOnStop) StopService(name string) error {
 // A staged file changed between its check and its rename, even keeping
 // its size and last-write time, is hashed again and not swapped in.
 func TestStagedFileRehashedBeforeRename(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	old, err := n.ReadFile(swapKubelet)
@@ -85,6 +86,7 @@ func TestStagedFileRehashedBeforeRename(t *testing.T) {
 // anything stops and the swap rolls back to it), and the result says so.
 // A backup another account owns is never put into place.
 func TestMissingDestinationKeepsItsBackup(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		owner     string
@@ -156,6 +158,7 @@ func TestMissingDestinationKeepsItsBackup(t *testing.T) {
 // config is not adopted: the config swdt puts in place belongs to
 // Administrators, and its creator cannot change it.
 func TestWinsConfigStagedFileIsNeverAdopted(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
 	n := ts.Node()
 	dir := testWinsConfig[:strings.LastIndex(testWinsConfig, `\`)]

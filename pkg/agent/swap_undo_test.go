@@ -42,6 +42,7 @@ func undoSetup(t *testing.T, ts *simnode.TestServer, newContent string) (ops.Swa
 // refuses, nothing stopped, when the node is not as the swap left it; and
 // it never rolls itself back.
 func TestSwapUndo(t *testing.T) {
+	t.Parallel()
 	const newKubelet = "MZ kubelet that the cluster never saw"
 	tests := []struct {
 		name string
@@ -141,6 +142,7 @@ func TestSwapUndo(t *testing.T) {
 // names the binaries as the user knows them: the kubelet the swap put in
 // is the new one, the backup the old one.
 func TestSwapUndoRecoverAfterKill(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		hold       simnode.AgentHold

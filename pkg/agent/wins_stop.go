@@ -112,7 +112,7 @@ func winsStopService(ctx context.Context, w winos.OS) (*winsHalt, error) {
 	}
 	const rounds = 3
 	for round := 1; ; round++ {
-		if err := winsStopOnce(ctx, w); err != nil {
+		if err := winsStopper(w).stop(ctx, ops.WinsService); err != nil {
 			return h, err
 		}
 		stayed, err := winsStaysStopped(ctx, w)
@@ -136,102 +136,10 @@ func winsActs(r winos.Recovery) bool {
 	return false
 }
 
-// winsStopOnce stops the service and waits until it is Stopped and its
-// process has exited, killing the process when the service ignores its
-// stop control for winsLimits.stop.
-func winsStopOnce(ctx context.Context, w winos.OS) error {
-	name := ops.WinsService
-	status := func() (winos.Service, bool, error) {
-		svc, err := w.Service(name)
-		if winsNotFound(err) {
-			return svc, true, nil
-		}
-		if err != nil {
-			return svc, false, fmt.Errorf("read service %s: %w", name, err)
-		}
-		return svc, false, nil
-	}
-	svc, gone, err := status()
-	if gone || err != nil {
-		return err
-	}
-	switch svc.Status {
-	case winos.StatusStartPending, winos.StatusContinuePending, winos.StatusPausePending:
-		// A service in these states takes no stop control (error 1061).
-		ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, func() (bool, error) {
-			s, gone, err := status()
-			svc = s
-			return gone || (s.Status != winos.StatusStartPending && s.Status != winos.StatusContinuePending && s.Status != winos.StatusPausePending), err
-		})
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return Fail(ops.KindTimeout, "service %s is still %s after %s and takes no stop control meanwhile", name, svc.Status, winsLimits.stop)
-		}
-	}
-	pid, image := svc.PID, winsImage(w, svc.PID)
-	if !serviceDown(svc) && svc.Status != winos.StatusStopPending {
-		err := w.StopService(name)
-		switch winos.Code(err) {
-		case 0, winos.ErrServiceNotActive, winos.ErrServiceCannotAcceptCtrl, winos.ErrServiceDoesNotExist:
-		default:
-			return fmt.Errorf("stop service %s: %w", name, err)
-		}
-	}
-	stopped := func() (bool, error) {
-		s, gone, err := status()
-		return gone || serviceDown(s), err
-	}
-	ok, err := poll(ctx, winsLimits.stop, winsLimits.poll, stopped)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		// It ignores the stop control: end its process. Its failure
-		// actions are off, so this crash restarts nothing.
-		if pid != 0 {
-			if err := w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
-				return fmt.Errorf("service %s did not stop within %s; killing its process %d: %w", name, winsLimits.stop, pid, err)
-			}
-		}
-		if ok, err = poll(ctx, winsLimits.stop, winsLimits.poll, stopped); err != nil {
-			return err
-		}
-		if !ok {
-			return Fail(ops.KindTimeout, "service %s did not stop within %s, nor %s after its process %d was killed", name, winsLimits.stop, winsLimits.stop, pid)
-		}
-	}
-	if pid == 0 {
-		return nil
-	}
-	// Stopped is reported before the process has exited, and its binary
-	// stays locked until it has.
-	left, err := winsWaitGone(ctx, w, []ops.Process{{PID: pid, Name: image}})
-	if err != nil {
-		return err
-	}
-	if len(left) > 0 {
-		return Fail(ops.KindTimeout, "process %d of service %s still runs %s after the service stopped; its binary stays locked", pid, name, winsLimits.exit)
-	}
-	return nil
-}
-
-// winsImage is the image name of process pid ("" when it is not running).
-func winsImage(w winos.OS, pid int) string {
-	if pid == 0 {
-		return ""
-	}
-	procs, err := w.Processes()
-	if err != nil {
-		return ""
-	}
-	for _, p := range procs {
-		if p.PID == pid {
-			return p.Name
-		}
-	}
-	return ""
+// winsStopper stops the wins service: each wait bounded by winsLimits.
+// Its failure actions are off already, so a kill restarts nothing.
+func winsStopper(w winos.OS) *stopper {
+	return &stopper{w: w, limit: winsLimits.stop, exit: winsLimits.exit, interval: winsLimits.poll}
 }
 
 // winsStaysStopped watches the stopped service for winsLimits.settle and
