@@ -18,9 +18,7 @@ type testClock struct {
 // useTestClock makes c the machine's clock.
 func useTestClock(ts *TestServer) *testClock {
 	c := &testClock{}
-	ts.m.mu.Lock()
-	ts.m.now = c.Now
-	ts.m.mu.Unlock()
+	ts.Node().SetClock(c.Now)
 	return c
 }
 
