@@ -152,7 +152,7 @@ func (sh *shell) prompt() { _, _ = io.WriteString(sh.out, sh.cwd+">") }
 
 // interactive reads and runs lines until exit or the end of input.
 func (sh *shell) interactive(ctx context.Context) int {
-	_, _ = fmt.Fprintf(sh.out, "Microsoft Windows [Version 10.0.20348.2700]\r\n(c) Microsoft Corporation. All rights reserved.\r\n(simnode: a cmd.exe look-alike, see pkg/simnode/shell.go)\r\n\r\n")
+	_, _ = fmt.Fprintf(sh.out, "Microsoft Windows [Version 10.0.20348.2700]\r\n(c) Microsoft Corporation. All rights reserved.\r\n(simnode: a cmd.exe look-alike, see pkg/simnode/front/shell.go)\r\n\r\n")
 	sh.prompt()
 	var line []byte
 	status := 0

@@ -4,7 +4,7 @@
  * one implements ProcessPrng on top of RtlGenRandom (advapi32's
  * SystemFunction036), which Wine has. simnode builds it with mingw-w64
  * (x86_64-w64-mingw32-gcc) into the system32 of every Wine prefix it
- * boots (pkg/simnode/wine.go).
+ * boots (pkg/simnode/wine/wine.go).
  */
 #include <windows.h>
 

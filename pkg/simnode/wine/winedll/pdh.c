@@ -8,7 +8,7 @@
  * from GetSystemTimes between two collections, the memory counters from
  * GlobalMemoryStatusEx, and one network adapter whose counters are zero.
  * simnode builds it with mingw-w64 into the system32 of every Wine prefix
- * it boots and makes Wine load it instead of its own (pkg/simnode/wine.go).
+ * it boots and makes Wine load it instead of its own (pkg/simnode/wine/wine.go).
  */
 #include <windows.h>
 #include <wchar.h>
