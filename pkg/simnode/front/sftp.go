@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 	"sigs.k8s.io/swdt/pkg/simnode/simos"
 )
 
@@ -59,7 +60,7 @@ func toStatus(err error) error {
 			return &statusErr{msg: fe.Error(), code: sftp.ErrSSHFxFailure}
 		}
 	}
-	if errors.Is(err, machine.ErrBadPath) {
+	if errors.Is(err, ntfs.ErrBadPath) {
 		return &statusErr{msg: err.Error(), code: sftp.ErrSSHFxNoSuchFile}
 	}
 	return &statusErr{msg: err.Error(), code: sftp.ErrSSHFxFailure}
@@ -227,7 +228,7 @@ func (h *sftpHandler) RealPath(p string) (string, error) {
 	s := strings.ReplaceAll(p, `\`, "/")
 	if !strings.HasPrefix(s, "/") {
 		first, _, _ := strings.Cut(s, "/")
-		if !machine.IsDrive(first) {
+		if !ntfs.IsDrive(first) {
 			s = path.Join(h.home, s)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // ensureProfiles gives each non-administrator account its profile folder,
@@ -15,17 +17,17 @@ func (m *Machine) ensureProfiles(accounts []Account) error {
 			continue
 		}
 		home := `C:\Users\` + a.Name
-		if err := m.mkdir(home, true); err != nil {
+		if err := m.vol.Mkdir(home, true); err != nil {
 			return err
 		}
-		w, err := parseWinPath(home)
+		w, err := ntfs.ParsePath(home)
 		if err != nil {
 			return err
 		}
 		if err := m.update(func(st *State, _ time.Time) error {
-			st.Owners[w.key()] = a.Name
-			if st.ACLs[w.key()] == nil {
-				st.ACLs[w.key()] = profileACL(a.Name)
+			st.Owners[w.Key()] = a.Name
+			if st.ACLs[w.Key()] == nil {
+				st.ACLs[w.Key()] = ntfs.ProfileACL(a.Name)
 			}
 			return nil
 		}); err != nil {

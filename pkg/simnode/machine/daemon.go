@@ -9,12 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// MarkerKubelet, followed by a version and a ';', makes a service binary
-// a simulated kubelet: while its service process lives the machine's
-// Daemon (pkg/simnode/kubelet) plays it.
-const MarkerKubelet = "SIMNODE-KUBELET-VERSION="
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
+)
 
 // A Daemon plays a program that runs for as long as its service process
 // lives: the kubelet, for a binary that holds MarkerKubelet. The machine
@@ -106,11 +103,11 @@ func (m *Machine) startDaemonLocked(svc *Service, host string, resume bool) {
 
 // readFileLocked reads the file at p, with the machine's lock held.
 func (m *Machine) readFileLocked(p string) ([]byte, error) {
-	w, err := parseWinPath(p)
+	w, err := ntfs.ParsePath(p)
 	if err != nil {
 		return nil, err
 	}
-	host, _, err := resolve(m.fsRoot, w)
+	host, _, err := ntfs.Resolve(m.fsRoot, w)
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +121,15 @@ func (m *Machine) resumeDaemonsLocked() {
 		if svc.PID == 0 || svc.Status == StatusStopped {
 			continue
 		}
-		w, err := parseWinPath(svc.BinaryPath)
+		w, err := ntfs.ParsePath(svc.BinaryPath)
 		if err != nil {
 			continue
 		}
-		host, _, err := resolve(m.fsRoot, w)
+		host, _, err := ntfs.Resolve(m.fsRoot, w)
 		if err != nil {
 			continue
 		}
-		if found, err := m.markers.scan(host); err == nil && found[MarkerKubelet] {
+		if found, err := m.vol.ScanMarkersLocked(host); err == nil && found[MarkerKubelet] {
 			m.startDaemonLocked(svc, host, true)
 		}
 	}

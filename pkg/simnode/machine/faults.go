@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // Faults are injected failures, kept in <StateDir>/faults.json and re-read
@@ -38,9 +40,9 @@ type Faults struct {
 }
 
 // heldOpen reports whether Faults.HeldOpen names w.
-func (m *Machine) heldOpen(w winPath) bool {
+func (m *Machine) heldOpen(w ntfs.Path) bool {
 	for _, p := range m.Faults().HeldOpen {
-		if h, err := parseWinPath(p); err == nil && h.key() == w.key() {
+		if h, err := ntfs.ParsePath(p); err == nil && h.Key() == w.Key() {
 			return true
 		}
 	}

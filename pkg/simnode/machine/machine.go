@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // Delays are the simulated durations of service control.
@@ -35,42 +37,29 @@ func DefaultDelays() Delays {
 // every session. All state access goes through update or view, which hold
 // mu, apply time-based transitions first, and save after a change.
 type Machine struct {
-	mu      sync.Mutex
-	dir     string
-	fsRoot  string
-	st      *State
-	now     func() time.Time
-	delays  Delays
-	log     *slog.Logger
-	writers map[string]int // open write handles by winPath key
-	markers markerCache
+	mu     sync.Mutex
+	dir    string
+	fsRoot string
+	st     *State
+	now    func() time.Time
+	delays Delays
+	log    *slog.Logger
+	// vol is the C: drive (package ntfs), sharing mu.
+	vol *ntfs.Volume
 	// daemon plays the programs that run while their service process
 	// lives (the kubelet); daemons runs them (daemon.go).
 	daemon  Daemon
 	daemons daemons
 
-	// hashMu guards hashes (trust.go's cache of agent digests) and
-	// untrusted (the programs run that were not swdt-agent).
-	hashMu    sync.Mutex
-	hashes    map[string]agentHash
-	untrusted []string
-	// agentDigests is Config.AgentDigests.
-	agentDigests func() []string
-
 	// upAt is when a machine that is rebooting is up again (see
 	// reboot.go); onReboot drops the SSH connections when it goes down.
 	upAt     time.Time
 	onReboot func()
-	// scanHold and scans are the virus scanner's (scanner.go).
-	scanHold time.Duration
-	scans    map[string]*scan
-
 	faultsMu sync.Mutex
 }
 
 func newMachine(dir, hostname string, bare bool, delays Delays, log *slog.Logger) (*Machine, error) {
-	m := &Machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log, writers: map[string]int{}, markers: markerCache{},
-		hashes: map[string]agentHash{}}
+	m := &Machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log}
 	st, err := loadState(stateFile(dir))
 	if err != nil {
 		return nil, err
@@ -93,13 +82,13 @@ func (m *Machine) seedFS(bare bool) error {
 		return fmt.Errorf("create file system: %w", err)
 	}
 	for _, d := range seedDirs {
-		w, _ := parseWinPath(d)
+		w, _ := ntfs.ParsePath(d)
 		if err := os.MkdirAll(m.hostPathNoResolve(w), 0o755); err != nil {
 			return fmt.Errorf("seed %s: %w", d, err)
 		}
 	}
 	for p, content := range seedFiles(bare) {
-		w, _ := parseWinPath(p)
+		w, _ := ntfs.ParsePath(p)
 		host := m.hostPathNoResolve(w)
 		if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
 			return fmt.Errorf("seed %s: %w", p, err)
@@ -111,8 +100,8 @@ func (m *Machine) seedFS(bare bool) error {
 	return nil
 }
 
-func (m *Machine) hostPathNoResolve(w winPath) string {
-	return filepath.Join(append([]string{m.fsRoot, w.drive()}, w.elems()...)...)
+func (m *Machine) hostPathNoResolve(w ntfs.Path) string {
+	return filepath.Join(append([]string{m.fsRoot, w.Drive()}, w.Elems()...)...)
 }
 
 // update runs fn on the state and saves it. fn's error is returned as is;
@@ -250,7 +239,7 @@ func (m *Machine) terminateLocked(svc *Service, now time.Time, exitCode int, eve
 	if svc.PID != 0 && !m.st.hostsOthers(svc) {
 		m.endWrappedLocked(svc)
 		if p := m.st.Processes[svc.PID]; p != nil {
-			m.processEndedLocked(p, now)
+			m.vol.ProcessEndedLocked(p.Image, now)
 		}
 		delete(m.st.Processes, svc.PID)
 	}
@@ -275,7 +264,7 @@ func (m *Machine) eventLocked(svc *Service, now time.Time, event string) {
 
 // lockedByLocked returns the process that holds the file w open, if any:
 // the image of any running process is locked against writing and deletion.
-func (m *Machine) lockedByLocked(w winPath) *Process {
+func (m *Machine) lockedByLocked(w ntfs.Path) *Process {
 	for _, p := range m.st.Processes {
 		if strings.EqualFold(p.Image, string(w)) {
 			return p

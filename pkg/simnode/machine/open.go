@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // Config is what a machine is opened with: its state directory and what
@@ -49,7 +51,7 @@ func Open(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.agentDigests = cfg.AgentDigests
+	m.vol = ntfs.New(&m.mu, volumeHost{m}, m.fsRoot, cfg.ScannerHold, cfg.AgentDigests)
 	m.daemon = cfg.Daemon
 	if cfg.Faults != nil {
 		f := *cfg.Faults
@@ -63,7 +65,6 @@ func Open(cfg Config) (*Machine, error) {
 			return nil, err
 		}
 	}
-	m.scanHold = cfg.ScannerHold
 	if mode := cfg.LanguageMode; mode != "" {
 		if err := m.update(func(s *State, _ time.Time) error { s.LanguageMode = mode; return nil }); err != nil {
 			return nil, err
@@ -98,3 +99,14 @@ func (m *Machine) OnReboot(fn func()) {
 
 // Close ends the daemons and waits for them.
 func (m *Machine) Close() { m.daemons.stop() }
+
+// TrustedAgent reports whether the file at p is a swdt-agent build simnode
+// runs (see ntfs.Volume.TrustedAgent).
+func (m *Machine) TrustedAgent(p string) bool { return m.vol.TrustedAgent(p) }
+
+// RanUntrusted records that the program at p ran although it is not
+// swdt-agent.
+func (m *Machine) RanUntrusted(p string) { m.vol.RanUntrusted(p) }
+
+// UntrustedRuns lists the programs RanUntrusted recorded, in order.
+func (m *Machine) UntrustedRuns() []string { return m.vol.UntrustedRuns() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // ServiceConfig is what registering a service (New-Service, sc.exe create,
@@ -130,11 +131,11 @@ func (m *Machine) startLocked(name string, now time.Time, chain map[string]bool)
 			ready = at
 		}
 	}
-	w, err := parseWinPath(svc.BinaryPath)
+	w, err := ntfs.ParsePath(svc.BinaryPath)
 	if err != nil {
 		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
-	host, canon, err := resolve(m.fsRoot, w)
+	host, canon, err := ntfs.Resolve(m.fsRoot, w)
 	if err == nil {
 		var fi os.FileInfo
 		if fi, err = os.Stat(host); err == nil && fi.IsDir() {
@@ -144,10 +145,10 @@ func (m *Machine) startLocked(name string, now time.Time, chain map[string]bool)
 	if err != nil {
 		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
-	if m.writers[canon.key()] > 0 {
+	if m.vol.WritingLocked(canon) {
 		return now, m.failStartLocked(svc, now, CodeSharingViolation)
 	}
-	found, err := m.markers.scan(host)
+	found, err := m.vol.ScanMarkersLocked(host)
 	if err != nil {
 		return now, m.failStartLocked(svc, now, CodeFileNotFound)
 	}
@@ -240,7 +241,7 @@ func (n *Node) CreateService(cfg ServiceConfig) error {
 	if cfg.Name == "" || cfg.BinaryPath == "" {
 		return svcErr(cfg.Name, CodeInvalidParameter)
 	}
-	if _, err := parseWinPath(cfg.BinaryPath); err != nil {
+	if _, err := ntfs.ParsePath(cfg.BinaryPath); err != nil {
 		return svcErr(cfg.Name, CodeInvalidParameter)
 	}
 	return n.m.update(func(s *State, _ time.Time) error {
@@ -263,7 +264,7 @@ func applyConfig(svc *Service, cfg ServiceConfig) {
 	if svc.DisplayName == "" {
 		svc.DisplayName = cfg.Name
 	}
-	w, _ := parseWinPath(cfg.BinaryPath)
+	w, _ := ntfs.ParsePath(cfg.BinaryPath)
 	svc.BinaryPath = string(w)
 	svc.Args = append([]string(nil), cfg.Args...)
 	svc.StartType = cfg.StartType
@@ -287,7 +288,7 @@ func (n *Node) ConfigureService(name string, fn func(cfg *ServiceConfig)) error 
 		if !strings.EqualFold(cfg.Name, svc.Name) {
 			return svcErr(name, CodeInvalidParameter)
 		}
-		if _, err := parseWinPath(cfg.BinaryPath); err != nil {
+		if _, err := ntfs.ParsePath(cfg.BinaryPath); err != nil {
 			return svcErr(name, CodeInvalidParameter)
 		}
 		applyConfig(svc, cfg)
@@ -331,21 +332,21 @@ func (n *Node) Processes() []Process {
 // rancher-wins-*.exe started through wins): it runs until killed and keeps
 // its image locked. It fails when image does not exist.
 func (n *Node) StartProcess(image, commandLine string) (int, error) {
-	w, err := parseWinPath(image)
+	w, err := ntfs.ParsePath(image)
 	if err != nil {
 		return 0, err
 	}
 	var pid int
 	err = n.m.update(func(s *State, now time.Time) error {
-		host, canon, err := resolve(n.m.fsRoot, w)
+		host, canon, err := ntfs.Resolve(n.m.fsRoot, w)
 		if err == nil {
 			_, err = os.Stat(host)
 		}
 		if err != nil {
-			return fileErr("start process", w, CodeFileNotFound)
+			return ntfs.FileErr("start process", w, CodeFileNotFound)
 		}
-		if n.m.writers[canon.key()] > 0 {
-			return fileErr("start process", canon, CodeSharingViolation)
+		if n.m.vol.WritingLocked(canon) {
+			return ntfs.FileErr("start process", canon, CodeSharingViolation)
 		}
 		pid = s.NextPID
 		s.NextPID += 4
@@ -369,7 +370,7 @@ func (n *Node) KillProcess(pid int) error {
 		if p == nil {
 			return Fail(ops.KindNotFound, "Cannot find a process with the process identifier %d.", pid)
 		}
-		n.m.processEndedLocked(p, now)
+		n.m.vol.ProcessEndedLocked(p.Image, now)
 		delete(s.Processes, pid)
 		// Every service the process runs fails (a shared host runs
 		// several); the crash leaves its children running.

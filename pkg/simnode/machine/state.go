@@ -213,31 +213,6 @@ type ChocoPackage struct {
 	ExitCode int `json:"exitCode,omitempty"`
 }
 
-// ACL is a file's access control list as icacls would set it.
-type ACL struct {
-	// InheritanceDisabled is true after icacls /inheritance:r.
-	InheritanceDisabled bool `json:"inheritanceDisabled"`
-	// Entries are the explicit grants.
-	Entries []ACE `json:"entries"`
-}
-
-// ACE grants Rights (icacls letters: F, M, RX, R, W, AD, WD) to Identity
-// (e.g. "BUILTIN\Administrators", "NT AUTHORITY\SYSTEM", an account's
-// name, or "CREATOR OWNER" in an entry that is passed on).
-type ACE struct {
-	Identity string `json:"identity"`
-	Rights   string `json:"rights"`
-	// ObjectInherit (OI) and ContainerInherit (CI) pass the entry on to
-	// files and to folders below; InheritOnly (IO) entries do not apply
-	// to the folder itself.
-	ObjectInherit    bool `json:"oi,omitempty"`
-	ContainerInherit bool `json:"ci,omitempty"`
-	InheritOnly      bool `json:"io,omitempty"`
-	// Inherited marks an entry that came from a folder above (only in
-	// what the model computes, never recorded).
-	Inherited bool `json:"inherited,omitempty"`
-}
-
 // Registry key paths simnode seeds.
 const (
 	KeyTerminalServer = `HKLM:\System\CurrentControlSet\Control\Terminal Server`

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
 // How real nodes install kubelet, and what that means for its processes.
@@ -91,7 +93,7 @@ func (m *Machine) setKubeletSetup(k KubeletSetup) error {
 		files[PathStartKubelet] = startKubeletScript
 	}
 	for p, content := range files {
-		w, _ := parseWinPath(p)
+		w, _ := ntfs.ParsePath(p)
 		host := m.hostPathNoResolve(w)
 		if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
 			return fmt.Errorf("kubelet setup %s: %w", k, err)
@@ -176,11 +178,11 @@ func (m *Machine) wrappedChainLocked(svc *Service) [][2]string {
 		if !strings.HasSuffix(strings.ToLower(arg), ".ps1") {
 			continue
 		}
-		w, err := parseWinPath(arg)
+		w, err := ntfs.ParsePath(arg)
 		if err != nil {
 			break
 		}
-		host, _, err := resolve(m.fsRoot, w)
+		host, _, err := ntfs.Resolve(m.fsRoot, w)
 		if err != nil {
 			break
 		}
@@ -199,11 +201,11 @@ func (m *Machine) wrappedChainLocked(svc *Service) [][2]string {
 
 // existingLocked is p's canonical spelling when it is an existing file.
 func (m *Machine) existingLocked(p string) (string, bool) {
-	w, err := parseWinPath(p)
+	w, err := ntfs.ParsePath(p)
 	if err != nil {
 		return "", false
 	}
-	host, canon, err := resolve(m.fsRoot, w)
+	host, canon, err := ntfs.Resolve(m.fsRoot, w)
 	if err != nil {
 		return "", false
 	}
@@ -238,12 +240,12 @@ func (m *Machine) wrappedMarkersLocked(svc *Service, found map[string]bool) map[
 		out[k] = v
 	}
 	for _, c := range chain {
-		w, _ := parseWinPath(c[0])
-		host, _, err := resolve(m.fsRoot, w)
+		w, _ := ntfs.ParsePath(c[0])
+		host, _, err := ntfs.Resolve(m.fsRoot, w)
 		if err != nil {
 			continue
 		}
-		more, err := m.markers.scan(host)
+		more, err := m.vol.ScanMarkersLocked(host)
 		if err != nil {
 			continue
 		}
@@ -272,7 +274,7 @@ func (m *Machine) endTreeLocked(pid int) {
 	for _, p := range m.st.Processes {
 		if p.Parent == pid {
 			m.endTreeLocked(p.PID)
-			m.processEndedLocked(p, m.now())
+			m.vol.ProcessEndedLocked(p.Image, m.now())
 			delete(m.st.Processes, p.PID)
 		}
 	}

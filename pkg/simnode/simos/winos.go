@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 	"sigs.k8s.io/swdt/pkg/simnode/programs"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -46,7 +47,7 @@ func winErr(op, target string, err error) error {
 	if errors.As(err, &f) && f.Kind == ops.KindNotFound {
 		return &winos.Error{Op: op, Target: target, Code: winos.ErrFileNotFound, Message: f.Message}
 	}
-	if perr := machine.CheckPath(target); perr != nil && strings.ContainsAny(target, `\/`) {
+	if perr := ntfs.CheckPath(target); perr != nil && strings.ContainsAny(target, `\/`) {
 		return &winos.Error{Op: op, Target: target, Code: winos.ErrInvalidParameter, Message: perr.Error()}
 	}
 	return &winos.Error{Op: op, Target: target, Code: winos.ErrInvalidParameter, Message: err.Error()}

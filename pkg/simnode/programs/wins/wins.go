@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
+	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
@@ -231,14 +232,14 @@ func (n node) winsRunProcess(p string) (string, error) {
 	if !allowed {
 		return "", fmt.Errorf("rpc error: code = PermissionDenied desc = invalid path: %s is not in the white list", p)
 	}
-	base, err := machine.PathBase(p)
+	base, err := ntfs.PathBase(p)
 	if err != nil {
 		return "", err
 	}
 	if !n.Exists(p) {
 		return "", fmt.Errorf("rpc error: code = NotFound desc = could not found binary: %s does not exist", p)
 	}
-	renamed, err := machine.SiblingPath(p, ops.WinsProcessPrefix+base)
+	renamed, err := ntfs.SiblingPath(p, ops.WinsProcessPrefix+base)
 	if err != nil {
 		return "", err
 	}
@@ -271,11 +272,11 @@ func (n node) winsWhitelisted(p string) (bool, error) {
 	if err != nil && !errors.Is(err, machine.ErrNotExist) {
 		return false, fmt.Errorf("rpc error: code = Internal desc = could not load config from %s: %w", path, err)
 	}
-	if machine.CheckPath(p) != nil {
+	if ntfs.CheckPath(p) != nil {
 		return false, nil
 	}
 	for _, allowed := range cfg.WhiteList.ProcessPaths {
-		if machine.SamePath(allowed, p) {
+		if ntfs.SamePath(allowed, p) {
 			return true, nil
 		}
 	}

@@ -1,9 +1,8 @@
-package machine
+package ntfs
 
 import (
 	"os"
 	"strings"
-	"time"
 )
 
 // This file models NTFS owners and discretionary access lists as far as
@@ -92,9 +91,9 @@ var defaultACLs = map[string]*ACL{
 	}},
 }
 
-// profileACL is a user profile's DACL: the user, SYSTEM and
+// ProfileACL is a user profile's DACL: the user, SYSTEM and
 // Administrators only.
-func profileACL(user string) *ACL {
+func ProfileACL(user string) *ACL {
 	return &ACL{InheritanceDisabled: true, Entries: []ACE{
 		oici(AccountSystem, "F"), oici(AccountAdministrators, "F"), oici(user, "F"),
 	}}
@@ -102,7 +101,7 @@ func profileACL(user string) *ACL {
 
 // explicitLocked is w's explicit DACL: recorded, else the default of a
 // fresh node, else nil (w only inherits).
-func (s *State) explicitLocked(key string) *ACL {
+func (s Security) explicit(key string) *ACL {
 	if a := s.ACLs[key]; a != nil {
 		return a
 	}
@@ -111,8 +110,8 @@ func (s *State) explicitLocked(key string) *ACL {
 
 // ownerOf is w's owner: the account that created it when that was not an
 // administrator, else Administrators.
-func (s *State) ownerOf(w winPath) string {
-	if o := s.Owners[w.key()]; o != "" {
+func (s Security) ownerOf(w Path) string {
+	if o := s.Owners[w.Key()]; o != "" {
 		return o
 	}
 	return AccountAdministrators
@@ -122,16 +121,16 @@ func (s *State) ownerOf(w winPath) string {
 // itself: its explicit entries that are not inherit-only and, unless its
 // inheritance is disabled, what its folders pass on, CREATOR OWNER
 // standing for w's owner. Inherited entries are marked Inherited.
-func (s *State) effectiveACL(w winPath, isDir bool) (entries []ACE, protected bool) {
+func (s Security) effectiveACL(w Path, isDir bool) (entries []ACE, protected bool) {
 	// passed is what the folder above the current component passes on.
 	var passed []ACE
-	chain := []winPath{winPath(w.drive() + `:\`)}
-	for _, e := range w.elems() {
-		chain = append(chain, chain[len(chain)-1].join(e))
+	chain := []Path{Path(w.Drive() + `:\`)}
+	for _, e := range w.Elems() {
+		chain = append(chain, chain[len(chain)-1].Join(e))
 	}
 	for _, dir := range chain[:len(chain)-1] {
 		var next []ACE
-		exp := s.explicitLocked(dir.key())
+		exp := s.explicit(dir.Key())
 		if exp != nil {
 			for _, e := range exp.Entries {
 				if e.ObjectInherit || e.ContainerInherit {
@@ -144,7 +143,7 @@ func (s *State) effectiveACL(w winPath, isDir bool) (entries []ACE, protected bo
 		}
 		passed = next
 	}
-	exp := s.explicitLocked(w.key())
+	exp := s.explicit(w.Key())
 	if exp != nil {
 		protected = exp.InheritanceDisabled
 		for _, e := range exp.Entries {
@@ -188,7 +187,7 @@ func memberOf(a Account, id string) bool {
 
 // mayLocked reports whether a may do want to w (a folder when isDir).
 // Administrators may do anything; an owner may always change the DACL.
-func (s *State) mayLocked(a Account, w winPath, isDir bool, want access) bool {
+func (s Security) may(a Account, w Path, isDir bool, want access) bool {
 	if a.Admin {
 		return true
 	}
@@ -216,160 +215,181 @@ func hostIsDir(host string) (exists, isDir bool) {
 }
 
 // checkLocked fails with access denied unless a may do want to w.
-func (m *Machine) checkLocked(a Account, op string, w winPath, isDir bool, want access) error {
-	if m.st.mayLocked(a, w, isDir, want) {
+func (v *Volume) checkLocked(a Account, op string, w Path, isDir bool, want access) error {
+	if v.host.Security().may(a, w, isDir, want) {
 		return nil
 	}
-	return fileErr(op, w, CodeAccessDenied)
+	return FileErr(op, w, CodeAccessDenied)
 }
 
 // checkDeleteLocked fails unless a may delete w: delete on w itself, or
 // delete-child on its folder.
-func (m *Machine) checkDeleteLocked(a Account, op string, w winPath, isDir bool) error {
-	if m.st.mayLocked(a, w, isDir, accDelete) || m.st.mayLocked(a, w.dir(), true, accDeleteChild) {
+func (v *Volume) checkDeleteLocked(a Account, op string, w Path, isDir bool) error {
+	if v.host.Security().may(a, w, isDir, accDelete) || v.host.Security().may(a, w.Dir(), true, accDeleteChild) {
 		return nil
 	}
-	return fileErr(op, w, CodeAccessDenied)
+	return FileErr(op, w, CodeAccessDenied)
 }
 
 // createdLocked records who created w: a non-administrator becomes its
 // owner; an administrator's file belongs to Administrators.
-func (m *Machine) createdLocked(a Account, w winPath) {
+func (v *Volume) createdLocked(a Account, w Path) {
 	if a.Admin {
-		delete(m.st.Owners, w.key())
+		delete(v.host.Security().Owners, w.Key())
 	} else {
-		m.st.Owners[w.key()] = a.Name
+		v.host.Security().Owners[w.Key()] = a.Name
 	}
-	m.saveLocked()
+	v.host.Save()
 }
 
 // movedLocked carries the owner and ACL records of from (and below it)
 // to to, as NTFS keeps a file's security descriptor across a rename.
-func (m *Machine) movedLocked(from, to winPath) {
-	m.forgetHash(from.key())
-	m.forgetHash(to.key())
-	if from.key() == to.key() {
+func (v *Volume) movedLocked(from, to Path) {
+	v.forgetHash(from.Key())
+	v.forgetHash(to.Key())
+	if from.Key() == to.Key() {
 		return
 	}
-	m.forgetLocked(to)
-	prefix := from.key() + `\`
-	for k, v := range m.st.Owners {
-		if k == from.key() || strings.HasPrefix(k, prefix) {
-			delete(m.st.Owners, k)
-			m.st.Owners[to.key()+k[len(from.key()):]] = v
+	v.forgetLocked(to)
+	prefix := from.Key() + `\`
+	sec := v.host.Security()
+	for k, owner := range sec.Owners {
+		if k == from.Key() || strings.HasPrefix(k, prefix) {
+			delete(sec.Owners, k)
+			sec.Owners[to.Key()+k[len(from.Key()):]] = owner
 		}
 	}
-	for k, v := range m.st.ACLs {
-		if k == from.key() || strings.HasPrefix(k, prefix) {
-			delete(m.st.ACLs, k)
-			m.st.ACLs[to.key()+k[len(from.key()):]] = v
+	for k, acl := range sec.ACLs {
+		if k == from.Key() || strings.HasPrefix(k, prefix) {
+			delete(sec.ACLs, k)
+			sec.ACLs[to.Key()+k[len(from.Key()):]] = acl
 		}
 	}
-	m.saveLocked()
+	v.host.Save()
 }
 
 // forgetLocked drops the owner and ACL records of w and below it: the
 // file is gone.
-func (m *Machine) forgetLocked(w winPath) {
-	m.forgetHash(w.key())
-	prefix := w.key() + `\`
-	for k := range m.st.Owners {
-		if k == w.key() || strings.HasPrefix(k, prefix) {
-			delete(m.st.Owners, k)
+func (v *Volume) forgetLocked(w Path) {
+	v.forgetHash(w.Key())
+	prefix := w.Key() + `\`
+	for k := range v.host.Security().Owners {
+		if k == w.Key() || strings.HasPrefix(k, prefix) {
+			delete(v.host.Security().Owners, k)
 		}
 	}
-	for k := range m.st.ACLs {
-		if k == w.key() || strings.HasPrefix(k, prefix) {
-			delete(m.st.ACLs, k)
+	for k := range v.host.Security().ACLs {
+		if k == w.Key() || strings.HasPrefix(k, prefix) {
+			delete(v.host.Security().ACLs, k)
 		}
 	}
-}
-
-// Owner returns the owner of p as Windows spells the account.
-func (n *Node) Owner(p string) (string, error) {
-	var out string
-	var err error
-	n.m.view(func(s *State, _ time.Time) {
-		var w winPath
-		var host string
-		w, host, err = n.m.locate(p)
-		if err != nil {
-			return
-		}
-		if _, serr := os.Stat(host); serr != nil {
-			err = mapOSErr("read owner", w, host, serr)
-			return
-		}
-		out = s.ownerOf(w)
-	})
-	return out, err
-}
-
-// SetOwner makes account the owner of p (an administrator's
-// take-ownership; a non-administrator may only give a file it may change
-// the DACL of to itself).
-func (n *Node) SetOwner(p, account string) error {
-	w, err := parseWinPath(p)
-	if err != nil {
-		return err
-	}
-	if !n.account.Admin && !memberOf(n.account, account) {
-		return fileErr("set owner", w, CodeAccessDenied)
-	}
-	if err := n.m.writeSecurity(n.account, p); err != nil {
-		return err
-	}
-	return n.m.update(func(s *State, _ time.Time) error {
-		if strings.EqualFold(account, AccountAdministrators) {
-			delete(s.Owners, w.key())
-		} else {
-			s.Owners[w.key()] = account
-		}
-		return nil
-	})
 }
 
 // readSecurity runs fn on p's canonical path with the state locked, once
 // a may read p's security descriptor (anyone who may read p).
-func (m *Machine) readSecurity(a Account, p string, fn func(s *State, w winPath)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w, host, err := m.locate(p)
+func (v *Volume) readSecurity(a Account, p string, fn func(s Security, w Path)) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w, host, err := v.Locate(p)
 	if err != nil {
 		return err
 	}
 	exists, isDir := hostIsDir(host)
 	if !exists {
-		return fileErr("read security", w, CodeFileNotFound)
+		return FileErr("read security", w, CodeFileNotFound)
 	}
-	if err := m.checkLocked(a, "read security", w, isDir, accRead); err != nil {
+	if err := v.checkLocked(a, "read security", w, isDir, accRead); err != nil {
 		return err
 	}
-	fn(m.st, w)
+	fn(v.host.Security(), w)
 	return nil
 }
 
 // writeSecurity fails unless a may change p's DACL and owner.
-func (m *Machine) writeSecurity(a Account, p string) error {
-	_, _, err := m.denied(p, func(w winPath, exists, isDir bool) error {
+func (v *Volume) WriteSecurity(a Account, p string) error {
+	_, _, err := v.denied(p, func(w Path, exists, isDir bool) error {
 		if !exists {
-			return fileErr("set security", w, CodeFileNotFound)
+			return FileErr("set security", w, CodeFileNotFound)
 		}
-		return m.checkLocked(a, "set security", w, isDir, accWriteDAC)
+		return v.checkLocked(a, "set security", w, isDir, accWriteDAC)
 	})
 	return err
 }
 
-// Security is p's security descriptor as GetNamedSecurityInfo reads it:
+// ACL is a file's access control list as icacls would set it.
+type ACL struct {
+	// InheritanceDisabled is true after icacls /inheritance:r.
+	InheritanceDisabled bool `json:"inheritanceDisabled"`
+	// Entries are the explicit grants.
+	Entries []ACE `json:"entries"`
+}
+
+// ACE grants Rights (icacls letters: F, M, RX, R, W, AD, WD) to Identity
+// (e.g. "BUILTIN\Administrators", "NT AUTHORITY\SYSTEM", an account's
+// name, or "CREATOR OWNER" in an entry that is passed on).
+type ACE struct {
+	Identity string `json:"identity"`
+	Rights   string `json:"rights"`
+	// ObjectInherit (OI) and ContainerInherit (CI) pass the entry on to
+	// files and to folders below; InheritOnly (IO) entries do not apply
+	// to the folder itself.
+	ObjectInherit    bool `json:"oi,omitempty"`
+	ContainerInherit bool `json:"ci,omitempty"`
+	InheritOnly      bool `json:"io,omitempty"`
+	// Inherited marks an entry that came from a folder above (only in
+	// what the model computes, never recorded).
+	Inherited bool `json:"inherited,omitempty"`
+}
+
+// OwnerLocked returns the owner of p as Windows spells the account.
+func (v *Volume) OwnerLocked(p string) (string, error) {
+	w, host, err := v.Locate(p)
+	if err != nil {
+		return "", err
+	}
+	if _, serr := os.Stat(host); serr != nil {
+		return "", mapOSErr("read owner", w, host, serr)
+	}
+	return v.host.Security().ownerOf(w), nil
+}
+
+// SetOwner makes account the owner of p, as a (an administrator's
+// take-ownership; a non-administrator may only give a file it may change
+// the DACL of to itself).
+func (v *Volume) SetOwner(a Account, p, account string) error {
+	w, err := ParsePath(p)
+	if err != nil {
+		return err
+	}
+	if !a.Admin && !memberOf(a, account) {
+		return FileErr("set owner", w, CodeAccessDenied)
+	}
+	if err := v.WriteSecurity(a, p); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.host.Advance()
+	s := v.host.Security()
+	if strings.EqualFold(account, AccountAdministrators) {
+		delete(s.Owners, w.Key())
+	} else {
+		s.Owners[w.Key()] = account
+	}
+	v.host.Save()
+	return nil
+}
+
+// SecurityOf is p's security descriptor as GetNamedSecurityInfo reads it:
 // its explicit ACL (nil when it only inherits) and its effective entries
-// (explicit and inherited), once the node's account may read it.
-func (n *Node) Security(p string) (explicit *ACL, effective []ACE, err error) {
-	fi, err := n.m.stat(p)
+// (explicit and inherited), once a may read it.
+func (v *Volume) SecurityOf(a Account, p string) (explicit *ACL, effective []ACE, err error) {
+	fi, err := v.Stat(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	err = n.m.readSecurity(n.account, p, func(s *State, w winPath) {
-		if exp := s.explicitLocked(w.key()); exp != nil {
+	err = v.readSecurity(a, p, func(s Security, w Path) {
+		if exp := s.explicit(w.Key()); exp != nil {
 			c := *exp
 			c.Entries = append([]ACE(nil), exp.Entries...)
 			explicit = &c
@@ -378,7 +398,3 @@ func (n *Node) Security(p string) (explicit *ACL, effective []ACE, err error) {
 	})
 	return explicit, effective, err
 }
-
-// MayWriteSecurity fails unless the node's account may change p's DACL
-// and owner (WRITE_DAC), as SetNamedSecurityInfo checks for anyone.
-func (n *Node) MayWriteSecurity(p string) error { return n.m.writeSecurity(n.account, p) }

@@ -1,4 +1,4 @@
-package machine
+package ntfs
 
 import (
 	"bytes"
@@ -30,6 +30,10 @@ const (
 	// hangs until it is killed, like a wins client whose server accepts
 	// the pipe connection and never answers.
 	MarkerWinsHang = "SIMNODE-WINS-HANG"
+	// MarkerKubelet, followed by a version and a ';', makes a service
+	// binary a simulated kubelet: while its service process lives the
+	// machine's Daemon (pkg/simnode/kubelet) plays it.
+	MarkerKubelet = "SIMNODE-KUBELET-VERSION="
 )
 
 // markerPrefix begins every marker.
@@ -163,14 +167,14 @@ func (c markerCache) moved(fromHost, toHost string) {
 
 // CachedMarkers returns the markers the machine knows p holds without
 // reading it (found as it was written, followed through renames), or nil.
-func (n *Node) CachedMarkers(p string) map[string]bool {
-	w, err := parseWinPath(p)
+func (v *Volume) CachedMarkers(p string) map[string]bool {
+	w, err := ParsePath(p)
 	if err != nil {
 		return nil
 	}
-	n.m.mu.Lock()
-	defer n.m.mu.Unlock()
-	host, _, err := resolve(n.m.fsRoot, w)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	host, _, err := Resolve(v.root, w)
 	if err != nil {
 		return nil
 	}
@@ -178,5 +182,9 @@ func (n *Node) CachedMarkers(p string) map[string]bool {
 	if err != nil {
 		return nil
 	}
-	return n.m.markers[markerKey{host, fi.Size(), fi.ModTime()}]
+	return v.markers[markerKey{host, fi.Size(), fi.ModTime()}]
 }
+
+// ScanMarkersLocked returns the markers in the file at host (a host path
+// Resolve returned), reading it only when the cache does not know it.
+func (v *Volume) ScanMarkersLocked(host string) (map[string]bool, error) { return v.markers.scan(host) }

@@ -1,4 +1,4 @@
-package machine
+package ntfs
 
 import (
 	"errors"
@@ -12,16 +12,16 @@ import (
 // a simulated drive, or that try to climb out of it.
 var ErrBadPath = errors.New("the filename, directory name, or volume label syntax is incorrect")
 
-// winPath is a canonical absolute Windows path: upper-case drive letter,
+// Path is a canonical absolute Windows path: upper-case drive letter,
 // backslashes, no trailing backslash except for a drive root ("C:\").
-type winPath string
+type Path string
 
-// parseWinPath accepts the spellings swdt and OpenSSH use for one file:
+// ParsePath accepts the spellings swdt and OpenSSH use for one file:
 // C:\k\kubelet.exe, c:/k/kubelet.exe, /C:/k/kubelet.exe, and the form the
 // SFTP request server produces for a drive path sent as relative
 // (/C:/Users/Administrator/C:/k/kubelet.exe, where the last drive wins as
 // on Windows OpenSSH). ".." may not climb above the drive root.
-func parseWinPath(p string) (winPath, error) {
+func ParsePath(p string) (Path, error) {
 	s := strings.ReplaceAll(p, "\\", "/")
 	parts := strings.Split(s, "/")
 	drive := ""
@@ -51,7 +51,7 @@ func parseWinPath(p string) (winPath, error) {
 	if drive == "" {
 		return "", fmt.Errorf("%q is not an absolute Windows path: %w", p, ErrBadPath)
 	}
-	return winPath(drive + `\` + strings.Join(out, `\`)), nil
+	return Path(drive + `\` + strings.Join(out, `\`)), nil
 }
 
 // IsDrive reports whether s is a drive name such as C:.
@@ -60,16 +60,16 @@ func IsDrive(s string) bool {
 }
 
 // String returns the path as Windows prints it.
-func (w winPath) String() string { return string(w) }
+func (w Path) String() string { return string(w) }
 
-// key is the case-insensitive identity of the path (NTFS ignores case).
-func (w winPath) key() string { return strings.ToLower(string(w)) }
+// Key is the case-insensitive identity of the path (NTFS ignores case).
+func (w Path) Key() string { return strings.ToLower(string(w)) }
 
-// drive returns "C".
-func (w winPath) drive() string { return string(w[:1]) }
+// Drive returns "C".
+func (w Path) Drive() string { return string(w[:1]) }
 
-// elems returns the components below the drive root.
-func (w winPath) elems() []string {
+// Elems returns the components below the drive root.
+func (w Path) Elems() []string {
 	rest := strings.TrimPrefix(string(w)[2:], `\`)
 	if rest == "" {
 		return nil
@@ -77,51 +77,51 @@ func (w winPath) elems() []string {
 	return strings.Split(rest, `\`)
 }
 
-// isRoot reports whether w is a drive root.
-func (w winPath) isRoot() bool { return len(w.elems()) == 0 }
+// IsRoot reports whether w is a drive root.
+func (w Path) IsRoot() bool { return len(w.Elems()) == 0 }
 
-// dir returns the parent directory (a root is its own parent).
-func (w winPath) dir() winPath {
-	e := w.elems()
+// Dir returns the parent directory (a root is its own parent).
+func (w Path) Dir() Path {
+	e := w.Elems()
 	if len(e) <= 1 {
-		return winPath(w.drive() + `:\`)
+		return Path(w.Drive() + `:\`)
 	}
-	return winPath(w.drive() + `:\` + strings.Join(e[:len(e)-1], `\`))
+	return Path(w.Drive() + `:\` + strings.Join(e[:len(e)-1], `\`))
 }
 
-// base returns the last component.
-func (w winPath) base() string {
-	e := w.elems()
+// Base returns the last component.
+func (w Path) Base() string {
+	e := w.Elems()
 	if len(e) == 0 {
-		return w.drive() + ":"
+		return w.Drive() + ":"
 	}
 	return e[len(e)-1]
 }
 
-// join appends a component.
-func (w winPath) join(name string) winPath {
-	if w.isRoot() {
-		return winPath(w.drive() + `:\` + name)
+// Join appends a component.
+func (w Path) Join(name string) Path {
+	if w.IsRoot() {
+		return Path(w.Drive() + `:\` + name)
 	}
-	return winPath(string(w) + `\` + name)
+	return Path(string(w) + `\` + name)
 }
 
-// sftpPath is the form Windows OpenSSH's sftp-server reports: /C:/k/x.
-func (w winPath) sftpPath() string {
+// SFTPPath is the form Windows OpenSSH's sftp-server reports: /C:/k/x.
+func (w Path) SFTPPath() string {
 	return "/" + strings.ReplaceAll(strings.TrimSuffix(string(w), `\`), `\`, "/")
 }
 
-// resolve maps w to the host path below fsRoot, matching each existing
+// Resolve maps w to the host path below fsRoot, matching each existing
 // component case-insensitively as NTFS does, so C:\K\Kubelet.EXE finds
 // C:\k\kubelet.exe. Components that do not exist keep their spelling. It
 // also returns the canonical path with the on-disk spelling.
-func resolve(fsRoot string, w winPath) (host string, canon winPath, err error) {
-	host = filepath.Join(fsRoot, w.drive())
+func Resolve(fsRoot string, w Path) (host string, canon Path, err error) {
+	host = filepath.Join(fsRoot, w.Drive())
 	if _, err := os.Stat(host); err != nil {
-		return "", "", fmt.Errorf("drive %s: is not present: %w", w.drive(), os.ErrNotExist)
+		return "", "", fmt.Errorf("drive %s: is not present: %w", w.Drive(), os.ErrNotExist)
 	}
-	canon = winPath(w.drive() + `:\`)
-	for _, e := range w.elems() {
+	canon = Path(w.Drive() + `:\`)
+	for _, e := range w.Elems() {
 		next := filepath.Join(host, e)
 		if _, err := os.Lstat(next); err != nil {
 			if entries, rerr := os.ReadDir(host); rerr == nil {
@@ -135,35 +135,35 @@ func resolve(fsRoot string, w winPath) (host string, canon winPath, err error) {
 			}
 		}
 		host = next
-		canon = canon.join(e)
+		canon = canon.Join(e)
 	}
 	return host, canon, nil
 }
 
 // SiblingPath is the canonical path of name in p's directory.
 func SiblingPath(p, name string) (string, error) {
-	w, err := parseWinPath(p)
+	w, err := ParsePath(p)
 	if err != nil {
 		return "", err
 	}
-	return string(w.dir().join(name)), nil
+	return string(w.Dir().Join(name)), nil
 }
 
 // PathBase is the last component of p.
 func PathBase(p string) (string, error) {
-	w, err := parseWinPath(p)
+	w, err := ParsePath(p)
 	if err != nil {
 		return "", err
 	}
-	return w.base(), nil
+	return w.Base(), nil
 }
 
 // SamePath reports whether a and b name one file (NTFS ignores case).
 func SamePath(a, b string) bool {
-	wa, err := parseWinPath(a)
+	wa, err := ParsePath(a)
 	if err != nil {
 		return false
 	}
-	wb, err := parseWinPath(b)
-	return err == nil && wa.key() == wb.key()
+	wb, err := ParsePath(b)
+	return err == nil && wa.Key() == wb.Key()
 }

@@ -1,4 +1,4 @@
-package machine
+package ntfs
 
 import (
 	"crypto/sha256"
@@ -22,11 +22,11 @@ type agentHash struct {
 
 // TrustedAgent reports whether the file at p holds exactly one of the
 // swdt-agent builds embedded in this binary (or named by
-// Options.AgentDigests): only then does running it
+// front.Options.AgentDigests): only then does running it
 // run swdt-agent. Any other bytes at the agent's path are some other
 // program.
-func (m *Machine) TrustedAgent(p string) bool {
-	f, w, err := m.openRead(p)
+func (v *Volume) TrustedAgent(p string) bool {
+	f, w, err := v.OpenRead(p)
 	if err != nil {
 		return false
 	}
@@ -35,26 +35,26 @@ func (m *Machine) TrustedAgent(p string) bool {
 	if err != nil {
 		return false
 	}
-	m.hashMu.Lock()
-	h, ok := m.hashes[w.key()]
-	m.hashMu.Unlock()
+	v.hashMu.Lock()
+	h, ok := v.hashes[w.Key()]
+	v.hashMu.Unlock()
 	if !ok || h.size != fi.Size() || !h.modTime.Equal(fi.ModTime()) {
 		s := sha256.New()
 		if _, err := io.Copy(s, f); err != nil {
 			return false
 		}
 		h = agentHash{size: fi.Size(), modTime: fi.ModTime(), sum: hex.EncodeToString(s.Sum(nil))}
-		m.hashMu.Lock()
-		m.hashes[w.key()] = h
-		m.hashMu.Unlock()
+		v.hashMu.Lock()
+		v.hashes[w.Key()] = h
+		v.hashMu.Unlock()
 	}
 	for _, goarch := range []string{"amd64", "arm64"} {
 		if d, err := agentbin.Digest(goarch); err == nil && d == h.sum {
 			return true
 		}
 	}
-	if m.agentDigests != nil {
-		for _, d := range m.agentDigests() {
+	if v.agentDigests != nil {
+		for _, d := range v.agentDigests() {
 			if strings.EqualFold(strings.TrimSpace(d), h.sum) {
 				return true
 			}
@@ -64,26 +64,26 @@ func (m *Machine) TrustedAgent(p string) bool {
 }
 
 // RanUntrusted records that path was run although it is not swdt-agent.
-func (m *Machine) RanUntrusted(path string) {
-	m.hashMu.Lock()
-	defer m.hashMu.Unlock()
-	m.untrusted = append(m.untrusted, path)
+func (v *Volume) RanUntrusted(path string) {
+	v.hashMu.Lock()
+	defer v.hashMu.Unlock()
+	v.untrusted = append(v.untrusted, path)
 }
 
 // UntrustedRuns lists the programs at the agent's path that ran although
 // their bytes are not swdt-agent's (each also logged as "ran untrusted
 // program PATH"), in order: a test proves that nothing planted ran by
 // finding this empty.
-func (m *Machine) UntrustedRuns() []string {
-	m.hashMu.Lock()
-	defer m.hashMu.Unlock()
-	return append([]string(nil), m.untrusted...)
+func (v *Volume) UntrustedRuns() []string {
+	v.hashMu.Lock()
+	defer v.hashMu.Unlock()
+	return append([]string(nil), v.untrusted...)
 }
 
 // forgetHash drops the cached digest of the file at key: it was opened
 // for writing, renamed or removed.
-func (m *Machine) forgetHash(key string) {
-	m.hashMu.Lock()
-	defer m.hashMu.Unlock()
-	delete(m.hashes, key)
+func (v *Volume) forgetHash(key string) {
+	v.hashMu.Lock()
+	defer v.hashMu.Unlock()
+	delete(v.hashes, key)
 }

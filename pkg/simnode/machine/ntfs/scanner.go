@@ -1,4 +1,4 @@
-package machine
+package ntfs
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // A virus scanner. Defender, EDR products and indexers open a freshly
 // written or just-run executable for a moment to scan it, without
 // sharing delete access: until they close it, renaming or deleting the
-// file fails with a sharing violation (error 32). With Options.ScannerHold
+// file fails with a sharing violation (error 32). With front.Options.ScannerHold
 // (--scanner-hold) simnode plays one: every executable (a name with
 // ".exe" in it: staged and backup copies too) is held when a write handle
 // to it closes and when a process that ran it ends. A held file refuses
@@ -23,38 +23,38 @@ type scan struct {
 }
 
 // scannedName reports whether the scanner looks at files named like w.
-func scannedName(w winPath) bool { return strings.Contains(w.key(), ".exe") }
+func scannedName(w Path) bool { return strings.Contains(w.Key(), ".exe") }
 
 // scanLocked makes the scanner hold w from now on.
-func (m *Machine) scanLocked(w winPath, now time.Time) {
-	if m.scanHold <= 0 || !scannedName(w) {
+func (v *Volume) scanLocked(w Path, now time.Time) {
+	if v.scanHold <= 0 || !scannedName(w) {
 		return
 	}
-	if m.scans == nil {
-		m.scans = map[string]*scan{}
+	if v.scans == nil {
+		v.scans = map[string]*scan{}
 	}
-	m.scans[w.key()] = &scan{until: now.Add(m.scanHold)}
+	v.scans[w.Key()] = &scan{until: now.Add(v.scanHold)}
 }
 
 // scanningLocked reports whether the scanner still holds w, and counts a
 // refusal.
-func (m *Machine) scanningLocked(w winPath, now time.Time) bool {
-	s := m.scans[w.key()]
+func (v *Volume) scanningLocked(w Path, now time.Time) bool {
+	s := v.scans[w.Key()]
 	if s == nil {
 		return false
 	}
 	if s.refused && !now.Before(s.until) {
-		delete(m.scans, w.key())
+		delete(v.scans, w.Key())
 		return false
 	}
 	s.refused = true
 	return true
 }
 
-// processEndedLocked is a process that ends: the scanner looks at its
-// image.
-func (m *Machine) processEndedLocked(p *Process, now time.Time) {
-	if w, err := parseWinPath(p.Image); err == nil {
-		m.scanLocked(w, now)
+// ProcessEndedLocked is a process of image that ends: the scanner looks
+// at its image.
+func (v *Volume) ProcessEndedLocked(image string, now time.Time) {
+	if w, err := ParsePath(image); err == nil {
+		v.scanLocked(w, now)
 	}
 }

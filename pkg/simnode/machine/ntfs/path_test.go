@@ -1,4 +1,4 @@
-package machine
+package ntfs
 
 import "testing"
 
@@ -18,9 +18,9 @@ func TestWinPath(t *testing.T) {
 		{`C:\a:b`, ``, false},
 	}
 	for _, tc := range tests {
-		got, err := parseWinPath(tc.in)
+		got, err := ParsePath(tc.in)
 		if (err == nil) != tc.ok || string(got) != tc.want {
-			t.Errorf("parseWinPath(%q) = %q, %v; want %q ok=%v", tc.in, got, err, tc.want, tc.ok)
+			t.Errorf("ParsePath(%q) = %q, %v; want %q ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 }
