@@ -408,6 +408,3 @@ func (v *Volume) RealPath(p string) (string, error) {
 // WritingLocked reports whether a write handle to w is open (such a file
 // cannot become a process image).
 func (v *Volume) WritingLocked(w Path) bool { return v.writers[w.Key()] > 0 }
-
-// Root is the host folder of the volume's drives.
-func (v *Volume) Root() string { return v.root }
