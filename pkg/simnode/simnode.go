@@ -17,101 +17,72 @@ import (
 // Node is the machine as one account sees it, with its Windows layer (OS).
 type Node = simos.Node
 
-// ACE is machine.ACE.
-type ACE = machine.ACE
-
-// ACL is machine.ACL.
-type ACL = machine.ACL
-
-// Account is machine.Account.
-type Account = machine.Account
-
-// AgentHold is machine.AgentHold.
-type AgentHold = machine.AgentHold
-
-// ChocoInstallResult is machine.ChocoInstallResult.
-type ChocoInstallResult = machine.ChocoInstallResult
-
-// ChocoPackage is machine.ChocoPackage.
-type ChocoPackage = machine.ChocoPackage
-
-// Chocolatey is machine.Chocolatey.
-type Chocolatey = machine.Chocolatey
-
-// Delays is machine.Delays.
-type Delays = machine.Delays
-
-// Faults is machine.Faults.
-type Faults = machine.Faults
-
-// FileError is machine.FileError.
-type FileError = machine.FileError
-
-// FileInfo is machine.FileInfo.
-type FileInfo = machine.FileInfo
-
-// FirewallRule is machine.FirewallRule.
-type FirewallRule = machine.FirewallRule
-
-// HyperVAdapter is machine.HyperVAdapter.
-type HyperVAdapter = machine.HyperVAdapter
-
-// HyperVCheckpoint is machine.HyperVCheckpoint.
-type HyperVCheckpoint = machine.HyperVCheckpoint
-
-// HyperVHost is machine.HyperVHost.
-type HyperVHost = machine.HyperVHost
-
-// HyperVVM is machine.HyperVVM.
-type HyperVVM = machine.HyperVVM
-
-// KubeletSetup is machine.KubeletSetup.
-type KubeletSetup = machine.KubeletSetup
-
-// OpFailure is machine.OpFailure.
-type OpFailure = machine.OpFailure
-
-// Options is front.Options.
-type Options = front.Options
-
-// Process is machine.Process.
-type Process = machine.Process
-
-// Recovery is machine.Recovery.
-type Recovery = machine.Recovery
-
-// RecoveryAction is machine.RecoveryAction.
-type RecoveryAction = machine.RecoveryAction
-
-// RegistryKey is machine.RegistryKey.
-type RegistryKey = machine.RegistryKey
-
-// RegistryValue is machine.RegistryValue.
-type RegistryValue = machine.RegistryValue
-
-// Server is front.Server.
-type Server = front.Server
-
-// Service is machine.Service.
-type Service = machine.Service
-
-// ServiceConfig is machine.ServiceConfig.
-type ServiceConfig = machine.ServiceConfig
-
-// ServiceError is machine.ServiceError.
-type ServiceError = machine.ServiceError
-
-// ServiceStatus is machine.ServiceStatus.
-type ServiceStatus = machine.ServiceStatus
-
-// StartType is machine.StartType.
-type StartType = machine.StartType
-
-// State is machine.State.
-type State = machine.State
-
-// Wine is wine.Wine.
-type Wine = wine.Wine
+type (
+	// ACE is machine.ACE.
+	ACE = machine.ACE
+	// ACL is machine.ACL.
+	ACL = machine.ACL
+	// Account is machine.Account.
+	Account = machine.Account
+	// AgentHold is machine.AgentHold.
+	AgentHold = machine.AgentHold
+	// ChocoInstallResult is machine.ChocoInstallResult.
+	ChocoInstallResult = machine.ChocoInstallResult
+	// ChocoPackage is machine.ChocoPackage.
+	ChocoPackage = machine.ChocoPackage
+	// Chocolatey is machine.Chocolatey.
+	Chocolatey = machine.Chocolatey
+	// Delays is machine.Delays.
+	Delays = machine.Delays
+	// Faults is machine.Faults.
+	Faults = machine.Faults
+	// FileError is machine.FileError.
+	FileError = machine.FileError
+	// FileInfo is machine.FileInfo.
+	FileInfo = machine.FileInfo
+	// FirewallRule is machine.FirewallRule.
+	FirewallRule = machine.FirewallRule
+	// HyperVAdapter is machine.HyperVAdapter.
+	HyperVAdapter = machine.HyperVAdapter
+	// HyperVCheckpoint is machine.HyperVCheckpoint.
+	HyperVCheckpoint = machine.HyperVCheckpoint
+	// HyperVHost is machine.HyperVHost.
+	HyperVHost = machine.HyperVHost
+	// HyperVVM is machine.HyperVVM.
+	HyperVVM = machine.HyperVVM
+	// KubeletSetup is machine.KubeletSetup.
+	KubeletSetup = machine.KubeletSetup
+	// OpFailure is machine.OpFailure.
+	OpFailure = machine.OpFailure
+	// Options is front.Options.
+	Options = front.Options
+	// Process is machine.Process.
+	Process = machine.Process
+	// Recovery is machine.Recovery.
+	Recovery = machine.Recovery
+	// RecoveryAction is machine.RecoveryAction.
+	RecoveryAction = machine.RecoveryAction
+	// RegistryKey is machine.RegistryKey.
+	RegistryKey = machine.RegistryKey
+	// RegistryValue is machine.RegistryValue.
+	RegistryValue = machine.RegistryValue
+	// Server is front.Server.
+	Server = front.Server
+	// Service is machine.Service.
+	Service = machine.Service
+	// ServiceConfig is machine.ServiceConfig.
+	ServiceConfig = machine.ServiceConfig
+	// ServiceError is machine.ServiceError.
+	ServiceError = machine.ServiceError
+	// ServiceStatus is machine.ServiceStatus.
+	ServiceStatus = machine.ServiceStatus
+	// StartType is machine.StartType.
+	StartType = machine.StartType
+	// State is machine.State.
+	State = machine.State
+	// Wine is wine.Wine.
+	Wine = wine.Wine
+)
 
 const (
 	// AccountAdministrators is machine.AccountAdministrators.
