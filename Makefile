@@ -52,7 +52,7 @@ test: test-deps agent cluster-bins test-go ## run the whole test suite (installs
 # Node.js with pscheck's pinned npm packages (PowerShell grammar check);
 # rsync for make bench's rsync rows; Debian's etcd-server for the cluster
 # tier; and Wine with mingw-w64 (test/wine runs the real agent under Wine;
-# simnode builds the ProcessPrng DLL of pkg/simnode/winedll with mingw).
+# simnode builds the ProcessPrng DLL of pkg/simnode/wine/winedll with mingw).
 # Installed with apt and npm when missing and this user may; tests whose
 # tools are missing skip, except under CI=true, where they fail.
 test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js, pscheck's npm packages, Wine and mingw-w64 when missing

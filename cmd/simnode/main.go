@@ -66,7 +66,7 @@ only when its bytes are the embedded agent's; other bytes are logged as
 "ran untrusted program PATH" and fail. Any other command gets cmd.exe's
 "is not recognized" error, unless the session has a terminal: a shell, and
 a command with ssh -t, get a small cmd.exe look-alike that runs the
-simulated programs (pkg/simnode/shell.go). Port forwarding (direct-tcpip)
+simulated programs (pkg/simnode/front/shell.go). Port forwarding (direct-tcpip)
 reaches this machine's loopback only, and shutdown.exe /r plays a reboot
 (connections drop; Automatic services start again). A fresh DIR is seeded
 like a new VM: RDP off, no

@@ -3,9 +3,7 @@ package simnode
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -199,29 +197,6 @@ func TestSFTPRenameAndPaths(t *testing.T) {
 	for _, p := range []string{"/C:/../../../etc/passwd", "/../state.json"} {
 		if _, err := sc.Stat(p); err == nil {
 			t.Errorf("Stat(%q) succeeded", p)
-		}
-	}
-}
-
-func TestWinPath(t *testing.T) {
-	tests := []struct {
-		in, want string
-		ok       bool
-	}{
-		{`C:\k\kubelet.exe`, `C:\k\kubelet.exe`, true},
-		{`c:/k/kubelet.exe`, `C:\k\kubelet.exe`, true},
-		{`/C:/k/kubelet.exe`, `C:\k\kubelet.exe`, true},
-		{`/C:/Users/Administrator/C:/k/x`, `C:\k\x`, true},
-		{`C:\k\..\k\x`, `C:\k\x`, true},
-		{`C:\`, `C:\`, true},
-		{`C:\..\x`, ``, false},
-		{`k\kubelet.exe`, ``, false},
-		{`C:\a:b`, ``, false},
-	}
-	for _, tc := range tests {
-		got, err := parseWinPath(tc.in)
-		if (err == nil) != tc.ok || string(got) != tc.want {
-			t.Errorf("parseWinPath(%q) = %q, %v; want %q ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 }
@@ -421,14 +396,9 @@ func TestMarkers(t *testing.T) {
 		if err := n.Rename(`C:\k\kubelet.exe.new`, `C:\k\kubelet.exe`, false); err != nil {
 			t.Fatal(err)
 		}
-		n.m.mu.Lock()
-		followed, cache := false, fmt.Sprint(n.m.markers)
-		for k, v := range n.m.markers {
-			followed = followed || strings.HasSuffix(k.path, "kubelet.exe") && v[MarkerCrashOnStart]
-		}
-		n.m.mu.Unlock()
-		if !followed {
-			t.Errorf("the markers found as the file was written did not follow it: %s", cache)
+		cache := n.CachedMarkers(`C:\k\kubelet.exe`)
+		if followed := cache[MarkerCrashOnStart]; !followed {
+			t.Errorf("the markers found as the file was written did not follow it: %v", cache)
 		}
 		if err := n.StartService("kubelet"); err != nil {
 			t.Fatal(err)
@@ -706,62 +676,5 @@ func TestKeysRefusedFromAFileAnotherAccountOwns(t *testing.T) {
 			t.Fatalf("owner %s: %v", owner, err)
 		}
 		c.Close()
-	}
-}
-
-// TestFindMarkers: one pass finds every marker wherever it sits, also
-// across the scan's read boundaries and next to a lone prefix.
-func TestFindMarkers(t *testing.T) {
-	const block = 256 * 1024
-	tests := []struct {
-		name    string
-		content string
-		want    []string
-	}{
-		{name: "none", content: strings.Repeat("SIMNODE", 1000)},
-		{name: "a lone prefix", content: "SIMNODE-NOTHING SIMNODE-"},
-		{name: "at the start", content: MarkerHangOnStop + "x", want: []string{MarkerHangOnStop}},
-		{name: "across a read boundary", content: strings.Repeat("x", block-10) + MarkerCrashOnStart, want: []string{MarkerCrashOnStart}},
-		{name: "at the very end", content: strings.Repeat("x", 2*block) + MarkerExitOnStop, want: []string{MarkerExitOnStop}},
-		{name: "several, one overlapping a prefix", content: "SIMNODE-" + MarkerWinsNoPipe + strings.Repeat("y", block) + MarkerKubelet + "1.2.3;",
-			want: []string{MarkerWinsNoPipe, MarkerKubelet}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := findMarkers(strings.NewReader(tt.content))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]bool{}
-			for _, m := range tt.want {
-				want[m] = true
-			}
-			if !maps.Equal(got, want) {
-				t.Errorf("found %v, want %v", got, want)
-			}
-		})
-	}
-}
-
-// TestMarkerStream: markers found as a file is written, in writes of any
-// size, are the ones a read of the whole file finds.
-func TestMarkerStream(t *testing.T) {
-	content := "x" + MarkerCrashOnStart + strings.Repeat("y", 100) + MarkerKubelet + "1.2.3;" + strings.Repeat("z", 5000) + "SIMNODE-" + MarkerWinsNoPipe
-	for _, size := range []int{1, 7, 30, 31, 32, 33, 1000, len(content)} {
-		t.Run(fmt.Sprintf("writes of %d bytes", size), func(t *testing.T) {
-			s := newMarkerStream()
-			for b := []byte(content); len(b) > 0; {
-				n := min(size, len(b))
-				s.write(b[:n])
-				b = b[n:]
-			}
-			want, err := findMarkers(strings.NewReader(content))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !maps.Equal(s.found, want) {
-				t.Errorf("found %v, want %v", s.found, want)
-			}
-		})
 	}
 }

@@ -307,3 +307,9 @@ func writeClientKey(dir string) (ssh.Signer, string, string, error) {
 	signer, err := ssh.NewSignerFromKey(priv)
 	return signer, keyFile, pubFile, err
 }
+
+// WithWine runs the test server's agent under Wine, its prefix a copy of
+// template (see BootWinePrefix).
+func WithWine(template string) TestOption {
+	return func(o *Options) { o.Wine = &Wine{Template: template} }
+}

@@ -116,9 +116,7 @@ func TestStartWaitsForStartingDependency(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(time.Hour)
-	n.m.mu.Lock()
-	n.m.now = func() time.Time { return later }
-	n.m.mu.Unlock()
+	n.SetClock(func() time.Time { return later })
 	for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
 		if svc, _ := n.Service(name); svc.Status != StatusRunning {
 			t.Errorf("%s is %s (exit code %d), want Running", name, svc.Status, svc.LastExitCode)

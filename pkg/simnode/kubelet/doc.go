@@ -1,0 +1,11 @@
+// Package kubelet plays kubelet.exe for a simulated node (a
+// machine.Daemon): while a service process whose binary holds
+// machine.MarkerKubelet lives, it talks to the real Kubernetes API server
+// its kubeconfig names as kubelet.exe does (TLS bootstrap with a
+// node-client CSR, the Node registered with its version, labels and
+// taints, status posted NotReady for a missing network plugin, its Lease
+// renewed), after validating its configuration as kubelet.exe does.
+//
+// It runs no pods, no container runtime and serves no port; it must never
+// touch the machine but through machine.Node's methods.
+package kubelet
