@@ -457,3 +457,64 @@ func ask(t *testing.T, addr, line string) string {
 	answer, _ := bufio.NewReader(c).ReadString('\n')
 	return answer
 }
+
+// readmeBatLines are the command lines of the README's Windows section
+// (its ```bat block).
+func readmeBatLines(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## On a Windows host")
+	_, block, ok2 := strings.Cut(section, "\n```bat\n")
+	block, _, ok3 := strings.Cut(block, "\n```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no ```bat block in its section \"On a Windows host\"")
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// The README's Windows lines run as written in cmd.exe, with swdt.exe on
+// the PATH, the key in %USERPROFILE%\.ssh and VM_HOST set, against a
+// simnode that has a kubelet service to swap into.
+func TestREADMEWindowsLines(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	ts := simnode.StartTest(t)
+	profile := h.p.UserProfile()
+	key, err := os.ReadFile(ts.Credentials().PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := os.ReadFile(ts.PublicKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p.WriteFile(profile+`\.ssh\id_ed25519`, key)
+	h.p.WriteFile(profile+`\.ssh\id_ed25519.pub`, pub)
+	// Where the sample node file expects the kubelet build.
+	h.p.WriteFile(profile+`\go\src\k8s.io\kubernetes\_output\local\bin\windows\amd64\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	env := []string{"VM_HOST=" + ts.Credentials().Hostname, `WINEPATH=C:\swdt`}
+	for _, line := range readmeBatLines(t) {
+		cmd := h.p.Command(ctx, "wine", "cmd", "/c", line)
+		cmd.Env = h.p.Env(append([]string{"NO_COLOR=1"}, env...)...)
+		cmd.Dir = h.p.Path(`C:\work`)
+		if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	if b, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(b) != "MZ kubelet v2\n" {
+		t.Errorf("the README's lines did not swap the kubelet: %q, %v", b, err)
+	}
+}
