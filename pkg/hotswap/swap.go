@@ -408,8 +408,11 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			continue
 		}
 		// A patch too large to follow the request goes as an upload;
-		// one that did not work, the whole file compressed.
+		// one that did not work, the whole file compressed. The items
+		// sent again meanwhile write sent.
+		r.mu.Lock()
 		large := r.sent[it.key()].tooLarge
+		r.mu.Unlock()
 		if large {
 			r.opts.Observer.Step(it.Name + ": its patch is larger than a swap request takes; sending it as an upload")
 		} else {
