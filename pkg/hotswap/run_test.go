@@ -6,10 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -42,6 +45,74 @@ type fakeNode struct {
 	renewed  [][]string
 	unlocked []string
 	calls    []string
+
+	// caps is what the node says it can do; rtt its link's round trip
+	// (with caps.LinkRTT).
+	caps node.Capabilities
+	rtt  time.Duration
+	// streams are the encoded uploads (caps.Encoding), prepared the
+	// Prepare* calls, log what the run logged.
+	streams  []string
+	prepared []string
+	log      strings.Builder
+}
+
+func (f *fakeNode) Capabilities() node.Capabilities { return f.caps }
+
+func (f *fakeNode) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(fakeLog{f}, nil)) }
+
+// fakeLog writes to the fake's log.
+type fakeLog struct{ f *fakeNode }
+
+func (l fakeLog) Write(p []byte) (int, error) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	return l.f.log.Write(p)
+}
+
+func (f *fakeNode) prepare(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prepared = append(f.prepared, what)
+}
+
+func (f *fakeNode) PrepareAgent(context.Context) error { f.prepare("agent"); return nil }
+
+func (f *fakeNode) PrepareSession() { f.prepare("session") }
+
+func (f *fakeNode) PrepareOp(name string) { f.prepare("op " + name) }
+
+func (f *fakeNode) PrepareUploads(context.Context) error { f.prepare("uploads"); return nil }
+
+func (f *fakeNode) LinkRTT() (time.Duration, bool) { return f.rtt, f.rtt > 0 }
+
+func (f *fakeNode) WaitLinkRTT(context.Context) (time.Duration, bool) { return f.LinkRTT() }
+
+// UploadStream takes an encoded upload whole (the fake decodes nothing:
+// the swap op's digest check passes).
+func (f *fakeNode) UploadStream(_ context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(int64)) (int64, error) {
+	rc, err := open()
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	n, err := io.Copy(io.Discard, rc)
+	if progress != nil {
+		progress(n)
+	}
+	f.mu.Lock()
+	f.streams = append(f.streams, stagedKey(remotePath))
+	f.mu.Unlock()
+	return n, err
+}
+
+// SwapServicesAttached reads the attachments to their end and swaps.
+func (f *fakeNode) SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error) {
+	if _, err := io.Copy(io.Discard, attachments); err != nil {
+		return ops.ServiceSwapResponse{}, err
+	}
+	f.calls = append(f.calls, "attached")
+	return f.SwapServices(ctx, req)
 }
 
 // stagedKey is a staged path without the run's ID, as tests name it.

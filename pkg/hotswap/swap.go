@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -21,6 +22,7 @@ import (
 // and repair, and update the results as they go.
 type swapRun struct {
 	n       Node
+	caps    node.Capabilities
 	opts    Options
 	owner   ops.LockOwner
 	lock    *heldLock
@@ -47,7 +49,7 @@ type swapRun struct {
 // newSwapRun is the run of plan, each item's result set from its step.
 func newSwapRun(n Node, opts Options, owner ops.LockOwner, lock *heldLock, plan *Plan, started time.Time) *swapRun {
 	r := &swapRun{
-		n: n, opts: opts, owner: owner, lock: lock, plan: plan, started: started,
+		n: n, caps: n.Capabilities(), opts: opts, owner: owner, lock: lock, plan: plan, started: started,
 		results: make([]Result, len(plan.Steps)),
 		index:   map[string]int{},
 		sent:    map[string]upload{},
@@ -189,8 +191,7 @@ func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged
 			streams = append(streams, it)
 		}
 	}
-	an, ok := r.n.(attachingNode)
-	if len(streams) == 0 || !ok {
+	if len(streams) == 0 || !r.caps.Attachments {
 		return r.n.SwapServices(ctx, req)
 	}
 	pr, pw := io.Pipe()
@@ -213,7 +214,7 @@ func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged
 		}
 		pw.CloseWithError(werr)
 	}()
-	resp, err := an.SwapServicesAttached(ctx, req, pr)
+	resp, err := r.n.SwapServicesAttached(ctx, req, pr)
 	// The op may have stopped reading (a refusal): whatever is left
 	// stops with it.
 	pr.Close()
@@ -402,8 +403,7 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			r.mu.Unlock()
 			continue
 		}
-		en, isEncoding := r.n.(EncodingNode)
-		if !isEncoding {
+		if !r.caps.Encoding {
 			r.fail(it, why)
 			continue
 		}
@@ -428,9 +428,9 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			var err error
 			if large {
 				how, transfer = upload{encoding: ops.EncodingPatch}, TransferPatch
-				wire, err = sendPatch(ctx, en, it, base, r.opts, progress, nil)
+				wire, err = sendPatch(ctx, r.n, it, base, r.opts, progress, nil)
 			} else {
-				wire, err = sendCompressed(ctx, en, it, r.opts, progress)
+				wire, err = sendCompressed(ctx, r.n, it, r.opts, progress)
 			}
 			update(read)
 			r.mu.Lock()

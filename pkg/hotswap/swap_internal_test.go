@@ -2,40 +2,19 @@ package hotswap
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// undecodingNode is a fakeNode that takes compressed uploads on a
-// measured remote link, and whose first swap op reports every encoded
+// undecodingNode is a fakeNode whose first swap op reports every encoded
 // item undecoded: the run sends them again (resend), in parallel.
 type undecodingNode struct {
 	*fakeNode
-	streams int
 }
-
-func (u *undecodingNode) UploadStream(_ context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(int64)) (int64, error) {
-	rc, err := open()
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	n, err := io.Copy(io.Discard, rc)
-	if progress != nil {
-		progress(n)
-	}
-	u.mu.Lock()
-	u.streams++
-	u.uploads = append(u.uploads, stagedKey(remotePath))
-	u.mu.Unlock()
-	return n, err
-}
-
-func (u *undecodingNode) LinkRTT() (time.Duration, bool) { return 20 * time.Millisecond, true }
 
 func (u *undecodingNode) SwapServices(ctx context.Context, req ops.ServiceSwapRequest) (ops.ServiceSwapResponse, error) {
 	if len(u.swaps) > 0 {
@@ -59,7 +38,8 @@ func TestResendInParallel(t *testing.T) {
 	// A few runs: the race detector sees only the interleavings that
 	// happen.
 	for range 10 {
-		f := &undecodingNode{fakeNode: &fakeNode{files: map[string]string{}, services: seedServices(nil)}}
+		f := &undecodingNode{fakeNode: &fakeNode{files: map[string]string{}, services: seedServices(nil),
+			caps: node.Capabilities{Encoding: true}, rtt: 20 * time.Millisecond}}
 		report, err := Run(context.Background(), f, its, Options{Transfer: Transfer{Compress: delta.Mode{Level: delta.LevelFastest}}})
 		if err != nil {
 			t.Fatal(err)
@@ -69,8 +49,8 @@ func TestResendInParallel(t *testing.T) {
 				t.Fatalf("%s: %s (%s), want updated (compressed): %s", res.Name, res.Action, res.Transfer, res.Error)
 			}
 		}
-		if want := 2 * len(its); f.streams != want {
-			t.Fatalf("encoded uploads = %d, want %d (each item twice)", f.streams, want)
+		if want := 2 * len(its); len(f.streams) != want {
+			t.Fatalf("encoded uploads = %v, want %d (each item twice)", f.streams, want)
 		}
 	}
 }
