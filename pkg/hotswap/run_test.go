@@ -1,17 +1,21 @@
 package hotswap
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
@@ -301,6 +305,21 @@ func TestRun(t *testing.T) {
 		wantErrIn    map[string]string
 		// wantDown is the report's downtime of every stopped service.
 		wantDown []string
+
+		// caps and rtt are what the node can do and its link's round
+		// trip; known runs instead the rebuild of kubelet alone on a node
+		// the run knows (--watch): patches made ahead, the one-op path.
+		caps  node.Capabilities
+		rtt   time.Duration
+		known bool
+		// wantTransfer is how every updated item travelled (plain when
+		// empty); wantPrepared the Prepare* calls, sorted (unchecked when
+		// nil); wantOneOp whether the run went in one swap op;
+		// wantLog is in what the run logged.
+		wantTransfer string
+		wantPrepared []string
+		wantOneOp    bool
+		wantLog      string
 	}{
 		{
 			name:      "all updated in dependency order",
@@ -395,16 +414,144 @@ func TestRun(t *testing.T) {
 			wantErrIn: map[string]string{"kubelet": "service stopped again"},
 			wantDown:  []string{"kube-proxy=3s", "kubelet=3.5s(down)", "containerd=800ms"},
 		},
+		// Each capability, with and without.
+		{
+			name:         "encoding: files go compressed",
+			caps:         node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:          20 * time.Millisecond,
+			opts:         Options{Transfer: Transfer{Compress: delta.Mode{Level: delta.LevelFastest}}},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantTransfer: TransferCompressed,
+			wantLog:      "encoded=true",
+		},
+		{
+			name:      "without encoding: files go as they are though compression is asked for",
+			rtt:       20 * time.Millisecond,
+			opts:      Options{Transfer: Transfer{Compress: delta.Mode{Level: delta.LevelFastest}}},
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantLog:   "encoded=false",
+		},
+		{
+			name:      "a link measured as local: auto sends files as they are",
+			caps:      node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:       time.Millisecond,
+			opts:      Options{Transfer: Transfer{Compress: delta.Mode{Auto: true}}},
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantLog:   "linkMeasured=true",
+		},
+		{
+			name:         "a link not measured: auto compresses",
+			caps:         node.Capabilities{Encoding: true},
+			opts:         Options{Transfer: Transfer{Compress: delta.Mode{Auto: true}}},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantTransfer: TransferCompressed,
+			wantLog:      "linkMeasured=false",
+		},
+		{
+			name:         "uploads prepared ahead",
+			caps:         node.Capabilities{UploadsAhead: true},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent", "uploads"},
+			wantLog:      "uploadsAhead=true",
+		},
+		{
+			name:         "ops prepared ahead",
+			caps:         node.Capabilities{OpsAhead: true},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent", "session"},
+			wantLog:      "opsAhead=true",
+		},
+		{
+			name:         "nothing prepared ahead without either",
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent"},
+			wantLog:      "opsAhead=false uploadsAhead=false",
+		},
+		{
+			name:         "a known node's rebuild in one op, its patch attached",
+			caps:         node.Capabilities{Encoding: true, Attachments: true, LinkRTT: true, OpsAhead: true},
+			rtt:          20 * time.Millisecond,
+			known:        true,
+			want:         []string{"kubelet=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantTransfer: TransferPatch,
+			wantPrepared: []string{"agent", "op " + ops.ServiceSwap.Name, "session"},
+			wantOneOp:    true,
+			wantLog:      "attachments=true oneOp=true",
+		},
+		{
+			name:         "without attachments: in one op, its patch in the request",
+			caps:         node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:          20 * time.Millisecond,
+			known:        true,
+			want:         []string{"kubelet=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantTransfer: TransferPatch,
+			wantPrepared: []string{"agent"},
+			wantOneOp:    true,
+			wantLog:      "attachments=false oneOp=true",
+		},
+		{
+			name:      "without encoding: no patch and no one op",
+			caps:      node.Capabilities{Attachments: true, LinkRTT: true, OpsAhead: true},
+			rtt:       20 * time.Millisecond,
+			known:     true,
+			want:      []string{"kubelet=updated"},
+			wantStops: []string{"kube-proxy", "kubelet"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantLog:   "patches=false attachments=true oneOp=false",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeNode{files: map[string]string{}, services: seedServices(nil)}
+			f := &fakeNode{files: map[string]string{}, services: seedServices(nil), caps: tt.caps, rtt: tt.rtt}
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			report, err := Run(context.Background(), f, items(t), tt.opts)
+			its, opts := items(t), tt.opts
+			if tt.known {
+				its, opts = knownRebuild(t, f)
+			}
+			report, err := Run(context.Background(), f, its, opts)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A run in one op starts with the swap op (its attachments
+			// first when it has some), which takes the lock itself.
+			first := ""
+			if len(f.calls) > 0 {
+				first = f.calls[0]
+			}
+			if oneOp := first == "attached" || strings.HasPrefix(first, "swap"); oneOp != tt.wantOneOp {
+				t.Errorf("in one op: %v, want %v (calls %v)", oneOp, tt.wantOneOp, f.calls)
+			}
+			if attached := first == "attached"; attached != (tt.wantOneOp && tt.caps.Attachments) {
+				t.Errorf("patches attached: %v, want %v (calls %v)", attached, !attached, f.calls)
+			}
+			if tt.wantPrepared != nil {
+				slices.Sort(f.prepared)
+				if !slices.Equal(f.prepared, tt.wantPrepared) {
+					t.Errorf("prepared %v, want %v", f.prepared, tt.wantPrepared)
+				}
+			}
+			if !strings.Contains(f.log.String(), tt.wantLog) {
+				t.Errorf("log %q, want %q in it", f.log.String(), tt.wantLog)
 			}
 			if got := actions(report); strings.Join(got, " ") != strings.Join(tt.want, " ") {
 				t.Fatalf("actions = %v, want %v", got, tt.want)
@@ -429,12 +576,37 @@ func TestRun(t *testing.T) {
 				if want, ok := tt.wantErrIn[res.Name]; ok && !strings.Contains(res.Error, want) {
 					t.Errorf("%s error = %q, want it to contain %q", res.Name, res.Error, want)
 				}
-				if res.Action == ActionUpdated && res.BytesSent != int64(len(res.Name)) {
+				if res.Action != ActionUpdated {
+					continue
+				}
+				if want := cmp.Or(tt.wantTransfer, TransferPlain); res.Transfer != want {
+					t.Errorf("%s went %s, want %s", res.Name, res.Transfer, want)
+				}
+				if res.Transfer == TransferPlain && !tt.known && res.BytesSent != int64(len(res.Name)) {
 					t.Errorf("%s bytes sent = %d", res.Name, res.BytesSent)
 				}
 			}
 		})
 	}
+}
+
+// knownRebuild is the rebuild of kubelet on a node the run knows, as
+// under --watch: the hash cache and the last inspect say what the node
+// has, and its patch is being made ahead.
+func knownRebuild(t *testing.T, f *fakeNode) ([]Item, Options) {
+	old := bytes.Repeat([]byte("MZ the build on the node, "), 40)
+	next := append(bytes.Clone(old[:500]), []byte("a statement added")...)
+	next = append(next, old[500:]...)
+	dest := `C:\k\kubelet.exe`
+	src, store, hashes := aheadFixture(t, dest, old, next)
+	f.files[dest] = sha(old)
+	its := []Item{{Name: "kubelet", Service: "kubelet", Destination: dest,
+		Source: &source.File{Ref: src, Path: src, Size: int64(len(next)), SHA256: sha(next)}}}
+	opts := Options{Hashes: hashes, Transfer: Transfer{Compress: delta.Mode{Auto: true}, Store: store, ExpectedRTT: 20 * time.Millisecond},
+		Knowledge: NewKnowledge(&ops.ProvisionInspectResponse{Files: []ops.FileInfo{{Path: dest, Exists: true, SHA256: sha(old)}}, Services: f.services})}
+	opts.Ahead = Prepare(context.Background(), its, opts)
+	t.Cleanup(func() { opts.Ahead.Close() })
+	return its, opts
 }
 
 func TestRunInterruptedWhileStagingTouchesNoService(t *testing.T) {
