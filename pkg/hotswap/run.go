@@ -188,6 +188,9 @@ type Result struct {
 	Downtime time.Duration `json:"-"`
 	// Error says what failed (empty on success).
 	Error string `json:"error,omitempty"`
+	// Err is Error as an error: an *ItemError, a *SwapFailure, or the
+	// error of an upload, an op or a hook (nil on success).
+	Err error `json:"-"`
 	// Registered is true when the run registered the item's service
 	// (Item.Register).
 	Registered bool `json:"registered,omitempty"`

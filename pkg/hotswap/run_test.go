@@ -294,6 +294,7 @@ func downtimeList(r *Report) []string {
 }
 
 func TestRun(t *testing.T) {
+	errLost, errOrphan, errReset := errors.New("connection lost"), errors.New("orphan would not exit"), errors.New("connection reset")
 	tests := []struct {
 		name         string
 		setup        func(f *fakeNode)
@@ -303,6 +304,11 @@ func TestRun(t *testing.T) {
 		wantRecovers int
 		wantRemoved  []string
 		wantErrIn    map[string]string
+		// wantErr is, by item, the error its Err must be (errors.Is), or
+		// be a *SwapFailure (nil).
+		wantErr map[string]error
+		// wantLeft is what each failure says it left on the node.
+		wantLeft string
 		// wantDown is the report's downtime of every stopped service.
 		wantDown []string
 
@@ -358,13 +364,15 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "the upload was corrupted"},
+			wantErr:   map[string]error{"kubelet": nil},
 			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
 		},
 		{
 			name: "a failed upload leaves its service alone",
 			setup: func(f *fakeNode) {
-				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost")}
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errLost}
 			},
+			wantErr:   map[string]error{"containerd": errLost},
 			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet"},
 			wantErrIn: map[string]string{"containerd": "connection lost"},
@@ -373,7 +381,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "a dependent the swap stopped has its downtime reported",
 			setup: func(f *fakeNode) {
-				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost"), `C:\k\kube-proxy.exe.swdt-new`: errors.New("connection lost")}
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errLost, `C:\k\kube-proxy.exe.swdt-new`: errLost}
 			},
 			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=failed"},
 			wantStops: []string{"kube-proxy", "kubelet"},
@@ -382,14 +390,18 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name:        "a failing before-swap hook touches no service",
-			opts:        Options{BeforeSwap: func(context.Context) error { return errors.New("orphan would not exit") }},
+			opts:        Options{BeforeSwap: func(context.Context) error { return errOrphan }},
+			wantErr:     map[string]error{"containerd": errOrphan, "kubelet": errOrphan, "kube-proxy": errOrphan},
+			wantLeft:    untouched,
 			want:        []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
 			wantRemoved: []string{`C:\k\containerd.exe.swdt-new`, `C:\k\kubelet.exe.swdt-new`, `C:\k\kube-proxy.exe.swdt-new`},
 			wantErrIn:   map[string]string{"kubelet": "orphan would not exit; no service was touched"},
 		},
 		{
 			name:         "a failed swap op is repaired",
-			setup:        func(f *fakeNode) { f.swapErr = errors.New("connection reset") },
+			setup:        func(f *fakeNode) { f.swapErr = errReset },
+			wantErr:      map[string]error{"kubelet": errReset},
+			wantLeft:     "repaired: ",
 			want:         []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
 			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
 			wantRecovers: 1,
@@ -412,6 +424,7 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=updated", "kubelet=rolled-back", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "service stopped again"},
+			wantErr:   map[string]error{"kubelet": nil},
 			wantDown:  []string{"kube-proxy=3s", "kubelet=3.5s(down)", "containerd=800ms"},
 		},
 		// Each capability, with and without.
@@ -575,6 +588,19 @@ func TestRun(t *testing.T) {
 			for _, res := range report.Results {
 				if want, ok := tt.wantErrIn[res.Name]; ok && !strings.Contains(res.Error, want) {
 					t.Errorf("%s error = %q, want it to contain %q", res.Name, res.Error, want)
+				}
+				if res.Failed() != (res.Err != nil) || res.Err != nil && res.Err.Error() != res.Error {
+					t.Errorf("%s: %s with Err %v and Error %q", res.Name, res.Action, res.Err, res.Error)
+				}
+				var sf *SwapFailure
+				if want, ok := tt.wantErr[res.Name]; ok && want == nil && !errors.As(res.Err, &sf) {
+					t.Errorf("%s: Err %v (%T), want a *SwapFailure", res.Name, res.Err, res.Err)
+				} else if ok && want != nil && !errors.Is(res.Err, want) {
+					t.Errorf("%s: Err %v, want %v", res.Name, res.Err, want)
+				}
+				var ie *ItemError
+				if tt.wantLeft != "" && res.Failed() && (!errors.As(res.Err, &ie) || len(ie.Left) == 0 || !strings.HasPrefix(ie.Left[0], tt.wantLeft)) {
+					t.Errorf("%s: Err %v, want it to say it left %q", res.Name, res.Err, tt.wantLeft)
 				}
 				if res.Action != ActionUpdated {
 					continue

@@ -45,7 +45,8 @@ func (r *swapRun) stage(ctx context.Context, updates []Step, missingDirs []strin
 			res := r.result(it)
 			res.BytesSent, res.FileSize, res.Transfer = wire, it.Source.Size, transfer
 			if err != nil {
-				res.Action, res.Error = ActionFailed, err.Error()
+				res.Action = ActionFailed
+				res.setErr(err)
 				return nil
 			}
 			ready = append(ready, it)
