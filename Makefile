@@ -29,7 +29,7 @@ cluster_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-
 	-X $(p).gitTreeState=clean -X $(p).gitCommit=0000000000000000000000000000000000000000)
 CLUSTER_LDFLAGS := $(call cluster_ldflags,$(CLUSTER_K8S))
 
-.PHONY: all help agent build test test-deps test-go test-cluster cluster-bins cross lint generate schema clean bench demo images
+.PHONY: all help agent build test test-deps test-go test-race test-cluster cluster-bins cross lint generate schema clean bench demo images
 
 all: build
 
@@ -80,6 +80,14 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js, pscheck's npm packages,
 test-go: ## go vet and go test ./...
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
+
+# The packages whose goroutines share state (parallel uploads, the swap's
+# resend, the SSH client's sessions, simnode's machine), under the race
+# detector.
+RACE_PKGS := ./pkg/hotswap ./pkg/provision ./pkg/remote ./pkg/node ./pkg/simnode/...
+
+test-race: agent ## go test -race of the packages that run goroutines over shared state
+	$(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
 
 cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe and crifake of hack/cluster's Kubernetes release into the user cache (once: about 40 min cold on 2 cores)
 	@mkdir -p $(CLUSTER_BIN)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/delta"
 	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -152,9 +154,19 @@ type measuredLink struct {
 	rtt     time.Duration
 	ahead   context.Context
 	stopped bool
+	// wait: the link is measured, WaitLinkRTT waits for it.
+	wait bool
 }
 
 func (l *measuredLink) LinkRTT() (time.Duration, bool) { return l.rtt, l.rtt > 0 }
+
+func (l *measuredLink) Capabilities() node.Capabilities {
+	return node.Capabilities{Encoding: true, LinkRTT: l.wait}
+}
+
+func (l *measuredLink) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func (l *measuredLink) PrepareAgent(context.Context) error { return nil }
 
 func (l *measuredLink) UploadStream(context.Context, func() (io.ReadCloser, error), string, func(int64)) (int64, error) {
 	return 0, errors.New("not expected")
@@ -175,19 +187,19 @@ func sha(b []byte) string {
 func TestLinkRTT(t *testing.T) {
 	tests := []struct {
 		name     string
-		en       EncodingNode
+		n        Node
 		wantRTT  time.Duration
 		wantOK   bool
 		wantPlan bool // auto sends files as they are
 	}{
-		{name: "measured", en: &measuredLink{rtt: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
-		{name: "not measured yet: waited for", en: &waitingLink{later: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
-		{name: "not measured, a remote link", en: &waitingLink{later: 20 * time.Millisecond}, wantRTT: 20 * time.Millisecond, wantOK: true},
-		{name: "not measured and no way to wait: unknown", en: &measuredLink{}},
+		{name: "measured", n: &measuredLink{rtt: time.Millisecond, wait: true}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured yet: waited for", n: &waitingLink{measuredLink: measuredLink{wait: true}, later: time.Millisecond}, wantRTT: time.Millisecond, wantOK: true, wantPlan: true},
+		{name: "not measured, a remote link", n: &waitingLink{measuredLink: measuredLink{wait: true}, later: 20 * time.Millisecond}, wantRTT: 20 * time.Millisecond, wantOK: true},
+		{name: "not measured and no way to wait: unknown", n: &measuredLink{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rtt, ok := linkRTT(context.Background(), tc.en)
+			rtt, ok := linkRTT(context.Background(), tc.n)
 			if rtt != tc.wantRTT || ok != tc.wantOK {
 				t.Fatalf("linkRTT = %s, %v; want %s, %v", rtt, ok, tc.wantRTT, tc.wantOK)
 			}

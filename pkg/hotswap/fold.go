@@ -71,11 +71,10 @@ func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Opt
 	}
 	// Patches only on a link measured as one they are sent over: staging
 	// must send nothing before the op takes the lock.
-	en, ok := n.(EncodingNode)
-	if !ok {
+	if !n.Capabilities().Encoding {
 		return nil
 	}
-	rtt, measured := en.LinkRTT()
+	rtt, measured := n.LinkRTT()
 	if !measured {
 		// Just connected, the measure on its way: the last connection's.
 		rtt, measured = opts.Transfer.ExpectedRTT, opts.Transfer.ExpectedRTT > 0
@@ -121,12 +120,11 @@ func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Opt
 // and the next op's channel opens; an op started and not sent does
 // nothing.
 func PrepareSwapOp(n Node, opts Options) {
-	p, ok := n.(agentPreparer)
-	if !ok || opts.Ahead == nil || opts.Knowledge.Last() == nil {
+	if !n.Capabilities().OpsAhead || opts.Ahead == nil || opts.Knowledge.Last() == nil {
 		return
 	}
-	p.PrepareOp(ops.ServiceSwap.Name)
-	p.PrepareSession()
+	n.PrepareOp(ops.ServiceSwap.Name)
+	n.PrepareSession()
 }
 
 // inlinePatches reports whether every update of plan has its patch made

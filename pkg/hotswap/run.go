@@ -13,16 +13,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/hashcache"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 // Node is what the hot-swap needs from a node; *node.Node implements it.
+// Capabilities says which of its optional paths the run may take: the
+// methods behind one the node lacks are not called. A wrapper that embeds
+// a Node forwards them all.
 type Node interface {
 	InspectProvision(ctx context.Context, targets []ops.ProvisionTarget) (ops.ProvisionInspectResponse, error)
 	// InspectLocked takes the node's swap lock and inspects under it, in
@@ -35,27 +40,33 @@ type Node interface {
 	RecoverSwap(ctx context.Context, req ops.SwapRecoverRequest) (ops.SwapRecoverResponse, error)
 	RenewLock(ctx context.Context, runID string, staged []string) error
 	Unlock(ctx context.Context, runID string) error
-}
-
-// agentPreparer is a Node that can check its agent, open the first
-// op's channel and start an op before its request is ready (while the
-// patches made ahead finish); *node.Node is one.
-type agentPreparer interface {
+	// PrepareAgent checks (or delivers) the agent ahead of the first op,
+	// while the run gets that op ready.
 	PrepareAgent(ctx context.Context) error
+
+	// Capabilities says what the node can do beyond the methods above.
+	Capabilities() node.Capabilities
+	// Logger is the node's log: the run says there (-v) which paths it
+	// can take.
+	Logger() *slog.Logger
+
+	// With Capabilities().Encoding: compressed and patched uploads, the
+	// swap op decoding them, chosen by the link's round trip (when
+	// Capabilities().LinkRTT; WaitLinkRTT waits for its measure).
+	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
+	LinkRTT() (time.Duration, bool)
+	WaitLinkRTT(ctx context.Context) (time.Duration, bool)
+	// With Capabilities().Attachments: the patches of a run in one op
+	// follow its request as they are made, and the node decodes them as
+	// they arrive.
+	SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error)
+	// With Capabilities().OpsAhead: the first op's channel opens, and an
+	// op starts, before its request is ready (while the patches made
+	// ahead finish).
 	PrepareSession()
 	PrepareOp(name string)
-}
-
-// attachingNode is a Node whose swap op takes attachments: the patches
-// of a run in one op follow its request as they are made (stream), and
-// the node decodes them as they arrive; *node.Node is one.
-type attachingNode interface {
-	SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error)
-}
-
-// uploadPreparer is a Node that can start what uploads need (the SFTP
-// subsystem) while an op runs; *node.Node is one.
-type uploadPreparer interface {
+	// With Capabilities().UploadsAhead: what uploads need (the SFTP
+	// subsystem) starts while an op runs.
 	PrepareUploads(ctx context.Context) error
 }
 
@@ -177,6 +188,9 @@ type Result struct {
 	Downtime time.Duration `json:"-"`
 	// Error says what failed (empty on success).
 	Error string `json:"error,omitempty"`
+	// Err is Error as an error: an *ItemError, a *SwapFailure, or the
+	// error of an upload, an op or a hook (nil on success).
+	Err error `json:"-"`
 	// Registered is true when the run registered the item's service
 	// (Item.Register).
 	Registered bool `json:"registered,omitempty"`
@@ -280,7 +294,8 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		remember(inspect)
 		return inspect, nil
 	}
-	if en, ok := n.(EncodingNode); ok && opts.Transfer.plain(en.LinkRTT()) {
+	caps := n.Capabilities()
+	if !caps.Encoding || opts.Transfer.plain(n.LinkRTT()) {
 		// Connected on a link files go as they are over: the patches made
 		// ahead and the copies for the next patch stop now, not when
 		// staging starts.
@@ -296,44 +311,44 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			return nil, err
 		}
 	} else {
-		if p, ok := n.(uploadPreparer); ok {
+		if caps.UploadsAhead {
 			// Uploads wait for it; a failure shows in the upload.
 			pctx, cancel := context.WithTimeout(ctx, lockOpLimit)
 			prepared := make(chan struct{})
 			go func() {
 				defer close(prepared)
 				defer cancel()
-				_ = p.PrepareUploads(pctx)
+				_ = n.PrepareUploads(pctx)
 			}()
 			defer func() { <-prepared }()
 		}
 		// A rebuild that may go in one op: whether its patches are small
 		// enough is known once they are made.
 		plan := foldCandidate(n, items, targets, opts)
-		if p, ok := n.(agentPreparer); ok {
+		logPaths(n, caps, opts, plan)
+		if caps.OpsAhead {
 			// On a kept connection (--watch) the first op's channel opens
 			// while its patch is made.
-			p.PrepareSession()
-			// A failure shows again in the first op.
-			checked := make(chan struct{})
-			go func() {
-				defer close(checked)
-				if p.PrepareAgent(ctx) == nil && plan != nil {
-					// The swap op starts on the node; its request
-					// follows once the patches are made.
-					p.PrepareOp(ops.ServiceSwap.Name)
-				}
-			}()
-			defer func() { <-checked }()
+			n.PrepareSession()
 		}
-		_, attaches := n.(attachingNode)
-		if plan != nil && (attaches || inlinePatches(plan, opts)) {
+		// A failure shows again in the first op.
+		checked := make(chan struct{})
+		go func() {
+			defer close(checked)
+			if n.PrepareAgent(ctx) == nil && plan != nil && caps.OpsAhead {
+				// The swap op starts on the node; its request follows
+				// once the patches are made.
+				n.PrepareOp(ops.ServiceSwap.Name)
+			}
+		}()
+		defer func() { <-checked }()
+		if plan != nil && (caps.Attachments || inlinePatches(plan, opts)) {
 			dests := make([]string, len(targets))
 			for i, t := range targets {
 				dests[i] = t.Destination
 			}
 			lockReq := ops.NodeLockRequest{Owner: owner, StaleAfterMs: LockStaleAfter.Milliseconds(), Staged: staged, Destinations: dests}
-			if report, ok := runFolded(ctx, n, plan, lockReq, opts, started, attaches); ok {
+			if report, ok := runFolded(ctx, n, plan, lockReq, opts, started, caps.Attachments); ok {
 				return report, nil
 			}
 		}
@@ -371,6 +386,23 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		return nil, err
 	}
 	return report, nil
+}
+
+// logPaths says in the node's log (-v) which paths a run can take, by
+// what the node can do and what the run was given: patches (compressed
+// or patched uploads), attachments (patches that follow the swap
+// request), one op (a known node's rebuild swapped in one op; plan is its
+// candidate, nil: none) and the ops and uploads started ahead.
+func logPaths(n Node, caps node.Capabilities, opts Options, plan *Plan) {
+	rtt, measured := n.LinkRTT()
+	n.Logger().Info("hot-swap paths",
+		"encoded", caps.Encoding && !opts.Transfer.plain(rtt, measured),
+		"patches", caps.Encoding && opts.Transfer.Store != nil && !opts.Transfer.plain(rtt, measured),
+		"attachments", caps.Attachments,
+		"oneOp", plan != nil,
+		"opsAhead", caps.OpsAhead,
+		"uploadsAhead", caps.UploadsAhead,
+		"linkMeasured", caps.LinkRTT)
 }
 
 // reorder narrows the plan's stop and start orders to the services of

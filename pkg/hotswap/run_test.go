@@ -1,15 +1,22 @@
 package hotswap
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"sigs.k8s.io/swdt/pkg/delta"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -42,6 +49,74 @@ type fakeNode struct {
 	renewed  [][]string
 	unlocked []string
 	calls    []string
+
+	// caps is what the node says it can do; rtt its link's round trip
+	// (with caps.LinkRTT).
+	caps node.Capabilities
+	rtt  time.Duration
+	// streams are the encoded uploads (caps.Encoding), prepared the
+	// Prepare* calls, log what the run logged.
+	streams  []string
+	prepared []string
+	log      strings.Builder
+}
+
+func (f *fakeNode) Capabilities() node.Capabilities { return f.caps }
+
+func (f *fakeNode) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(fakeLog{f}, nil)) }
+
+// fakeLog writes to the fake's log.
+type fakeLog struct{ f *fakeNode }
+
+func (l fakeLog) Write(p []byte) (int, error) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	return l.f.log.Write(p)
+}
+
+func (f *fakeNode) prepare(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prepared = append(f.prepared, what)
+}
+
+func (f *fakeNode) PrepareAgent(context.Context) error { f.prepare("agent"); return nil }
+
+func (f *fakeNode) PrepareSession() { f.prepare("session") }
+
+func (f *fakeNode) PrepareOp(name string) { f.prepare("op " + name) }
+
+func (f *fakeNode) PrepareUploads(context.Context) error { f.prepare("uploads"); return nil }
+
+func (f *fakeNode) LinkRTT() (time.Duration, bool) { return f.rtt, f.rtt > 0 }
+
+func (f *fakeNode) WaitLinkRTT(context.Context) (time.Duration, bool) { return f.LinkRTT() }
+
+// UploadStream takes an encoded upload whole (the fake decodes nothing:
+// the swap op's digest check passes).
+func (f *fakeNode) UploadStream(_ context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(int64)) (int64, error) {
+	rc, err := open()
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	n, err := io.Copy(io.Discard, rc)
+	if progress != nil {
+		progress(n)
+	}
+	f.mu.Lock()
+	f.streams = append(f.streams, stagedKey(remotePath))
+	f.mu.Unlock()
+	return n, err
+}
+
+// SwapServicesAttached reads the attachments to their end and swaps.
+func (f *fakeNode) SwapServicesAttached(ctx context.Context, req ops.ServiceSwapRequest, attachments io.Reader) (ops.ServiceSwapResponse, error) {
+	if _, err := io.Copy(io.Discard, attachments); err != nil {
+		return ops.ServiceSwapResponse{}, err
+	}
+	f.calls = append(f.calls, "attached")
+	return f.SwapServices(ctx, req)
 }
 
 // stagedKey is a staged path without the run's ID, as tests name it.
@@ -219,6 +294,7 @@ func downtimeList(r *Report) []string {
 }
 
 func TestRun(t *testing.T) {
+	errLost, errOrphan, errReset := errors.New("connection lost"), errors.New("orphan would not exit"), errors.New("connection reset")
 	tests := []struct {
 		name         string
 		setup        func(f *fakeNode)
@@ -228,8 +304,28 @@ func TestRun(t *testing.T) {
 		wantRecovers int
 		wantRemoved  []string
 		wantErrIn    map[string]string
+		// wantErr is, by item, the error its Err must be (errors.Is), or
+		// be a *SwapFailure (nil).
+		wantErr map[string]error
+		// wantLeft is what each failure says it left on the node.
+		wantLeft string
 		// wantDown is the report's downtime of every stopped service.
 		wantDown []string
+
+		// caps and rtt are what the node can do and its link's round
+		// trip; known runs instead the rebuild of kubelet alone on a node
+		// the run knows (--watch): patches made ahead, the one-op path.
+		caps  node.Capabilities
+		rtt   time.Duration
+		known bool
+		// wantTransfer is how every updated item travelled (plain when
+		// empty); wantPrepared the Prepare* calls, sorted (unchecked when
+		// nil); wantOneOp whether the run went in one swap op;
+		// wantLog is in what the run logged.
+		wantTransfer string
+		wantPrepared []string
+		wantOneOp    bool
+		wantLog      string
 	}{
 		{
 			name:      "all updated in dependency order",
@@ -268,13 +364,15 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=updated", "kubelet=failed", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "the upload was corrupted"},
+			wantErr:   map[string]error{"kubelet": nil},
 			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
 		},
 		{
 			name: "a failed upload leaves its service alone",
 			setup: func(f *fakeNode) {
-				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost")}
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errLost}
 			},
+			wantErr:   map[string]error{"containerd": errLost},
 			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet"},
 			wantErrIn: map[string]string{"containerd": "connection lost"},
@@ -283,7 +381,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "a dependent the swap stopped has its downtime reported",
 			setup: func(f *fakeNode) {
-				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errors.New("connection lost"), `C:\k\kube-proxy.exe.swdt-new`: errors.New("connection lost")}
+				f.uploadErr = map[string]error{`C:\k\containerd.exe.swdt-new`: errLost, `C:\k\kube-proxy.exe.swdt-new`: errLost}
 			},
 			want:      []string{"containerd=failed", "kubelet=updated", "kube-proxy=failed"},
 			wantStops: []string{"kube-proxy", "kubelet"},
@@ -292,14 +390,18 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name:        "a failing before-swap hook touches no service",
-			opts:        Options{BeforeSwap: func(context.Context) error { return errors.New("orphan would not exit") }},
+			opts:        Options{BeforeSwap: func(context.Context) error { return errOrphan }},
+			wantErr:     map[string]error{"containerd": errOrphan, "kubelet": errOrphan, "kube-proxy": errOrphan},
+			wantLeft:    untouched,
 			want:        []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
 			wantRemoved: []string{`C:\k\containerd.exe.swdt-new`, `C:\k\kubelet.exe.swdt-new`, `C:\k\kube-proxy.exe.swdt-new`},
 			wantErrIn:   map[string]string{"kubelet": "orphan would not exit; no service was touched"},
 		},
 		{
 			name:         "a failed swap op is repaired",
-			setup:        func(f *fakeNode) { f.swapErr = errors.New("connection reset") },
+			setup:        func(f *fakeNode) { f.swapErr = errReset },
+			wantErr:      map[string]error{"kubelet": errReset},
+			wantLeft:     "repaired: ",
 			want:         []string{"containerd=failed", "kubelet=failed", "kube-proxy=failed"},
 			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
 			wantRecovers: 1,
@@ -322,18 +424,147 @@ func TestRun(t *testing.T) {
 			want:      []string{"containerd=updated", "kubelet=rolled-back", "kube-proxy=updated"},
 			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
 			wantErrIn: map[string]string{"kubelet": "service stopped again"},
+			wantErr:   map[string]error{"kubelet": nil},
 			wantDown:  []string{"kube-proxy=3s", "kubelet=3.5s(down)", "containerd=800ms"},
+		},
+		// Each capability, with and without.
+		{
+			name:         "encoding: files go compressed",
+			caps:         node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:          20 * time.Millisecond,
+			opts:         Options{Transfer: Transfer{Compress: delta.Mode{Level: delta.LevelFastest}}},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantTransfer: TransferCompressed,
+			wantLog:      "encoded=true",
+		},
+		{
+			name:      "without encoding: files go as they are though compression is asked for",
+			rtt:       20 * time.Millisecond,
+			opts:      Options{Transfer: Transfer{Compress: delta.Mode{Level: delta.LevelFastest}}},
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantLog:   "encoded=false",
+		},
+		{
+			name:      "a link measured as local: auto sends files as they are",
+			caps:      node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:       time.Millisecond,
+			opts:      Options{Transfer: Transfer{Compress: delta.Mode{Auto: true}}},
+			want:      []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops: []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantLog:   "linkMeasured=true",
+		},
+		{
+			name:         "a link not measured: auto compresses",
+			caps:         node.Capabilities{Encoding: true},
+			opts:         Options{Transfer: Transfer{Compress: delta.Mode{Auto: true}}},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantTransfer: TransferCompressed,
+			wantLog:      "linkMeasured=false",
+		},
+		{
+			name:         "uploads prepared ahead",
+			caps:         node.Capabilities{UploadsAhead: true},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent", "uploads"},
+			wantLog:      "uploadsAhead=true",
+		},
+		{
+			name:         "ops prepared ahead",
+			caps:         node.Capabilities{OpsAhead: true},
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent", "session"},
+			wantLog:      "opsAhead=true",
+		},
+		{
+			name:         "nothing prepared ahead without either",
+			want:         []string{"containerd=updated", "kubelet=updated", "kube-proxy=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet", "containerd"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s", "containerd=1s"},
+			wantPrepared: []string{"agent"},
+			wantLog:      "opsAhead=false uploadsAhead=false",
+		},
+		{
+			name:         "a known node's rebuild in one op, its patch attached",
+			caps:         node.Capabilities{Encoding: true, Attachments: true, LinkRTT: true, OpsAhead: true},
+			rtt:          20 * time.Millisecond,
+			known:        true,
+			want:         []string{"kubelet=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantTransfer: TransferPatch,
+			wantPrepared: []string{"agent", "op " + ops.ServiceSwap.Name, "session"},
+			wantOneOp:    true,
+			wantLog:      "attachments=true oneOp=true",
+		},
+		{
+			name:         "without attachments: in one op, its patch in the request",
+			caps:         node.Capabilities{Encoding: true, LinkRTT: true},
+			rtt:          20 * time.Millisecond,
+			known:        true,
+			want:         []string{"kubelet=updated"},
+			wantStops:    []string{"kube-proxy", "kubelet"},
+			wantDown:     []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantTransfer: TransferPatch,
+			wantPrepared: []string{"agent"},
+			wantOneOp:    true,
+			wantLog:      "attachments=false oneOp=true",
+		},
+		{
+			name:      "without encoding: no patch and no one op",
+			caps:      node.Capabilities{Attachments: true, LinkRTT: true, OpsAhead: true},
+			rtt:       20 * time.Millisecond,
+			known:     true,
+			want:      []string{"kubelet=updated"},
+			wantStops: []string{"kube-proxy", "kubelet"},
+			wantDown:  []string{"kube-proxy=1.2s", "kubelet=1.1s"},
+			wantLog:   "patches=false attachments=true oneOp=false",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeNode{files: map[string]string{}, services: seedServices(nil)}
+			f := &fakeNode{files: map[string]string{}, services: seedServices(nil), caps: tt.caps, rtt: tt.rtt}
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			report, err := Run(context.Background(), f, items(t), tt.opts)
+			its, opts := items(t), tt.opts
+			if tt.known {
+				its, opts = knownRebuild(t, f)
+			}
+			report, err := Run(context.Background(), f, its, opts)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A run in one op starts with the swap op (its attachments
+			// first when it has some), which takes the lock itself.
+			first := ""
+			if len(f.calls) > 0 {
+				first = f.calls[0]
+			}
+			if oneOp := first == "attached" || strings.HasPrefix(first, "swap"); oneOp != tt.wantOneOp {
+				t.Errorf("in one op: %v, want %v (calls %v)", oneOp, tt.wantOneOp, f.calls)
+			}
+			if attached := first == "attached"; attached != (tt.wantOneOp && tt.caps.Attachments) {
+				t.Errorf("patches attached: %v, want %v (calls %v)", attached, !attached, f.calls)
+			}
+			if tt.wantPrepared != nil {
+				slices.Sort(f.prepared)
+				if !slices.Equal(f.prepared, tt.wantPrepared) {
+					t.Errorf("prepared %v, want %v", f.prepared, tt.wantPrepared)
+				}
+			}
+			if !strings.Contains(f.log.String(), tt.wantLog) {
+				t.Errorf("log %q, want %q in it", f.log.String(), tt.wantLog)
 			}
 			if got := actions(report); strings.Join(got, " ") != strings.Join(tt.want, " ") {
 				t.Fatalf("actions = %v, want %v", got, tt.want)
@@ -358,12 +589,50 @@ func TestRun(t *testing.T) {
 				if want, ok := tt.wantErrIn[res.Name]; ok && !strings.Contains(res.Error, want) {
 					t.Errorf("%s error = %q, want it to contain %q", res.Name, res.Error, want)
 				}
-				if res.Action == ActionUpdated && res.BytesSent != int64(len(res.Name)) {
+				if res.Failed() != (res.Err != nil) || res.Err != nil && res.Err.Error() != res.Error {
+					t.Errorf("%s: %s with Err %v and Error %q", res.Name, res.Action, res.Err, res.Error)
+				}
+				var sf *SwapFailure
+				if want, ok := tt.wantErr[res.Name]; ok && want == nil && !errors.As(res.Err, &sf) {
+					t.Errorf("%s: Err %v (%T), want a *SwapFailure", res.Name, res.Err, res.Err)
+				} else if ok && want != nil && !errors.Is(res.Err, want) {
+					t.Errorf("%s: Err %v, want %v", res.Name, res.Err, want)
+				}
+				var ie *ItemError
+				if tt.wantLeft != "" && res.Failed() && (!errors.As(res.Err, &ie) || len(ie.Left) == 0 || !strings.HasPrefix(ie.Left[0], tt.wantLeft)) {
+					t.Errorf("%s: Err %v, want it to say it left %q", res.Name, res.Err, tt.wantLeft)
+				}
+				if res.Action != ActionUpdated {
+					continue
+				}
+				if want := cmp.Or(tt.wantTransfer, TransferPlain); res.Transfer != want {
+					t.Errorf("%s went %s, want %s", res.Name, res.Transfer, want)
+				}
+				if res.Transfer == TransferPlain && !tt.known && res.BytesSent != int64(len(res.Name)) {
 					t.Errorf("%s bytes sent = %d", res.Name, res.BytesSent)
 				}
 			}
 		})
 	}
+}
+
+// knownRebuild is the rebuild of kubelet on a node the run knows, as
+// under --watch: the hash cache and the last inspect say what the node
+// has, and its patch is being made ahead.
+func knownRebuild(t *testing.T, f *fakeNode) ([]Item, Options) {
+	old := bytes.Repeat([]byte("MZ the build on the node, "), 40)
+	next := append(bytes.Clone(old[:500]), []byte("a statement added")...)
+	next = append(next, old[500:]...)
+	dest := `C:\k\kubelet.exe`
+	src, store, hashes := aheadFixture(t, dest, old, next)
+	f.files[dest] = sha(old)
+	its := []Item{{Name: "kubelet", Service: "kubelet", Destination: dest,
+		Source: &source.File{Ref: src, Path: src, Size: int64(len(next)), SHA256: sha(next)}}}
+	opts := Options{Hashes: hashes, Transfer: Transfer{Compress: delta.Mode{Auto: true}, Store: store, ExpectedRTT: 20 * time.Millisecond},
+		Knowledge: NewKnowledge(&ops.ProvisionInspectResponse{Files: []ops.FileInfo{{Path: dest, Exists: true, SHA256: sha(old)}}, Services: f.services})}
+	opts.Ahead = Prepare(context.Background(), its, opts)
+	t.Cleanup(func() { opts.Ahead.Close() })
+	return its, opts
 }
 
 func TestRunInterruptedWhileStagingTouchesNoService(t *testing.T) {

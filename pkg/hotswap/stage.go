@@ -45,7 +45,8 @@ func (r *swapRun) stage(ctx context.Context, updates []Step, missingDirs []strin
 			res := r.result(it)
 			res.BytesSent, res.FileSize, res.Transfer = wire, it.Source.Size, transfer
 			if err != nil {
-				res.Action, res.Error = ActionFailed, err.Error()
+				res.Action = ActionFailed
+				res.setErr(err)
 				return nil
 			}
 			ready = append(ready, it)
@@ -76,8 +77,7 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 			return upload{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
 		}
 	}
-	en, encodes := r.n.(EncodingNode)
-	encodes = encodes && r.opts.Transfer.compresses()
+	encodes := r.caps.Encoding && r.opts.Transfer.compresses()
 	if r.attach && encodes && current.Exists {
 		// A run in one op: the patch being made follows the swap op's
 		// request as it is made.
@@ -89,7 +89,7 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 	if encodes && current.Exists && r.opts.Ahead.inline(it, current.SHA256) {
 		// Nothing to upload: the patch made ahead travels in the swap
 		// op's request (no transfer to show the progress of).
-		u, sent, how, err := stageEncoded(ctx, r.n, en, it, current, r.opts, func(int64) {})
+		u, sent, how, err := stageEncoded(ctx, r.n, it, current, r.opts, func(int64) {})
 		if err == nil && u.data != nil {
 			r.opts.Observer.Step(fmt.Sprintf("%s: its patch, %.1f KiB, goes in the swap request", it.Name, float64(sent)/1024))
 		}
@@ -100,7 +100,7 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 	defer func() { update(read) }()
 	progress := func(s int64) { read = s; update(s) }
 	if encodes {
-		return stageEncoded(ctx, r.n, en, it, current, r.opts, progress)
+		return stageEncoded(ctx, r.n, it, current, r.opts, progress)
 	}
 	r.opts.Ahead.stop() // files go as they are
 	sent, err := stagePlain(ctx, r.n, it, progress)

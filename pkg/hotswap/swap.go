@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -21,6 +22,7 @@ import (
 // and repair, and update the results as they go.
 type swapRun struct {
 	n       Node
+	caps    node.Capabilities
 	opts    Options
 	owner   ops.LockOwner
 	lock    *heldLock
@@ -47,7 +49,7 @@ type swapRun struct {
 // newSwapRun is the run of plan, each item's result set from its step.
 func newSwapRun(n Node, opts Options, owner ops.LockOwner, lock *heldLock, plan *Plan, started time.Time) *swapRun {
 	r := &swapRun{
-		n: n, opts: opts, owner: owner, lock: lock, plan: plan, started: started,
+		n: n, caps: n.Capabilities(), opts: opts, owner: owner, lock: lock, plan: plan, started: started,
 		results: make([]Result, len(plan.Steps)),
 		index:   map[string]int{},
 		sent:    map[string]upload{},
@@ -55,7 +57,8 @@ func newSwapRun(n Node, opts Options, owner ops.LockOwner, lock *heldLock, plan 
 	for i, s := range plan.Steps {
 		r.results[i] = Result{Name: s.Item.Name, Action: s.Action, Detail: s.Reason}
 		if s.Action == ActionFailed {
-			r.results[i].Error, r.results[i].Detail = s.Reason, ""
+			r.results[i].setErr(errors.New(s.Reason))
+			r.results[i].Detail = ""
 		}
 		r.index[s.Item.key()] = i
 	}
@@ -86,13 +89,13 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 	}
 	if ctx.Err() != nil {
 		// Interrupted while staging: no service was touched yet.
-		r.abandon(ready, "interrupted before the swap; no service was touched")
+		r.abandon(ready, errInterrupted)
 		r.finish()
 		return nil, nil
 	}
 	if r.opts.BeforeSwap != nil {
 		if err := r.opts.BeforeSwap(ctx); err != nil {
-			r.abandon(ready, "before the swap: "+err.Error()+"; no service was touched")
+			r.abandon(ready, fmt.Errorf("before the swap: %w", err))
 			r.finish()
 			return nil, nil
 		}
@@ -168,11 +171,11 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 			return nil, nil
 		}
 		if ctx.Err() != nil {
-			r.abandon(staged, "interrupted before the swap; no service was touched")
+			r.abandon(staged, errInterrupted)
 			return nil, nil
 		}
 		if err := reorder(r.plan, staged); err != nil {
-			r.abandon(staged, err.Error()+"; no service was touched")
+			r.abandon(staged, err)
 			return nil, nil
 		}
 	}
@@ -189,8 +192,7 @@ func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged
 			streams = append(streams, it)
 		}
 	}
-	an, ok := r.n.(attachingNode)
-	if len(streams) == 0 || !ok {
+	if len(streams) == 0 || !r.caps.Attachments {
 		return r.n.SwapServices(ctx, req)
 	}
 	pr, pw := io.Pipe()
@@ -213,7 +215,7 @@ func (r *swapRun) swapOp(ctx context.Context, req ops.ServiceSwapRequest, staged
 		}
 		pw.CloseWithError(werr)
 	}()
-	resp, err := an.SwapServicesAttached(ctx, req, pr)
+	resp, err := r.n.SwapServicesAttached(ctx, req, pr)
 	// The op may have stopped reading (a refusal): whatever is left
 	// stops with it.
 	pr.Close()
@@ -344,9 +346,11 @@ func (r *swapRun) swapped(resp ops.ServiceSwapResponse, staged []Item) map[strin
 				files[strings.ToLower(it.Destination)] = *it.File
 			}
 		case ops.SwapResultRolledBack:
-			res.Action, res.Error = ActionRolledBack, it.Error
+			res.Action = ActionRolledBack
+			res.setErr(&SwapFailure{Service: it.Service, Message: it.Error})
 		default:
-			res.Action, res.Error = ActionFailed, it.Error
+			res.Action = ActionFailed
+			res.setErr(&SwapFailure{Service: it.Service, Message: it.Error})
 		}
 		var detail []string
 		if killed[strings.ToLower(it.Service)] {
@@ -362,7 +366,8 @@ func (r *swapRun) swapped(resp ops.ServiceSwapResponse, staged []Item) map[strin
 	for _, p := range resp.NotStarted {
 		for _, it := range staged {
 			if res := r.result(it); strings.EqualFold(it.Service, p.Service) && res.Error == "" {
-				res.Action, res.Error = ActionFailed, p.Error
+				res.Action = ActionFailed
+				res.setErr(&SwapFailure{Service: p.Service, Message: p.Error})
 			}
 		}
 	}
@@ -390,7 +395,7 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 	for _, it := range staged {
 		res := r.result(it)
 		if why, ok := failed[it.key()]; ok {
-			r.fail(it, why)
+			r.fail(it, &SwapFailure{Service: it.Service, Message: why})
 			continue
 		}
 		why, ok := undecoded[it.key()]
@@ -402,14 +407,16 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			r.mu.Unlock()
 			continue
 		}
-		en, isEncoding := r.n.(EncodingNode)
-		if !isEncoding {
-			r.fail(it, why)
+		if !r.caps.Encoding {
+			r.fail(it, &SwapFailure{Service: it.Service, Message: why})
 			continue
 		}
 		// A patch too large to follow the request goes as an upload;
-		// one that did not work, the whole file compressed.
+		// one that did not work, the whole file compressed. The items
+		// sent again meanwhile write sent.
+		r.mu.Lock()
 		large := r.sent[it.key()].tooLarge
+		r.mu.Unlock()
 		if large {
 			r.opts.Observer.Step(it.Name + ": its patch is larger than a swap request takes; sending it as an upload")
 		} else {
@@ -425,9 +432,9 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			var err error
 			if large {
 				how, transfer = upload{encoding: ops.EncodingPatch}, TransferPatch
-				wire, err = sendPatch(ctx, en, it, base, r.opts, progress, nil)
+				wire, err = sendPatch(ctx, r.n, it, base, r.opts, progress, nil)
 			} else {
-				wire, err = sendCompressed(ctx, en, it, r.opts, progress)
+				wire, err = sendCompressed(ctx, r.n, it, r.opts, progress)
 			}
 			update(read)
 			r.mu.Lock()
@@ -435,7 +442,8 @@ func (r *swapRun) resend(ctx context.Context, resp ops.ServiceSwapResponse, stag
 			res.BytesSent += wire
 			res.Transfer = transfer
 			if err != nil {
-				res.Action, res.Error, res.Detail = ActionFailed, err.Error(), ""
+				res.Action, res.Detail = ActionFailed, ""
+				res.setErr(err)
 				return nil
 			}
 			r.sent[it.key()] = how
@@ -466,26 +474,26 @@ func (r *swapRun) serviceSteps(ctx context.Context) {
 		case !s.Service.Exists && it.Register != nil:
 			r.opts.Observer.Step("registering service " + it.Service)
 			if err := it.Register(ctx); err != nil {
-				r.fail(it, fmt.Sprintf("register %s: %v", it.Service, err))
+				r.fail(it, fmt.Errorf("register %s: %w", it.Service, err))
 				continue
 			}
 			res.Registered = true
 			if err := r.restart(ctx, it, false); err != nil {
-				r.fail(it, err.Error())
+				r.fail(it, err)
 				continue
 			}
 			res.Restarted = true
 		case res.Action == ActionReconfigure:
 			// The new configuration applies from the next start.
 			if err := r.restart(ctx, it, isActive(s.Service.Status)); err != nil {
-				r.fail(it, err.Error())
+				r.fail(it, err)
 				r.restoreConfig(ctx, s, res)
 				continue
 			}
 			res.Action, res.Restarted = ActionReconfigured, true
 		case it.Restart && s.Service.Exists && res.Action == ActionUnchanged:
 			if err := r.restart(ctx, it, isActive(s.Service.Status)); err != nil {
-				r.fail(it, err.Error())
+				r.fail(it, err)
 				continue
 			}
 			res.Restarted = true
@@ -507,14 +515,14 @@ func (r *swapRun) restoreConfig(ctx context.Context, s Step, res *Result) {
 		err = r.restart(ctx, s.Item, true)
 	}
 	if err != nil {
-		res.Error += "; putting back its previous configuration failed too: " + err.Error()
+		res.left("putting back its previous configuration failed too: " + err.Error())
 		return
 	}
 	if res.Action == ActionFailed && s.Action == ActionReconfigure {
 		res.Action = ActionRolledBack
 	}
 	res.Reconfigured = false
-	res.Error += "; its previous configuration was put back and it runs again"
+	res.left("its previous configuration was put back and it runs again")
 }
 
 // reconfigure brings the configuration of the services whose step found
@@ -530,7 +538,7 @@ func (r *swapRun) reconfigure(ctx context.Context, ready []Item) {
 		}
 		r.opts.Observer.Step("configuring service " + s.Item.Service + ": " + strings.Join(s.Drift, "; "))
 		if err := s.Item.Reconfigure(ctx, *s.Item.Config); err != nil {
-			r.fail(s.Item, fmt.Sprintf("configure service %s: %v", s.Item.Service, err))
+			r.fail(s.Item, fmt.Errorf("configure service %s: %w", s.Item.Service, err))
 			continue
 		}
 		res.Reconfigured = true
@@ -601,39 +609,38 @@ func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, s
 		trusted = append(trusted, ops.TrustedBinary{Service: it.Service, Destination: it.Destination, HealthChecks: it.HealthChecks})
 	}
 	resp, err := recoverSwap(ctx, r.n, ops.SwapRecoverRequest{RunID: req.Owner.RunID, Staged: paths, Trusted: trusted}, repairBudget(r.opts, len(req.StopOrder)+len(req.StartOrder)), r.opts)
-	msg := "swap failed: " + cause.Error()
+	failed := fmt.Errorf("swap failed: %w", cause)
 	switch {
 	case err == nil && resp.Finished != nil && resp.Finished.Response != nil:
 		r.opts.Observer.Step("the swap ran to its end on the node after the connection dropped; its result follows")
 		return resp.Finished.Response
 	case err == nil && resp.Finished != nil:
-		msg = "swap failed: " + resp.Finished.Error
-	}
-	switch {
-	case err != nil:
-		msg += "; repair failed too: " + err.Error() + "; run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
-	case !resp.Found:
-		msg += "; nothing had been changed on the node"
-	default:
-		// Each provisioner is told which binary its service runs now.
-		for _, it := range staged {
-			m := msg + "; repaired"
-			for _, ri := range resp.Items {
-				if strings.EqualFold(ri.Destination, it.Destination) {
-					m += ": " + recoveredText(ri)
-				}
-			}
-			for _, p := range resp.NotStarted {
-				if strings.EqualFold(p.Service, it.Service) {
-					m += "; the service did not start: " + p.Error
-				}
-			}
-			r.fail(it, m)
-		}
-		return nil
+		failed = fmt.Errorf("swap failed: %w", errors.New(resp.Finished.Error))
 	}
 	for _, it := range staged {
-		r.fail(it, msg)
+		ie := &ItemError{Err: failed}
+		switch {
+		case err != nil:
+			ie.Left = []string{"repair failed too: " + err.Error()}
+			ie.Advice = "run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
+		case !resp.Found:
+			ie.Left = []string{"nothing had been changed on the node"}
+		default:
+			// Each provisioner is told which binary its service runs now.
+			repaired := "repaired"
+			for _, ri := range resp.Items {
+				if strings.EqualFold(ri.Destination, it.Destination) {
+					repaired += ": " + recoveredText(ri)
+				}
+			}
+			ie.Left = []string{repaired}
+			for _, p := range resp.NotStarted {
+				if strings.EqualFold(p.Service, it.Service) {
+					ie.Left = append(ie.Left, "the service did not start: "+p.Error)
+				}
+			}
+		}
+		r.fail(it, ie)
 	}
 	return nil
 }
@@ -652,18 +659,19 @@ func (r *swapRun) stagedPaths(staged []Item) []string {
 }
 
 // abandon removes what the items left on the node and fails them with
-// msg: they will not be swapped.
-func (r *swapRun) abandon(items []Item, msg string) {
+// err: they will not be swapped, and no service was touched.
+func (r *swapRun) abandon(items []Item, err error) {
 	removeQuietly(r.n, r.stagedPaths(items)...)
 	for _, it := range items {
-		r.fail(it, msg)
+		r.fail(it, &ItemError{Err: err, Left: []string{untouched}})
 	}
 }
 
-// fail marks the item failed with msg.
-func (r *swapRun) fail(it Item, msg string) {
+// fail marks the item failed with err.
+func (r *swapRun) fail(it Item, err error) {
 	res := r.result(it)
-	res.Action, res.Error, res.Detail = ActionFailed, msg, ""
+	res.Action, res.Detail = ActionFailed, ""
+	res.setErr(err)
 }
 
 // removeQuietly deletes leftover staged files. It is best effort: a

@@ -53,20 +53,6 @@ func (t Transfer) plain(rtt time.Duration, ok bool) bool {
 	return !t.compresses() || !t.Compress.Encodes(rtt, ok)
 }
 
-// EncodingNode is what compressed and patched transfers need beyond Node;
-// *node.Node implements it. A Node without it gets plain uploads.
-type EncodingNode interface {
-	UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error)
-	// LinkRTT is the link's round-trip time, when measured.
-	LinkRTT() (time.Duration, bool)
-}
-
-// rttWaiter is an EncodingNode that can wait for its link's measure;
-// *node.Node is one.
-type rttWaiter interface {
-	WaitLinkRTT(ctx context.Context) (time.Duration, bool)
-}
-
 // rttWait bounds the wait for the link's measure.
 const rttWait = 5 * time.Second
 
@@ -75,17 +61,14 @@ const rttWait = 5 * time.Second
 // staged it has its answer, unless the machine was too busy to take it
 // yet: then it is waited for (up to rttWait) rather than the link taken
 // for an unknown one, which would encode files a local link sends as
-// they are.
-func linkRTT(ctx context.Context, en EncodingNode) (time.Duration, bool) {
-	if rtt, ok := en.LinkRTT(); ok {
+// they are. A node that does not measure its link has no answer.
+func linkRTT(ctx context.Context, n Node) (time.Duration, bool) {
+	if rtt, ok := n.LinkRTT(); ok || !n.Capabilities().LinkRTT {
 		return rtt, ok
 	}
-	if w, ok := en.(rttWaiter); ok {
-		wctx, cancel := context.WithTimeout(ctx, rttWait)
-		defer cancel()
-		return w.WaitLinkRTT(wctx)
-	}
-	return 0, false
+	wctx, cancel := context.WithTimeout(ctx, rttWait)
+	defer cancel()
+	return n.WaitLinkRTT(wctx)
 }
 
 // How a staged file travelled (Result.Transfer).
@@ -108,9 +91,9 @@ func (it Item) encoded() string { return ops.EncodedPath(it.Staged()) }
 // swap op's request (how.data). On a local network auto sends it as it
 // is. progress gets the source bytes encoded so far; wire is
 // what went over the link, all attempts counted.
-func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
+func stageEncoded(ctx context.Context, n Node, it Item, current ops.FileInfo, opts Options, progress func(int64)) (how upload, wire int64, transfer string, err error) {
 	tr := opts.Transfer
-	if tr.plain(linkRTT(ctx, en)) {
+	if tr.plain(linkRTT(ctx, n)) {
 		// A local network: no patch made ahead is needed.
 		opts.Ahead.stop()
 		sent, err := stagePlain(ctx, n, it, progress)
@@ -129,7 +112,7 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 		}
 		if f, _, oerr := tr.Store.Open(current.SHA256); oerr == nil {
 			f.Close()
-			sent, perr := sendPatch(ctx, en, it, current.SHA256, opts, progress, ahead)
+			sent, perr := sendPatch(ctx, n, it, current.SHA256, opts, progress, ahead)
 			wire += sent
 			if perr == nil {
 				return upload{encoding: ops.EncodingPatch}, wire, TransferPatch, nil
@@ -141,7 +124,7 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 			opts.Observer.Step(fmt.Sprintf("%s: the patch did not work (%v); sending the whole file", it.Name, perr))
 		}
 	}
-	sent, err := sendCompressed(ctx, en, it, opts, progress)
+	sent, err := sendCompressed(ctx, n, it, opts, progress)
 	wire += sent
 	return upload{encoding: ops.EncodingZstd}, wire, TransferCompressed, err
 }
@@ -149,9 +132,9 @@ func stageEncoded(ctx context.Context, n Node, en EncodingNode, it Item, current
 // sendPatch uploads the patch of it against the store's copy of base
 // (the node's file), making it as it sends it; ahead, when set, is that
 // patch made ahead, which the first attempt sends.
-func sendPatch(ctx context.Context, en EncodingNode, it Item, base string, opts Options, progress func(int64), ahead io.ReadCloser) (int64, error) {
+func sendPatch(ctx context.Context, n Node, it Item, base string, opts Options, progress func(int64), ahead io.ReadCloser) (int64, error) {
 	tr := opts.Transfer
-	return sendEncoded(ctx, en, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
+	return sendEncoded(ctx, n, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
 		ref, size, err := tr.Store.Open(base)
 		if err != nil {
 			return err
@@ -163,8 +146,8 @@ func sendPatch(ctx context.Context, en EncodingNode, it Item, base string, opts 
 
 // sendCompressed uploads it zstd-compressed, at the level the transfer's
 // mode chooses as it measures the link.
-func sendCompressed(ctx context.Context, en EncodingNode, it Item, opts Options, progress func(int64)) (int64, error) {
-	return sendEncoded(ctx, en, it, progress, nil, func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
+func sendCompressed(ctx context.Context, n Node, it Item, opts Options, progress func(int64)) (int64, error) {
+	return sendEncoded(ctx, n, it, progress, nil, func(ctx context.Context, w io.Writer, src io.Reader, m *delta.Meter) error {
 		_, err := delta.Compress(ctx, w, src, opts.Transfer.Compress.Chooser(m))
 		return err
 	})
@@ -200,7 +183,7 @@ type encodeFunc func(ctx context.Context, w io.Writer, src io.Reader, m *delta.M
 // sends, to the item's encoded name; the swap op decodes it into the
 // staged file and verifies its SHA-256 there. A non-nil ahead is that
 // encoding, made ahead and still being made: the first attempt sends it.
-func sendEncoded(ctx context.Context, en EncodingNode, it Item, progress func(int64), ahead io.ReadCloser, encode encodeFunc) (int64, error) {
+func sendEncoded(ctx context.Context, n Node, it Item, progress func(int64), ahead io.ReadCloser, encode encodeFunc) (int64, error) {
 	open := func() (io.ReadCloser, error) {
 		if ahead != nil {
 			r := ahead
@@ -221,7 +204,7 @@ func sendEncoded(ctx context.Context, en EncodingNode, it Item, progress func(in
 		}()
 		return &encodedStream{Meter: meter, pr: pr, done: done}, nil
 	}
-	sent, err := en.UploadStream(ctx, open, it.encoded(), nil)
+	sent, err := n.UploadStream(ctx, open, it.encoded(), nil)
 	if err != nil {
 		return sent, fmt.Errorf("stage %s: %w", it.encoded(), err)
 	}

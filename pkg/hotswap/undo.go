@@ -2,6 +2,7 @@ package hotswap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,8 +46,12 @@ func Undo(ctx context.Context, n Undoer, report *Report, name, why string, opts 
 		SettleMs: int(opts.Settle.Milliseconds()), HealthTimeoutMs: int(opts.HealthTimeout.Milliseconds()),
 	}
 	res := &report.Results[i]
+	undo := func(action Action, left string) {
+		res.Action = action
+		res.setErr(&ItemError{Err: errors.New(why), Left: []string{left}})
+	}
 	if !step.Current.Exists {
-		res.Action, res.Error = ActionFailed, why+"; there is no old binary to go back to (the swap installed the first one)"
+		undo(ActionFailed, "there is no old binary to go back to (the swap installed the first one)")
 		return
 	}
 	opts.Observer.Step(fmt.Sprintf("rolling back %s: %s", it.Name, why))
@@ -56,17 +61,15 @@ func Undo(ctx context.Context, n Undoer, report *Report, name, why string, opts 
 	resp, err := n.UndoSwap(uctx, req)
 	switch {
 	case err != nil:
-		res.Action, res.Error = ActionFailed, fmt.Sprintf("%s; the rollback failed: %v", why, err)
+		undo(ActionFailed, "the rollback failed: "+err.Error())
 	case len(resp.Items) != 1:
-		res.Action, res.Error = ActionFailed, fmt.Sprintf("%s; the rollback answered %d results for one binary", why, len(resp.Items))
+		undo(ActionFailed, fmt.Sprintf("the rollback answered %d results for one binary", len(resp.Items)))
 	case resp.Items[0].Result == ops.SwapResultRolledBack:
-		res.Action = ActionRolledBack
-		res.Error = fmt.Sprintf("%s; rolled back: the old binary runs again, the new one was kept as %s", why, ops.FailedPath(it.Destination))
+		undo(ActionRolledBack, "rolled back: the old binary runs again, the new one was kept as "+ops.FailedPath(it.Destination))
 		if f := resp.Items[0].File; f != nil {
 			opts.Hashes.Remember(it.Destination, *f)
 		}
 	default:
-		res.Action = ActionFailed
-		res.Error = fmt.Sprintf("%s; the old binary was put back but: %s", why, resp.Items[0].Error)
+		undo(ActionFailed, "the old binary was put back but: "+resp.Items[0].Error)
 	}
 }

@@ -257,10 +257,8 @@ func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
 // quickStat is the transport's QuickStat where it has one (one round
 // trip where Stat takes three, pkg/remote), else its Stat.
 func (n *Node) quickStat(ctx context.Context, path string) (fs.FileInfo, error) {
-	if q, ok := n.conn.(interface {
-		QuickStat(ctx context.Context, remotePath string) (fs.FileInfo, error)
-	}); ok {
-		return q.QuickStat(ctx, path)
+	if n.extras.quick != nil {
+		return n.extras.quick.QuickStat(ctx, path)
 	}
 	return n.conn.Stat(ctx, path)
 }

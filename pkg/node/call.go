@@ -13,13 +13,39 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
+// TransportError is an op the node's connection did not run to its end:
+// the connection was lost, could not start the op, or the op was
+// cancelled. It names the op and the node; the command line that ran the
+// op is only in the debug log.
+type TransportError struct {
+	// Node is the node's name; Op the op's.
+	Node, Op string
+	// Err is the transport's error (remote.ErrConnectionLost, a
+	// context's error...).
+	Err error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("op %s on node %s: %v", e.Op, e.Node, e.Err)
+}
+
+// Unwrap returns the transport's error.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// transportError is the *TransportError of op name's err, logged at debug
+// level with the command line that ran it (cmd; "" when none ran).
+func (n *Node) transportError(name, cmd string, err error) error {
+	n.logger.Debug("op did not complete", "op", name, "cmd", cmd, "err", err)
+	return &TransportError{Node: n.Name, Op: name, Err: err}
+}
+
 // run runs op with req (and its attachments, nil: none) through the
 // agent at path and decodes its result. A failure the agent reports is an
-// *ops.Error; transport failures are returned wrapped.
+// *ops.Error; transport failures are *TransportError.
 func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req, Resp], req Req, attachments io.Reader) (Resp, error) {
 	var resp Resp
 	if err := ctx.Err(); err != nil {
-		return resp, fmt.Errorf("op %s: %w", op.Name, err)
+		return resp, n.transportError(op.Name, "", err)
 	}
 	raw, err := n.execWith(ctx, path, op.Name, req, attachments)
 	if err != nil {
@@ -56,18 +82,19 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 	defer cancel(nil)
 	stdout, stderr := newCapBuffer(name, "stdout", MaxReply, cancel), newCapBuffer(name, "stderr", MaxStderr, cancel)
 	start := time.Now()
-	status, err := n.conn.Exec(ctx, ops.CommandLine(path, name), stdin, stdout, stderr)
+	cmd := ops.CommandLine(path, name)
+	status, err := n.conn.Exec(ctx, cmd, stdin, stdout, stderr)
 	n.logger.Info("op", "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
 	if lerr := limited(ctx); lerr != nil {
 		return nil, lerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("op %s: %w", name, err)
+		return nil, n.transportError(name, cmd, err)
 	}
 	if err := ctx.Err(); err != nil {
 		// The transport may return a clean exit for a session torn down
 		// by the cancellation; the output is then not to be trusted.
-		return nil, fmt.Errorf("op %s: %w", name, err)
+		return nil, n.transportError(name, cmd, err)
 	}
 	return result(name, status, stdout.Bytes(), stdout.String(), stderr.String())
 }

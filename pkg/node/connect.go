@@ -33,14 +33,29 @@ type ConnectOptions struct {
 // address its hypervisor reports). Errors do not name the node: callers
 // (pkg/fleet) add it.
 func Connect(ctx context.Context, spec v1alpha1.Node, opts ConnectOptions) (*Node, error) {
-	cfg, err := RemoteConfig(spec.Spec.Credentials)
+	n, err := Dial(ctx, spec, spec.Spec.Credentials.Hostname, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return n, nil
+}
+
+// Dial connects to the node of spec at host (host[:port], or a Host alias
+// of the ssh config) in place of its credentials' hostname: the one
+// connection setup of every node, for callers that learn the address
+// elsewhere (vm.ConnectNode, from the hypervisor). A server that does not
+// answer is a *remote.DialError.
+func Dial(ctx context.Context, spec v1alpha1.Node, host string, opts ConnectOptions) (*Node, error) {
+	creds := spec.Spec.Credentials
+	creds.Hostname = host
+	cfg, err := RemoteConfig(creds)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Logger, cfg.Warn, cfg.Passphrase, cfg.NodeFile = opts.Logger, opts.Warn, opts.Passphrase, opts.NodeFile
 	client, err := remote.Dial(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, err
 	}
 	n := New(spec.Name, client, opts.Logger)
 	n.Timeouts, n.Waiting = opts.Timeouts, opts.Waiting

@@ -35,7 +35,8 @@ func (n *Node) Exec(ctx context.Context, command []string, timeout time.Duration
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errOut := &resultFilter{w: stderr, cancel: cancel}
-	status, err := n.conn.Exec(ctx, ops.CommandLine(path, ops.Exec.Name), bytes.NewReader(req), stdout, errOut)
+	cmd := ops.CommandLine(path, ops.Exec.Name)
+	status, err := n.conn.Exec(ctx, cmd, bytes.NewReader(req), stdout, errOut)
 	if lerr := limited(ctx); lerr != nil {
 		return resp, lerr
 	}
@@ -46,7 +47,7 @@ func (n *Node) Exec(ctx context.Context, command []string, timeout time.Duration
 		err = ctx.Err()
 	}
 	if err != nil {
-		return resp, fmt.Errorf("op %s: %w", ops.Exec.Name, err)
+		return resp, n.transportError(ops.Exec.Name, cmd, err)
 	}
 	raw, err := result(ops.Exec.Name, status, errOut.line, "", "")
 	if err != nil {

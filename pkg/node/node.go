@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// Conn is what a node needs from its transport. *remote.Client implements
-// it; all paths are Windows paths.
+// Conn is what a node needs from its transport; what else a transport
+// may do is in capabilities.go. *remote.Client implements it; all paths
+// are Windows paths.
 type Conn interface {
 	// Exec runs one command line on the node, writes stdin to it and
 	// closes it (EOF), and returns the remote exit status.
@@ -58,7 +59,9 @@ type Node struct {
 	// still running: "waiting for service-swap (45s of 2m0s)".
 	Waiting func(msg string)
 	conn    Conn
-	logger  *slog.Logger
+	// extras are what conn can do beyond Conn, asked once.
+	extras extras
+	logger *slog.Logger
 
 	// agentMu guards agentPath, the agent's path on the node once it is
 	// known to be there ("" until then), and agentCache.
@@ -91,7 +94,7 @@ func New(name string, conn Conn, logger *slog.Logger) *Node {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{Name: name, conn: conn, logger: logger.With("node", name)}
+	return &Node{Name: name, conn: conn, extras: extrasOf(conn), logger: logger.With("node", name)}
 }
 
 // Close ends the node's connection.

@@ -19,12 +19,10 @@ func (n *Node) UploadStream(ctx context.Context, open func() (io.ReadCloser, err
 // them, so that it can run alongside an op; uploads wait for it. A
 // transport without such a step has nothing to do.
 func (n *Node) PrepareUploads(ctx context.Context) error {
-	if p, ok := n.conn.(interface {
-		StartSFTP(ctx context.Context) error
-	}); ok {
-		return p.StartSFTP(ctx)
+	if n.extras.uploads == nil {
+		return nil
 	}
-	return nil
+	return n.extras.uploads.StartSFTP(ctx)
 }
 
 // PrepareAgent checks (or delivers) the agent, as the first op would:
@@ -41,8 +39,8 @@ func (n *Node) PrepareAgent(ctx context.Context) error {
 // PrepareSession opens the channel of the node's next op in the
 // background (remote.Client.OpenSessionAhead), when the transport can.
 func (n *Node) PrepareSession() {
-	if p, ok := n.conn.(interface{ OpenSessionAhead() }); ok {
-		p.OpenSessionAhead()
+	if n.extras.ahead != nil {
+		n.extras.ahead.OpenSessionAhead()
 	}
 }
 
@@ -52,31 +50,25 @@ func (n *Node) PrepareSession() {
 // then only sends its request. The agent reads its whole request before
 // it does anything, so an op started and never sent does nothing.
 func (n *Node) PrepareOp(name string) {
-	path := n.agent()
-	if path == "" {
-		return
-	}
-	if p, ok := n.conn.(interface{ StartAhead(cmd string) }); ok {
-		p.StartAhead(ops.CommandLine(path, name))
+	if path := n.agent(); path != "" && n.extras.ahead != nil {
+		n.extras.ahead.StartAhead(ops.CommandLine(path, name))
 	}
 }
 
 // WaitLinkRTT is LinkRTT once the transport's measure has its answer,
 // waiting for it until ctx is done.
 func (n *Node) WaitLinkRTT(ctx context.Context) (time.Duration, bool) {
-	if m, ok := n.conn.(interface {
-		WaitRTT(ctx context.Context) (time.Duration, bool)
-	}); ok {
-		return m.WaitRTT(ctx)
+	if n.extras.meter == nil {
+		return 0, false
 	}
-	return n.LinkRTT()
+	return n.extras.meter.WaitRTT(ctx)
 }
 
 // LinkRTT is the connection's measured round-trip time, when the
 // transport measures it and has an answer (ok false otherwise).
 func (n *Node) LinkRTT() (time.Duration, bool) {
-	if m, ok := n.conn.(interface{ RTT() (time.Duration, bool) }); ok {
-		return m.RTT()
+	if n.extras.meter == nil {
+		return 0, false
 	}
-	return 0, false
+	return n.extras.meter.RTT()
 }

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/swdt/pkg/remote"
 )
 
-// The transport verbs (swdt cp, port-forward, ssh, reboot) use the SSH
+// The transport verbs (swdt cp, port-forward, ssh, reboot) use the
 // connection itself, not an op of the agent. A transport that cannot do
-// one of them (a test's fake) makes it an error that says so.
+// one of them (Capabilities) makes it an error that says so.
 
 // Stat describes a file or directory on the node; a missing one matches
 // fs.ErrNotExist.
@@ -27,58 +27,42 @@ func (n *Node) ReadDir(ctx context.Context, remotePath string) ([]fs.FileInfo, e
 
 // Download copies a file of the node to w, each byte once.
 func (n *Node) Download(ctx context.Context, remotePath string, w io.Writer) error {
-	d, ok := n.conn.(interface {
-		Download(ctx context.Context, remotePath string, w io.Writer) error
-	})
-	if !ok {
-		return n.unsupported("download files")
-	}
-	return d.Download(ctx, remotePath, w)
+	return n.conn.Download(ctx, remotePath, w)
 }
 
 // DialTCP opens a TCP stream to addr as the node sees it (127.0.0.1 is
-// the node), through the SSH connection.
+// the node), through the node's connection.
 func (n *Node) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	d, ok := n.conn.(interface {
-		DialTCP(ctx context.Context, addr string) (net.Conn, error)
-	})
-	if !ok {
+	if n.extras.forward == nil {
 		return nil, n.unsupported("forward ports")
 	}
-	return d.DialTCP(ctx, addr)
+	return n.extras.forward.DialTCP(ctx, addr)
 }
 
 // Shell runs an interactive session with a terminal on the node and
 // returns its exit status.
 func (n *Node) Shell(ctx context.Context, opts remote.ShellOptions) (int, error) {
-	s, ok := n.conn.(interface {
-		Shell(ctx context.Context, opts remote.ShellOptions) (int, error)
-	})
-	if !ok {
+	if n.extras.term == nil {
 		return -1, n.unsupported("open a terminal")
 	}
-	return s.Shell(ctx, opts)
+	return n.extras.term.Shell(ctx, opts)
 }
 
 // Dropped is closed when the node's current connection ends: after a
 // reboot was asked for, the node went down.
 func (n *Node) Dropped() (<-chan struct{}, error) {
-	d, ok := n.conn.(interface{ Dropped() <-chan struct{} })
-	if !ok {
+	if n.extras.redial == nil {
 		return nil, n.unsupported("tell when the node goes down")
 	}
-	return d.Dropped(), nil
+	return n.extras.redial.Dropped(), nil
 }
 
 // Reconnect drops the node's connection and dials a new one.
 func (n *Node) Reconnect(ctx context.Context) error {
-	r, ok := n.conn.(interface {
-		Reconnect(ctx context.Context) error
-	})
-	if !ok {
+	if n.extras.redial == nil {
 		return n.unsupported("reconnect")
 	}
-	return r.Reconnect(ctx)
+	return n.extras.redial.Reconnect(ctx)
 }
 
 func (n *Node) unsupported(what string) error {

@@ -667,18 +667,19 @@ func do(ctx context.Context, cn *conn, fn func() error) error {
 // non-zero status is not an error. When ctx ends the remote command is
 // signalled, its session closed, and Exec returns promptly with ctx's
 // error. Exec never retries the command; a dead connection is replaced
-// before the session opens. stdin must not block forever.
+// before the session opens. stdin must not block forever. Its errors say
+// what happened to the connection, not which command ran: the caller
+// knows, and the debug log has it.
 func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	what := fmt.Sprintf("run %q on %s", shorten(cmd), c.t.addr)
 	if cn, _ := c.live(); cn != nil {
 		if st := cn.takeAhead(ctx, cmd); st != nil {
 			c.log.Debug("ssh exec, started ahead", "addr", c.t.addr, "cmd", shorten(cmd))
-			return c.finish(ctx, what, cn, st.s, st.feed(stdin, stdout, stderr))
+			return c.finish(ctx, cn, st.s, st.feed(stdin, stdout, stderr))
 		}
 	}
 	sess, cn, err := c.session(ctx)
 	if err != nil {
-		return -1, fmt.Errorf("%s: %w", what, err)
+		return -1, err
 	}
 	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
 	c.log.Debug("ssh exec", "addr", c.t.addr, "cmd", shorten(cmd))
@@ -687,16 +688,16 @@ func (c *Client) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 		if cn.lost(err) {
 			err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
 		}
-		return -1, fmt.Errorf("%s: %w", what, err)
+		return -1, fmt.Errorf("start the command: %w", err)
 	}
-	return c.finish(ctx, what, cn, sess, sess.Wait)
+	return c.finish(ctx, cn, sess, sess.Wait)
 }
 
 // finish waits for the command started on sess to end (wait), opening
 // the next command's channel meanwhile, and returns its exit status;
 // when ctx ends first the command is signalled and its session closed.
 // sess is closed on return.
-func (c *Client) finish(ctx context.Context, what string, cn *conn, sess *ssh.Session, wait func() error) (int, error) {
+func (c *Client) finish(ctx context.Context, cn *conn, sess *ssh.Session, wait func() error) (int, error) {
 	defer sess.Close()
 	// The next command's channel opens while this one runs.
 	cn.openSpare()
@@ -714,7 +715,7 @@ func (c *Client) finish(ctx context.Context, what string, cn *conn, sess *ssh.Se
 		case <-t.C:
 		}
 		t.Stop()
-		return -1, fmt.Errorf("%s: %w", what, ctx.Err())
+		return -1, ctx.Err()
 	}
 	var ee *ssh.ExitError
 	switch {
@@ -724,9 +725,9 @@ func (c *Client) finish(ctx context.Context, what string, cn *conn, sess *ssh.Se
 		return ee.ExitStatus(), nil
 	}
 	if cn.lost(err) || cn.dead() {
-		return -1, fmt.Errorf("%s: %w (the command may or may not have completed): %w", what, ErrConnectionLost, err)
+		return -1, fmt.Errorf("%w (the command may or may not have completed): %w", ErrConnectionLost, err)
 	}
-	return -1, fmt.Errorf("%s: %w", what, err)
+	return -1, err
 }
 
 var sessionRetry = retryPolicy{

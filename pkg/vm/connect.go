@@ -35,16 +35,10 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer p.Close()
-	var client *remote.Client
+	var n *node.Node
 	probe := func(ctx context.Context, ip string) (bool, error) {
-		creds := spec.Spec.Credentials
-		creds.Hostname = ip
-		cfg, err := node.RemoteConfig(creds)
-		if err != nil {
-			return false, err
-		}
-		cfg.Logger, cfg.Warn, cfg.Passphrase, cfg.NodeFile = opts.Logger, opts.Warn, opts.Passphrase, opts.NodeFile
-		client, err = remote.Dial(ctx, cfg)
+		var err error
+		n, err = node.Dial(ctx, spec, ip, opts)
 		// Only an SSH server that does not answer (yet) is worth waiting
 		// for; a refused key or a changed host key will not go away.
 		var dialErr *remote.DialError
@@ -61,7 +55,5 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 	if opts.Logger != nil {
 		opts.Logger.Info("address from the hypervisor", "node", spec.Name, "vm", p.Describe(), "address", ip)
 	}
-	n := node.New(spec.Name, client, opts.Logger)
-	n.Timeouts, n.Waiting = opts.Timeouts, opts.Waiting
 	return n, nil
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/hotswap"
@@ -238,7 +237,9 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 	default:
 		d.Action = ActionUnchanged
 	}
-	if strings.Contains(d.Error, `\\.\pipe\`+ops.WinsPipe) || strings.Contains(d.Error, `\\.\pipe\`+ops.WinsProxyPipe) {
+	// A wins without the bridge fails its pipe health checks.
+	var sf *hotswap.SwapFailure
+	if errors.As(r.Err, &sf) && (sf.MissingPipe(ops.WinsPipe) || sf.MissingPipe(ops.WinsProxyPipe)) {
 		d.Error += "; " + NoBridgeAdvice
 	}
 	observe.Step("verifying the bridge")
