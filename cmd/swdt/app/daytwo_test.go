@@ -44,7 +44,7 @@ func TestExec(t *testing.T) {
 		{"the file's only node, no --", []string{"hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
 		{"--node", []string{"--node", "winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
 		{"--node that is not in the file", []string{"--node", "nosuch", "hostname"}, exitcode.Usage, "", `has no node "nosuch"`},
-		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "node winworker and --node other disagree"},
+		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "swdt exec works on one node: it was named winworker and --node other"},
 		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
 	}
 	for _, tt := range tests {
@@ -213,10 +213,10 @@ func TestDayTwoNodeSelection(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"logs"}, exitcode.Usage, "has 2 nodes: name one (first argument, or --node): winworker, other"},
+		{[]string{"logs"}, exitcode.Usage, "swdt logs needs a node: " + file + " has 2 (winworker, other); name one first, or use --node"},
 		{[]string{"logs", "winworkr"}, exitcode.Usage, `did you mean "winworker"?`},
 		{[]string{"logs", "--node", "winworker"}, exitcode.OK, "node winworker: kubelet (Running)"},
-		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "this command acts on one node, and --node names 2"},
+		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "swdt exec works on one node, not --node winworker,other"},
 		{[]string{"exec", "--node", "winworker", "hostname"}, exitcode.OK, ""},
 	}
 	for _, tt := range tests {

@@ -72,7 +72,7 @@ func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 	if o.lines < 0 || o.since <= 0 || o.interval < 100*time.Millisecond {
 		return exitcode.WithCode(exitcode.Usage, errors.New("--lines must be 0 or more, --since positive and --interval at least 100ms"))
 	}
-	spec, services, err := e.pickNodeArgs(args, false)
+	spec, services, err := e.pickNode("logs", args, false)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ service the node does not have (nothing stopped); 130 interrupted.`,
 }
 
 func runRestart(ctx context.Context, e *env, args []string, t daytwo.ServiceTimeouts) error {
-	spec, services, err := e.verbNode("restart", args)
+	spec, services, err := e.pickNode("restart", args, false)
 	if err != nil {
 		return err
 	}
