@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -402,11 +401,6 @@ func UntilAbort(ctx, abort context.Context) (context.Context, context.CancelFunc
 		stop()
 		cancel()
 	}
-}
-
-func windowsDir(p string) string {
-	slashed := strings.ReplaceAll(p, `\`, "/")
-	return strings.ReplaceAll(path.Dir(slashed), "/", `\`)
 }
 
 func plural(n int, word string) string {

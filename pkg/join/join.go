@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
@@ -280,7 +281,7 @@ func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
 // the node then makes safe with the kubelet's folders.
 func (p *prepared) installsCNI() bool {
 	for _, pr := range p.binaries() {
-		if strings.HasPrefix(strings.ToLower(pr.Destination), strings.ToLower(ops.JoinCNIBinDir)+`\`) {
+		if winpath.Within(ops.JoinCNIBinDir, pr.Destination) {
 			return true
 		}
 	}
