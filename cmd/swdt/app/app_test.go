@@ -30,6 +30,7 @@ const (
 // ./bin/kubelet.exe), so they are validated without them;
 // TestValidateLocalFiles checks them.
 func TestValidateSamples(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(samples, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples: %v", err)
@@ -48,6 +49,7 @@ func TestValidateSamples(t *testing.T) {
 }
 
 func TestValidateSummary(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "config", "validate", "-c", filepath.Join(samples, "node.yaml"), "--no-color", "--skip-local-files")
 	want := "NODE       HOST                PROVISIONERS\nwinworker  192.168.122.220:22  2 (containerd, kubelet)\n"
 	if code != 0 || out != want {
@@ -56,6 +58,7 @@ func TestValidateSummary(t *testing.T) {
 }
 
 func TestValidateInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string
@@ -110,6 +113,7 @@ func TestValidateInvalid(t *testing.T) {
 }
 
 func TestValidateJSON(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"), "--skip-local-files")
 	var r validateReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -130,6 +134,7 @@ func TestValidateJSON(t *testing.T) {
 }
 
 func TestValidateWarnings(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(samples, "minimal.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +240,7 @@ func TestConfigPathFromEnv(t *testing.T) {
 }
 
 func TestConfigInit(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "config", "init")
 	if code != 0 || out != string(config.Sample) {
 		t.Errorf("exit %d, stdout is not the sample", code)
@@ -279,6 +285,7 @@ func TestConfigInit(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "swdt dev\ncommit: unknown\ngo: go") {
 		t.Errorf("exit %d, stdout %q", code, out)
@@ -291,6 +298,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		msg  string
@@ -316,6 +324,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndCompletion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"--help"}, {"config"}, {"config", "validate", "--help"}} {
 		code, out, _ := run(t, args...)
 		if code != 0 || !strings.Contains(out, "Usage:") {
@@ -333,6 +342,7 @@ func TestHelpAndCompletion(t *testing.T) {
 }
 
 func TestVerboseLogs(t *testing.T) {
+	t.Parallel()
 	_, _, errOut := run(t, "-vv", "version")
 	if !strings.Contains(errOut, "level=DEBUG") || !strings.Contains(errOut, "swdt starting") {
 		t.Errorf("-vv stderr = %q", errOut)

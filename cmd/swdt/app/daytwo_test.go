@@ -16,6 +16,7 @@ import (
 )
 
 func TestExec(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	if err := ts.Node().WriteFile(`C:\k\notes.txt`, []byte("line one\r\nline two\r\n")); err != nil {
@@ -71,6 +72,7 @@ func TestExec(t *testing.T) {
 }
 
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	n := ts.Node()
@@ -150,6 +152,7 @@ func TestLogs(t *testing.T) {
 // A service of the node file that is not on the node (wins named but not
 // deployed) is a note; the others' logs still show, and the exit is 0.
 func TestLogsAbsentService(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	raw, err := os.ReadFile(file)
@@ -197,6 +200,7 @@ func TestLogsAbsentService(t *testing.T) {
 // In a file of several nodes, logs and exec need the node: as their first
 // argument (a typo gets a suggestion) or as the one --node names.
 func TestDayTwoNodeSelection(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	raw, err := os.ReadFile(file)
@@ -231,6 +235,7 @@ func TestDayTwoNodeSelection(t *testing.T) {
 // --follow prints each new whole line once: a line still being written
 // waits for its end, and a rotated (shorter) file is read from its start.
 func TestLogsFollow(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	n := ts.Node()

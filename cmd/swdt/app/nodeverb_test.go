@@ -11,6 +11,7 @@ import (
 // Every one-node verb finds its node the same way and completes node
 // names.
 func TestOneNodeVerbs(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	dir := t.TempDir()
 	two := writeNodeFile(t, dir, nodeHeader("alpha", ts.Credentials())+`  kubernetes:

@@ -42,6 +42,7 @@ func decodeWinsJSON(t *testing.T, out string) winsJSON {
 }
 
 func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 
@@ -126,6 +127,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 // rolled back as soon as wins has run a moment without them, not after
 // the health timeout (an hour here).
 func TestWinsV016DetectedAtOnce(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 	if code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms"); code != exitcode.OK {
@@ -144,6 +146,7 @@ func TestWinsV016DetectedAtOnce(t *testing.T) {
 }
 
 func TestWinsCommandExitCodes(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	tests := []struct {
 		name     string
@@ -178,6 +181,7 @@ func TestWinsCommandExitCodes(t *testing.T) {
 // With one node unreachable and a check failing on the other, the error
 // names both, not only the unreachable node (exit 3).
 func TestWinsCommandReportsEveryFailure(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	good := winsNodeFile(t, ts, "", "MZ wins v0.16.0 "+simnode.MarkerWinsNoPipe)
 	raw, err := os.ReadFile(good)
