@@ -392,7 +392,7 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			return out, err
 		}
 	}
-	opts := n.swapOptions(r.opts.Swap, r.opts)
+	opts := n.swapOptions(r.opts)
 	if w.ahead != nil {
 		w.ahead.Resolved(items)
 		opts.Ahead = w.ahead
@@ -454,7 +454,7 @@ func (r *run) prepareAhead(ctx context.Context, w work) *hotswap.Ahead {
 	if len(items) == 0 {
 		return nil
 	}
-	opts := n.swapOptions(r.opts.Swap, r.opts)
+	opts := n.swapOptions(r.opts)
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
 	if n.conn != nil {
 		hotswap.PrepareSwapOp(n.conn, opts)

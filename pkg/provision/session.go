@@ -138,10 +138,10 @@ func (s *session) saveHashes() {
 	}
 }
 
-// swapOptions are the hot-swap options of a swap on the node: base with
-// the run's flags, the hash cache and what is known of the node.
-func (s *session) swapOptions(base hotswap.Options, o Options) hotswap.Options {
-	opts := base
+// swapOptions are the hot-swap options of a swap on the node: the run's
+// (o), with its flags, the hash cache and what is known of the node.
+func (s *session) swapOptions(o Options) hotswap.Options {
+	opts := o.Swap
 	opts.Force, opts.DryRun, opts.Command = o.Force, o.DryRun, "swdt kubernetes"
 	if hashes := s.hashCache(o.CacheDir); hashes != nil {
 		opts.Hashes = hashes
