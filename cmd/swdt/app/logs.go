@@ -55,7 +55,7 @@ With -o json every read is one JSON document on its own line.`,
 		Example: `  swdt logs node1
   swdt logs node1 kubelet -n 200
   swdt logs node1 kubelet containerd --follow`,
-		ValidArgsFunction: e.completeNodeThenService,
+		ValidArgsFunction: e.completeNodeThenServices,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogs(cmd.Context(), e, args, o)
 		},

@@ -28,10 +28,11 @@ func (e *env) completeNode(cmd *cobra.Command, args []string, _ string) ([]strin
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeNodeThenService completes swdt logs's [NODE] [SERVICE...]: the
-// node names of the -c file, and the services its node file gives the
-// node (the file's only node's, or --node's, before a node is named).
-func (e *env) completeNodeThenService(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+// completeNodeThenServices completes the [NODE] [SERVICE...] of swdt logs
+// and swdt restart: the node names of the -c file, and the services its
+// node file gives the node (the file's only node's, or --node's, before
+// a node is named), as pickNode finds the node.
+func (e *env) completeNodeThenServices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	path, _ := cmd.Flags().GetString("config")
 	res, err := config.Load(path)
 	if err != nil {
@@ -49,6 +50,9 @@ func (e *env) completeNodeThenService(cmd *cobra.Command, args []string, _ strin
 	}
 	if spec == nil {
 		nodes, _ := cmd.Flags().GetStringSlice("node")
+		// Cobra parses a completion's flags twice, and each parse of a
+		// slice flag appends to it.
+		nodes = slices.Compact(slices.Sorted(slices.Values(nodes)))
 		switch {
 		case len(nodes) == 1:
 			if i := slices.IndexFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == nodes[0] }); i >= 0 {

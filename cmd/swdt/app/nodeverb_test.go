@@ -55,7 +55,8 @@ func TestOneNodeVerbs(t *testing.T) {
 		{[]string{"ssh", ""}, []string{"alpha", "beta"}},
 		{[]string{"port-forward", ""}, []string{"alpha", "beta"}},
 		{[]string{"reboot", ""}, []string{"alpha", "beta"}},
-		{[]string{"restart", ""}, []string{"alpha", "beta", "kubelet"}},
+		{[]string{"restart", ""}, []string{"alpha", "beta"}}, // no node yet: no service
+		{[]string{"--node", "alpha", "restart", ""}, []string{"alpha", "beta", "kubelet"}},
 		{[]string{"restart", "alpha", ""}, []string{"kubelet"}},
 		{[]string{"cp", ""}, []string{"alpha:", "beta:"}},
 	} {
