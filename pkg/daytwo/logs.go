@@ -84,9 +84,8 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 				reqs[i].Since = since
 			}
 			resp, err := n.ServiceLogs(ctx, reqs[i])
-			var oe *ops.Error
 			switch {
-			case first && errors.As(err, &oe) && oe.Kind == ops.KindNotFound:
+			case first && errors.Is(err, ops.KindNotFound):
 				// One service missing (wins named in the file but not
 				// deployed yet) must not hide the others' logs.
 				read.Absent = append(read.Absent, reqs[i].Service)
