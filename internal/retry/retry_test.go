@@ -62,3 +62,67 @@ func TestDoEndsWithContext(t *testing.T) {
 		t.Errorf("err = %v, want canceled while retrying busy", err)
 	}
 }
+
+// A try budget: fn runs that often at most, each try numbered.
+func TestPolicyTries(t *testing.T) {
+	p := Policy{Tries: 3, Pause: time.Millisecond, ShouldRetry: func(err error) bool { return errors.Is(err, errBusy) }}
+	var got []int
+	err := p.Do(context.Background(), func(_ context.Context, try int) error {
+		got = append(got, try)
+		return errBusy
+	})
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) || ex.Tries != 3 || !errors.Is(err, errBusy) {
+		t.Errorf("err = %v, want exhausted after 3 tries of busy", err)
+	}
+	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("tries numbered %v, want 1, 2, 3", got)
+	}
+	// Without ShouldRetry nothing is retried.
+	tries := 0
+	err = Policy{Tries: 3}.Do(context.Background(), func(context.Context, int) error { tries++; return errBusy })
+	if tries != 1 || err != errBusy {
+		t.Errorf("no ShouldRetry: %d tries, err %v; want 1 and busy as is", tries, err)
+	}
+}
+
+// A failure that is ctx's own end is returned as it is.
+func TestPolicyContextError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Policy{Tries: 5, ShouldRetry: func(error) bool { return true }}.Do(ctx, func(ctx context.Context, _ int) error { return ctx.Err() })
+	if err != context.Canceled {
+		t.Errorf("err = %v, want context.Canceled as is", err)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("Sleep = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep on an ended context = %v, want canceled", err)
+	}
+}
+
+func TestPoll(t *testing.T) {
+	checks := 0
+	err := Poll(context.Background(), time.Millisecond, func(context.Context) (bool, error) {
+		checks++
+		return checks == 3, nil
+	})
+	if err != nil || checks != 3 {
+		t.Errorf("Poll = %v after %d checks, want done after 3", err, checks)
+	}
+	err = Poll(context.Background(), time.Millisecond, func(context.Context) (bool, error) { return false, errBusy })
+	if err != errBusy {
+		t.Errorf("Poll = %v, want the check's error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err = Poll(ctx, time.Hour, func(context.Context) (bool, error) { cancel(); return false, nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Poll = %v, want canceled", err)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // NodeState is what the cluster says of one Node: whether it exists, the
@@ -105,11 +107,12 @@ func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every ti
 		read    bool
 		lastErr error
 	)
-	for {
+	err := retry.Poll(ctx, every, func(ctx context.Context) (bool, error) {
 		st, err := c.Node(ctx, name)
 		switch {
 		case err == nil && want.met(st):
-			return st, nil
+			last = st
+			return true, nil
 		case err == nil:
 			last, read, lastErr = st, true, nil
 		case ctx.Err() == nil:
@@ -117,18 +120,17 @@ func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every ti
 			// read short.
 			lastErr = err
 		}
-		select {
-		case <-ctx.Done():
-			switch {
-			case lastErr != nil:
-				return last, lastErr
-			case !read:
-				return last, fmt.Errorf("node %s: %w", name, ctx.Err())
-			}
-			return last, &UnmetError{Node: name, Missing: missing(last, want)}
-		case <-time.After(every):
-		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return last, nil
+	case lastErr != nil:
+		return last, lastErr
+	case !read:
+		return last, fmt.Errorf("node %s: %w", name, err)
 	}
+	return last, &UnmetError{Node: name, Missing: missing(last, want)}
 }
 
 // UnmetError is WaitNode's error when the cluster answered but the Node

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // The identity of the kube-proxy services swdt join registers: one
@@ -55,24 +58,28 @@ func (c *Cluster) KubeProxyKubeconfig(ctx context.Context, node string, wait tim
 	if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the token Secret kube-system/%s: %w", s.Name, c.explain(err))
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	// The reads run on ctx: the end of wctx is the controller's fault,
+	// not the read's.
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var token []byte
+	err := retry.Poll(wctx, 200*time.Millisecond, func(context.Context) (bool, error) {
 		got, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("read the token Secret kube-system/%s: %w", s.Name, c.explain(err))
+			return false, fmt.Errorf("read the token Secret kube-system/%s: %w", s.Name, c.explain(err))
 		}
-		if token := got.Data[corev1.ServiceAccountTokenKey]; len(token) > 0 {
-			return c.tokenKubeconfig("kube-proxy", strings.TrimSpace(string(token)))
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the controller manager did not put a token into Secret kube-system/%s within %s: is its serviceaccount-token-controller running? (kind, minikube and kubeadm run it)", s.Name, wait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		token = got.Data[corev1.ServiceAccountTokenKey]
+		return len(token) > 0, nil
+	})
+	switch {
+	case err == nil:
+		return c.tokenKubeconfig("kube-proxy", strings.TrimSpace(string(token)))
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("the controller manager did not put a token into Secret kube-system/%s within %s: is its serviceaccount-token-controller running? (kind, minikube and kubeadm run it)", s.Name, wait)
 	}
+	return nil, err
 }
 
 // DeleteKubeProxyToken deletes the token Secret of node's kube-proxy,

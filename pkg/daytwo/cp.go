@@ -10,10 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -147,7 +147,7 @@ func (c *copier) remoteTarget(dst, base string, srcIsDir bool) (string, error) {
 	fi, err := c.n.Stat(c.ctx, dst)
 	switch {
 	case err == nil && fi.IsDir():
-		return winJoin(dst, base), nil
+		return winpath.Join(dst, base), nil
 	case err == nil && srcIsDir:
 		return "", exitcode.WithCode(exitcode.Usage, fmt.Errorf("%s is a file on the node: a directory cannot be copied onto it", dst))
 	case err == nil:
@@ -155,7 +155,7 @@ func (c *copier) remoteTarget(dst, base string, srcIsDir bool) (string, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", err
 	}
-	parent := winDir(dst)
+	parent := winpath.Dir(dst)
 	if parent == "" {
 		return dst, nil
 	}
@@ -185,9 +185,9 @@ func (c *copier) uploadDir(src, dst string) error {
 			// A link to a folder may lead back up the tree.
 			c.warn(fmt.Sprintf("skipped %s: a link to a folder", p))
 		case fi.IsDir():
-			err = c.uploadDir(p, winJoin(dst, e.Name()))
+			err = c.uploadDir(p, winpath.Join(dst, e.Name()))
 		case fi.Mode().IsRegular():
-			err = c.upload(p, fi.Size(), winJoin(dst, e.Name()))
+			err = c.upload(p, fi.Size(), winpath.Join(dst, e.Name()))
 		default:
 			c.warn(fmt.Sprintf("skipped %s: not a file or directory (%s)", p, fi.Mode().Type()))
 		}
@@ -222,7 +222,7 @@ func (c *copier) fromNode(src, dst string) error {
 		}
 		return err
 	}
-	target, err := localTarget(dst, winBase(src), fi.IsDir())
+	target, err := localTarget(dst, winpath.Base(src), fi.IsDir())
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (c *copier) downloadDir(src, dst string, depth int) error {
 		if err := checkName(src, e.Name()); err != nil {
 			return err
 		}
-		p := winJoin(src, e.Name())
+		p := winpath.Join(src, e.Name())
 		switch {
 		case e.IsDir():
 			err = c.downloadDir(p, filepath.Join(dst, e.Name()), depth+1)
@@ -378,40 +378,4 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	p.n += int64(n)
 	p.update(p.n)
 	return n, err
-}
-
-// winJoin joins a directory on the node and a name with the separator
-// the directory is written with: a backslash (C:\k), or a slash when it
-// has slashes only (C:/k, or /srv/k on a node whose SFTP server takes
-// POSIX paths).
-func winJoin(dir, name string) string {
-	if strings.HasSuffix(dir, `\`) || strings.HasSuffix(dir, "/") {
-		return dir + name
-	}
-	if strings.Contains(dir, "/") && !strings.Contains(dir, `\`) {
-		return dir + "/" + name
-	}
-	return dir + `\` + name
-}
-
-// winBase is the last element of a Windows path.
-func winBase(p string) string {
-	p = strings.TrimRight(p, `\/`)
-	return p[strings.LastIndexAny(p, `\/`)+1:]
-}
-
-// winDir is the directory of a Windows path ("" for a bare name, which
-// is in the home directory); a drive's root keeps its backslash.
-func winDir(p string) string {
-	p = strings.TrimRight(p, `\/`)
-	i := strings.LastIndexAny(p, `\/`)
-	switch {
-	case i < 0:
-		return ""
-	case i == 2 && len(p) > 1 && p[1] == ':':
-		return p[:3]
-	case i == 0:
-		return p[:1]
-	}
-	return p[:i]
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -83,9 +84,8 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 				reqs[i].Since = since
 			}
 			resp, err := n.ServiceLogs(ctx, reqs[i])
-			var oe *ops.Error
 			switch {
-			case first && errors.As(err, &oe) && oe.Kind == ops.KindNotFound:
+			case first && errors.Is(err, ops.KindNotFound):
 				// One service missing (wins named in the file but not
 				// deployed yet) must not hide the others' logs.
 				read.Absent = append(read.Absent, reqs[i].Service)
@@ -111,10 +111,8 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 		if !opts.Follow {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, opts.Interval) != nil {
 			return nil // Ctrl-C ends a follow: that is how it is used
-		case <-time.After(opts.Interval):
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -129,34 +130,32 @@ func Reboot(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, o
 		byName[rep.Services[i].Service] = &rep.Services[i]
 	}
 	var lastErr error
-	for {
-		states, err := n.ServiceStatus(wctx, services)
-		lastErr = err
-		if err == nil {
-			waiting := services[:0:0]
-			for _, st := range states {
-				b := byName[st.Service]
-				b.ServiceState = st
-				switch {
-				case !st.Exists:
-					if b.RunningAfterMs == 0 {
-						warn(fmt.Sprintf("service %s does not exist on the node: not waited for", st.Service))
-						b.RunningAfterMs = -1
-					}
-				case st.Status == "Running" && b.RunningAfterMs <= 0:
-					b.RunningAfterMs = since()
-				case st.Status != "Running":
-					waiting = append(waiting, st.Service)
+	err = retry.Poll(wctx, rebootPoll, func(ctx context.Context) (bool, error) {
+		states, err := n.ServiceStatus(ctx, services)
+		if lastErr = err; err != nil {
+			return false, nil // read again until the timeout
+		}
+		waiting := services[:0:0]
+		for _, st := range states {
+			b := byName[st.Service]
+			b.ServiceState = st
+			switch {
+			case !st.Exists:
+				if b.RunningAfterMs == 0 {
+					warn(fmt.Sprintf("service %s does not exist on the node: not waited for", st.Service))
+					b.RunningAfterMs = -1
 				}
+			case st.Status == "Running" && b.RunningAfterMs <= 0:
+				b.RunningAfterMs = since()
+			case st.Status != "Running":
+				waiting = append(waiting, st.Service)
 			}
-			if len(waiting) == 0 {
-				break
-			}
-			services = waiting
 		}
-		if err := pause(wctx, rebootPoll); err != nil {
-			return rep, stopped(notRunning(rep.Services, lastErr))
-		}
+		services = waiting
+		return len(waiting) == 0, nil
+	})
+	if err != nil {
+		return rep, stopped(notRunning(rep.Services, lastErr))
 	}
 	for i := range rep.Services {
 		if rep.Services[i].RunningAfterMs < 0 {
@@ -171,19 +170,23 @@ func Reboot(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, o
 // failure is that it cannot be reached (an authentication or host key
 // failure ends the wait).
 func reconnect(ctx context.Context, n *node.Node) error {
-	for {
+	var last error
+	err := retry.Poll(ctx, rebootPoll, func(ctx context.Context) (bool, error) {
 		err := n.Reconnect(ctx)
 		var de *remote.DialError
 		switch {
 		case err == nil:
-			return nil
+			return true, nil
 		case !errors.As(err, &de) && ctx.Err() == nil:
-			return err
+			return false, err
 		}
-		if perr := pause(ctx, rebootPoll); perr != nil {
-			return err
-		}
+		last = err
+		return false, nil
+	})
+	if err != nil && last != nil && ctx.Err() != nil {
+		return last // what kept the node from answering says more than the timeout
 	}
+	return err
 }
 
 // notRunning says which services are not Running, for the timeout's
@@ -205,17 +208,6 @@ func notRunning(services []BootedService, lastErr error) string {
 		msg += fmt.Sprintf(" (last read: %v)", lastErr)
 	}
 	return msg
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func ms(n int64) string {

@@ -83,7 +83,7 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 	}
 	if err != nil {
 		err = fmt.Errorf("node %s: restart %s: %w", spec.Name, strings.Join(services, ", "), err)
-		if oe := (*ops.Error)(nil); errors.As(err, &oe) && oe.Kind == ops.KindNotFound {
+		if errors.Is(err, ops.KindNotFound) {
 			err = exitcode.WithCode(exitcode.Usage, err)
 		}
 		return rep, err

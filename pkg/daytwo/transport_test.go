@@ -40,48 +40,6 @@ func TestParsePorts(t *testing.T) {
 	}
 }
 
-func TestWindowsPathHelpers(t *testing.T) {
-	tests := []struct {
-		path, base, dir string
-	}{
-		{`C:\k\kubelet.log`, "kubelet.log", `C:\k`},
-		{`C:\k\logs\`, "logs", `C:\k`},
-		{`C:\kubelet.log`, "kubelet.log", `C:\`},
-		{`C:/k/x`, "x", `C:/k`},
-		{`notes.txt`, "notes.txt", ""},
-		{`/tmp/x`, "x", "/tmp"},
-		{`/x`, "x", "/"},
-	}
-	for _, tt := range tests {
-		if b, d := winBase(tt.path), winDir(tt.path); b != tt.base || d != tt.dir {
-			t.Errorf("%s: base %q dir %q, want %q %q", tt.path, b, d, tt.base, tt.dir)
-		}
-	}
-}
-
-func TestWinJoin(t *testing.T) {
-	tests := []struct {
-		dir, want string
-	}{
-		{`C:\k`, `C:\k\a`},
-		{`C:\`, `C:\a`},
-		{`C:`, `C:\a`},
-		{`k`, `k\a`},
-		{`C:\k/sub`, `C:\k/sub\a`},
-		// Slashes only: the node's path stays in that form (an OpenSSH
-		// sshd on Linux takes nothing else).
-		{`C:/k`, `C:/k/a`},
-		{`/srv/k`, `/srv/k/a`},
-		{`/srv/k/`, `/srv/k/a`},
-		{`/`, `/a`},
-	}
-	for _, tt := range tests {
-		if got := winJoin(tt.dir, "a"); got != tt.want {
-			t.Errorf("winJoin(%q, a) = %q, want %q", tt.dir, got, tt.want)
-		}
-	}
-}
-
 func TestBeyondLoopback(t *testing.T) {
 	for _, tt := range []struct {
 		addr string

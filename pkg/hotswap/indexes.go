@@ -20,6 +20,10 @@ type Indexes struct {
 	byDigest map[string]*builtIndex
 	// dest maps a destination (lower case) to the digest indexed for it.
 	dest map[string]string
+	// building counts the goroutines that build or drop an index; Close
+	// waits for them, and after it (closed) nothing is kept.
+	building sync.WaitGroup
+	closed   bool
 }
 
 // builtIndex is one index, ready once ready is closed.
@@ -38,13 +42,17 @@ func NewIndexes() *Indexes {
 
 // Keep starts indexing the store's copy of digest, the file destination
 // holds now, and drops the index kept for what destination held before
-// (unless another destination holds that too).
+// (unless another destination holds that too). The index is built on
+// ctx; after Close, Keep keeps nothing.
 func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, digest string) {
 	if c == nil || store == nil || digest == "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	key := strings.ToLower(destination)
 	if old, ok := c.dest[key]; ok {
 		if old == digest {
@@ -60,7 +68,7 @@ func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, dig
 	bctx, cancel := context.WithCancel(ctx)
 	b := &builtIndex{ready: make(chan struct{}), cancel: cancel, users: 1}
 	c.byDigest[digest] = b
-	go func() {
+	c.building.Go(func() {
 		defer close(b.ready)
 		f, size, err := store.Open(digest)
 		if err != nil {
@@ -72,7 +80,7 @@ func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, dig
 			return
 		}
 		b.x, b.f = x, f
-	}()
+	})
 }
 
 // releaseLocked drops one destination's use of digest's index.
@@ -86,12 +94,12 @@ func (c *Indexes) releaseLocked(digest string) {
 	}
 	delete(c.byDigest, digest)
 	b.cancel()
-	go func() {
+	c.building.Go(func() {
 		<-b.ready
 		if b.f != nil {
 			b.f.Close()
 		}
-	}()
+	})
 }
 
 // index returns the index of digest's copy, waiting while it is built;
@@ -114,16 +122,19 @@ func (c *Indexes) index(ctx context.Context, digest string) *delta.Index {
 	}
 }
 
-// Close drops every index.
+// Close drops every index and returns once the goroutines that build
+// or drop them have ended.
 func (c *Indexes) Close() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.closed = true
 	for d := range c.byDigest {
 		c.byDigest[d].users = 1
 		c.releaseLocked(d)
 	}
 	clear(c.dest)
+	c.mu.Unlock()
+	c.building.Wait()
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -434,11 +433,6 @@ func UntilAbort(ctx, abort context.Context) (context.Context, context.CancelFunc
 		stop()
 		cancel()
 	}
-}
-
-func windowsDir(p string) string {
-	slashed := strings.ReplaceAll(p, `\`, "/")
-	return strings.ReplaceAll(path.Dir(slashed), "/", `\`)
 }
 
 func plural(n int, word string) string {

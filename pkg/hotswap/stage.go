@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -37,7 +37,7 @@ func (r *swapRun) stage(ctx context.Context, updates []Step, missingDirs []strin
 	g.SetLimit(r.opts.Parallel)
 	for _, step := range updates {
 		it := step.Item
-		needDir := slices.ContainsFunc(missingDirs, func(d string) bool { return strings.EqualFold(d, windowsDir(it.Destination)) })
+		needDir := slices.ContainsFunc(missingDirs, func(d string) bool { return winpath.Equal(d, winpath.Dir(it.Destination)) })
 		g.Go(func() error {
 			how, wire, transfer, err := r.stageOne(ctx, it, step.Current, needDir)
 			r.mu.Lock()
@@ -73,8 +73,9 @@ func (r *swapRun) stageOne(ctx context.Context, it Item, current ops.FileInfo, n
 	// The inspect said which directories are missing: no round trip for
 	// the others.
 	if needDir {
-		if err := r.n.MkdirAll(ctx, windowsDir(it.Destination)); err != nil {
-			return upload{}, 0, "", fmt.Errorf("create %s: %w", windowsDir(it.Destination), err)
+		dir := winpath.Dir(winpath.Clean(it.Destination))
+		if err := r.n.MkdirAll(ctx, dir); err != nil {
+			return upload{}, 0, "", fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
 	encodes := r.caps.Encoding && r.opts.Transfer.compresses()

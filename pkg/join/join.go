@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
@@ -110,13 +111,9 @@ type Connect func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (
 
 // Run joins (or resets) every node in parallel.
 func Run(ctx context.Context, nodes []v1alpha1.Node, connect Connect, opts Options) ([]fleet.Result[*Report], error) {
-	var with []v1alpha1.Node
-	for _, n := range nodes {
-		if n.Spec.Kubernetes.Join == nil {
-			opts.Observer.Warn("node " + n.Name + " has no spec.kubernetes.join: skipped")
-			continue
-		}
-		with = append(with, n)
+	with, skipped := withJoin(nodes)
+	for _, name := range skipped {
+		opts.Observer.Warn("node " + name + " has no spec.kubernetes.join: skipped")
 	}
 	if len(with) == 0 {
 		return nil, fmt.Errorf("no node has spec.kubernetes.join: add one naming the cluster's kubeconfig (see docs/join.md)")
@@ -134,6 +131,19 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect Connect, opts Optio
 		}
 		return j.join(ctx, connect)
 	}), nil
+}
+
+// withJoin splits nodes into those with spec.kubernetes.join and the
+// names of the others, which a join skips.
+func withJoin(nodes []v1alpha1.Node) (with []v1alpha1.Node, skipped []string) {
+	for _, n := range nodes {
+		if n.Spec.Kubernetes.Join == nil {
+			skipped = append(skipped, n.Name)
+			continue
+		}
+		with = append(with, n)
+	}
+	return with, skipped
 }
 
 // Failures lists what failed on one node.
@@ -170,12 +180,19 @@ type prepared struct {
 	before         cluster.NodeState
 }
 
-func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
-	js := j.spec.Spec.Kubernetes.Join
-	k := &j.spec.Spec.Kubernetes
+// newPrepared sorts the provisioners of k into what a join installs:
+// the kubelet, containerd and kube-proxy (when a provisioner feeds them),
+// containerd's helpers and the files of no service.
+func newPrepared(k *v1alpha1.KubernetesSpec) *prepared {
 	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), kubeProxy: v1alpha1.JoinKubeProxy(k),
 		sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	p.helpers, p.files = extras(k, p.containerd)
+	return p
+}
+
+func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
+	js := j.spec.Spec.Kubernetes.Join
+	p := newPrepared(&j.spec.Spec.Kubernetes)
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
 	if err != nil {
 		return nil, err
@@ -188,18 +205,8 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	}
 	p.serverVersion = releaseOf(server)
 	if !j.opts.Reset {
-		want := server
-		if isKubernetesRelease(p.kubelet) && p.kubelet.Version == "" {
-			p.version = p.serverVersion
-		}
-		if v := p.kubelet.Version; v != "" {
-			if want, err = version.ParseGeneric(v); err != nil {
-				return nil, fmt.Errorf("provisioner %s: version %q is not a Kubernetes version such as v1.37.2: %w", p.kubelet.Name, v, err)
-			}
-			p.version = "v" + strings.TrimPrefix(v, "v")
-		}
-		if err := cluster.CheckSkew(want, server); err != nil {
-			return nil, fmt.Errorf("provisioner %s: %w", p.kubelet.Name, err)
+		if p.version, err = kubeletVersion(p.kubelet, server); err != nil {
+			return nil, err
 		}
 	}
 	for _, pr := range p.binaries() {
@@ -235,21 +242,10 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		j.opts.Observer.Warn("node " + j.spec.Name + ": " + msg)
 	}
 	p.registered = ins.Services
-	p.name = js.NodeName
-	if p.name == "" {
-		p.name = strings.ToLower(ins.Hostname)
-	}
-	if ins.Kubeconfig != "" {
-		other, err := cluster.ServerOf([]byte(ins.Kubeconfig))
-		switch {
-		case err != nil:
-			closeN()
-			return nil, fmt.Errorf("the node's %s cannot be read (%v): remove it, or run swdt join --reset", ops.JoinKubeconfig, err)
-		case other != c.Server && !j.opts.Reset:
-			closeN()
-			return nil, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, c.Server)
-		}
-		p.joined = other == c.Server
+	p.name = nodeName(js, ins.Hostname)
+	if p.joined, err = joinedTo(ins.Kubeconfig, c.Server, j.opts.Reset); err != nil {
+		closeN()
+		return nil, err
 	}
 	if p.before, err = c.Node(ctx, p.name); err != nil {
 		closeN()
@@ -260,6 +256,54 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		return nil, fmt.Errorf("the cluster already has a Node named %s, and this machine has no kubelet credentials for it: another machine has that name. Set spec.kubernetes.join.nodeName, or delete the stale Node (kubectl delete node %s); nothing was changed", p.name, p.name)
 	}
 	return p, nil
+}
+
+// kubeletVersion is the version the kubelet must report to a control
+// plane of version server: the kubelet provisioner's version, else the
+// control plane's release for release:kubernetes ("" when unknown: any
+// version will do); either must be within the skew policy.
+func kubeletVersion(kubelet *v1alpha1.ProvisionerSpec, server *version.Version) (string, error) {
+	want, out := server, ""
+	if isKubernetesRelease(kubelet) && kubelet.Version == "" {
+		out = releaseOf(server)
+	}
+	if v := kubelet.Version; v != "" {
+		var err error
+		if want, err = version.ParseGeneric(v); err != nil {
+			return "", fmt.Errorf("provisioner %s: version %q is not a Kubernetes version such as v1.37.2: %w", kubelet.Name, v, err)
+		}
+		out = "v" + strings.TrimPrefix(v, "v")
+	}
+	if err := cluster.CheckSkew(want, server); err != nil {
+		return "", fmt.Errorf("provisioner %s: %w", kubelet.Name, err)
+	}
+	return out, nil
+}
+
+// nodeName is the name of the node's Node: spec.kubernetes.join.nodeName,
+// else the machine's host name in lower case (what the kubelet uses).
+func nodeName(js *v1alpha1.JoinSpec, hostname string) string {
+	if js.NodeName != "" {
+		return js.NodeName
+	}
+	return strings.ToLower(hostname)
+}
+
+// joinedTo reports whether the kubelet kubeconfig the node holds
+// (kubeconfig, "" for none) names the cluster at server. One that names
+// another cluster is refused, unless the run resets the node.
+func joinedTo(kubeconfig, server string, reset bool) (bool, error) {
+	if kubeconfig == "" {
+		return false, nil
+	}
+	other, err := cluster.ServerOf([]byte(kubeconfig))
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("the node's %s cannot be read (%w): remove it, or run swdt join --reset", ops.JoinKubeconfig, err)
+	case other != server && !reset:
+		return false, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, server)
+	}
+	return other == server, nil
 }
 
 // binaries are the provisioners a join installs: containerd and its
@@ -280,7 +324,7 @@ func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
 // the node then makes safe with the kubelet's folders.
 func (p *prepared) installsCNI() bool {
 	for _, pr := range p.binaries() {
-		if strings.HasPrefix(strings.ToLower(pr.Destination), strings.ToLower(ops.JoinCNIBinDir)+`\`) {
+		if winpath.Within(ops.JoinCNIBinDir, pr.Destination) {
 			return true
 		}
 	}
@@ -330,20 +374,9 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
 	description := "swdt join " + p.name
-	files := map[ops.JoinFile]string{ops.JoinFileCA: string(p.cluster.CAData)}
-	kc, err := KubeletConfig(js)
+	files, err := baseFiles(js, p.cluster.CAData, p.containerd != nil)
 	if err != nil {
 		return nil, err
-	}
-	files[ops.JoinFileKubeletConfig] = string(kc)
-	if p.containerd != nil {
-		cc := ContainerdConfig()
-		if js.ContainerdConfig != "" {
-			if cc, err = os.ReadFile(js.ContainerdConfig); err != nil {
-				return nil, fmt.Errorf("spec.kubernetes.join.containerdConfig: %w; nothing was changed", err)
-			}
-		}
-		files[ops.JoinFileContainerdConfig] = string(cc)
 	}
 	if p.kubeProxy != nil {
 		j.step("creating kube-proxy's ServiceAccount token")
@@ -380,17 +413,8 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		rep.Result, rep.Error = ResultFailed, err.Error()
 		return rep, nil
 	}
-	changed := len(written.Changed) > 0 || !p.before.Registered
-	for _, r := range results {
-		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
-	}
-	if changed {
-		rep.Result = ResultChanged
-	}
-	want := cluster.Want{KubeletVersion: p.version}
-	if rep.Result == ResultChanged {
-		want.RenewedAfter = started
-	}
+	var want cluster.Want
+	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, started)
 	timeout := DefaultTimeout
 	if js.Timeout != nil {
 		timeout = js.Timeout.Duration
@@ -411,11 +435,76 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	return rep, nil
 }
 
+// baseFiles are the join's files that need no token: the cluster's CA,
+// the kubelet's config and, when a provisioner feeds containerd
+// (containerd), its config: spec.kubernetes.join.containerdConfig's, else
+// the default.
+func baseFiles(js *v1alpha1.JoinSpec, ca []byte, containerd bool) (map[ops.JoinFile]string, error) {
+	files := map[ops.JoinFile]string{ops.JoinFileCA: string(ca)}
+	kc, err := KubeletConfig(js)
+	if err != nil {
+		return nil, err
+	}
+	files[ops.JoinFileKubeletConfig] = string(kc)
+	if containerd {
+		cc := ContainerdConfig()
+		if js.ContainerdConfig != "" {
+			if cc, err = os.ReadFile(js.ContainerdConfig); err != nil {
+				return nil, fmt.Errorf("spec.kubernetes.join.containerdConfig: %w; nothing was changed", err)
+			}
+		}
+		files[ops.JoinFileContainerdConfig] = string(cc)
+	}
+	return files, nil
+}
+
+// outcome is a join's result once its files and binaries are in place,
+// and what its Node must then show: changed when a file or binary
+// changed, a service restarted, or the Node was not registered; a
+// changed node's kubelet must then renew its Lease after started, and
+// every node's report version (when known).
+func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Result, version string, started time.Time) (string, cluster.Want) {
+	changed := len(filesChanged) > 0 || !registered
+	for _, r := range results {
+		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
+	}
+	want := cluster.Want{KubeletVersion: version}
+	if !changed {
+		return ResultUnchanged, want
+	}
+	want.RenewedAfter = started
+	return ResultChanged, want
+}
+
 // install puts containerd (when a provisioner feeds it) and the kubelet in
 // place through one hot-swap, registering their services when missing,
 // and restarts an unchanged one whose configuration file changed.
 func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFile) ([]hotswap.Result, error) {
-	js := j.spec.Spec.Kubernetes.Join
+	opts := j.opts.Swap
+	opts.Command = "swdt join"
+	opts.Observer = stepObserver{step: j.step}
+	report, err := hotswap.Run(ctx, p.n, p.items(j.spec.Spec.Kubernetes.Join, changed), opts)
+	if err != nil {
+		return nil, err
+	}
+	var failed []string
+	for _, res := range report.Results {
+		if res.Failed() {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", res.Name, res.Action, res.Error))
+		}
+	}
+	if len(failed) > 0 {
+		return report.Results, errors.New(strings.Join(failed, "; "))
+	}
+	return report.Results, nil
+}
+
+// items are the hot-swap items of the join's binaries: the kubelet,
+// containerd and kube-proxy registered when missing and restarted when
+// their file changed (changed); containerd checked by its pipe unless its
+// provisioner says how; a helper of a containerd service not registered
+// yet put in as a plain file.
+func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswap.Item {
 	var items []hotswap.Item
 	ctrdRegistered := p.containerd != nil && slices.ContainsFunc(p.registered, func(s string) bool { return strings.EqualFold(s, serviceOf(p.containerd)) })
 	for _, pr := range p.binaries() {
@@ -450,23 +539,7 @@ func (j *joiner) install(ctx context.Context, p *prepared, changed []ops.JoinFil
 		}
 		items = append(items, it)
 	}
-	opts := j.opts.Swap
-	opts.Command = "swdt join"
-	opts.Observer = stepObserver{step: j.step}
-	report, err := hotswap.Run(ctx, p.n, items, opts)
-	if err != nil {
-		return nil, err
-	}
-	var failed []string
-	for _, res := range report.Results {
-		if res.Failed() {
-			failed = append(failed, fmt.Sprintf("%s %s: %s", res.Name, res.Action, res.Error))
-		}
-	}
-	if len(failed) > 0 {
-		return report.Results, errors.New(strings.Join(failed, "; "))
-	}
-	return report.Results, nil
+	return items
 }
 
 func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
@@ -476,17 +549,8 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 	}
 	defer p.closeN()
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
-	var req ops.JoinResetRequest
-	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubeProxy, p.kubelet, p.containerd} {
-		if pr != nil {
-			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
-		}
-	}
-	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
-		req.Files = append(req.Files, pr.Destination)
-	}
 	j.step("stopping and deleting the services and files of the join")
-	res, err := p.n.ResetJoin(ctx, req)
+	res, err := p.n.ResetJoin(ctx, p.resetRequest())
 	if err != nil {
 		return nil, err
 	}
@@ -518,6 +582,22 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 	}
 	rep.Node, err = p.cluster.Node(ctx, p.name)
 	return rep, err
+}
+
+// resetRequest is what --reset removes from the node: the services of
+// kube-proxy, the kubelet and containerd (in that order, each with its
+// binary), and the files of the others.
+func (p *prepared) resetRequest() ops.JoinResetRequest {
+	var req ops.JoinResetRequest
+	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubeProxy, p.kubelet, p.containerd} {
+		if pr != nil {
+			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
+		}
+	}
+	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
+		req.Files = append(req.Files, pr.Destination)
+	}
+	return req
 }
 
 // readyNote explains a Node that registered but is not Ready.

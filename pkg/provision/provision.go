@@ -20,15 +20,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/hotswap"
-	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 	"sigs.k8s.io/swdt/pkg/target"
@@ -108,12 +107,16 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	if err != nil {
 		return exitcode.WithCode(exitcode.Usage, err)
 	}
-	r := &run{opts: opts, connect: connect, nodes: selected}
+	ctx, stop := context.WithCancel(ctx)
+	r := &run{opts: opts, nodes: selected, stop: stop}
 	defer r.close()
+	for _, s := range selected {
+		s.open(ctx, connect, opts.Observer, opts.Watch)
+	}
 	// Every source first: a missing build output or a wrong digest must
 	// stop the run before any node is changed. Connecting changes
 	// nothing: it runs while local sources are hashed.
-	r.dialAhead(ctx)
+	r.dialAhead()
 	sources, err := r.resolve(ctx, allWork(selected))
 	if err != nil {
 		return fmt.Errorf("%w; nothing was changed on any node%s", err, onlyHint(selected, sources))
@@ -134,39 +137,16 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	return r.watch(ctx, watcher, runErr)
 }
 
-// selected is one node of a run: its config, the provisioners selected
-// for it and, once connected, its connection (kept for Watch).
-type selected struct {
-	spec  *v1alpha1.Node
-	provs []target.Binary
-	conn  *node.Node
-	// dialing is the connection dialAhead started, until runNode takes
-	// it.
-	dialing chan dialed
-	// indexes keeps the indexes of what the node holds between the runs
-	// of Watch, knowledge what the last run found on it (nil otherwise).
-	indexes   *hotswap.Indexes
-	knowledge *hotswap.Knowledge
-}
-
-// dialed is the outcome of a connection started ahead.
-type dialed struct {
-	conn *node.Node
-	err  error
-}
-
 // work is what one run does on one node: some of its provisioners.
 type work struct {
-	node  *selected
+	node  *session
 	provs []target.Binary
-	// hashes and ahead are the node's hash cache and the patches started
-	// before its sources were hashed (--watch); nil: runNode loads and
-	// starts them.
-	hashes *hashcache.File
-	ahead  *hotswap.Ahead
+	// ahead are the patches started before its sources were hashed
+	// (--watch); nil: runNode starts them.
+	ahead *hotswap.Ahead
 }
 
-func allWork(nodes []*selected) []work {
+func allWork(nodes []*session) []work {
 	out := make([]work, len(nodes))
 	for i, n := range nodes {
 		out[i] = work{node: n, provs: n.provs}
@@ -176,7 +156,7 @@ func allWork(nodes []*selected) []work {
 
 // selectProvisioners applies Only. Every name in only must be a
 // provisioner of some node.
-func selectProvisioners(specs []v1alpha1.Node, only []string) ([]*selected, error) {
+func selectProvisioners(specs []v1alpha1.Node, only []string) ([]*session, error) {
 	want := map[string]bool{}
 	for _, name := range only {
 		if name = strings.TrimSpace(name); name != "" {
@@ -184,9 +164,9 @@ func selectProvisioners(specs []v1alpha1.Node, only []string) ([]*selected, erro
 		}
 	}
 	seen := map[string]bool{}
-	var nodes []*selected
+	var nodes []*session
 	for i := range specs {
-		n := &selected{spec: &specs[i]}
+		n := &session{spec: &specs[i]}
 		for _, b := range target.Provisioners(&specs[i]) {
 			if len(want) == 0 || want[strings.ToLower(b.Name)] {
 				n.provs = append(n.provs, b)
@@ -234,22 +214,22 @@ func Names(specs []v1alpha1.Node) []string {
 
 // run is one invocation of the workflow.
 type run struct {
-	opts    Options
-	connect fleet.Connector
-	nodes   []*selected
-	// stopDialing cancels the connections dialAhead started (nil: none).
-	stopDialing context.CancelFunc
+	opts  Options
+	nodes []*session
+	// stop ends the run's context, and with it its sessions and hashes.
+	stop context.CancelFunc
 	// hashing holds, by source key, the hashes --watch started when a
-	// change was seen, closed when done (hashEarly).
+	// change was seen, closed when done (hashEarly); hashes waits for
+	// them.
 	hashing map[string]chan struct{}
+	hashes  sync.WaitGroup
 }
 
-// dialAhead starts connecting to every node reached on its hostname, so
-// that the connections are made while the sources are resolved, when
-// every source is a local file (a download shows progress, and a
-// passphrase prompt must not run into it). A node reached at the address
-// its VM's hypervisor reports is connected to when its turn comes.
-func (r *run) dialAhead(ctx context.Context) {
+// dialAhead starts connecting to every node, so that the connections
+// are made while the sources are resolved, when every source is a local
+// file (a download shows progress, and a passphrase prompt must not run
+// into it).
+func (r *run) dialAhead() {
 	for _, n := range r.nodes {
 		for _, b := range n.provs {
 			if _, local := b.LocalPath(); !local {
@@ -257,39 +237,9 @@ func (r *run) dialAhead(ctx context.Context) {
 			}
 		}
 	}
-	dctx, cancel := context.WithCancel(ctx)
-	r.stopDialing = cancel
 	for _, n := range r.nodes {
-		h := n.spec.Spec.Credentials.Hostname
-		if h == "" {
-			continue
-		}
-		ch := make(chan dialed, 1)
-		n.dialing = ch
-		r.opts.Observer.Step(n.spec.Name, "connecting to "+h)
-		go func() {
-			conn, err := r.connect(dctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + n.spec.Name + ": " + msg) })
-			ch <- dialed{conn, err}
-		}()
+		n.dialAhead()
 	}
-}
-
-// dial connects to the node: the connection dialAhead started, or a new
-// one.
-func (r *run) dial(ctx context.Context, n *selected) (*node.Node, error) {
-	if n.dialing != nil {
-		ch := n.dialing
-		n.dialing = nil
-		d := <-ch
-		return d.conn, d.err
-	}
-	name := n.spec.Name
-	if h := n.spec.Spec.Credentials.Hostname; h != "" {
-		r.opts.Observer.Step(name, "connecting to "+h)
-	} else {
-		r.opts.Observer.Step(name, "connecting to VM "+n.spec.Spec.VM.Name+" at the address its hypervisor reports")
-	}
-	return r.connect(ctx, n.spec, func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
 }
 
 // hashEarly starts hashing the local sources of names (node/provisioner)
@@ -321,11 +271,11 @@ func (r *run) hashEarly(ctx context.Context, names []string) {
 			}
 			r.hashing[key] = ch
 			src := b.Source()
-			go func() {
+			r.hashes.Go(func() {
 				defer close(ch)
 				// An error shows in the resolve after the debounce.
 				_, _ = r.opts.Resolver.ResolveBinary(ctx, src, nil)
-			}()
+			})
 		}
 	}
 }
@@ -371,7 +321,7 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 
 // onlyHint tells how to swap the provisioners whose sources resolved
 // without those that did not (a build not made yet): "" when none did.
-func onlyHint(nodes []*selected, sources map[string]*source.File) string {
+func onlyHint(nodes []*session, sources map[string]*source.File) string {
 	var ok []string
 	for _, n := range nodes {
 		for _, b := range n.provs {
@@ -428,7 +378,6 @@ func nothingSucceeded(results []fleet.Result[NodeReport], err error) error {
 // runNode swaps w's provisioners on one node.
 func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.File) (NodeReport, error) {
 	n := w.node
-	name := n.spec.Name
 	out := NodeReport{}
 	// Whatever ends the run ends the patches started before it.
 	defer w.ahead.Close()
@@ -443,12 +392,7 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 			return out, err
 		}
 	}
-	hashes := w.hashes
-	if hashes == nil {
-		hashes = hashcache.ForNode(r.opts.CacheDir, n.spec)
-	}
-	opts := r.swapOptions(n, hashes)
-	knowledge := opts.Knowledge
+	opts := n.swapOptions(r.opts)
 	if w.ahead != nil {
 		w.ahead.Resolved(items)
 		opts.Ahead = w.ahead
@@ -458,116 +402,38 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		opts.Ahead = hotswap.Prepare(ctx, items, opts)
 		defer opts.Ahead.Close()
 	}
-	if n.conn == nil {
-		conn, err := r.dial(ctx, n)
-		if err != nil {
-			return out, err
-		}
-		n.conn = conn
+	conn, err := n.connection(ctx)
+	if err != nil {
+		return out, err
 	}
-	if hashes != nil {
-		// The agent an earlier run read back is not read back again
-		// while the node reports the same size and time for it.
-		n.conn.RememberAgent(hashes)
-	}
-	obs := r.opts.Observer.Node(name)
+	obs := r.opts.Observer.Node(n.spec.Name)
 	defer obs.End()
 	opts.Observer = obs
-	if r.opts.Snapshot != nil || check != nil {
-		opts.BeforeSwap = func(ctx context.Context) (err error) {
-			if check != nil {
-				if err := check.readBefore(ctx, n.conn); err != nil {
-					return err
-				}
-			}
-			if r.opts.Snapshot == nil {
-				return nil
-			}
-			var names []string
-			for _, b := range w.provs {
-				names = append(names, b.Name)
-			}
-			out.Snapshot, err = r.opts.Snapshot(ctx, n.spec, names)
-			return err
-		}
+	if opts.Hashes != nil {
+		// The agent an earlier run read back is not read back again
+		// while the node reports the same size and time for it.
+		conn.RememberAgent(n.hashes)
+		defer n.saveHashes()
 	}
-	if hashes != nil {
-		defer func() {
-			if rtt, ok := n.conn.LinkRTT(); ok {
-				hashes.RememberRTT(rtt)
-			}
-			if last := knowledge.Last(); last != nil {
-				hashes.RememberInspect(*last)
-			}
-			if err := hashes.Save(); err != nil {
-				r.opts.Observer.Warn(fmt.Sprintf("node %s: %v (the next run hashes every binary on the node again)", name, err))
-			}
-		}()
-	}
-	var err error
-	out.Report, err = hotswap.Run(ctx, n.conn, items, opts)
-	if err == nil && n.indexes != nil {
-		// While the loop waits for the next rebuild, what the node holds
-		// now is indexed for its patch.
-		for _, res := range out.Report.Results {
-			for _, it := range items {
-				if it.Name == res.Name && it.Source != nil && (res.Action == hotswap.ActionUpdated || res.Action == hotswap.ActionUnchanged) {
-					n.indexes.Keep(context.Background(), opts.Transfer.Store, it.Destination, it.Source.SHA256)
-				}
-			}
-		}
+	opts.BeforeSwap = n.beforeSwap(check, r.opts.Snapshot, w.provs, &out)
+	out.Report, err = hotswap.Run(ctx, conn, items, opts)
+	if err == nil {
+		n.keep(opts, items, out.Report)
 	}
 	if err == nil && check != nil {
-		out.Cluster = check.after(ctx, n.conn, out.Report, opts,
-			func(msg string) { obs.Step(msg) },
-			func(msg string) { r.opts.Observer.Warn("node " + name + ": " + msg) })
+		out.Cluster = check.after(ctx, conn, out.Report, opts,
+			func(msg string) { obs.Step(msg) }, n.warn)
 	}
 	return out, err
 }
 
-// swapOptions are the hot-swap options of a run on n with its hash cache
-// (nil: none).
-func (r *run) swapOptions(n *selected, hashes *hashcache.File) hotswap.Options {
-	opts := r.opts.Swap
-	opts.Force, opts.DryRun, opts.Command = r.opts.Force, r.opts.DryRun, "swdt kubernetes"
-	if hashes != nil {
-		opts.Hashes = hashes
-		// Nothing is made ahead for a link files go as they are over:
-		// the one kept from the last run (--watch), or the last one's.
-		if n.conn != nil {
-			opts.Transfer.ExpectedRTT, _ = n.conn.LinkRTT()
-		} else {
-			opts.Transfer.ExpectedRTT, _ = hashes.RTT()
-		}
-	}
-	// What the last run (of this process with --watch, else the last one
-	// recorded) learned of the node's services: a rebuild that is all
-	// small patches goes in one op, which the node refuses when the
-	// services changed since.
-	knowledge := n.knowledge
-	if knowledge == nil {
-		var last *ops.ProvisionInspectResponse
-		if hashes != nil {
-			last = hashes.LastInspect()
-		}
-		knowledge = hotswap.NewKnowledge(last)
-	}
-	if r.opts.Watch && n.indexes == nil {
-		n.indexes, n.knowledge = hotswap.NewIndexes(), knowledge
-	}
-	opts.Transfer.Indexes, opts.Knowledge = n.indexes, knowledge
-	return opts
-}
-
 // prepareAhead starts, while w's changed sources are hashed (--watch),
 // the patches of those that are local files against what the node had
-// last time; it returns the node's hash cache with them. The patches are
-// used only once Resolved has the digests.
-func (r *run) prepareAhead(ctx context.Context, w work) (*hashcache.File, *hotswap.Ahead) {
+// last time. They are used only once Resolved has the digests.
+func (r *run) prepareAhead(ctx context.Context, w work) *hotswap.Ahead {
 	n := w.node
-	hashes := hashcache.ForNode(r.opts.CacheDir, n.spec)
-	if hashes == nil {
-		return nil, nil
+	if n.hashCache(r.opts.CacheDir) == nil {
+		return nil
 	}
 	var items []hotswap.Item
 	for _, b := range w.provs {
@@ -586,20 +452,20 @@ func (r *run) prepareAhead(ctx context.Context, w work) (*hashcache.File, *hotsw
 		items = append(items, item(n, b, &source.File{Ref: b.SourceURL, Path: abs, Size: st.Size()}, r.opts.Force))
 	}
 	if len(items) == 0 {
-		return hashes, nil
+		return nil
 	}
-	opts := r.swapOptions(n, hashes)
+	opts := n.swapOptions(r.opts)
 	opts.Ahead = hotswap.Prepare(ctx, items, opts)
 	if n.conn != nil {
 		hotswap.PrepareSwapOp(n.conn, opts)
 	}
-	return hashes, opts.Ahead
+	return opts.Ahead
 }
 
 // item is the hot-swap item of one provisioner: with a register step when
 // the node file says how to register its service (on n's connection,
 // made by then).
-func item(n *selected, b target.Binary, src *source.File, force bool) hotswap.Item {
+func item(n *session, b target.Binary, src *source.File, force bool) hotswap.Item {
 	it := hotswap.Item{Name: b.Name, Service: b.Service, Helper: b.Helper, Destination: b.Destination,
 		Source: src, Force: force || b.Overwrite, HealthChecks: b.HealthChecks, StartChecks: b.HealthChecks}
 	if req := b.Register; req != nil {
@@ -634,21 +500,13 @@ func Failures(o NodeReport) []error {
 	return errs
 }
 
+// close ends the run and waits for everything it started: the hashes
+// started early and every session.
 func (r *run) close() {
-	if r.stopDialing != nil {
-		r.stopDialing()
-	}
+	r.stop()
+	r.hashes.Wait()
 	for _, n := range r.nodes {
-		if n.dialing != nil {
-			// Started ahead and not used (a source failed).
-			if d := <-n.dialing; d.err == nil {
-				_ = d.conn.Close()
-			}
-		}
-		if n.conn != nil {
-			_ = n.conn.Close()
-		}
-		n.indexes.Close()
+		n.close()
 	}
 }
 
@@ -706,7 +564,7 @@ func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 		// The nodes are connected: the patches are made while the
 		// sources are hashed.
 		for i := range ws {
-			ws[i].hashes, ws[i].ahead = r.prepareAhead(ctx, ws[i])
+			ws[i].ahead = r.prepareAhead(ctx, ws[i])
 		}
 		changed, err := r.resolve(ctx, ws)
 		if err != nil {

@@ -129,7 +129,7 @@ func TestHashEarly(t *testing.T) {
 			spec := &v1alpha1.Node{}
 			spec.Name = "sim"
 			b := target.Binary{Name: "kubelet", Service: "kubelet", Destination: `C:\k\kubelet.exe`, SourceURL: src}
-			r := &run{nodes: []*selected{{spec: spec, provs: []target.Binary{b}}},
+			r := &run{nodes: []*session{{spec: spec, provs: []target.Binary{b}}},
 				opts: Options{Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache"), Rehash: tc.rehash}}}
 			r.hashEarly(context.Background(), tc.heard)
 			ch := r.hashing[b.SourceKey()]

@@ -15,6 +15,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // cancelGrace is how long a call whose context ended may take to wind down
@@ -730,9 +732,9 @@ func (c *Client) finish(ctx context.Context, cn *conn, sess *ssh.Session, wait f
 	return -1, err
 }
 
-var sessionRetry = retryPolicy{
-	Attempts:    2,
-	Delay:       100 * time.Millisecond,
+var sessionRetry = retry.Policy{
+	Tries:       2,
+	Pause:       100 * time.Millisecond,
 	ShouldRetry: func(err error) bool { return errors.Is(err, ErrConnectionLost) },
 }
 

@@ -2,46 +2,20 @@ package remote
 
 import (
 	"context"
-	"time"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
-// retryPolicy says how often a call is tried and which failures are worth
-// another try.
-type retryPolicy struct {
-	// Attempts is the total try budget (>= 1).
-	Attempts int
-	// Delay is the pause before each retry.
-	Delay time.Duration
-	// ShouldRetry reports whether err is worth another attempt.
-	ShouldRetry func(err error) bool
-}
-
-// retry runs fn until it succeeds, fails with an error ShouldRetry rejects,
-// the budget runs out (a *RetriesExhaustedError), or ctx ends.
-func retry(ctx context.Context, op string, p retryPolicy, fn func(ctx context.Context, attempt int) error) error {
-	var err error
-	for attempt := 1; ; attempt++ {
-		if cerr := ctx.Err(); cerr != nil {
-			if err != nil {
-				return err
-			}
-			return cerr
-		}
-		err = fn(ctx, attempt)
-		if err == nil || ctx.Err() != nil || p.ShouldRetry == nil || !p.ShouldRetry(err) {
-			return err
-		}
-		if attempt >= p.Attempts {
-			return &RetriesExhaustedError{Op: op, Attempts: attempt, Err: err}
-		}
-		if p.Delay > 0 {
-			t := time.NewTimer(p.Delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return err
-			case <-t.C:
-			}
-		}
+// withRetry runs fn as p says (a try budget, the pause between tries and
+// which failures are worth another try), unless ctx has ended already; a
+// spent budget is a *RetriesExhaustedError that names op.
+func withRetry(ctx context.Context, op string, p retry.Policy, fn func(ctx context.Context, attempt int) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	err := p.Do(ctx, fn)
+	if ex, ok := err.(*retry.ExhaustedError); ok {
+		return &RetriesExhaustedError{Op: op, Attempts: ex.Tries, Err: ex.Err}
+	}
+	return err
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 func TestRetry(t *testing.T) {
 	errTransient := errors.New("transient")
 	errFatal := errors.New("fatal")
-	policy := retryPolicy{Attempts: 3, ShouldRetry: func(err error) bool { return errors.Is(err, errTransient) }}
+	policy := retry.Policy{Tries: 3, ShouldRetry: func(err error) bool { return errors.Is(err, errTransient) }}
 	tests := []struct {
 		name      string
 		results   []error
@@ -27,7 +29,7 @@ func TestRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
-			err := retry(t.Context(), "op", policy, func(ctx context.Context, attempt int) error {
+			err := withRetry(t.Context(), "op", policy, func(ctx context.Context, attempt int) error {
 				calls++
 				if attempt != calls {
 					t.Errorf("attempt %d on call %d", attempt, calls)
@@ -42,7 +44,7 @@ func TestRetry(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := 0
-	err := retry(ctx, "op", policy, func(ctx context.Context, attempt int) error {
+	err := withRetry(ctx, "op", policy, func(ctx context.Context, attempt int) error {
 		calls++
 		cancel()
 		return errTransient

@@ -11,19 +11,21 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-var sftpRetry = retryPolicy{
-	Attempts:    2, // reconnect once
-	Delay:       200 * time.Millisecond,
+var sftpRetry = retry.Policy{
+	Tries:       2, // reconnect once
+	Pause:       200 * time.Millisecond,
 	ShouldRetry: func(err error) bool { return errors.Is(err, ErrConnectionLost) },
 }
 
 // idempotent runs an SFTP call that is safe to repeat, reconnecting once
 // when the connection drops under it.
 func (c *Client) idempotent(ctx context.Context, op string, fn func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error) error {
-	return retry(ctx, op, sftpRetry, func(ctx context.Context, attempt int) error {
+	return withRetry(ctx, op, sftpRetry, func(ctx context.Context, attempt int) error {
 		cn, err := c.conn(ctx)
 		if err != nil {
 			return err
@@ -167,14 +169,14 @@ func (r *uploadReader) Size() int64 { return r.size }
 
 // replaceBusy is how replace tries again while a file is busy: for about
 // two seconds.
-var replaceBusy = retryPolicy{Attempts: 20, Delay: 100 * time.Millisecond, ShouldRetry: sftpRefused}
+var replaceBusy = retry.Policy{Tries: 20, Pause: 100 * time.Millisecond, ShouldRetry: sftpRefused}
 
 // replace renames oldPath onto newPath, replacing newPath. A fresh
 // executable is busy on Windows for a moment (a virus scanner opens it
 // without sharing delete access, and the rename fails): it is tried again
 // (replaceBusy).
 func replace(ctx context.Context, sc *sftp.Client, oldPath, newPath string) error {
-	return retry(ctx, "rename "+oldPath, replaceBusy, func(context.Context, int) error { return replaceOnce(sc, oldPath, newPath) })
+	return withRetry(ctx, "rename "+oldPath, replaceBusy, func(context.Context, int) error { return replaceOnce(sc, oldPath, newPath) })
 }
 
 // sftpRefused reports whether the server refused an SFTP request (what a

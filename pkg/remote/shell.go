@@ -132,7 +132,7 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 		cn   *conn
 		sess *ssh.Session
 	)
-	err := retry(ctx, "open ssh session on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
+	err := withRetry(ctx, "open ssh session on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
 		var err error
 		if cn, err = c.conn(ctx); err != nil {
 			return err

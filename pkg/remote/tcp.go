@@ -17,7 +17,7 @@ import (
 // that could not be opened reached nothing.
 func (c *Client) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	var s net.Conn
-	err := retry(ctx, "open "+addr+" on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
+	err := withRetry(ctx, "open "+addr+" on "+c.t.addr, sessionRetry, func(ctx context.Context, attempt int) error {
 		cn, err := c.conn(ctx)
 		if err != nil {
 			return err

@@ -6,9 +6,8 @@
 package target
 
 import (
-	"strings"
-
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/source"
 )
@@ -57,7 +56,7 @@ func (b Binary) SourceKey() string { return b.Source().Key() }
 // Source is where the binary comes from, as pkg/source resolves it: a
 // release or an archive gives the binary named as the destination's file.
 func (b Binary) Source() source.Binary {
-	name := b.Destination[strings.LastIndexAny(b.Destination, `\/`)+1:]
+	name := winpath.Base(b.Destination)
 	return source.Binary{Ref: b.SourceURL, SHA256: b.SHA256, Version: b.Version, Name: name}
 }
 

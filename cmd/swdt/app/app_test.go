@@ -31,6 +31,7 @@ const (
 // ./bin/kubelet.exe), so they are validated without them;
 // TestValidateLocalFiles checks them.
 func TestValidateSamples(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(samples, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples: %v", err)
@@ -49,6 +50,7 @@ func TestValidateSamples(t *testing.T) {
 }
 
 func TestValidateSummary(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "config", "validate", "-c", filepath.Join(samples, "node.yaml"), "--no-color", "--skip-local-files")
 	want := "NODE       HOST                PROVISIONERS\nwinworker  192.168.122.220:22  2 (containerd, kubelet)\n"
 	if code != 0 || out != want {
@@ -57,6 +59,7 @@ func TestValidateSummary(t *testing.T) {
 }
 
 func TestValidateInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string
@@ -111,6 +114,7 @@ func TestValidateInvalid(t *testing.T) {
 }
 
 func TestValidateJSON(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"), "--skip-local-files")
 	var r validateReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -131,6 +135,7 @@ func TestValidateJSON(t *testing.T) {
 }
 
 func TestValidateWarnings(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(samples, "minimal.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +305,7 @@ func TestConfigInit(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "swdt dev\ncommit: unknown\ngo: go") {
 		t.Errorf("exit %d, stdout %q", code, out)
@@ -316,6 +322,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		msg  string
@@ -341,6 +348,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndCompletion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"--help"}, {"config"}, {"config", "validate", "--help"}} {
 		code, out, _ := run(t, args...)
 		if code != 0 || !strings.Contains(out, "Usage:") {
@@ -358,6 +366,7 @@ func TestHelpAndCompletion(t *testing.T) {
 }
 
 func TestVerboseLogs(t *testing.T) {
+	t.Parallel()
 	_, _, errOut := run(t, "-vv", "version")
 	if !strings.Contains(errOut, "level=DEBUG") || !strings.Contains(errOut, "swdt starting") {
 		t.Errorf("-vv stderr = %q", errOut)

@@ -13,6 +13,7 @@ import (
 // moment (issue 22, item 4): the upload's rename, the swap's renames and
 // the backup's removal are refused at first. Every swap still succeeds.
 func TestKubernetesWithScannerHold(t *testing.T) {
+	t.Parallel()
 	for _, setup := range []simnode.KubeletSetup{simnode.KubeletSC, simnode.KubeletNSSMPowerShell} {
 		t.Run(string(setup), func(t *testing.T) {
 			fx := newKubeFixture(t, simnode.WithScannerHold(400*time.Millisecond), simnode.WithKubeletSetup(setup))

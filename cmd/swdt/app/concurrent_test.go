@@ -18,6 +18,7 @@ import (
 // so), so each swaps its own verified build and none reports "updated"
 // for a build the node does not run when it ends.
 func TestKubernetesConcurrentRunsNeverLie(t *testing.T) {
+	t.Parallel()
 	// A slow swap keeps the first run's lock held while the second asks.
 	fx := newKubeFixture(t, simnode.WithFaults(simnode.Faults{OpLatencyMS: map[string]int{ops.ServiceSwap.Name: 1500}}))
 	other := t.TempDir()

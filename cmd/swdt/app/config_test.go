@@ -15,6 +15,7 @@ import (
 // The flags of config init fill in the sample (pkg/config tests every
 // option); a value that makes it invalid writes nothing.
 func TestConfigInitFlags(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "node.yaml")
 	code, _, errOut := run(t, "config", "init", "--output-file", path, "--hostname", "127.0.0.1:2222",
 		"--username", "admin", "--private-key", "id_rsa", "--only", "kubelet")

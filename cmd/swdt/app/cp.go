@@ -120,7 +120,11 @@ func runCp(ctx context.Context, e *env, srcArg, dstArg string, limits cpLimits) 
 	if remote.path == "" {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("name a path on the node after %q, for example %s:C:\\k", remote.node+":", remote.node))
 	}
-	spec, err := e.nodeByName("cp", remote.node)
+	var named []string
+	if remote.node != "" {
+		named = []string{remote.node}
+	}
+	spec, _, err := e.pickNode("cp", named, true)
 	if err != nil {
 		return err
 	}

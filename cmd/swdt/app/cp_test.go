@@ -158,6 +158,7 @@ func copyRoundTrip(t *testing.T, file, remoteDir string) {
 }
 
 func TestCpSimnode(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))
 	copyRoundTrip(t, file, `C:\k`)
@@ -167,6 +168,7 @@ func TestCpSimnode(t *testing.T) {
 }
 
 func TestCpOpenSSH(t *testing.T) {
+	t.Parallel()
 	s := sshdtest.Start(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
 	copyRoundTrip(t, file, t.TempDir())
@@ -220,6 +222,7 @@ func sshdCredentials(t *testing.T, s *sshdtest.Server) v1alpha1.CredentialsSpec 
 }
 
 func TestParseCopyArg(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		arg  string
 		want copyArg

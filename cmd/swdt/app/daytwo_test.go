@@ -16,6 +16,7 @@ import (
 )
 
 func TestExec(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	if err := ts.Node().WriteFile(`C:\k\notes.txt`, []byte("line one\r\nline two\r\n")); err != nil {
@@ -44,7 +45,7 @@ func TestExec(t *testing.T) {
 		{"the file's only node, no --", []string{"hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
 		{"--node", []string{"--node", "winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
 		{"--node that is not in the file", []string{"--node", "nosuch", "hostname"}, exitcode.Usage, "", `has no node "nosuch"`},
-		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "node winworker and --node other disagree"},
+		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "swdt exec works on one node: it was named winworker and --node other"},
 		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
 	}
 	for _, tt := range tests {
@@ -71,6 +72,7 @@ func TestExec(t *testing.T) {
 }
 
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	n := ts.Node()
@@ -150,6 +152,7 @@ func TestLogs(t *testing.T) {
 // A service of the node file that is not on the node (wins named but not
 // deployed) is a note; the others' logs still show, and the exit is 0.
 func TestLogsAbsentService(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	raw, err := os.ReadFile(file)
@@ -197,6 +200,7 @@ func TestLogsAbsentService(t *testing.T) {
 // In a file of several nodes, logs and exec need the node: as their first
 // argument (a typo gets a suggestion) or as the one --node names.
 func TestDayTwoNodeSelection(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	raw, err := os.ReadFile(file)
@@ -213,10 +217,10 @@ func TestDayTwoNodeSelection(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"logs"}, exitcode.Usage, "has 2 nodes: name one (first argument, or --node): winworker, other"},
+		{[]string{"logs"}, exitcode.Usage, "swdt logs needs a node: " + file + " has 2 (winworker, other); name one first, or use --node"},
 		{[]string{"logs", "winworkr"}, exitcode.Usage, `did you mean "winworker"?`},
 		{[]string{"logs", "--node", "winworker"}, exitcode.OK, "node winworker: kubelet (Running)"},
-		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "this command acts on one node, and --node names 2"},
+		{[]string{"exec", "--node", "winworker,other", "hostname"}, exitcode.Usage, "swdt exec works on one node, not --node winworker,other"},
 		{[]string{"exec", "--node", "winworker", "hostname"}, exitcode.OK, ""},
 	}
 	for _, tt := range tests {
@@ -231,6 +235,7 @@ func TestDayTwoNodeSelection(t *testing.T) {
 // --follow prints each new whole line once: a line still being written
 // waits for its end, and a rotated (shorter) file is read from its start.
 func TestLogsFollow(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
 	n := ts.Node()

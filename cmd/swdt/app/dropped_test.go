@@ -16,6 +16,7 @@ import (
 // swap at a time: the repair waits for the swap's mutex, finds the swap
 // finished and reports the swap's own result.
 func TestKubernetesConnectionDropsMidSwap(t *testing.T) {
+	t.Parallel()
 	hold := simnode.AgentHold{Op: ops.ServiceSwap.Name, Call: "StopService", Target: "kubelet", Cut: true, ResumeWhen: ops.SwapRecover.Name}
 	fx := newKubeFixture(t, simnode.WithFaults(simnode.Faults{HoldAgent: &hold}))
 	code, doc, errOut := fx.runJSON()

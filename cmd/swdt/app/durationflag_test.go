@@ -11,6 +11,7 @@ import (
 // would only stand for the default) is a usage error naming the flag and
 // what it accepts, before any file is read or node contacted.
 func TestMeaninglessFlagValues(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -45,6 +46,7 @@ func TestMeaninglessFlagValues(t *testing.T) {
 
 // The values that mean something are taken: zero settling, zero debounce.
 func TestMeaningfulZeroFlagValues(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"kubernetes", "--settle", "0", "--debounce", "0s"},
 		{"wins", "--settle", "0s"},

@@ -60,7 +60,7 @@ func runExec(ctx context.Context, e *env, args []string, timeout time.Duration) 
 		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec passes the program's output through as it is; -o json does not apply"))
 	}
 	// "NODE -- PROGRAM": what comes before -- can only be a node.
-	spec, command, err := e.pickNodeArgs(args, len(args) > 1 && args[1] == "--")
+	spec, command, err := e.pickNode("exec", args, len(args) > 1 && args[1] == "--")
 	if err != nil {
 		return err
 	}

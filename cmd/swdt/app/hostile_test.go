@@ -58,6 +58,7 @@ func (p *planter) plant(path, content string) (ok bool) {
 // run nothing planted, move or delete nothing a plant names, and leave
 // the footprint unwritable by that account.
 func TestNonAdminPlantsChangeNothing(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
 	admin := ts.Node()
 	// wins' folder exists from an earlier deploy by an administrator.

@@ -190,6 +190,7 @@ func actions(doc kubeJSON) map[string]kubeProvJSON {
 }
 
 func TestKubernetesUpdatesAllThenNothing(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	code, out, errOut := fx.run(context.Background())
 	if code != exitcode.OK {
@@ -234,6 +235,7 @@ func TestKubernetesUpdatesAllThenNothing(t *testing.T) {
 }
 
 func TestKubernetesJSONShape(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	code, out, _ := fx.run(context.Background(), "-o", "json", "--only", "kubelet")
 	if code != exitcode.OK {
@@ -293,6 +295,7 @@ func TestKubernetesJSONShape(t *testing.T) {
 // kubelet's dependent, is "restarted" with its downtime, not hidden or
 // "unchanged".
 func TestKubernetesTableShowsRestartedServices(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	code, out, errOut := fx.run(context.Background(), "--only", "kubelet")
 	if code != exitcode.OK {
@@ -318,6 +321,7 @@ func TestKubernetesTableShowsRestartedServices(t *testing.T) {
 }
 
 func TestKubernetesDryRunAndOnly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -367,6 +371,7 @@ func TestKubernetesDryRunAndOnly(t *testing.T) {
 }
 
 func TestKubernetesCrashOnStartRollsBack(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	old := fx.content(kubeletExe)
 	fx.writeSource("kubelet", "MZ kubelet v2 SIMNODE-CRASH-ON-START\n")
@@ -391,6 +396,7 @@ func TestKubernetesCrashOnStartRollsBack(t *testing.T) {
 }
 
 func TestKubernetesHangOnStopIsKilled(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("kubelet", "MZ kubelet v2 SIMNODE-HANG-ON-STOP\n")
 	if code, _, errOut := fx.run(context.Background(), "--only", "kubelet"); code != exitcode.OK {
@@ -411,6 +417,7 @@ func TestKubernetesHangOnStopIsKilled(t *testing.T) {
 }
 
 func TestKubernetesConnectionCutWhileStaging(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t, simnode.WithFaults(simnode.Faults{CutAfterBytes: 256 << 10}))
 	big := strings.Repeat("kubelet v2 ", 100<<10) // about 1.1 MB
 	fx.writeSource("kubelet", "MZ "+big)
@@ -434,6 +441,7 @@ func TestKubernetesConnectionCutWhileStaging(t *testing.T) {
 }
 
 func TestKubernetesHTTPSource(t *testing.T) {
+	t.Parallel()
 	body := []byte("MZ kubelet from a release v2\n")
 	sum := sha256.Sum256(body)
 	var full atomic.Int32
@@ -487,6 +495,7 @@ func TestKubernetesHTTPSource(t *testing.T) {
 }
 
 func TestKubernetesMissingSource(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	if err := os.Remove(fx.sourcePath("kube-proxy")); err != nil {
 		t.Fatal(err)
@@ -502,6 +511,7 @@ func TestKubernetesMissingSource(t *testing.T) {
 }
 
 func TestKubernetesWatch(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -554,6 +564,7 @@ func waitFor(t *testing.T, ok func() bool) bool {
 // --force reads every local source again: a hash record that no stat can
 // tell is stale must not make every forced run fail its upload check.
 func TestKubernetesForceRehashesSources(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	if code, _, errOut := fx.run(context.Background(), "--only", "kubelet"); code != exitcode.OK {
 		t.Fatalf("first run: exit %d\n%s", code, errOut)
@@ -584,6 +595,7 @@ func TestKubernetesForceRehashesSources(t *testing.T) {
 // http(s) sources; a download past them stops the run before any node is
 // touched.
 func TestKubernetesDownloadLimits(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "4096")
 		_, _ = w.Write(make([]byte, 1024))

@@ -55,7 +55,7 @@ With -o json every read is one JSON document on its own line.`,
 		Example: `  swdt logs node1
   swdt logs node1 kubelet -n 200
   swdt logs node1 kubelet containerd --follow`,
-		ValidArgsFunction: e.completeNodeThenService,
+		ValidArgsFunction: e.completeNodeThenServices,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogs(cmd.Context(), e, args, o)
 		},
@@ -72,7 +72,7 @@ func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 	if o.lines < 0 || o.since <= 0 || o.interval < 100*time.Millisecond {
 		return exitcode.WithCode(exitcode.Usage, errors.New("--lines must be 0 or more, --since positive and --interval at least 100ms"))
 	}
-	spec, services, err := e.pickNodeArgs(args, false)
+	spec, services, err := e.pickNode("logs", args, false)
 	if err != nil {
 		return err
 	}

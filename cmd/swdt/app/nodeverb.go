@@ -10,20 +10,22 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
-// The verbs that work on one node (ssh, cp, port-forward, restart,
-// reboot) find it the same way: a first argument that names a node of
-// the -c file, else the one node --node names, else the file's only node.
-
-// verbNode loads the -c file and returns the node a one-node verb works
-// on and the arguments after its name (all of args when the node was not
-// named there), showing the warnings about that node only.
-func (e *env) verbNode(verb string, args []string) (*v1alpha1.Node, []string, error) {
+// pickNode loads the -c file and returns the node a one-node verb
+// (ssh, exec, logs, cp, port-forward, restart, reboot) works on, and the
+// arguments after its name (all of args when the node was not named
+// there). The node is args[0] when it names a node of the file, or
+// whatever it is when named is set (swdt exec's NODE --, swdt cp's
+// NODE:PATH: a usage error when the file has no such node); else the one
+// node --node names; else the file's only node. It shows the warnings
+// about that node only. Of the local files, only the private key is
+// checked: a one-node verb reads no other.
+func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, []string, error) {
 	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
 	if err != nil {
 		return nil, nil, err
 	}
 	name, rest := "", args
-	if len(args) > 0 && slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == args[0] }) {
+	if len(args) > 0 && (named || slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == args[0] })) {
 		name, rest = args[0], args[1:]
 	}
 	spec, err := e.defaultNode(res, verb, name, args)
@@ -31,19 +33,6 @@ func (e *env) verbNode(verb string, args []string) (*v1alpha1.Node, []string, er
 		return nil, nil, err
 	}
 	return spec, rest, nil
-}
-
-// nodeByName is verbNode for a verb whose node comes inside an argument
-// (swdt cp's NODE:PATH): name may be "" for the default node.
-func (e *env) nodeByName(verb, name string) (*v1alpha1.Node, error) {
-	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
-	if err != nil {
-		return nil, err
-	}
-	if name != "" && !slices.ContainsFunc(res.Nodes, func(n v1alpha1.Node) bool { return n.Name == name }) {
-		return nil, unknownNode(res, name)
-	}
-	return e.defaultNode(res, verb, name, nil)
 }
 
 // defaultNode picks the node called name, or when name is "" the one of
@@ -73,6 +62,20 @@ func (e *env) defaultNode(res *config.Result, verb, name string, args []string) 
 	res.Nodes = []v1alpha1.Node{res.Nodes[i]}
 	e.showWarnings(res)
 	return &res.Nodes[0], nil
+}
+
+// unknownNode is the usage error for a node name the file does not have,
+// with the closest name when one is near and the names it has.
+func unknownNode(res *config.Result, name string) error {
+	var names []string
+	for _, n := range res.Nodes {
+		names = append(names, n.Name)
+	}
+	msg := fmt.Sprintf("%s has no node %q", res.Path, name)
+	if s := config.Closest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return exitcode.WithCode(exitcode.Usage, fmt.Errorf("%s; its nodes: %s", msg, strings.Join(names, ", ")))
 }
 
 func nodeNames(res *config.Result) []string {

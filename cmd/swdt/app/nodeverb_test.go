@@ -11,6 +11,7 @@ import (
 // Every one-node verb finds its node the same way and completes node
 // names.
 func TestOneNodeVerbs(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	dir := t.TempDir()
 	two := writeNodeFile(t, dir, nodeHeader("alpha", ts.Credentials())+`  kubernetes:
@@ -54,7 +55,8 @@ func TestOneNodeVerbs(t *testing.T) {
 		{[]string{"ssh", ""}, []string{"alpha", "beta"}},
 		{[]string{"port-forward", ""}, []string{"alpha", "beta"}},
 		{[]string{"reboot", ""}, []string{"alpha", "beta"}},
-		{[]string{"restart", ""}, []string{"alpha", "beta", "kubelet"}},
+		{[]string{"restart", ""}, []string{"alpha", "beta"}}, // no node yet: no service
+		{[]string{"--node", "alpha", "restart", ""}, []string{"alpha", "beta", "kubelet"}},
 		{[]string{"restart", "alpha", ""}, []string{"kubelet"}},
 		{[]string{"cp", ""}, []string{"alpha:", "beta:"}},
 	} {

@@ -56,7 +56,7 @@ or config error, or a local port that is taken.`,
 }
 
 func runPortForward(ctx context.Context, e *env, args []string, address string) error {
-	spec, rest, err := e.verbNode("port-forward", args)
+	spec, rest, err := e.pickNode("port-forward", args, false)
 	if err != nil {
 		return err
 	}

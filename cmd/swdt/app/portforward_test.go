@@ -158,18 +158,21 @@ func portForwardTwoPorts(t *testing.T, file string) {
 }
 
 func TestPortForwardSimnode(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))
 	portForwardTwoPorts(t, file)
 }
 
 func TestPortForwardOpenSSH(t *testing.T) {
+	t.Parallel()
 	s := sshdtest.Start(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
 	portForwardTwoPorts(t, file)
 }
 
 func TestPortForwardUsage(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials())+"---\n"+nodeHeader("node2", ts.Credentials()))
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -201,6 +204,7 @@ func TestPortForwardUsage(t *testing.T) {
 // A forward outlives its SSH connection: after the node rebooted (every
 // connection dropped), the next stream dials a new one.
 func TestPortForwardAfterTheConnectionDropped(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{ServiceStart: 10 * time.Millisecond, ServiceStop: 10 * time.Millisecond,
 		ShutdownGrace: 10 * time.Millisecond, Boot: 200 * time.Millisecond}))
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))

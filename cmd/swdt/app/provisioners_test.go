@@ -16,6 +16,7 @@ import (
 // installer set up) takes the same swap path as any other: no workflow of
 // its own, only a register section in the node file.
 func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	const dest = `C:\k\csi-proxy.exe`
@@ -75,6 +76,7 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 // type, display name or dependencies shows in the plan and a run applies
 // it and restarts the service, without sending the binary again.
 func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	const dest = `C:\k\csi-proxy.exe`
@@ -150,6 +152,7 @@ func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
 // program rejects) gets its previous one back and runs again, whether
 // only the configuration changed or the binary too (then rolled back).
 func TestKubernetesRegisterPutsTheConfigurationBack(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	const dest = `C:\k\csi-proxy.exe`
@@ -195,6 +198,7 @@ func TestKubernetesRegisterPutsTheConfigurationBack(t *testing.T) {
 // provisioner, says to add register: and, as nothing was changed, exits 1
 // (not 3, which says that something was).
 func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	fx.writeSpec(`  kubernetes:
@@ -214,6 +218,7 @@ func TestKubernetesMissingServiceWithoutRegister(t *testing.T) {
 // staged, verified and renamed into place, with no service stopped or
 // started; status says it feeds no service.
 func TestKubernetesPlainFilePush(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("win-overlay", "MZ win-overlay v1\n")
 	const dest = `C:\k\cni\bin\win-overlay.exe`
@@ -257,6 +262,7 @@ func TestKubernetesPlainFilePush(t *testing.T) {
 // one that fails is reported, not taken for a working service (exit 1:
 // the run's only provisioner failed).
 func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
+	t.Parallel()
 	fx := newKubeFixture(t)
 	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
 	fx.writeSpec(`  kubernetes:

@@ -54,7 +54,7 @@ come back within --timeout; 2 usage or config error.`,
 }
 
 func runReboot(ctx context.Context, e *env, args []string, o daytwo.RebootOptions) error {
-	spec, rest, err := e.verbNode("reboot", args)
+	spec, rest, err := e.pickNode("reboot", args, false)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRebootWait(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	n := ts.Node()
 	file := restartFile(t, ts, "10250") // kubelet's provisioner
@@ -59,6 +60,7 @@ func TestRebootWait(t *testing.T) {
 }
 
 func TestRebootRefused(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := restartFile(t, ts, "10250")
 	if code, _, errOut := run(t, "reboot", "-c", file, "winworker", "extra"); code != exitcode.Usage || !strings.Contains(errOut, "takes a node name only") {
@@ -75,6 +77,7 @@ func TestRebootRefused(t *testing.T) {
 // setup says a reboot is needed (Chocolatey 2 installed .NET 4.8 on a
 // node with 4.7.2), swdt reboot --wait does it, and setup then finishes.
 func TestSetupRebootSetup(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	if err := ts.Node().SetRegistryDWord(simnode.KeyNetFx4, "Release", simnode.NetFx472Server2019); err != nil {
 		t.Fatal(err)

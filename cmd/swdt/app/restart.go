@@ -2,17 +2,14 @@ package app
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/hotswap"
-	"sigs.k8s.io/swdt/pkg/target"
 	"sigs.k8s.io/swdt/pkg/ui"
 )
 
@@ -67,7 +64,7 @@ service the node does not have (nothing stopped); 130 interrupted.`,
 }
 
 func runRestart(ctx context.Context, e *env, args []string, t daytwo.ServiceTimeouts) error {
-	spec, services, err := e.verbNode("restart", args)
+	spec, services, err := e.pickNode("restart", args, false)
 	if err != nil {
 		return err
 	}
@@ -113,32 +110,4 @@ func pidText(pid int) string {
 		return "-"
 	}
 	return strconv.Itoa(pid)
-}
-
-// completeNodeThenServices completes the node name first, then the
-// services of the node file's provisioners (and rancher-wins).
-func (e *env) completeNodeThenServices(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	path, _ := cmd.Flags().GetString("config")
-	res, err := config.Load(path)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	if len(args) == 0 {
-		out = nodeNames(res)
-	}
-	for _, n := range res.Nodes {
-		if len(args) > 0 && args[0] != n.Name && len(res.Nodes) > 1 {
-			continue
-		}
-		for _, b := range target.Provisioners(&n) {
-			if b.Service != "" && !slices.Contains(out, b.Service) {
-				out = append(out, b.Service)
-			}
-		}
-		if n.Spec.Wins != nil && !slices.Contains(out, target.Wins(n.Spec.Wins).Service) {
-			out = append(out, target.Wins(n.Spec.Wins).Service)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }

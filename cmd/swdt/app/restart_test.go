@@ -25,6 +25,7 @@ func restartFile(t *testing.T, ts *simnode.TestServer, port string) string {
 }
 
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := restartFile(t, ts, "10250")
 	n := ts.Node()
@@ -113,6 +114,7 @@ func TestRestart(t *testing.T) {
 // A first Ctrl-C lets the restart finish (the services run again) and
 // exits 130.
 func TestRestartInterrupted(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithFaults(simnode.Faults{OpLatencyMS: map[string]int{ops.ServiceRestart.Name: 1000}}))
 	file := restartFile(t, ts, "10250")
 	before := ts.State().Services["kubelet"].PID

@@ -55,6 +55,7 @@ func TestPasswordNeverPrinted(t *testing.T) {
 // not in progress lines, -vv logs, errors or JSON, whether the download
 // works or fails.
 func TestURLCredentialsNeverPrinted(t *testing.T) {
+	t.Parallel()
 	body := []byte("MZ kubelet from a private server v2\n")
 	sum := sha256.Sum256(body)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ func setupNodeFile(t *testing.T, ts *simnode.TestServer, user, setupYAML string)
 }
 
 func TestSetupCommandFreshThenRerun(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := setupNodeFile(t, ts, "Administrator", fmt.Sprintf("    chocoPackages: [vim, grep]\n    authorizedKeys: [%q]\n", ts.PublicKeyFile))
 
@@ -76,6 +77,7 @@ func TestSetupCommandFreshThenRerun(t *testing.T) {
 }
 
 func TestSetupCommandFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		opts       []simnode.TestOption
@@ -146,6 +148,7 @@ func TestSetupCommandFailures(t *testing.T) {
 }
 
 func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	on := setupNodeFile(t, ts, "Administrator", "    enableRDP: true\n")
 	code, out, errOut := run(t, "setup", "-c", on, "--dry-run", "-o", "json")
@@ -178,6 +181,7 @@ func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
 // A node that needs a reboot is named even when another node of the file
 // could not be reached (the run is partial, not silent about the reboot).
 func TestSetupRebootWarningWithAnUnreachableNode(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := setupNodeFile(t, ts, "Administrator", "    chocoPackages: [dotnetfx]\n")
 	raw, err := os.ReadFile(file)

@@ -70,7 +70,7 @@ in 0-255 (0xC000013A after Ctrl-C...); 2 usage or config error.`,
 }
 
 func runSSH(ctx context.Context, e *env, before, after []string) error {
-	spec, rest, err := e.verbNode("ssh", before)
+	spec, rest, err := e.pickNode("ssh", before, false)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ func runIn(t *testing.T, in string, args ...string) (code int, stdout, stderr st
 }
 
 func TestSSH(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("winworker", ts.Credentials()))
 	const prompt = `C:\Users\Administrator>`

@@ -100,6 +100,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestStatusUnreachable(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, sshdtest.ClosedPort(t), "MZ")
 	code, out, errOut := run(t, "status", "-c", file, "--no-color")

@@ -44,6 +44,7 @@ func decodeWinsJSON(t *testing.T, out string) winsJSON {
 }
 
 func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 
@@ -128,6 +129,7 @@ func TestWinsCommandDeployVerifyUninstall(t *testing.T) {
 // rolled back as soon as wins has run a moment without them, not after
 // the health timeout (an hour here).
 func TestWinsV016DetectedAtOnce(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := winsNodeFile(t, ts, "", "MZ rancher/wins v0.15.1\n")
 	if code, _, errOut := run(t, "wins", "-c", file, "--no-color", "--settle", "100ms"); code != exitcode.OK {
@@ -146,6 +148,7 @@ func TestWinsV016DetectedAtOnce(t *testing.T) {
 }
 
 func TestWinsCommandExitCodes(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	tests := []struct {
 		name     string
@@ -180,6 +183,7 @@ func TestWinsCommandExitCodes(t *testing.T) {
 // With one node unreachable and a check failing on the other, the error
 // names both, not only the unreachable node (exit 3).
 func TestWinsCommandReportsEveryFailure(t *testing.T) {
+	t.Parallel()
 	ts := simnode.StartTest(t)
 	good := winsNodeFile(t, ts, "", "MZ wins v0.16.0 "+simnode.MarkerWinsNoPipe)
 	raw, err := os.ReadFile(good)

@@ -18,6 +18,7 @@ import (
 // the service runs it, and no old kubelet.exe runs on, also when the
 // service has to be killed (TerminateProcess ends only nssm).
 func TestKubernetesSwapsKubeletHoweverInstalled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		setup simnode.KubeletSetup
 		via   string
