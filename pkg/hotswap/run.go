@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -285,7 +286,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		}
 	}
 	inspect := func() (ops.ProvisionInspectResponse, error) {
-		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
+		opts.Observer.Step("inspecting " + words.Count(len(items), "provisioner"))
 		inspect, err := n.InspectProvision(ctx, targets)
 		if err != nil {
 			return inspect, fmt.Errorf("inspect: %w", err)
@@ -351,7 +352,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 				return report, nil
 			}
 		}
-		opts.Observer.Step("inspecting " + plural(len(items), "provisioner"))
+		opts.Observer.Step("inspecting " + words.Count(len(items), "provisioner"))
 		if lock, found, err = lockAndInspect(ctx, n, owner, staged, targets, opts); err != nil {
 			return nil, err
 		}
@@ -433,16 +434,6 @@ func UntilAbort(ctx, abort context.Context) (context.Context, context.CancelFunc
 		stop()
 		cancel()
 	}
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func listOrNone(names []string) string {

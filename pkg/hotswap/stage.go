@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"sigs.k8s.io/swdt/internal/winpath"
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -29,7 +30,7 @@ type upload struct {
 // each was sent, and returns the items ready to swap. The node verifies
 // them in the swap op, before it stops anything.
 func (r *swapRun) stage(ctx context.Context, updates []Step, missingDirs []string) []Item {
-	r.opts.Observer.Step("staging " + plural(len(updates), "binary") + " while services keep running")
+	r.opts.Observer.Step("staging " + words.Count(len(updates), "binary") + " while services keep running")
 	var (
 		ready []Item
 		g     errgroup.Group

@@ -167,9 +167,9 @@ func watchStall(timeout time.Duration, r *uploadReader, abandon func()) (stopAnd
 
 func (r *uploadReader) Size() int64 { return r.size }
 
-// replaceBusy is how replace tries again while a file is busy: for about
-// two seconds.
-var replaceBusy = retry.Policy{Tries: 20, Pause: 100 * time.Millisecond, ShouldRetry: sftpRefused}
+// replaceBusy is how replace tries again while a file is busy: for the
+// busy-file rule's time, as the agent does on the node.
+var replaceBusy = retry.Policy{Budget: ops.BusyFileWait, Pause: 100 * time.Millisecond, ShouldRetry: sftpRefused}
 
 // replace renames oldPath onto newPath, replacing newPath. A fresh
 // executable is busy on Windows for a moment (a virus scanner opens it
