@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -261,17 +262,17 @@ func trustedItems(items []ops.SwapItem, trusted []ops.TrustedBinary, undo bool) 
 // (ops.IsLeftover) that exist now: what removing p for good must remove,
 // staged files of any run included.
 func withLeftovers(w winos.OS, p string) ([]string, error) {
-	i := strings.LastIndexByte(p, '\\')
-	if i < 0 {
+	dir := winpath.Dir(p)
+	if dir == "" {
 		return nil, Fail(ops.KindBadRequest, "%s is not a full path", p)
 	}
-	names, err := w.ReadDir(p[:i+1])
+	names, err := w.ReadDir(dir)
 	if err != nil && !winsNotFound(err) {
-		return nil, fmt.Errorf("list %s: %w", p[:i], err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	out := []string{p}
 	for _, name := range names {
-		if full := p[:i+1] + name; ops.IsLeftover(full, p) {
+		if full := winpath.Join(dir, name); ops.IsLeftover(full, p) {
 			out = append(out, full)
 		}
 	}

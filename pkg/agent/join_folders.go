@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -34,7 +35,7 @@ import (
 // containerd's configuration folder and the CNI plugins' folder when
 // asked.
 func joinFolders(containerd, cni bool) []string {
-	dir := func(p string) string { d, _ := winsSplit(p); return d }
+	dir := winpath.Dir
 	dirs := []string{dir(ops.JoinKubeconfig), dir(ops.JoinCAFile), dir(ops.JoinKubeletConfig), ops.JoinCertDir}
 	if containerd {
 		dirs = append(dirs, dir(ops.JoinContainerdConfig))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -56,7 +57,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		if info.Exists {
 			continue
 		}
-		dir := swapParentDir(t.Destination)
+		dir := winpath.Dir(winpath.Clean(t.Destination))
 		if st, err := w.Stat(dir); err == nil && st.IsDir || slices.ContainsFunc(resp.MissingDirs, func(d string) bool { return strings.EqualFold(d, dir) }) {
 			continue
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -94,7 +95,7 @@ func (p *stopper) stop(ctx context.Context, name string) error {
 	// binary is touched, and killed with it. Other services' children are
 	// not theirs to end: containerd's shims keep containers running
 	// across its restarts.
-	wrapped := !svc.Shared && isWrapper(swapBase(exe))
+	wrapped := !svc.Shared && isWrapper(winpath.Base(exe))
 	var tree []procRef
 	if wrapped {
 		if tree, err = p.serviceTree(pid); err != nil {
@@ -272,7 +273,7 @@ func (p *stopper) processRuns(pid int, exe string) (bool, error) {
 			continue
 		}
 		name := procName(pr)
-		return exe == "" || name == "" || strings.EqualFold(name, swapBase(exe)), nil
+		return exe == "" || name == "" || strings.EqualFold(name, winpath.Base(exe)), nil
 	}
 	return false, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/retry"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -724,7 +726,7 @@ func (s *swapRun) rename(i int) {
 	}
 	_, hadOld, err := provisionStatFile(s.w, it.Destination)
 	if err == nil {
-		err = s.w.MkdirAll(swapParentDir(it.Destination))
+		err = s.w.MkdirAll(winpath.Dir(winpath.Clean(it.Destination)))
 	}
 	if err == nil && hadOld {
 		s.renamed = true
@@ -745,19 +747,6 @@ func (s *swapRun) rename(i int) {
 		return
 	}
 	res.Result = ops.SwapResultSwapped
-}
-
-// swapParentDir is the directory of a Windows path.
-func swapParentDir(p string) string {
-	p = strings.ReplaceAll(p, "/", `\`)
-	i := strings.LastIndex(p, `\`)
-	switch {
-	case i < 0:
-		return p
-	case i == 2 && p[1] == ':':
-		return p[:3]
-	}
-	return p[:i]
 }
 
 // startList is StartOrder followed by every other service the swap
@@ -795,7 +784,7 @@ func (s *swapRun) startAll(ctx context.Context, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if err := sleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
+	if err := retry.Sleep(ctx, time.Duration(s.req.SettleMs)*time.Millisecond); err != nil {
 		return err
 	}
 	for _, name := range names {

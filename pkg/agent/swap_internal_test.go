@@ -31,17 +31,3 @@ func TestServiceExecutable(t *testing.T) {
 		})
 	}
 }
-
-func TestSwapParentDir(t *testing.T) {
-	tests := []struct{ path, want string }{
-		{`C:\k\kubelet.exe`, `C:\k`},
-		{`C:\kubelet.exe`, `C:\`},
-		{`C:/opt/flannel/flanneld.exe`, `C:\opt\flannel`},
-		{`kubelet.exe`, `kubelet.exe`},
-	}
-	for _, tt := range tests {
-		if got := swapParentDir(tt.path); got != tt.want {
-			t.Errorf("swapParentDir(%q) = %q, want %q", tt.path, got, tt.want)
-		}
-	}
-}

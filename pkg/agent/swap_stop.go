@@ -241,11 +241,6 @@ func serviceExecutable(commandLine string) string {
 	return cl
 }
 
-// swapBase is the file name of a Windows path.
-func swapBase(p string) string {
-	return p[strings.LastIndexAny(p, `\/`)+1:]
-}
-
 // swapContains reports whether list holds name (service names are
 // case-insensitive).
 func swapContains(list []string, name string) bool {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
@@ -74,7 +75,7 @@ func procName(p winos.Process) string {
 	if p.Name != "" {
 		return p.Name
 	}
-	return swapBase(p.Path)
+	return winpath.Base(p.Path)
 }
 
 // serviceTree lists the processes below a service's process pid.
@@ -140,17 +141,17 @@ const (
 // while it does not.
 func serviceProgram(w winos.OS, svc winos.Service) (executable, wrapper, via string) {
 	exe := serviceExecutable(svc.CommandLine)
-	if !isWrapper(swapBase(exe)) {
+	if !isWrapper(winpath.Base(exe)) {
 		return exe, "", ""
 	}
 	v, err := w.RegistryValue(`SYSTEM\CurrentControlSet\Services\`+svc.Name+`\Parameters`, "Application")
 	if err != nil || v.String == "" {
 		return "", exe, viaNSSM // wrapped, and what it wraps is unknown
 	}
-	if !isShell(swapBase(v.String)) {
+	if !isShell(winpath.Base(v.String)) {
 		return v.String, exe, viaNSSM
 	}
-	via = viaNSSM + " + " + shellTitle(swapBase(v.String))
+	via = viaNSSM + " + " + shellTitle(winpath.Base(v.String))
 	if svc.PID == 0 {
 		return "", exe, via
 	}

@@ -5,43 +5,30 @@ import (
 	"errors"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 // The waits every handler shares: each bounded, each ended by ctx (the
 // agent's session).
 
-// poll calls done every interval until it reports true (true), fails,
-// limit passes (false) or ctx ends (ctx's error).
+// poll is retry.Poll under a limit of its own: done is called every
+// interval until it reports true (true), fails, or limit passes, when it
+// is called a last time (false when it still does not hold); ctx's end
+// is an error.
 func poll(ctx context.Context, limit, interval time.Duration, done func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		ok, err := done()
-		if ok || err != nil {
-			return ok, err
-		}
-		if !time.Now().Before(deadline) {
-			return false, nil
-		}
-		if err := sleep(ctx, min(interval, time.Until(deadline))); err != nil {
-			return false, err
-		}
+	child, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	ok := false
+	err := retry.Poll(child, interval, func(context.Context) (bool, error) {
+		var err error
+		ok, err = done()
+		return ok, err
+	})
+	if err != nil && ctx.Err() == nil && child.Err() != nil {
+		return done()
 	}
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ok, err
 }
 
 // bounded runs a program or script under a time limit of its own.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -81,7 +82,7 @@ func winsExec(ctx context.Context, w winos.OS, limit time.Duration, binary strin
 // winsCommandLine names a command in messages: the program's file name
 // and its arguments.
 func winsCommandLine(binary string, args []string) string {
-	_, name := winsSplit(binary)
+	name := winpath.Base(binary)
 	return strings.Join(append([]string{name}, args...), " ")
 }
 
@@ -96,15 +97,6 @@ func winsOutput(res winos.Result) string {
 		out += e
 	}
 	return out
-}
-
-// winsSplit splits a Windows path into its directory and file name.
-func winsSplit(path string) (dir, name string) {
-	i := strings.LastIndexAny(path, `\/`)
-	if i < 0 {
-		return "", path
-	}
-	return path[:i], path[i+1:]
 }
 
 // winsFileExists reports whether path is an existing file; errors other

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -56,7 +57,7 @@ func winsReadFile(w winos.OS, path string) (content []byte, exists bool, err err
 // file as <config>.swdt-bak. The new content is written beside the file
 // and renamed into place, so wins never reads half a file.
 func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteRequest) (ops.WinsConfigWriteResponse, error) {
-	dir, name := winsSplit(req.Path)
+	dir, name := winpath.Dir(req.Path), winpath.Base(req.Path)
 	if dir == "" || name == "" {
 		return ops.WinsConfigWriteResponse{}, Fail(ops.KindBadRequest, "wins' config path %q is not a full path to a file", req.Path)
 	}

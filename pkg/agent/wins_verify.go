@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
@@ -115,7 +116,7 @@ func winsGetVersion(ctx context.Context, w winos.OS, binary string) (map[string]
 // up after it.
 func winsDeep(ctx context.Context, w winos.OS, req ops.WinsVerifyRequest) *ops.WinsDeepResult {
 	deep := &ops.WinsDeepResult{Leftovers: []string{}}
-	dir, leaf := winsSplit(req.SmokePath)
+	dir, leaf := winpath.Dir(req.SmokePath), winpath.Base(req.SmokePath)
 	renamed := ops.WinsProcessPrefix + leaf
 	if dir != "" {
 		renamed = dir + `\` + renamed
@@ -185,7 +186,7 @@ func winsCopy(w winos.OS, from, to string) error {
 // op's time is up, within its own bound.
 func winsDeepCleanup(ctx context.Context, w winos.OS, deep *ops.WinsDeepResult, smoke, renamed string) {
 	ctx = context.WithoutCancel(ctx)
-	_, leaf := winsSplit(renamed)
+	leaf := winpath.Base(renamed)
 	var mine []ops.Process
 	orphans, err := winsOrphans(w)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // addressPoll is how often WaitForAddress asks the hypervisor again.
@@ -35,31 +37,36 @@ func WaitForAddress(ctx context.Context, p Provider, timeout time.Duration, prob
 	var (
 		seen    []string
 		lastErr error
+		found   string
 	)
-	for {
+	err = retry.Poll(ctx, addressPoll, func(ctx context.Context) (bool, error) {
 		addrs, err := p.Addresses(ctx)
 		if err != nil && ctx.Err() == nil {
-			return "", err
+			return false, err
 		}
 		for _, a := range addrs {
 			if !slices.Contains(seen, a.IP) {
 				seen = append(seen, a.IP)
 			}
-			retry, err := probe(ctx, a.IP)
+			again, err := probe(ctx, a.IP)
 			if err == nil {
-				return a.IP, nil
+				found = a.IP
+				return true, nil
 			}
-			if !retry {
-				return "", err
+			if !again {
+				return false, err
 			}
 			lastErr = err
 		}
-		select {
-		case <-ctx.Done():
-			return "", noAddressError(p, timeout, seen, lastErr)
-		case <-time.After(addressPoll):
-		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return found, nil
+	case ctx.Err() != nil:
+		return "", noAddressError(p, timeout, seen, lastErr)
 	}
+	return "", err
 }
 
 func noAddressError(p Provider, timeout time.Duration, seen []string, lastErr error) error {

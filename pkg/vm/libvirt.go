@@ -14,6 +14,7 @@ import (
 	"github.com/digitalocean/go-libvirt/socket/dialers"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // stopPoll is how often Stop looks whether a shutting-down VM is off.
@@ -188,18 +189,19 @@ func (v *libvirtVM) Stop(ctx context.Context, timeout time.Duration) (Stopped, e
 	// A guest that cannot be asked (no ACPI, no agent) is turned off
 	// straight away, as after a timeout.
 	if err := v.do(ctx, "shut down", func() error { return v.lv.DomainShutdown(v.dom) }); err == nil {
-		deadline := time.Now().Add(timeout)
-		for time.Now().Before(deadline) {
-			if st, err := v.state(ctx); err != nil {
-				return Stopped{}, err
-			} else if st == StateOff {
-				return Stopped{}, nil
-			}
-			select {
-			case <-ctx.Done():
-				return Stopped{}, fmt.Errorf("%s: wait for the shutdown: %w", v.Describe(), ctx.Err())
-			case <-time.After(stopPoll):
-			}
+		wait, cancel := context.WithTimeout(ctx, timeout)
+		err := retry.Poll(wait, stopPoll, func(ctx context.Context) (bool, error) {
+			st, err := v.state(ctx)
+			return st == StateOff, err
+		})
+		cancel()
+		switch {
+		case err == nil:
+			return Stopped{}, nil
+		case ctx.Err() != nil:
+			return Stopped{}, fmt.Errorf("%s: wait for the shutdown: %w", v.Describe(), ctx.Err())
+		case wait.Err() == nil:
+			return Stopped{}, err
 		}
 	}
 	if err := v.do(ctx, "turn off", func() error { return v.lv.DomainDestroy(v.dom) }); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -35,8 +36,7 @@ type Paths struct {
 // node without spec.wins.
 func PathsFor(spec *v1alpha1.WinsSpec) Paths {
 	binary := target.WinsDestination(spec)
-	dir := binary[:strings.LastIndex(binary, `\`)+1]
-	return Paths{Binary: binary, Config: dir + "config", Smoke: ops.AgentDir + `\` + SmokeName}
+	return Paths{Binary: binary, Config: winpath.Join(winpath.Dir(binary), "config"), Smoke: winpath.Join(ops.AgentDir, SmokeName)}
 }
 
 // fileConfig is wins' config file. wins reads it as YAML through these

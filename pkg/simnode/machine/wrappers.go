@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
 
@@ -153,7 +154,7 @@ var scriptExe = regexp.MustCompile(`(?i)[a-z]:\\[^"'\s$;|]*\.exe`)
 // command line; an image that does not exist ends the chain there (nssm
 // keeps retrying it; the service stays Running).
 func (m *Machine) wrappedChainLocked(svc *Service) [][2]string {
-	if !strings.EqualFold(winBase(svc.BinaryPath), "nssm.exe") {
+	if !strings.EqualFold(winpath.Base(svc.BinaryPath), "nssm.exe") {
 		return nil
 	}
 	k := m.st.Registry[strings.ToLower(nssmParameters(svc.Name))]
@@ -171,7 +172,7 @@ func (m *Machine) wrappedChainLocked(svc *Service) [][2]string {
 		return nil
 	}
 	chain = append(chain, [2]string{canonApp, strings.TrimSpace(`"` + canonApp + `" ` + params)})
-	if b := strings.ToLower(winBase(app)); b != "powershell.exe" && b != "pwsh.exe" {
+	if b := strings.ToLower(winpath.Base(app)); b != "powershell.exe" && b != "pwsh.exe" {
 		return chain
 	}
 	for _, arg := range strings.Fields(params) {
@@ -261,7 +262,7 @@ func (m *Machine) wrappedMarkersLocked(svc *Service, found map[string]bool) map[
 // application crashes). Other services' children live on: containerd's
 // shims keep containers running across its restarts.
 func (m *Machine) endWrappedLocked(svc *Service) {
-	if strings.EqualFold(winBase(svc.BinaryPath), "nssm.exe") {
+	if strings.EqualFold(winpath.Base(svc.BinaryPath), "nssm.exe") {
 		m.endTreeLocked(svc.PID)
 	}
 }
@@ -279,6 +280,3 @@ func (m *Machine) endTreeLocked(pid int) {
 		}
 	}
 }
-
-// winBase is the file name of a Windows path.
-func winBase(p string) string { return p[strings.LastIndexAny(p, `\/`)+1:] }

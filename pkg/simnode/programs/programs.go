@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
 	"sigs.k8s.io/swdt/pkg/simnode/programs/choco"
 	"sigs.k8s.io/swdt/pkg/simnode/programs/hyperv"
@@ -56,18 +57,17 @@ func Script(name string) func(ctx context.Context, n *machine.Node, input []byte
 // builtins are Windows' own small programs.
 type builtins struct{}
 
-func (builtins) Claims(exe string, _ []string) bool { return builtin[baseName(exe)] != nil }
+func (builtins) Claims(exe string, _ []string) bool {
+	return builtin[strings.ToLower(winpath.Base(exe))] != nil
+}
 
 func (builtins) Run(ctx context.Context, n *machine.Node, exe string, args []string, stdin []byte) (winos.Result, error) {
-	return builtin[baseName(exe)](ctx, n, exe, args, stdin)
+	return builtin[strings.ToLower(winpath.Base(exe))](ctx, n, exe, args, stdin)
 }
 
 func (builtins) Script(string) func(ctx context.Context, n *machine.Node, input []byte) (winos.Result, error) {
 	return nil
 }
-
-// baseName is the lower-case file name of exe.
-func baseName(exe string) string { return strings.ToLower(exe[strings.LastIndexAny(exe, `\/`)+1:]) }
 
 // program plays one program: args are the arguments after its path.
 type program func(ctx context.Context, n *machine.Node, path string, args []string, stdin []byte) (winos.Result, error)

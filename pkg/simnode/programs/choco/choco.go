@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -18,7 +19,7 @@ type Program struct{}
 
 // Claims reports whether exe is choco.exe.
 func (Program) Claims(exe string, _ []string) bool {
-	return strings.EqualFold(exe[strings.LastIndexAny(exe, `\/`)+1:], "choco.exe")
+	return strings.EqualFold(winpath.Base(exe), "choco.exe")
 }
 
 // Run plays choco.exe.
