@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -58,7 +59,7 @@ func winsReadFile(w winos.OS, path string) (content []byte, exists bool, err err
 // and renamed into place, so wins never reads half a file.
 func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteRequest) (ops.WinsConfigWriteResponse, error) {
 	dir, name := winpath.Dir(req.Path), winpath.Base(req.Path)
-	if dir == "" || name == "" {
+	if dir == "" || name == "" || strings.HasSuffix(req.Path, `\`) || strings.HasSuffix(req.Path, "/") {
 		return ops.WinsConfigWriteResponse{}, Fail(ops.KindBadRequest, "wins' config path %q is not a full path to a file", req.Path)
 	}
 	old, exists, err := winsReadFile(w, req.Path)

@@ -117,10 +117,7 @@ func winsGetVersion(ctx context.Context, w winos.OS, binary string) (map[string]
 func winsDeep(ctx context.Context, w winos.OS, req ops.WinsVerifyRequest) *ops.WinsDeepResult {
 	deep := &ops.WinsDeepResult{Leftovers: []string{}}
 	dir, leaf := winpath.Dir(req.SmokePath), winpath.Base(req.SmokePath)
-	renamed := ops.WinsProcessPrefix + leaf
-	if dir != "" {
-		renamed = dir + `\` + renamed
-	}
+	renamed := winpath.Join(dir, ops.WinsProcessPrefix+leaf)
 	defer winsDeepCleanup(ctx, w, deep, req.SmokePath, renamed)
 	host, err := w.Hostname()
 	if err != nil {
