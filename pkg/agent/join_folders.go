@@ -131,7 +131,7 @@ func secureJoinFolders(w winos.OS, dirs []string) ([]string, error) {
 		if err := w.MkdirAll(d); err != nil {
 			return notes, fmt.Errorf("create %s: %w", d, err)
 		}
-		wrong, k, err := secureFolder(w, d, "unsafe-folder")
+		wrong, k, err := secureFolder(w, d, ops.KindUnsafeFolder)
 		if err != nil {
 			return notes, err
 		}

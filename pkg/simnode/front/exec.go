@@ -83,7 +83,7 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 	if slices.Contains(faults.FailOps, name) && m.TakeFailOp(name) {
 		line, _ := ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: ops.KindInjected, Message: "op " + name + " failed: injected by simnode's faults"}})
 		ch.Write(line)
-		log.Info("op failed", "kind", "injected")
+		log.Info("op failed", "kind", ops.KindInjected)
 		return 1
 	}
 	if cs.srv.wine != nil {
