@@ -10,23 +10,22 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"sigs.k8s.io/swdt/cmd/swdt/app"
+	"sigs.k8s.io/swdt/internal/winetest"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
-// shared is what every test of the binary uses: one booted prefix that
-// each node copies, and the Windows programs, built once.
+// shared are the Windows programs every test of the binary uses, built
+// once; the booted prefix each node copies is winetest's.
 var shared struct {
 	once      sync.Once
 	err       error
 	dir       string
-	template  string
 	winsvc    []byte
 	fakewins  []byte
 	fakechoco []byte
@@ -41,6 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(app.Run(context.Background(), app.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:]))
 	}
 	code := m.Run()
+	winetest.Cleanup()
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
@@ -50,46 +50,27 @@ func TestMain(m *testing.M) {
 // setup boots the template prefix and builds the programs, once.
 func setup(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("the Wine tier boots a Wine prefix and takes minutes: run it without -short")
-	}
-	if missing := simnode.WineMissing(); len(missing) > 0 {
-		msg := fmt.Sprintf("Wine tests need %s (make test-deps installs them)", strings.Join(missing, ", "))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	winetest.Require(t)
 	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "swdt-wine-test-")
-		if shared.err != nil {
+		if shared.dir, shared.err = os.MkdirTemp("", "swdt-wine-test-"); shared.err != nil {
 			return
 		}
-		shared.template = filepath.Join(shared.dir, "prefix")
-		if shared.err = simnode.BootWinePrefix(context.Background(), shared.template); shared.err != nil {
-			return
+		for _, p := range []struct {
+			out *[]byte
+			pkg string
+		}{{&shared.winsvc, "./testdata/winsvc"}, {&shared.fakewins, "./testdata/fakewins"}, {&shared.fakechoco, "./testdata/fakechoco"}} {
+			exe := filepath.Join(shared.dir, filepath.Base(p.pkg)+".exe")
+			if shared.err = winetest.BuildWindows(exe, p.pkg, false); shared.err != nil {
+				return
+			}
+			if *p.out, shared.err = os.ReadFile(exe); shared.err != nil {
+				return
+			}
 		}
-		if shared.winsvc, shared.err = buildWindows(filepath.Join(shared.dir, "winsvc.exe"), "./testdata/winsvc"); shared.err != nil {
-			return
-		}
-		if shared.fakewins, shared.err = buildWindows(filepath.Join(shared.dir, "fakewins.exe"), "./testdata/fakewins"); shared.err != nil {
-			return
-		}
-		shared.fakechoco, shared.err = buildWindows(filepath.Join(shared.dir, "fakechoco.exe"), "./testdata/fakechoco")
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
-}
-
-// buildWindows cross-builds a Go program for windows/amd64.
-func buildWindows(out, pkg string) ([]byte, error) {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build %s: %w\n%s", pkg, err, b)
-	}
-	return os.ReadFile(out)
 }
 
 // node is a simnode in the Wine mode with a node file of its own.
@@ -104,7 +85,7 @@ func newNode(t *testing.T) *node {
 	t.Helper()
 	setup(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	return &node{t: t, ts: simnode.StartTest(t, simnode.WithWine(shared.template)), dir: t.TempDir()}
+	return &node{t: t, ts: simnode.StartTest(t, simnode.WithWine(winetest.Template(t))), dir: t.TempDir()}
 }
 
 // writeConfig writes the node file: the header and spec (indented under

@@ -98,9 +98,9 @@ func newHost(t *testing.T) *host {
 	return h
 }
 
-// swdt runs swdt.exe with args in the prefix, its working folder C:\work,
-// and returns its exit code, stdout and stderr.
-func (h *host) swdt(ctx context.Context, env []string, args ...string) (int, string, string) {
+// command is swdt.exe with args in the prefix, its working folder
+// C:\work, colour off and env added to its environment.
+func (h *host) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
 	h.t.Helper()
 	if err := os.MkdirAll(h.p.Path(`C:\work`), 0o755); err != nil {
 		h.t.Fatal(err)
@@ -108,6 +108,13 @@ func (h *host) swdt(ctx context.Context, env []string, args ...string) (int, str
 	cmd := h.p.Command(ctx, "wine", append([]string{`C:\swdt\swdt.exe`}, args...)...)
 	cmd.Env = h.p.Env(append([]string{"NO_COLOR=1"}, env...)...)
 	cmd.Dir = h.p.Path(`C:\work`)
+	return cmd
+}
+
+// swdt runs swdt.exe and returns its exit code, stdout and stderr.
+func (h *host) swdt(ctx context.Context, env []string, args ...string) (int, string, string) {
+	h.t.Helper()
+	cmd := h.command(ctx, env, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -317,9 +324,7 @@ type running struct {
 
 func (h *host) start(ctx context.Context, env []string, args ...string) *running {
 	h.t.Helper()
-	cmd := h.p.Command(ctx, "wine", append([]string{`C:\swdt\swdt.exe`}, args...)...)
-	cmd.Env = h.p.Env(append([]string{"NO_COLOR=1"}, env...)...)
-	cmd.Dir = h.p.Path(`C:\work`)
+	cmd := h.command(ctx, env, args...)
 	r := &running{t: h.t, cmd: cmd, out: &syncbuf.Buffer{}, errb: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.out, r.errb
 	if err := cmd.Start(); err != nil {
