@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -172,7 +173,7 @@ func lockAndInspect(ctx context.Context, n Node, owner ops.LockOwner, staged []s
 			announced = h.Owner.RunID
 			opts.Observer.Step(fmt.Sprintf("waiting for the node's swap lock, held by %s (up to %s)", h.Owner, opts.LockWait))
 		}
-		if err := sleepCtx(ctx, lockPoll); err != nil {
+		if err := retry.Sleep(ctx, lockPoll); err != nil {
 			return nil, found, fmt.Errorf("waiting for the node's swap lock held by %s: %w", h.Owner, err)
 		}
 	}
@@ -227,18 +228,6 @@ func (l *heldLock) release() {
 		_ = l.n.Unlock(ctx, l.owner.RunID)
 	}
 	setLive(l.owner.RunID, false)
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // opFailed reports whether err is an op that ran on the node and said

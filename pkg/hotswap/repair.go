@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -95,7 +96,7 @@ func recoverSwap(ctx context.Context, n Node, req ops.SwapRecoverRequest, budget
 		if attempt == 1 {
 			opts.Observer.Step(fmt.Sprintf("the node did not answer the repair (%v); trying again for up to %s", err, budget.Round(time.Second)))
 		}
-		if sleepCtx(rctx, delay) != nil {
+		if retry.Sleep(rctx, delay) != nil {
 			return resp, fmt.Errorf("%w (gave up after %d tries in %s)", err, attempt, budget.Round(time.Second))
 		}
 		delay = min(2*delay, 15*time.Second)

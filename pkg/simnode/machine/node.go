@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"sigs.k8s.io/swdt/internal/retry"
 )
 
 // Account is a user that may log in.
@@ -83,19 +84,7 @@ func (n *Node) Update(fn func(s *State) error) error {
 }
 
 // Sleep waits for d or until ctx ends.
-func (n *Node) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (n *Node) Sleep(ctx context.Context, d time.Duration) error { return retry.Sleep(ctx, d) }
 
 // UpdateFaults changes the injected faults (faults.json).
 func (n *Node) UpdateFaults(fn func(f *Faults)) error { return n.m.UpdateFaults(fn) }
