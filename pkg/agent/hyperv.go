@@ -40,6 +40,10 @@ func hypervStopLimit(req ops.HyperVStopRequest) time.Duration {
 	return time.Duration(max(req.TimeoutSeconds, 0))*time.Second + hypervOpLimit
 }
 
+// installHyperV says how to get Hyper-V's PowerShell module, or do without.
+const installHyperV = "install Hyper-V with its management tools (Install-WindowsFeature Hyper-V -IncludeManagementTools; on Windows 10/11 " +
+	"Enable-WindowsOptionalFeature -Online -FeatureName Microsoft-Hyper-V-All), or point spec.vm.hyperv.host at a Hyper-V host"
+
 // hypervOutput is the one JSON line a Hyper-V script prints.
 type hypervOutput struct {
 	Data  json.RawMessage    `json:"data"`
@@ -57,6 +61,11 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 		}
 		bound := limit(req)
 		res, expired, err := scriptBounded(ctx, w, bound, s, input)
+		if c := winos.Code(err); c == winos.ErrFileNotFound || c == winos.ErrPathNotFound {
+			// No Windows PowerShell (a Server Core without it, Wine):
+			// Hyper-V's module cannot be there either.
+			return resp, Fail(ops.KindNoHyperV, "this host has no Windows PowerShell (%v), which Hyper-V's management module needs: %s", err, installHyperV)
+		}
 		if err != nil {
 			return resp, fmt.Errorf("run script %s: %w", s.Name(), err)
 		}
@@ -65,6 +74,13 @@ func hypervScript[Req, Resp any](s winos.Script, limit func(Req) time.Duration) 
 				"check it in Hyper-V Manager or with Get-VM, then run swdt again", s.Name(), bound)
 		}
 		out, ok := hypervResult(res.Stdout)
+		if !ok && len(bytes.TrimSpace(res.Stdout)) == 0 && len(bytes.TrimSpace(res.Stderr)) == 0 {
+			// Every script prints a result or an error: a powershell.exe
+			// that prints nothing at all is a stub (Wine's), not Windows
+			// PowerShell, and has no Hyper-V module.
+			return resp, Fail(ops.KindNoHyperV, "powershell.exe on this host ran the %s script and printed nothing (exit code %d): it is not Windows PowerShell with Hyper-V's module: %s",
+				s.Name(), res.ExitCode, installHyperV)
+		}
 		if !ok {
 			return resp, Fail(ops.KindException, "the %s script printed no result (exit code %d): %s",
 				s.Name(), res.ExitCode, lastBytes(printed(res), 1500))

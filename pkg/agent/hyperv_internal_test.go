@@ -48,6 +48,8 @@ func TestHyperVScriptOutput(t *testing.T) {
 			kind: "exception", message: "the hyperv-vm-status script printed no result (exit code 1): powershell.exe : The term 'x' is not recognized"},
 		{name: "a JSON line that is no result", res: winos.Result{Stdout: []byte(`{"name":"w"}`)},
 			kind: "exception", message: "printed no result (exit code 0)"},
+		{name: "a stub PowerShell that prints nothing", res: winos.Result{},
+			kind: ops.KindNoHyperV, message: "ran the hyperv-vm-status script and printed nothing (exit code 0): it is not Windows PowerShell with Hyper-V's module: install Hyper-V"},
 		{name: "result of the wrong shape", res: winos.Result{Stdout: []byte(`{"data":{"checkpoints":"two"}}`)},
 			kind: "exception", message: `the hyperv-vm-status script's result {"checkpoints":"two"} does not decode`},
 	}
@@ -72,14 +74,26 @@ func TestHyperVScriptOutput(t *testing.T) {
 	}
 }
 
-// A script powershell.exe could not start is the handler's error, kind
-// as the Windows error says.
+// A host without powershell.exe has no Hyper-V module either: the
+// failure says so, and how to install it; any other error starting the
+// script is the handler's, kind as the Windows error says.
 func TestHyperVScriptNotStarted(t *testing.T) {
-	w := &scriptOS{err: &winos.Error{Op: "start process", Target: "powershell.exe", Code: winos.ErrFileNotFound, Message: "The system cannot find the file specified."}}
-	_, err := Call(context.Background(), w, ops.HyperVVMStart, ops.HyperVVMRequest{Name: "w"})
-	var f *Failure
-	if !errors.As(err, &f) || f.Kind != "not-found" || !strings.Contains(f.Message, "run script hyperv-vm-start") {
-		t.Errorf("err = %v, want a not-found failure naming the script", err)
+	tests := []struct {
+		code    winos.Errno
+		kind    ops.Kind
+		message string
+	}{
+		{winos.ErrFileNotFound, ops.KindNoHyperV, "this host has no Windows PowerShell (start process powershell.exe: The system cannot find the file specified. (error 2)), which Hyper-V's management module needs: install Hyper-V"},
+		{winos.ErrPathNotFound, ops.KindNoHyperV, "Install-WindowsFeature Hyper-V -IncludeManagementTools"},
+		{winos.ErrAccessDenied, ops.KindAccessDenied, "run script hyperv-vm-start"},
+	}
+	for _, tt := range tests {
+		w := &scriptOS{err: &winos.Error{Op: "start process", Target: "powershell.exe", Code: tt.code, Message: "The system cannot find the file specified."}}
+		_, err := Call(context.Background(), w, ops.HyperVVMStart, ops.HyperVVMRequest{Name: "w"})
+		var f *Failure
+		if !errors.As(err, &f) || f.Kind != tt.kind || !strings.Contains(f.Message, tt.message) {
+			t.Errorf("error %d: err = %v, want a %s failure with %q", tt.code, err, tt.kind, tt.message)
+		}
 	}
 }
 

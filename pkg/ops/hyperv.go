@@ -32,15 +32,15 @@ var (
 // "timeout" and "exception").
 const (
 	// KindNoHyperV: the host has no Hyper-V PowerShell module.
-	KindNoHyperV = "no-hyperv"
+	KindNoHyperV Kind = "no-hyperv"
 	// KindVMNotFound: no VM has the name.
-	KindVMNotFound = "vm-not-found"
+	KindVMNotFound Kind = "vm-not-found"
 	// KindCheckpointNotFound: the VM has no checkpoint of the name.
-	KindCheckpointNotFound = "checkpoint-not-found"
+	KindCheckpointNotFound Kind = "checkpoint-not-found"
 	// KindCheckpointExists: the VM already has a checkpoint of the name.
-	KindCheckpointExists = "checkpoint-exists"
+	KindCheckpointExists Kind = "checkpoint-exists"
 	// KindAmbiguous: several VMs or checkpoints have the name.
-	KindAmbiguous = "ambiguous"
+	KindAmbiguous Kind = "ambiguous"
 )
 
 // HyperVVMRequest names a VM. Names are compared case-insensitively and

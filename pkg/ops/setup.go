@@ -181,20 +181,20 @@ const (
 const (
 	// KindDownloadFailed: the node could not download Chocolatey's
 	// install script (no internet access or proxy).
-	KindDownloadFailed = "download-failed"
+	KindDownloadFailed Kind = "download-failed"
 	// KindInstallFailed: Chocolatey's install script ran but choco.exe
 	// does not exist or does not run.
-	KindInstallFailed = "install-failed"
+	KindInstallFailed Kind = "install-failed"
 	// KindRebootRequired: Chocolatey's installer installed .NET Framework
 	// 4.8 (Chocolatey 2 needs it; Server 2019 ships 4.7.2) and stopped
 	// because the node must reboot first. Reboot the node and run setup
 	// again: the second run completes.
-	KindRebootRequired = "reboot-required"
+	KindRebootRequired Kind = "reboot-required"
 	// KindConstrainedLanguage: PowerShell on the node runs in Constrained
 	// Language mode (enforced by WDAC or AppLocker), in which a step that
 	// needs FullLanguage (Chocolatey's install script) cannot run.
-	KindConstrainedLanguage = "constrained-language"
+	KindConstrainedLanguage Kind = "constrained-language"
 	// KindBlockedByPolicy: a Group Policy setting overrides the change
 	// asked for (Remote Desktop), so it cannot take effect.
-	KindBlockedByPolicy = "blocked-by-policy"
+	KindBlockedByPolicy Kind = "blocked-by-policy"
 )

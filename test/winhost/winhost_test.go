@@ -523,3 +523,25 @@ func TestREADMEWindowsLines(t *testing.T) {
 		t.Errorf("the README's lines did not swap the kubelet: %q, %v", b, err)
 	}
 }
+
+// Local Hyper-V mode (spec.vm.hyperv without a host: this machine) on a
+// host without Windows PowerShell's Hyper-V module, as under Wine: swdt
+// vm says what is missing and how to install it.
+func TestHyperVLocalModeWithoutHyperV(t *testing.T) {
+	h := newHost(t)
+	h.p.WriteFile(`C:\work\vm.yaml`, []byte(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: hv
+spec:
+  credentials:
+    username: Administrator
+  vm:
+    provider: hyperv
+    name: Windows Server 2022
+`))
+	code, _, errOut := h.swdt(ctxFor(t), nil, "vm", "status", "-c", `C:\work\vm.yaml`)
+	if code != 2 || !strings.Contains(errOut, "no-hyperv") || !strings.Contains(errOut, "Install-WindowsFeature Hyper-V -IncludeManagementTools") {
+		t.Errorf("vm status without Hyper-V: exit %d\n%s", code, errOut)
+	}
+}
