@@ -43,9 +43,10 @@ var built struct {
 	err  error
 	dir  string
 	// swdt is swdt.exe (with its agents embedded, as make cross builds
-	// it); tests are the Windows test binaries of packages with
-	// Windows-only laptop code, by package.
+	// it); wnc a ProxyCommand (testdata/wnc); tests are the Windows test
+	// binaries of packages with Windows-only laptop code, by package.
 	swdt  string
+	wnc   string
 	tests map[string]string
 }
 
@@ -64,6 +65,10 @@ func build(t *testing.T) {
 		}
 		built.swdt = filepath.Join(built.dir, "swdt.exe")
 		if built.err = winetest.BuildWindows(built.swdt, "../../cmd/swdt", false); built.err != nil {
+			return
+		}
+		built.wnc = filepath.Join(built.dir, "wnc.exe")
+		if built.err = winetest.BuildWindows(built.wnc, "./testdata/wnc", false); built.err != nil {
 			return
 		}
 		built.tests = map[string]string{}
@@ -543,5 +548,69 @@ spec:
 	code, _, errOut := h.swdt(ctxFor(t), nil, "vm", "status", "-c", `C:\work\vm.yaml`)
 	if code != 2 || !strings.Contains(errOut, "no-hyperv") || !strings.Contains(errOut, "Install-WindowsFeature Hyper-V -IncludeManagementTools") {
 		t.Errorf("vm status without Hyper-V: exit %d\n%s", code, errOut)
+	}
+}
+
+// OpenSSH for Windows' places: the key, known_hosts and config under
+// %USERPROFILE%\.ssh, a ProxyCommand run through cmd.exe; caches under
+// %LOCALAPPDATA%; no colour codes where the output is not a console.
+func TestOpenSSHConventionsOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	ts := simnode.StartTest(t)
+	c := ts.Credentials()
+	profile := h.p.UserProfile()
+	for win, host := range map[string]string{profile + `\.ssh\id_ed25519`: c.PrivateKey, profile + `\.ssh\known_hosts`: c.KnownHostsFile, `C:\tools\wnc.exe`: built.wnc} {
+		raw, err := os.ReadFile(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.p.WriteFile(win, raw)
+	}
+	host, port, err := net.SplitHostPort(c.Hostname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Port 1 answers nothing: only the ProxyCommand, run by cmd.exe with
+	// %h substituted, reaches the node.
+	h.p.WriteFile(profile+`\.ssh\config`, []byte("Host winnode\n  HostName "+host+"\n  Port 1\n  User "+c.Username+
+		"\n  ProxyCommand C:\\tools\\wnc.exe %h "+port+"\n"))
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	// No key, known_hosts or user in the node file: all from ~/.ssh, and
+	// the ssh config's alias reached through its ProxyCommand. The known
+	// host is the node's key under the address ssh config names.
+	raw, err := h.p.ReadFile(profile + `\.ssh\known_hosts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p.WriteFile(profile+`\.ssh\known_hosts`, bytes.ReplaceAll(raw, []byte("["+host+"]:"+port), []byte("["+host+"]:1")))
+	h.p.WriteFile(`C:\work\node.yaml`, []byte(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: node1
+spec:
+  credentials:
+    hostname: winnode
+    hostKeyPolicy: strict
+  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`))
+	cmd := h.command(ctx, nil, "kubernetes", "-c", `C:\work\node.yaml`, "--settle", "100ms")
+	cmd.Env = h.p.Env() // colour as swdt decides it, NO_COLOR unset
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubernetes through ~/.ssh/config and its ProxyCommand: %v\n%s", err, out)
+	}
+	if bytes.Contains(out, []byte("\x1b[")) {
+		t.Errorf("colour codes where the output is a pipe:\n%q", out)
+	}
+	if b, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(b) != "MZ kubelet v2\n" {
+		t.Errorf("kubelet on the node: %q, %v", b, err)
+	}
+	if entries, err := os.ReadDir(h.p.Path(profile + `\AppData\Local\swdt`)); err != nil || len(entries) == 0 {
+		t.Errorf("no cache under %%LOCALAPPDATA%%\\swdt: %v", err)
 	}
 }
