@@ -614,3 +614,32 @@ spec:
 		t.Errorf("no cache under %%LOCALAPPDATA%%\\swdt: %v", err)
 	}
 }
+
+// Ctrl-C during a swap (a console control event): the swap finishes, so
+// that the services run again, and swdt.exe exits 130.
+func TestInterruptDuringASwapOnWindows(t *testing.T) {
+	h := newHost(t)
+	ctx := ctxFor(t)
+	d := simnode.DefaultDelays()
+	d.ServiceStop, d.ServiceStart = 2*time.Second, 2*time.Second
+	ts := simnode.StartTest(t, simnode.WithDelays(d))
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	cfg := h.node(ts, `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`)
+	r := h.start(ctx, nil, "kubernetes", "-c", cfg, "--settle", "100ms")
+	r.await("the swap", func(_, errOut string) bool { return strings.Contains(errOut, "swapping:") })
+	if code := r.interrupt(); code != 130 {
+		t.Errorf("Ctrl-C during the swap: exit %d, want 130\n%s", code, r.errb.String())
+	}
+	if !strings.Contains(r.errb.String(), "a swap in progress finishes first") {
+		t.Errorf("stderr does not say the swap finishes first:\n%s", r.errb.String())
+	}
+	st := ts.State()
+	if b, _ := ts.Node().ReadFile(`C:\k\kubelet.exe`); string(b) != "MZ kubelet v2\n" || st.Services["kubelet"].Status != "Running" {
+		t.Errorf("after the interrupted swap: kubelet %q, service %s", b, st.Services["kubelet"].Status)
+	}
+}
