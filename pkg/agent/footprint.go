@@ -74,7 +74,7 @@ func footprint(w winos.OS) error {
 	if err := w.MkdirAll(ops.AgentDir); err != nil {
 		return fmt.Errorf("create %s: %w", ops.AgentDir, err)
 	}
-	_, _, err := secureFolder(w, ops.AgentDir, "unsafe-footprint")
+	_, _, err := secureFolder(w, ops.AgentDir, ops.KindUnsafeFootprint)
 	return err
 }
 

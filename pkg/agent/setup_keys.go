@@ -214,6 +214,10 @@ func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddR
 	if err := w.MkdirAll(keysDir); err != nil {
 		return ops.AuthorizedKeysState{}, fmt.Errorf("create %s: %w", keysDir, err)
 	}
+	aside, err := keysSetAsideUntrusted(w)
+	if err != nil {
+		return ops.AuthorizedKeysState{}, err
+	}
 	kf, err := keysRead(w)
 	if err != nil {
 		return ops.AuthorizedKeysState{}, err
@@ -266,5 +270,30 @@ func authorizedKeysAdd(_ context.Context, w winos.OS, req ops.AuthorizedKeysAddR
 		}
 	}
 	return ops.AuthorizedKeysState{Exists: true, Encoding: ops.EncodingUTF8, Keys: keysOnly(lines), ACLOK: keysACLOK(acl),
-		OwnerOK: adminSID(owner), Owner: owner, Added: added}, nil
+		OwnerOK: adminSID(owner), Owner: owner, Added: added, SetAside: aside}, nil
+}
+
+// keysSetAsideUntrusted moves administrators_authorized_keys aside,
+// unread, when an account other than Administrators, SYSTEM and the
+// agent's own owns it (it created the file first): sshd does not trust
+// such a file, and taking its lines over would make keys an ordinary user
+// planted valid Administrator keys. It returns where the file went (""
+// when it was left).
+func keysSetAsideUntrusted(w winos.OS) (string, error) {
+	p := ops.AdministratorsAuthorizedKeys
+	owner, ok, err := adminsOwn(w, p)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && ok {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	aside := ops.UntrustedPath(p)
+	if err := w.Remove(aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("remove %s: %w", aside, err)
+	}
+	if err := w.Rename(p, aside); err != nil {
+		return "", fmt.Errorf("%s is owned by %s, not by Administrators or SYSTEM, and cannot be moved aside: %w", p, owner, err)
+	}
+	return aside, nil
 }

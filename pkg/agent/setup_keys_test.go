@@ -227,6 +227,37 @@ func TestAuthorizedKeysAddTakesOwnership(t *testing.T) {
 	}
 }
 
+// A file an ordinary user created first, holding her own key, is moved
+// aside unread, and the new file holds only the node file's keys: sshd
+// was refusing hers, and taking it over would make it an Administrator
+// key.
+func TestAuthorizedKeysAddNeverAdoptsAPlantedFile(t *testing.T) {
+	t.Parallel()
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	n := ts.Node()
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.WriteFile(simnode.PathAdminAuthorizedKeys, []byte(sshKeyB+"\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := agent.Call(setupCtx(t), n.OS(), ops.AuthorizedKeysAdd, ops.AuthorizedKeysAddRequest{Keys: []string{sshKeyA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := ops.UntrustedPath(simnode.PathAdminAuthorizedKeys)
+	if st.SetAside != aside || !reflect.DeepEqual(st.Keys, []string{sshKeyA}) || st.Added != 1 || !st.OwnerOK || !st.ACLOK {
+		t.Errorf("state = %+v, want mallory's file set aside and only the node file's key", st)
+	}
+	if got := n.SSHDAdminKeys(); !reflect.DeepEqual(got, []string{sshKeyA}) {
+		t.Errorf("sshd would accept %q, want only the node file's key", got)
+	}
+	if raw, err := n.ReadFile(aside); err != nil || string(raw) != sshKeyB+"\r\n" {
+		t.Errorf("the planted file set aside: %q, %v", raw, err)
+	}
+}
+
 func TestAuthorizedKeysAddRefusesNonAdmin(t *testing.T) {
 	t.Parallel()
 	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "developer"}))

@@ -66,6 +66,9 @@ const (
 	// KindUnsafeFolder: a folder swdt would write to or run from could
 	// have been created or written by an ordinary user.
 	KindUnsafeFolder Kind = "unsafe-folder"
+	// KindUnsafeFootprint: swdt's own folder on the node (AgentDir) is
+	// not safe and could not be made so.
+	KindUnsafeFootprint Kind = "unsafe-footprint"
 	// KindUntrustedBackup: a backup beside a destination was not written
 	// by an administrator, so it is not put back.
 	KindUntrustedBackup Kind = "untrusted-backup"

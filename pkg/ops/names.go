@@ -5,12 +5,13 @@ import "strings"
 // The suffixes of the files swdt keeps beside a file on a node. Only the
 // functions below spell them out; every other package asks them.
 const (
-	stagedMark    = ".swdt-new-"
-	writingSuffix = ".swdt-new"
-	backupSuffix  = ".swdt-bak"
-	failedSuffix  = ".swdt-failed"
-	encodedSuffix = ".swdt-zst"
-	partSuffix    = ".swdt-part"
+	stagedMark      = ".swdt-new-"
+	writingSuffix   = ".swdt-new"
+	backupSuffix    = ".swdt-bak"
+	failedSuffix    = ".swdt-failed"
+	encodedSuffix   = ".swdt-zst"
+	partSuffix      = ".swdt-part"
+	untrustedSuffix = ".swdt-untrusted"
 )
 
 // StagedPath is where run runID stages a new binary for dest while the
@@ -64,6 +65,10 @@ func EncodedPath(staged string) string { return staged + encodedSuffix }
 // PartPath is where an SFTP upload to p is written until it is complete.
 func PartPath(p string) string { return p + partSuffix }
 
+// UntrustedPath is where swdt moves, unread, a file it was to extend that
+// an ordinary user owned or could write (administrators_authorized_keys).
+func UntrustedPath(p string) string { return p + untrustedSuffix }
+
 // IsLeftover reports whether name (a path, compared without case) is one
 // of the files swdt keeps beside p: its staged files of any run (and
 // their encoded uploads), the file being written, the backup, the failed
@@ -91,7 +96,7 @@ func IsEncodedPath(p string) bool { return strings.HasSuffix(strings.ToLower(p),
 // swdt would remove or replace it as its own.
 func IsSwdtName(p string) bool {
 	l := strings.ToLower(p)
-	for _, s := range []string{writingSuffix, backupSuffix, failedSuffix, encodedSuffix, partSuffix} {
+	for _, s := range []string{writingSuffix, backupSuffix, failedSuffix, encodedSuffix, partSuffix, untrustedSuffix} {
 		if strings.HasSuffix(l, s) {
 			return true
 		}

@@ -158,6 +158,11 @@ type AuthorizedKeysState struct {
 	// Owner is the file's owner, as a string SID (empty when the file
 	// does not exist).
 	Owner string `json:"owner,omitempty"`
+	// SetAside, when set, is where authorized-keys-add moved a file that
+	// an account other than Administrators and SYSTEM owned or could
+	// write, unread: its keys are not taken over (sshd was not trusting
+	// them), and the new file holds only the node file's keys.
+	SetAside string `json:"setAside,omitempty"`
 	// Added counts keys appended by this op.
 	Added int `json:"added"`
 }

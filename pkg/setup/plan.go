@@ -158,7 +158,7 @@ func makePlan(facts ops.SetupFactsResponse, d Desired) *plan {
 			todo = append(todo, fmt.Sprintf("rewrite the file as UTF-8 (it is %s, which sshd ignores)", ak.Encoding))
 		}
 		if ak.Exists && !ak.OwnerOK {
-			todo = append(todo, fmt.Sprintf("give the file to Administrators (it is owned by %s, which sshd refuses)", ak.Owner))
+			todo = append(todo, fmt.Sprintf("move the file aside unread if an ordinary user created it, else give it to Administrators (it is owned by %s, which sshd refuses)", ak.Owner))
 		}
 		if !ak.ACLOK {
 			todo = append(todo, "restrict the file to Administrators and SYSTEM")

@@ -297,12 +297,15 @@ func packageStep(id string, r ops.ChocoPackageResult) Step {
 }
 
 // applyKeys appends the missing keys and fixes the file's owner and ACL.
+// It sends every key of the node file, not only those the facts showed
+// missing: a file an ordinary user created is set aside unread, and the
+// new one must hold them all.
 func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 	s := *p.keys
 	if s.Result == Unchanged {
 		return s
 	}
-	st, err := n.AddAuthorizedKeys(ctx, p.missingKeys)
+	st, err := n.AddAuthorizedKeys(ctx, p.desired.AuthorizedKeys)
 	if err != nil {
 		return Step{Name: StepAuthorizedKeys, Result: Failed, Detail: opMessage(err)}
 	}
@@ -326,7 +329,9 @@ func (p *plan) applyKeys(ctx context.Context, n Node) Step {
 	if keysNeedRewrite(p.facts.AuthorizedKeys) {
 		detail += fmt.Sprintf("; rewrote the file as UTF-8 (it was %s)", p.facts.AuthorizedKeys.Encoding)
 	}
-	if ak := p.facts.AuthorizedKeys; ak.Exists && !ak.OwnerOK {
+	if ak := p.facts.AuthorizedKeys; st.SetAside != "" {
+		detail += fmt.Sprintf("; moved the file %s owned (sshd did not trust it) aside, unread, to %s: it holds only the node file's keys now", ak.Owner, st.SetAside)
+	} else if ak.Exists && !ak.OwnerOK {
 		detail += fmt.Sprintf("; gave the file to Administrators (it was owned by %s)", ak.Owner)
 	}
 	if !p.facts.AuthorizedKeys.ACLOK {

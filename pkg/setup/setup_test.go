@@ -467,14 +467,15 @@ func TestKeysFileOwnedByAnotherAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := step(t, report, StepAuthorizedKeys); s.Result != WouldChange || !strings.Contains(s.Detail, "give the file to Administrators (it is owned by mallory") {
+	if s := step(t, report, StepAuthorizedKeys); s.Result != WouldChange || !strings.Contains(s.Detail, "move the file aside unread if an ordinary user created it, else give it to Administrators (it is owned by mallory") {
 		t.Errorf("planned step = %+v", s)
 	}
 	report, _, err = run(t, ts, "Administrator", d, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := step(t, report, StepAuthorizedKeys); s.Result != Changed || !strings.Contains(s.Detail, "gave the file to Administrators (it was owned by mallory)") {
+	aside := ops.UntrustedPath(simnode.PathAdminAuthorizedKeys)
+	if s := step(t, report, StepAuthorizedKeys); s.Result != Changed || !strings.Contains(s.Detail, "moved the file mallory owned (sshd did not trust it) aside, unread, to "+aside) {
 		t.Errorf("step = %+v", s)
 	}
 	if got := ts.Node().SSHDAdminKeys(); !slices.Equal(got, []string{key}) {

@@ -49,6 +49,13 @@ func TestAuthorizedKeysWithoutPowerShell(t *testing.T) {
 	if err != nil || !strings.Contains(string(raw), key) {
 		t.Errorf("%s = %q, %v", ops.AdministratorsAuthorizedKeys, raw, err)
 	}
+	// The file the agent wrote itself is its own, not a planted one: a
+	// second run keeps it, though Wine reports its ACL as not restricted.
+	const second = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9hZ2VudGtleXNlY29uZGtleXNlY29uZGtleXNlY29u second"
+	st, err = c.AddAuthorizedKeys(ctx, []string{key, second})
+	if err != nil || st.SetAside != "" || st.Added != 1 || !slices.Contains(st.Keys, key) {
+		t.Errorf("second run: state %+v, %v; want the agent's own file kept and extended", st, err)
+	}
 }
 
 // choco-packages runs a (fake) choco.exe: exit codes and the version
