@@ -71,11 +71,19 @@ func footprintOK(w winos.OS, dir string) (string, error) {
 // footprint makes sure ops.AgentDir exists and belongs to Administrators
 // and SYSTEM alone, repairing its owner and DACL if needed.
 func footprint(w winos.OS) error {
-	if err := w.MkdirAll(ops.AgentDir); err != nil {
-		return fmt.Errorf("create %s: %w", ops.AgentDir, err)
-	}
-	_, _, err := secureFolder(w, ops.AgentDir, ops.KindUnsafeFootprint)
+	_, err := footprintKept(w)
 	return err
+}
+
+// footprintKept is footprint, and reports whether this system keeps the
+// security descriptors it is given (not Wine): only then does a DACL say
+// who may write a file.
+func footprintKept(w winos.OS) (bool, error) {
+	if err := w.MkdirAll(ops.AgentDir); err != nil {
+		return false, fmt.Errorf("create %s: %w", ops.AgentDir, err)
+	}
+	_, kept, err := secureFolder(w, ops.AgentDir, ops.KindUnsafeFootprint)
+	return kept, err
 }
 
 // secureFolder makes the existing folder dir belong to Administrators

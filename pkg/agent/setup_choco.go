@@ -48,6 +48,46 @@ var chocoNotFoundRE = regexp.MustCompile(`(?i)not found with the source|was not 
 // is required"). It throws a plain string, so its text is the only signal.
 var chocoRebootRE = regexp.MustCompile(`(?i)reboot`)
 
+// chocoDir is Chocolatey's folder, where choco.exe runs from.
+const chocoDir = `C:\ProgramData\chocolatey`
+
+// chocoTrusted refuses a choco.exe an ordinary user could have put there:
+// C:\ProgramData lets Users create folders, and swdt runs choco.exe
+// elevated (and skips Chocolatey's install when it exists). The folder
+// and the program must belong to Administrators, SYSTEM or the agent's
+// own account and, on a system that keeps security descriptors (not
+// Wine: the agent's own folder tells), let nobody else change them.
+func chocoTrusted(w winos.OS) error {
+	kept, err := footprintKept(w)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{chocoDir, chocoExe} {
+		owner, ok, err := adminsOwn(w, p)
+		if err != nil {
+			return err
+		}
+		why := ""
+		if !ok {
+			why = "is owned by " + owner + ", not by Administrators or SYSTEM"
+		} else if kept {
+			acl, err := w.ACL(p)
+			if err != nil {
+				return fmt.Errorf("read the ACL of %s: %w", p, err)
+			}
+			if !onlyAdminsWrite(acl) {
+				why = "lets accounts other than Administrators and SYSTEM change it"
+			}
+		}
+		if why != "" {
+			return Fail(ops.KindUnsafeFolder, "%s %s: an ordinary user may have put Chocolatey there, and swdt would run it as an administrator; "+
+				"nothing was run: as an administrator, delete %s (or give it to Administrators, writable by them and SYSTEM only) and run swdt setup again",
+				p, why, chocoDir)
+		}
+	}
+	return nil
+}
+
 // chocoInstalled reports whether choco.exe exists.
 func chocoInstalled(w winos.OS) (bool, error) {
 	fi, err := w.Stat(chocoExe)
@@ -123,6 +163,10 @@ func chocoState(ctx context.Context, w winos.OS) (ops.ChocoState, error) {
 		return st, err
 	}
 	st.Installed = true
+	if err := chocoTrusted(w); err != nil {
+		// Never run it; the install and the packages say why.
+		return st, nil
+	}
 	version, _, ok, err := chocoVersion(ctx, w)
 	if err != nil || !ok {
 		return st, err
@@ -155,6 +199,9 @@ func chocoInstall(ctx context.Context, w winos.OS, _ ops.ChocoInstallRequest) (o
 		if out, err = chocoRunInstaller(ctx, w); err != nil {
 			return ops.ChocoState{}, err
 		}
+	}
+	if err := chocoTrusted(w); err != nil {
+		return ops.ChocoState{}, err
 	}
 	version, res, ok, err := chocoVersion(ctx, w)
 	if err != nil {
@@ -256,6 +303,9 @@ func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest
 	}
 	if !installed {
 		return resp, Fail(ops.KindNotFound, "Chocolatey is not installed (%s is missing)", chocoExe)
+	}
+	if err := chocoTrusted(w); err != nil {
+		return resp, err
 	}
 	version, res, ok, err := chocoVersion(ctx, w)
 	if err != nil {

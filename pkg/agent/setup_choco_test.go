@@ -245,3 +245,50 @@ func setInstallVersion(t *testing.T, n *simnode.Node, v string) {
 		t.Fatal(err)
 	}
 }
+
+// A choco.exe an ordinary user could have put there is never run, and
+// its presence does not skip Chocolatey's install: C:\ProgramData lets
+// Users create folders, and swdt runs choco.exe as an administrator.
+func TestChocoUntrustedIsNeverRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		creator string // who creates C:\ProgramData\chocolatey\choco.exe
+		message string
+	}{
+		{"planted by an ordinary user", "mallory", `C:\ProgramData\chocolatey is owned by mallory, not by Administrators or SYSTEM`},
+		{"made by an administrator without the installer's lock-down", "", `C:\ProgramData\chocolatey lets accounts other than Administrators and SYSTEM change it`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+			n := ts.Node()
+			creator := n
+			if tc.creator != "" {
+				var err error
+				if creator, err = ts.NodeAs(tc.creator); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := creator.MkdirAll(`C:\ProgramData\chocolatey`); err != nil {
+				t.Fatal(err)
+			}
+			if err := creator.WriteFile(simnode.PathChoco, []byte("MZ planted choco.exe 2.2.2\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			ctx := setupCtx(t)
+			_, err := agent.Call(ctx, n.OS(), ops.ChocoInstall, ops.ChocoInstallRequest{})
+			setupWantFailure(t, err, ops.KindUnsafeFolder, tc.message, "nothing was run", "delete C:\\ProgramData\\chocolatey")
+			_, err = agent.Call(ctx, n.OS(), ops.ChocoPackages, ops.ChocoPackagesRequest{Packages: []string{"vim"}})
+			setupWantFailure(t, err, ops.KindUnsafeFolder, tc.message)
+			facts, err := agent.Call(ctx, n.OS(), ops.SetupFacts, ops.SetupFactsRequest{})
+			if err != nil || facts.Choco.Version != "" {
+				t.Errorf("facts ran the untrusted choco.exe: %+v, %v", facts.Choco, err)
+			}
+			if c := n.Chocolatey(); len(c.Packages) != 0 {
+				t.Errorf("packages were installed by the untrusted choco.exe: %v", c.Packages)
+			}
+		})
+	}
+}

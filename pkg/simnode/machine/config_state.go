@@ -229,6 +229,20 @@ func (n *Node) InstallChocolatey() error {
 	if err := n.MkdirAll(`C:\ProgramData\chocolatey\bin`); err != nil {
 		return err
 	}
+	// The installer locks its default folder down before it puts choco.exe
+	// there (chocolateysetup.psm1; chocolatey/choco#398): inheritance off,
+	// Administrators and SYSTEM full control, Users read and execute,
+	// owned by Administrators.
+	if err := n.SetACL(ChocoDir, &ACL{InheritanceDisabled: true, Entries: []ACE{
+		{Identity: AccountAdministrators, Rights: "F", ObjectInherit: true, ContainerInherit: true},
+		{Identity: AccountSystem, Rights: "F", ObjectInherit: true, ContainerInherit: true},
+		{Identity: AccountUsers, Rights: "RX", ObjectInherit: true, ContainerInherit: true},
+	}}); err != nil {
+		return err
+	}
+	if err := n.SetOwner(ChocoDir, AccountAdministrators); err != nil {
+		return err
+	}
 	if err := n.WriteFile(PathChoco, []byte("MZ simnode placeholder choco.exe "+version+"\r\n")); err != nil {
 		return err
 	}

@@ -224,6 +224,8 @@ const (
 const (
 	PathAdminAuthorizedKeys = `C:\ProgramData\ssh\administrators_authorized_keys`
 	PathChoco               = `C:\ProgramData\chocolatey\choco.exe`
+	// ChocoDir is Chocolatey's default folder, where choco.exe is.
+	ChocoDir = `C:\ProgramData\chocolatey`
 )
 
 // seedBinaries are the placeholder executables of the seeded services.
