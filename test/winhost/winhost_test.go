@@ -527,6 +527,16 @@ func TestREADMEWindowsLines(t *testing.T) {
 	if b, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(b) != "MZ kubelet v2\n" {
 		t.Errorf("the README's lines did not swap the kubelet: %q, %v", b, err)
 	}
+	// What swdt wrote for the Windows tools that read it after: UTF-8
+	// without a byte order mark (OpenSSH for Windows refuses a BOM in
+	// known_hosts), one entry a line, and a node file config validate
+	// reads back.
+	for _, f := range []string{profile + `\.ssh\known_hosts`, `C:\work\node.yaml`} {
+		raw, err := h.p.ReadFile(f)
+		if err != nil || len(raw) == 0 || bytes.HasPrefix(raw, []byte{0xEF, 0xBB, 0xBF}) || !bytes.HasSuffix(raw, []byte("\n")) || bytes.IndexByte(raw, 0) >= 0 {
+			t.Errorf("%s as swdt wrote it: %q, %v", f, raw, err)
+		}
+	}
 }
 
 // Local Hyper-V mode (spec.vm.hyperv without a host: this machine) on a
