@@ -159,6 +159,23 @@ spec:
 	return `C:\work\node.yaml`
 }
 
+// kubeletSpec is a node file's kubelet provisioner, its build in a
+// folder whose name holds a space.
+const kubeletSpec = `  kubernetes:
+    provisioners:
+    - name: kubelet
+      sourceURL: 'C:\work\build dir\kubelet.exe'
+      destination: 'C:\k\kubelet.exe'
+`
+
+// kubeletNode writes a kubelet build and a node file for ts with
+// kubeletSpec, and returns the node file's path.
+func (h *host) kubeletNode(ts *simnode.TestServer) string {
+	h.t.Helper()
+	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
+	return h.node(ts, kubeletSpec)
+}
+
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
@@ -200,13 +217,7 @@ func TestConfigOnWindows(t *testing.T) {
 		t.Errorf("config init wrote %v:\n%s", err, raw)
 	}
 	ts := simnode.StartTest(t)
-	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
-	cfg := h.node(ts, `  kubernetes:
-    provisioners:
-    - name: kubelet
-      sourceURL: 'C:\work\build dir\kubelet.exe'
-      destination: 'C:\k\kubelet.exe'
-`)
+	cfg := h.kubeletNode(ts)
 	code, out, errOut := h.swdt(ctx, nil, "config", "validate", "-c", cfg, "-o", "json")
 	if code != 0 || !strings.Contains(out, `"node1"`) {
 		t.Errorf("config validate: exit %d\n%s\n%s", code, out, errOut)
@@ -228,13 +239,7 @@ func TestDailyLoopOnWindows(t *testing.T) {
 	h := newHost(t)
 	ctx := ctxFor(t)
 	ts := simnode.StartTest(t)
-	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
-	cfg := h.node(ts, `  kubernetes:
-    provisioners:
-    - name: kubelet
-      sourceURL: 'C:\work\build dir\kubelet.exe'
-      destination: 'C:\k\kubelet.exe'
-`)
+	cfg := h.kubeletNode(ts)
 	env := []string{"SWDT_CONFIG=" + cfg}
 
 	code, _, errOut := h.swdt(ctx, env, "kubernetes", "--settle", "100ms")
@@ -382,13 +387,7 @@ func TestLongLivedVerbsOnWindows(t *testing.T) {
 	h := newHost(t)
 	ctx := ctxFor(t)
 	ts := simnode.StartTest(t)
-	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
-	cfg := h.node(ts, `  kubernetes:
-    provisioners:
-    - name: kubelet
-      sourceURL: 'C:\work\build dir\kubelet.exe'
-      destination: 'C:\k\kubelet.exe'
-`)
+	cfg := h.kubeletNode(ts)
 	env := []string{"SWDT_CONFIG=" + cfg}
 
 	echo := echoServer(t)
@@ -633,13 +632,7 @@ func TestInterruptDuringASwapOnWindows(t *testing.T) {
 	d := simnode.DefaultDelays()
 	d.ServiceStop, d.ServiceStart = 2*time.Second, 2*time.Second
 	ts := simnode.StartTest(t, simnode.WithDelays(d))
-	h.p.WriteFile(`C:\work\build dir\kubelet.exe`, []byte("MZ kubelet v2\n"))
-	cfg := h.node(ts, `  kubernetes:
-    provisioners:
-    - name: kubelet
-      sourceURL: 'C:\work\build dir\kubelet.exe'
-      destination: 'C:\k\kubelet.exe'
-`)
+	cfg := h.kubeletNode(ts)
 	r := h.start(ctx, nil, "kubernetes", "-c", cfg, "--settle", "100ms")
 	r.await("the swap", func(_, errOut string) bool { return strings.Contains(errOut, "swapping:") })
 	if code := r.interrupt(); code != 130 {
