@@ -7,12 +7,10 @@
 package winhost
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/echotest"
 	"sigs.k8s.io/swdt/internal/syncbuf"
 	"sigs.k8s.io/swdt/internal/winetest"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -390,7 +389,7 @@ func TestLongLivedVerbsOnWindows(t *testing.T) {
 	cfg := h.kubeletNode(ts)
 	env := []string{"SWDT_CONFIG=" + cfg}
 
-	echo := echoServer(t)
+	echo := echotest.Server(t, "")
 	pf := h.start(ctx, env, "port-forward", "-o", "json", "node1", ":"+strconv.Itoa(echo))
 	var doc struct {
 		Forwards []struct {
@@ -400,7 +399,7 @@ func TestLongLivedVerbsOnWindows(t *testing.T) {
 	pf.await("a forward", func(out, _ string) bool {
 		return json.Unmarshal([]byte(strings.TrimSpace(out)), &doc) == nil && len(doc.Forwards) == 1
 	})
-	if got := ask(t, doc.Forwards[0].Local, "hello"); got != "hello\n" {
+	if got := echotest.Ask(t, doc.Forwards[0].Local, "hello"); got != "hello\n" {
 		t.Errorf("through the forward: %q", got)
 	}
 	if code := pf.interrupt(); code != 0 {
@@ -419,52 +418,6 @@ func TestLongLivedVerbsOnWindows(t *testing.T) {
 	if code := w.interrupt(); code != 0 {
 		t.Errorf("Ctrl-C while watching: exit %d\n%s", code, w.errb.String())
 	}
-}
-
-// echoServer answers each line with the line, on the loopback: the
-// service behind a forwarded port (simnode forwards to this machine's
-// loopback).
-func echoServer(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					if _, err := io.WriteString(c, sc.Text()+"\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// ask sends a line to addr and returns the answer line.
-func ask(t *testing.T, addr, line string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(c, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	answer, _ := bufio.NewReader(c).ReadString('\n')
-	return answer
 }
 
 // readmeBatLines are the command lines of the README's Windows section

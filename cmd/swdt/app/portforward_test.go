@@ -1,50 +1,20 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/echotest"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
-
-// echoServer listens on the loopback and answers each line with its
-// prefix and the line: the service behind a forwarded port.
-func echoServer(t *testing.T, prefix string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					if _, err := io.WriteString(c, prefix+sc.Text()+"\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // forwardedPorts starts swdt port-forward -o json with args and returns
 // its forwards once they listen, and a function that stops it (Ctrl-C)
@@ -82,24 +52,6 @@ func forwardedPorts(t *testing.T, args ...string) (portForwardJSON, func() (int,
 	return doc, stop
 }
 
-// ask sends line to addr and returns the first line of the answer.
-func ask(t *testing.T, addr, line string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	answer, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no answer from %s: %v", addr, err)
-	}
-	return answer
-}
-
 func freeLocalPort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -115,7 +67,7 @@ func freeLocalPort(t *testing.T) int {
 // that each stream reaches its own service and the refused one is a
 // warning that stops nothing.
 func portForwardTwoPorts(t *testing.T, file string) {
-	a, b := echoServer(t, "a:"), echoServer(t, "b:")
+	a, b := echotest.Server(t, "a:"), echotest.Server(t, "b:")
 	dead := freeLocalPort(t)
 	fixed := freeLocalPort(t)
 	doc, stop := forwardedPorts(t, "-c", file, "node1", strconv.Itoa(fixed)+":"+strconv.Itoa(a), ":"+strconv.Itoa(b), ":"+strconv.Itoa(dead))
@@ -127,10 +79,10 @@ func portForwardTwoPorts(t *testing.T, file string) {
 		t.Errorf("first forward = %+v, want %s -> %d", doc.Forwards[0], want, a)
 	}
 	for i := 0; i < 3; i++ { // several streams, one after another and at once
-		if got := ask(t, doc.Forwards[0].Local, "hello"); got != "a:hello\n" {
+		if got := echotest.Ask(t, doc.Forwards[0].Local, "hello"); got != "a:hello\n" {
 			t.Errorf("through the first port: %q", got)
 		}
-		if got := ask(t, doc.Forwards[1].Local, "hi"); got != "b:hi\n" {
+		if got := echotest.Ask(t, doc.Forwards[1].Local, "hi"); got != "b:hi\n" {
 			t.Errorf("through the second port: %q", got)
 		}
 	}
@@ -142,7 +94,7 @@ func portForwardTwoPorts(t *testing.T, file string) {
 		t.Errorf("a stream to a port nothing listens on stayed open")
 	}
 	c.Close()
-	if got := ask(t, doc.Forwards[1].Local, "still"); got != "b:still\n" {
+	if got := echotest.Ask(t, doc.Forwards[1].Local, "still"); got != "b:still\n" {
 		t.Errorf("after a refused stream: %q", got)
 	}
 	code, errOut := stop()
@@ -208,8 +160,8 @@ func TestPortForwardAfterTheConnectionDropped(t *testing.T) {
 	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{ServiceStart: 10 * time.Millisecond, ServiceStop: 10 * time.Millisecond,
 		ShutdownGrace: 10 * time.Millisecond, Boot: 200 * time.Millisecond}))
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))
-	doc, stop := forwardedPorts(t, "-c", file, ":"+strconv.Itoa(echoServer(t, "")))
-	if got := ask(t, doc.Forwards[0].Local, "before"); got != "before\n" {
+	doc, stop := forwardedPorts(t, "-c", file, ":"+strconv.Itoa(echotest.Server(t, "")))
+	if got := echotest.Ask(t, doc.Forwards[0].Local, "before"); got != "before\n" {
 		t.Fatalf("before the drop: %q", got)
 	}
 	if res, err := ts.Node().OS().Run(t.Context(), winos.Command{Path: "shutdown.exe", Args: []string{"/r", "/t", "0"}}); err != nil || res.ExitCode != 0 {
@@ -218,7 +170,7 @@ func TestPortForwardAfterTheConnectionDropped(t *testing.T) {
 	if !waitFor(t, func() bool { b := ts.Node().Boots(); return len(b) == 1 && time.Now().After(b[0]) }) {
 		t.Fatal("the node never came back")
 	}
-	if got := ask(t, doc.Forwards[0].Local, "after"); got != "after\n" {
+	if got := echotest.Ask(t, doc.Forwards[0].Local, "after"); got != "after\n" {
 		t.Errorf("after the drop: %q", got)
 	}
 	if code, errOut := stop(); code != exitcode.OK {

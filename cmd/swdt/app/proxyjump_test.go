@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"sigs.k8s.io/swdt/internal/echotest"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
@@ -45,9 +46,9 @@ func TestTransportVerbsThroughProxyJump(t *testing.T) {
 	} else if got, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); !strings.HasPrefix(string(got), "kind: KubeletConfiguration") {
 		t.Errorf("cp brought %q", got)
 	}
-	port := echoServer(t, "through the jump: ")
+	port := echotest.Server(t, "through the jump: ")
 	doc, stop := forwardedPorts(t, "-c", file, ":"+strconv.Itoa(port))
-	if got := ask(t, doc.Forwards[0].Local, "hi"); got != "through the jump: hi\n" {
+	if got := echotest.Ask(t, doc.Forwards[0].Local, "hi"); got != "through the jump: hi\n" {
 		t.Errorf("port-forward: %q", got)
 	}
 	if code, errOut := stop(); code != exitcode.OK {
