@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,7 +119,8 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	// nothing: it runs while local sources are hashed.
 	r.dialAhead()
 	sources, err := r.resolve(ctx, allWork(selected))
-	if err != nil {
+	notBuilt := unbuilt(selected, sources)
+	if err != nil && !(opts.Watch && len(notBuilt) > 0 && len(notBuilt) == unresolved(selected, sources)) {
 		return fmt.Errorf("%w; nothing was changed on any node%s", err, onlyHint(selected, sources))
 	}
 	if !opts.Watch {
@@ -130,11 +132,79 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 		return err
 	}
 	defer watcher.Close()
-	runErr := r.run(ctx, allWork(selected), sources)
+	// --watch waits for a build that is not made yet: the first run swaps
+	// the others. One built since the resolve is swapped at once.
+	for _, u := range notBuilt {
+		opts.Observer.Note(u.what + " does not exist yet: it is swapped once it is built")
+		if _, err := os.Stat(u.path); err == nil {
+			watcher.Changed(u.path)
+		}
+	}
+	var runErr error
+	if ws := resolvedWork(selected, sources); len(ws) > 0 {
+		runErr = r.run(ctx, ws, sources)
+	}
 	if ctx.Err() != nil {
 		return runErr
 	}
 	return r.watch(ctx, watcher, runErr)
+}
+
+// unbuiltSource is a local source whose file did not exist.
+type unbuiltSource struct {
+	// what names it: "provisioner kubelet's source ./kubelet.exe".
+	what string
+	path string
+}
+
+// unbuilt lists the local sources that could not be resolved because
+// their file does not exist, once per source.
+func unbuilt(nodes []*session, sources map[string]*source.File) []unbuiltSource {
+	var out []unbuiltSource
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, b := range n.provs {
+			p, local := b.LocalPath()
+			if !local || sources[b.SourceKey()] != nil || seen[b.SourceKey()] {
+				continue
+			}
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				seen[b.SourceKey()] = true
+				out = append(out, unbuiltSource{what: fmt.Sprintf("provisioner %s's source %s", b.Name, b.SourceURL), path: p})
+			}
+		}
+	}
+	return out
+}
+
+// unresolved counts the sources that could not be resolved.
+func unresolved(nodes []*session, sources map[string]*source.File) int {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, b := range n.provs {
+			if sources[b.SourceKey()] == nil {
+				seen[b.SourceKey()] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// resolvedWork is the work of the provisioners whose source resolved.
+func resolvedWork(nodes []*session, sources map[string]*source.File) []work {
+	var ws []work
+	for _, n := range nodes {
+		w := work{node: n}
+		for _, b := range n.provs {
+			if sources[b.SourceKey()] != nil {
+				w.provs = append(w.provs, b)
+			}
+		}
+		if len(w.provs) > 0 {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // work is what one run does on one node: some of its provisioners.
@@ -516,9 +586,10 @@ func (r *run) watcher(sources map[string]*source.File) (*Watcher, error) {
 	paths := map[string]string{}
 	for _, n := range r.nodes {
 		for _, b := range n.provs {
-			if p, local := b.LocalPath(); local && sources[b.SourceKey()] != nil {
-				if !b.Source().Archived() {
-					p = sources[b.SourceKey()].Path
+			if p, local := b.LocalPath(); local {
+				// A source not built yet is watched at its own path.
+				if f := sources[b.SourceKey()]; f != nil && !b.Source().Archived() {
+					p = f.Path
 				}
 				// An archive is watched, not the binary taken out of it.
 				paths[n.spec.Name+"/"+b.Name] = p

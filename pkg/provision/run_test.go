@@ -275,3 +275,31 @@ func (c *closeRecorder) Close() error {
 	c.closed = true
 	return c.Client.Close()
 }
+
+// TestWatchWaitsForTheFirstBuild: --watch started before the first build
+// (its output folder not made yet) waits for it, and swaps it once built,
+// instead of ending with "no such file".
+func TestWatchWaitsForTheFirstBuild(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "_output", "local", "bin", "windows", "amd64", "kubelet.exe")
+	w := startWatch(t, ts, src, dir, nil, hotswap.Transfer{})
+	select {
+	case err := <-w.done:
+		t.Fatalf("the watch ended before the first build: %v", err)
+	case r := <-w.reports:
+		t.Fatalf("a run before the first build: %+v", r)
+	default:
+	}
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, []byte("MZ kubelet first build\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.next(t, "the first build")
+	if got, err := ts.Node().ReadFile(`C:\k\kubelet.exe`); err != nil || string(got) != "MZ kubelet first build\n" {
+		t.Errorf("the node's kubelet.exe holds %q (%v)", got, err)
+	}
+	w.stop(t)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -16,6 +17,13 @@ type Watcher struct {
 	w        *fsnotify.Watcher
 	byPath   map[string][]string
 	debounce time.Duration
+	// dirs are the folders of the sources; watched the folders watched:
+	// each source's own, or while that does not exist yet (no build
+	// made), its nearest existing parent.
+	dirs    map[string]bool
+	watched map[string]bool
+	// changed are sources Run takes as changed when it starts.
+	changed []string
 	// OnEvent, when set, is told the names whose file changed as soon as
 	// it changes, before the debounce: work the change will need can
 	// start (it must not block). Set it before Run.
@@ -27,30 +35,91 @@ type Watcher struct {
 // run of --watch) is not lost. Close it when done.
 //
 // Directories are watched, not files, because builds often replace a file
-// by renaming a new one over it, which ends a watch on the file itself.
+// by renaming a new one over it, which ends a watch on the file itself. A
+// source whose folder does not exist yet (a build output folder before
+// the first build) is waited for: its nearest existing parent is watched,
+// and each folder on the way is watched as it is created.
 func NewWatcher(sources map[string]string, debounce time.Duration) (*Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch sources: %w", err)
 	}
-	byPath := map[string][]string{}
-	dirs := map[string]bool{}
+	wt := &Watcher{w: w, byPath: map[string][]string{}, debounce: debounce, dirs: map[string]bool{}, watched: map[string]bool{}}
 	for name, p := range sources {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("watch %s: %w", p, err)
 		}
-		byPath[abs] = append(byPath[abs], name)
-		dirs[filepath.Dir(abs)] = true
+		wt.byPath[abs] = append(wt.byPath[abs], name)
+		wt.dirs[filepath.Dir(abs)] = true
 	}
-	for dir := range dirs {
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("watch %s: %w", dir, err)
+	if _, err := wt.watchDirs(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return wt, nil
+}
+
+// watchDirs watches each source's folder, or the nearest existing parent
+// of one that does not exist yet, and returns the sources that exist in
+// folders it has just started to watch: they may have been written
+// before the watch began.
+func (wt *Watcher) watchDirs() ([]string, error) {
+	var appeared []string
+	for dir := range wt.dirs {
+		at := dir
+		for {
+			if fi, err := os.Stat(at); err == nil && fi.IsDir() {
+				break
+			}
+			parent := filepath.Dir(at)
+			if parent == at {
+				return nil, fmt.Errorf("watch %s: no folder of its path exists", dir)
+			}
+			at = parent
+		}
+		if wt.watched[at] {
+			continue
+		}
+		if err := wt.w.Add(at); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", at, err)
+		}
+		wt.watched[at] = true
+		if at != dir {
+			continue
+		}
+		for p := range wt.byPath {
+			if filepath.Dir(p) == dir && stamp(p).exists {
+				appeared = append(appeared, p)
+			}
 		}
 	}
-	return &Watcher{w: w, byPath: byPath, debounce: debounce}, nil
+	sort.Strings(appeared)
+	return appeared, nil
+}
+
+// awaited reports whether dir is a folder on the way to a source's
+// folder that is not watched yet.
+func (wt *Watcher) awaited(dir string) bool {
+	if wt.watched[dir] {
+		return false
+	}
+	for d := range wt.dirs {
+		if d == dir || strings.HasPrefix(d, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed marks the source at path as changed, for one that may have
+// been written before the watch began (a first build). Call it before
+// Run.
+func (wt *Watcher) Changed(path string) {
+	if abs, err := filepath.Abs(path); err == nil {
+		wt.changed = append(wt.changed, abs)
+	}
 }
 
 // Sources counts the watched source files.
@@ -72,6 +141,12 @@ func (wt *Watcher) Run(ctx context.Context, fn func(ctx context.Context, names [
 	waiting := map[string]*pending{}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	for _, p := range wt.changed {
+		if _, watched := wt.byPath[p]; watched {
+			waiting[p] = &pending{last: time.Now(), stat: stamp(p)}
+			timer.Reset(wt.debounce)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -85,13 +160,34 @@ func (wt *Watcher) Run(ctx context.Context, fn func(ctx context.Context, names [
 			if !ok {
 				return nil
 			}
-			if _, watched := wt.byPath[ev.Name]; !watched || ev.Op == fsnotify.Chmod {
-				continue
+			changed := []string{ev.Name}
+			if ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename) {
+				if wt.watched[ev.Name] {
+					// A watched folder went (make clean): its watch went
+					// with it; wait for it again from its parent.
+					delete(wt.watched, ev.Name)
+					if _, err := wt.watchDirs(); err != nil {
+						return err
+					}
+				}
 			}
-			waiting[ev.Name] = &pending{last: time.Now(), stat: stamp(ev.Name)}
-			timer.Reset(wt.debounce)
-			if wt.OnEvent != nil {
-				wt.OnEvent(wt.byPath[ev.Name])
+			if ev.Op.Has(fsnotify.Create) && wt.awaited(ev.Name) {
+				// A folder on the way to a source's: watch on from there.
+				appeared, err := wt.watchDirs()
+				if err != nil {
+					return err
+				}
+				changed = appeared
+			}
+			for _, p := range changed {
+				if _, watched := wt.byPath[p]; !watched || ev.Op == fsnotify.Chmod {
+					continue
+				}
+				waiting[p] = &pending{last: time.Now(), stat: stamp(p)}
+				timer.Reset(wt.debounce)
+				if wt.OnEvent != nil {
+					wt.OnEvent(wt.byPath[p])
+				}
 			}
 		case <-timer.C:
 			var ready []string

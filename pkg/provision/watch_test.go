@@ -154,3 +154,51 @@ func TestHashEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchFoldersMadeLater: a source whose folder does not exist yet is
+// seen once a build makes the folders and writes it, and again after
+// the folder was removed (make clean) and made again.
+func TestWatchFoldersMadeLater(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "_output", "bin")
+	kubelet := filepath.Join(out, "kubelet.exe")
+	w, err := NewWatcher(map[string]string{"kubelet": kubelet}, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	calls := make(chan []string, 10)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, func(_ context.Context, names []string) { calls <- names }) }()
+	build := func(what string) {
+		t.Helper()
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(kubelet, []byte(what), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-calls:
+			if !reflect.DeepEqual(got, []string{"kubelet"}) {
+				t.Fatalf("%s: call = %v, want [kubelet]", what, got)
+			}
+		case err := <-done:
+			t.Fatalf("%s: the watch ended: %v", what, err)
+		case <-ctx.Done():
+			t.Fatalf("%s: not seen", what)
+		}
+	}
+	build("first build")
+	build("rebuild")
+	if err := os.RemoveAll(filepath.Join(dir, "_output")); err != nil {
+		t.Fatal(err)
+	}
+	build("build after make clean")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
