@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // LogsOptions are what Logs reads and how often.
@@ -27,7 +28,9 @@ type LogsOptions struct {
 	// Since is how far back the first read looks for events.
 	Since time.Duration
 	// Follow reads again every Interval, returning only what is new, until
-	// ctx is cancelled.
+	// ctx is cancelled. A connection that is lost (a reboot) is dialled
+	// again until the node answers, and the follow goes on from where it
+	// was.
 	Follow   bool
 	Interval time.Duration
 	// Warn receives what the user must see about the connection, naming
@@ -84,6 +87,19 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 				reqs[i].Since = since
 			}
 			resp, err := n.ServiceLogs(ctx, reqs[i])
+			for opts.Follow && !first && connectionLost(err) && ctx.Err() == nil {
+				// A reboot, a restarted sshd, a network blip: follow on
+				// once the node answers again, from where it was.
+				opts.Warn(fmt.Sprintf("node %s: the connection was lost (%v); reconnecting until the node answers again (Ctrl-C to stop)", spec.Name, err))
+				if err := reconnect(ctx, n); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("node %s: reconnect: %w", spec.Name, err)
+				}
+				opts.Warn(fmt.Sprintf("node %s: reconnected; following again", spec.Name))
+				resp, err = n.ServiceLogs(ctx, reqs[i])
+			}
 			switch {
 			case first && errors.Is(err, ops.KindNotFound):
 				// One service missing (wins named in the file but not
@@ -115,6 +131,13 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 			return nil // Ctrl-C ends a follow: that is how it is used
 		}
 	}
+}
+
+// connectionLost reports whether err is the node's connection failing,
+// not the op.
+func connectionLost(err error) bool {
+	var de *remote.DialError
+	return errors.Is(err, remote.ErrConnectionLost) || errors.As(err, &de)
 }
 
 // NodeServices are the services swdt manages on a node, as its node file

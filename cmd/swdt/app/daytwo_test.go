@@ -284,6 +284,63 @@ func TestLogsFollow(t *testing.T) {
 	}
 }
 
+// TestLogsFollowAcrossAReboot: --follow goes on after the node reboots
+// (the connection drops, SSH does not answer for a while), saying so,
+// from where it was.
+func TestLogsFollowAcrossAReboot(t *testing.T) {
+	t.Parallel()
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	n := ts.Node()
+	const logPath = `C:\k\kubelet.log`
+	if err := n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
+		cfg.Args = append(cfg.Args, "--log-file", logPath)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(logPath, []byte("before 1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", "5", "--follow", "--interval", "100ms"})
+	}()
+	waitFor := func(in *lockedBuffer, want string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(in.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the output\nstdout: %s\nstderr: %s", want, out.String(), errOut.String())
+			}
+			select {
+			case code := <-done:
+				t.Fatalf("--follow ended (exit %d) before %q\nstdout: %s\nstderr: %s", code, want, out.String(), errOut.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	waitFor(&out, "before 1\n")
+	boots := len(n.Boots())
+	n.ScheduleRestart(0)
+	waitFor(&errOut, "reconnecting")
+	if err := n.WriteFile(logPath, []byte("before 1\r\nafter the reboot\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(&out, "after the reboot\n")
+	waitFor(&errOut, "reconnected")
+	if len(n.Boots()) != boots+1 {
+		t.Errorf("the node booted %d times, want once", len(n.Boots())-boots)
+	}
+	cancel()
+	if code := <-done; code != exitcode.OK {
+		t.Fatalf("Ctrl-C ended --follow with exit %d\n%s", code, errOut.String())
+	}
+}
+
 // A destination the service does not run fails the run with both paths
 // named and changes nothing; status says what the service runs.
 func TestDestinationIsNotWhatTheServiceRuns(t *testing.T) {

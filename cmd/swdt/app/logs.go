@@ -50,7 +50,9 @@ or stdout to (AppStderr, AppStdout). A service that logs nowhere else
 shows its events only.
 
 --follow reads again every --interval until Ctrl-C, printing only what is
-new; a log file that was truncated or rotated is read from its start.
+new; a log file that was truncated or rotated is read from its start. A
+connection that drops (the node reboots, sshd restarts) is dialled again
+until the node answers, and the follow goes on from where it was.
 With -o json every read is one JSON document on its own line.`,
 		Example: `  swdt logs node1
   swdt logs node1 kubelet -n 200
