@@ -29,7 +29,7 @@ cluster_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-
 	-X $(p).gitTreeState=clean -X $(p).gitCommit=0000000000000000000000000000000000000000)
 CLUSTER_LDFLAGS := $(call cluster_ldflags,$(CLUSTER_K8S))
 
-.PHONY: all help agent build test test-deps test-go test-race test-cluster cluster-bins cross lint generate schema clean bench demo images
+.PHONY: all help agent build release test test-deps test-go test-race test-cluster cluster-bins cross lint generate schema clean bench demo images
 
 all: build
 
@@ -43,6 +43,19 @@ agent: ## build swdt-agent for windows/amd64 and windows/arm64 into pkg/agentbin
 
 build: agent ## build every command in cmd/ into bin/ (the agent first: swdt embeds it)
 	$(GOBUILD) -o $(BIN)/ ./cmd/swdt ./cmd/simnode
+
+# The platforms make release builds swdt for.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+
+release: agent ## build swdt $(VERSION) for linux, darwin and windows (amd64, arm64), the agent embedded, as archives with SHA256SUMS in dist/
+	@rm -rf dist && mkdir -p dist
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; exe=swdt; [ $$os = windows ] && exe=swdt.exe; \
+		echo "building swdt $(VERSION) for $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GOBUILD) -o dist/swdt-$(VERSION)-$$os-$$arch/$$exe ./cmd/swdt; \
+	done
+	$(GO) run ./hack/release -dir dist -readme README.md
+	@cat dist/SHA256SUMS
 
 test: test-deps agent cluster-bins test-go ## run the whole test suite (installs its tools when missing; the first run builds the control plane, see docs/join.md)
 
