@@ -25,14 +25,14 @@ var joinOps = []entry{
 // joinKubeconfigMax bounds the kubelet.conf join-inspect returns.
 const joinKubeconfigMax = 1 << 20
 
-func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
+func joinInspect(_ context.Context, w winos.OS, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
 	var resp ops.JoinInspectResponse
 	host, err := w.Hostname()
 	if err != nil {
 		return resp, fmt.Errorf("read the host name: %w", err)
 	}
 	resp.Hostname = host
-	if resp.Unsafe, err = joinUnsafe(w, joinFolders(true, true)); err != nil {
+	if resp.Unsafe, err = joinUnsafe(w, joinFolders(req.Containerd, req.CNI)); err != nil {
 		return resp, err
 	}
 	// A kubeconfig another account wrote says nothing about the cluster

@@ -41,7 +41,7 @@ import (
 // Node is what the workflow needs from a node; *node.Node implements it.
 type Node interface {
 	hotswap.Node
-	InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
+	InspectJoin(ctx context.Context, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error)
 	WriteJoinFiles(ctx context.Context, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error)
 	ResetJoin(ctx context.Context, req ops.JoinResetRequest) (ops.JoinResetResponse, error)
 	RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error)
@@ -229,7 +229,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		return nil, err
 	}
 	p.n, p.closeN = n, closeN
-	ins, err := n.InspectJoin(ctx)
+	ins, err := n.InspectJoin(ctx, ops.JoinInspectRequest{Containerd: p.containerd != nil, CNI: p.installsCNI()})
 	if err != nil {
 		closeN()
 		return nil, err

@@ -95,6 +95,8 @@ const (
 	AccountEveryone = machine.AccountEveryone
 	// AccountSystem is machine.AccountSystem.
 	AccountSystem = machine.AccountSystem
+	// AccountTrustedInstaller is machine.AccountTrustedInstaller.
+	AccountTrustedInstaller = machine.AccountTrustedInstaller
 	// AccountUsers is machine.AccountUsers.
 	AccountUsers = machine.AccountUsers
 	// AgentVersion is front.AgentVersion.

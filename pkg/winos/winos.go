@@ -334,7 +334,11 @@ const (
 	SIDAuthenticated  = "S-1-5-11"
 	SIDEveryone       = "S-1-1-0"
 	SIDCreatorOwner   = "S-1-3-0"
-	FileAllAccess     = 0x1F01FF
+	// SIDTrustedInstaller is NT SERVICE\TrustedInstaller (the Windows
+	// Modules Installer), which owns C:\Windows and C:\Program Files on
+	// every install.
+	SIDTrustedInstaller = "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"
+	FileAllAccess       = 0x1F01FF
 	// FileReadExecute is read and execute: what an entry may grant
 	// without letting its holder change anything.
 	FileReadExecute = 0x1200A9

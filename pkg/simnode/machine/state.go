@@ -354,7 +354,7 @@ func seedFiles(bare bool) map[string]string {
 }
 
 // seedDirs are empty directories of a fresh VM.
-var seedDirs = []string{`C:\Users\Administrator`, `C:\Users\Public`, `C:\Windows\Temp`, `C:\ProgramData`, `C:\etc`, `C:\Program Files`}
+var seedDirs = []string{`C:\Users\Administrator`, `C:\Users\Public`, `C:\Windows\Temp`, `C:\ProgramData`, `C:\etc`, `C:\Program Files`, `C:\Program Files (x86)`}
 
 // spawn gives svc a new process.
 func (s *State) spawn(svc *Service, now time.Time) {

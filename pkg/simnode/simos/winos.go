@@ -301,6 +301,7 @@ var sids = map[string]string{
 	`nt authority\authenticated users`: winos.SIDAuthenticated,
 	`everyone`:                         winos.SIDEveryone,
 	`creator owner`:                    winos.SIDCreatorOwner,
+	`nt service\trustedinstaller`:      winos.SIDTrustedInstaller,
 }
 
 // sidOf is the SID of an account simnode's model names.
@@ -409,6 +410,8 @@ func canonicalAccount(lower string) string {
 		return `NT AUTHORITY\Authenticated Users`
 	case `creator owner`:
 		return machine.AccountCreatorOwner
+	case `nt service\trustedinstaller`:
+		return machine.AccountTrustedInstaller
 	}
 	return "Everyone"
 }
