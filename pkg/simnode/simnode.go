@@ -85,6 +85,10 @@ type (
 )
 
 const (
+	// ErrorControlIgnore is machine.ErrorControlIgnore.
+	ErrorControlIgnore = machine.ErrorControlIgnore
+	// ErrorControlNormal is machine.ErrorControlNormal.
+	ErrorControlNormal = machine.ErrorControlNormal
 	// AccountAdministrators is machine.AccountAdministrators.
 	AccountAdministrators = machine.AccountAdministrators
 	// AccountAuthenticated is machine.AccountAuthenticated.

@@ -112,6 +112,7 @@ func (windowsOS) Service(name string) (Service, error) {
 		PID:             int(st.ProcessId),
 		CommandLine:     windows.UTF16PtrToString(cfg.BinaryPathName),
 		Dependencies:    multiString(cfg.Dependencies),
+		ErrorControl:    errorControlName(cfg.ErrorControl),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
 		Shared:          cfg.ServiceType&windows.SERVICE_WIN32_SHARE_PROCESS != 0,
@@ -257,10 +258,12 @@ func (windowsOS) CreateService(cfg ServiceConfig) error {
 	if cfg.StartType == "Manual" {
 		start = windows.SERVICE_DEMAND_START
 	}
+	errorControl, _ := errorControlValue(cfg.ErrorControl)
 	s, err := m.CreateService(cfg.Name, cfg.Program, mgr.Config{
 		DisplayName:  cfg.DisplayName,
 		Description:  cfg.Description,
 		StartType:    start,
+		ErrorControl: errorControl,
 		Dependencies: cfg.DependsOn,
 	}, cfg.Args...)
 	if err != nil {
@@ -296,6 +299,9 @@ func (windowsOS) ConfigureService(cfg ServiceConfig) error {
 	c.Dependencies = cfg.DependsOn
 	if cfg.Description != "" {
 		c.Description = cfg.Description
+	}
+	if v, ok := errorControlValue(cfg.ErrorControl); ok {
+		c.ErrorControl = v
 	}
 	return winErr("change service config", cfg.Name, s.UpdateConfig(c))
 }

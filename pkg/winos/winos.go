@@ -119,6 +119,21 @@ type OS interface {
 	FirewallRules(ctx context.Context, names []string) ([]FirewallRule, error)
 	// SetFirewallRules enables or disables rules by name.
 	SetFirewallRules(ctx context.Context, names []string, enabled bool) error
+	// CreateFirewallRule creates an enabled rule that allows one local
+	// port (New-NetFirewallRule). A rule of that name must not exist.
+	CreateFirewallRule(ctx context.Context, r FirewallRuleSpec) error
+	// RemoveFirewallRules deletes rules by name and returns the names of
+	// those that existed.
+	RemoveFirewallRules(ctx context.Context, names []string) ([]string, error)
+
+	// WindowsFeature reads a Windows feature's install state
+	// (Get-WindowsFeature on Windows Server, Get-WindowsOptionalFeature
+	// elsewhere).
+	WindowsFeature(ctx context.Context, name string) (FeatureState, error)
+	// InstallWindowsFeature installs a feature that is not installed and
+	// returns its state afterwards: InstallPending until the reboot it
+	// needs.
+	InstallWindowsFeature(ctx context.Context, name string) (FeatureState, error)
 
 	// LockMutex waits until this process owns the machine-wide named
 	// mutex name (in the Global\ namespace), or ctx ends (ctx's error).
@@ -150,6 +165,11 @@ type ServiceConfig struct {
 	StartType string
 	// DependsOn lists services that must run first.
 	DependsOn []string
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot (one of the ErrorControl* constants); "" is
+	// ErrorControlIgnore on CreateService and the current one on
+	// ConfigureService.
+	ErrorControl string
 }
 
 // File is a file open for reading.
@@ -219,6 +239,9 @@ type Service struct {
 	// ProcessExitCode is then the process's exit code.
 	ProcessExited   bool
 	ProcessExitCode int
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot (one of the ErrorControl* constants).
+	ErrorControl string
 	// Shared is true for a service that shares its process with others
 	// (SERVICE_WIN32_SHARE_PROCESS: an svchost.exe group): that process
 	// outlives the service's stop, and killing it ends them all.

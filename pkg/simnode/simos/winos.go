@@ -76,6 +76,7 @@ func (o simOS) Service(name string) (winos.Service, error) {
 		PID:          svc.PID,
 		CommandLine:  servicePathName(svc),
 		Dependencies: svc.Dependencies,
+		ErrorControl: errorControl(svc.ErrorControl),
 		ExitCode:     svc.LastExitCode,
 		Shared:       svc.ShareGroup != "",
 	}, nil
@@ -111,8 +112,17 @@ func (o simOS) CreateService(cfg winos.ServiceConfig) error {
 	}
 	return winErr("create service", cfg.Name, o.n.CreateService(machine.ServiceConfig{
 		Name: cfg.Name, DisplayName: cfg.DisplayName, BinaryPath: cfg.Program, Args: cfg.Args,
-		StartType: start, Dependencies: cfg.DependsOn,
+		StartType: start, Dependencies: cfg.DependsOn, ErrorControl: cfg.ErrorControl,
 	}))
+}
+
+// errorControl spells a service's error control as winos does: the
+// model's "" is what CreateService's 0 means, Ignore.
+func errorControl(ec string) string {
+	if ec == "" {
+		return winos.ErrorControlIgnore
+	}
+	return ec
 }
 
 func (o simOS) ConfigureService(cfg winos.ServiceConfig) error {
@@ -125,6 +135,9 @@ func (o simOS) ConfigureService(cfg winos.ServiceConfig) error {
 		c.DisplayName = cfg.DisplayName
 		if c.DisplayName == "" {
 			c.DisplayName = cfg.Name
+		}
+		if cfg.ErrorControl != "" {
+			c.ErrorControl = cfg.ErrorControl
 		}
 	}))
 }
