@@ -22,6 +22,14 @@ var (
 // (hns) are missing, and no pod sandbox can start.
 const JoinContainersFeature = "Containers"
 
+// The feature states of JoinFeatureResponse.
+const (
+	JoinFeatureInstalled = "Installed"
+	// JoinFeatureInstallPending is installed, waiting for a reboot.
+	JoinFeatureInstallPending = "InstallPending"
+	JoinFeatureAvailable      = "Available"
+)
+
 // JoinFirewallRule is one inbound rule a join creates, addressed by its
 // fixed name.
 type JoinFirewallRule struct {

@@ -183,6 +183,8 @@ const (
 	MissingAPIFailureActions = simos.MissingAPIFailureActions
 	// MissingAPIPipeListing is simos.MissingAPIPipeListing.
 	MissingAPIPipeListing = simos.MissingAPIPipeListing
+	// MissingAPIPowerShell is simos.MissingAPIPowerShell.
+	MissingAPIPowerShell = simos.MissingAPIPowerShell
 	// NetFx472Server2019 is machine.NetFx472Server2019.
 	NetFx472Server2019 = machine.NetFx472Server2019
 	// NetFx48 is machine.NetFx48.

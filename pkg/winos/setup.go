@@ -91,9 +91,6 @@ type featureOutput struct {
 
 // featureState decodes ScriptWindowsFeature's output.
 func featureState(res Result) (FeatureState, error) {
-	if err := silent(ScriptWindowsFeature, res); err != nil {
-		return "", err
-	}
 	var out featureOutput
 	if err := scriptOutput(ScriptWindowsFeature, res, &out); err != nil {
 		return "", err
@@ -126,9 +123,6 @@ type firewallRemoveOutput struct {
 
 // firewallCreated decodes ScriptFirewallRuleCreate's output.
 func firewallCreated(res Result, name string) error {
-	if err := silent(ScriptFirewallRuleCreate, res); err != nil {
-		return err
-	}
 	var out firewallCreateOutput
 	if err := scriptOutput(ScriptFirewallRuleCreate, res, &out); err != nil {
 		return err
@@ -141,9 +135,6 @@ func firewallCreated(res Result, name string) error {
 
 // firewallRemoved decodes ScriptFirewallRuleRemove's output.
 func firewallRemoved(res Result) ([]string, error) {
-	if err := silent(ScriptFirewallRuleRemove, res); err != nil {
-		return nil, err
-	}
 	var out firewallRemoveOutput
 	if err := scriptOutput(ScriptFirewallRuleRemove, res, &out); err != nil {
 		return nil, err

@@ -2,7 +2,11 @@
 
 package winos
 
-import "context"
+import (
+	"context"
+
+	"golang.org/x/sys/windows"
+)
 
 // CreateFirewallRule runs ScriptFirewallRuleCreate: rules are COM
 // objects (INetFwPolicy2) or CIM classes, with no flat API to call from
@@ -42,4 +46,20 @@ func (o windowsOS) feature(ctx context.Context, name string, install bool) (Feat
 		return "", err
 	}
 	return featureState(res)
+}
+
+// SetErrorControl is ChangeServiceConfig with SERVICE_NO_CHANGE for
+// everything but the error control.
+func (windowsOS) SetErrorControl(name, errorControl string) error {
+	v, ok := errorControlValue(errorControl)
+	if !ok {
+		return &Error{Op: "change service error control", Target: name, Code: ErrInvalidParameter, Message: "unknown error control " + errorControl}
+	}
+	s, err := openService(name, windows.SERVICE_CHANGE_CONFIG)
+	if err != nil {
+		return winErr("open service", name, err)
+	}
+	defer s.close()
+	err = windows.ChangeServiceConfig(s.Handle, windows.SERVICE_NO_CHANGE, windows.SERVICE_NO_CHANGE, v, nil, nil, nil, nil, nil, nil, nil)
+	return winErr("change service error control", name, err)
 }

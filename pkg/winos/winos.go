@@ -60,6 +60,9 @@ type OS interface {
 	Recovery(name string) (Recovery, error)
 	// SetRecovery replaces the service's failure actions.
 	SetRecovery(name string, r Recovery) error
+	// SetErrorControl changes only the service's error control (one of
+	// the ErrorControl* constants; ChangeServiceConfig).
+	SetErrorControl(name, errorControl string) error
 	// ServiceEvents returns up to max System event log messages about
 	// the service written at or after since, newest first, each as its
 	// time (UTC, RFC 3339), a space and the message.

@@ -85,7 +85,8 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort = abort
-	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver(f.cacheDir, false), Observer: winsObserver{ui: e.ui}}
+	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver(f.cacheDir, false), Observer: winsObserver{ui: e.ui},
+		Reboot: func(ctx context.Context, spec *v1alpha1.Node) error { return joinReboot(ctx, e, spec) }}
 	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (join.Node, func(), error) {
 		n, err := e.connect(ctx, spec, warn)
 		if err != nil {

@@ -230,3 +230,7 @@ func (a *agentOS) InstallWindowsFeature(ctx context.Context, name string) (winos
 	})
 	return st, err
 }
+
+func (a *agentOS) SetErrorControl(name, errorControl string) error {
+	return a.do("SetErrorControl", name, func() error { return a.OS.SetErrorControl(name, errorControl) })
+}

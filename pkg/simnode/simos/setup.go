@@ -16,6 +16,9 @@ import (
 // scripts by name).
 
 func (o simOS) CreateFirewallRule(_ context.Context, r winos.FirewallRuleSpec) error {
+	if err := o.stubScript(winos.ScriptFirewallRuleCreate); err != nil {
+		return err
+	}
 	if err := o.n.constrainedErr(winos.ScriptFirewallRuleCreate); err != nil {
 		return err
 	}
@@ -23,6 +26,9 @@ func (o simOS) CreateFirewallRule(_ context.Context, r winos.FirewallRuleSpec) e
 }
 
 func (o simOS) RemoveFirewallRules(_ context.Context, names []string) ([]string, error) {
+	if err := o.stubScript(winos.ScriptFirewallRuleRemove); err != nil {
+		return nil, err
+	}
 	if err := o.n.constrainedErr(winos.ScriptFirewallRuleRemove); err != nil {
 		return nil, err
 	}
@@ -30,6 +36,9 @@ func (o simOS) RemoveFirewallRules(_ context.Context, names []string) ([]string,
 }
 
 func (o simOS) WindowsFeature(_ context.Context, name string) (winos.FeatureState, error) {
+	if err := o.stubScript(winos.ScriptWindowsFeature); err != nil {
+		return "", err
+	}
 	if err := o.n.constrainedErr(winos.ScriptWindowsFeature); err != nil {
 		return "", err
 	}
@@ -38,6 +47,9 @@ func (o simOS) WindowsFeature(_ context.Context, name string) (winos.FeatureStat
 }
 
 func (o simOS) InstallWindowsFeature(_ context.Context, name string) (winos.FeatureState, error) {
+	if err := o.stubScript(winos.ScriptWindowsFeature); err != nil {
+		return "", err
+	}
 	if err := o.n.constrainedErr(winos.ScriptWindowsFeature); err != nil {
 		return "", err
 	}
@@ -93,4 +105,12 @@ func featureError(err error) string {
 		return f.Message
 	}
 	return strings.TrimSpace(err.Error())
+}
+
+func (o simOS) SetErrorControl(name, errorControl string) error {
+	if errorControl != winos.ErrorControlIgnore && errorControl != winos.ErrorControlNormal {
+		return &winos.Error{Op: "change service error control", Target: name, Code: winos.ErrInvalidParameter,
+			Message: "simnode models the error controls Ignore and Normal only"}
+	}
+	return winErr("change service error control", name, o.n.ConfigureService(name, func(c *machine.ServiceConfig) { c.ErrorControl = errorControl }))
 }

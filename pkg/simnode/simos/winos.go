@@ -467,6 +467,9 @@ func (o simOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 }
 
 func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.FirewallRule, error) {
+	if err := o.stubScript(winos.ScriptFirewallRules); err != nil {
+		return nil, err
+	}
 	if err := o.n.constrainedErr(winos.ScriptFirewallRules); err != nil {
 		return nil, err
 	}
