@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +135,60 @@ func TestJoinSetupEnablesItsRule(t *testing.T) {
 	}
 	if r, _ := n.FirewallRule(ops.JoinRuleKubelet.Name); !r.Enabled {
 		t.Error("the rule is still off")
+	}
+}
+
+// containerd reports Running before its pipe exists: at boot the kubelet
+// starts, finds no runtime and exits. The restart actions join-setup
+// gives it bring it back once the pipe is there; without them it stays
+// down. The test drives the machine's clock.
+func TestJoinSetupBringsTheKubeletBackAfterABoot(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup bool
+		want  simnode.ServiceStatus
+	}{
+		{"registered as a join registers it", true, simnode.StatusRunning},
+		{"without join-setup", false, simnode.StatusStopped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{ServiceStart: 10 * time.Millisecond, ServiceStop: 10 * time.Millisecond,
+				CrashAfter: 100 * time.Millisecond, ShutdownGrace: 10 * time.Millisecond, Boot: 50 * time.Millisecond}))
+			n := ts.Node()
+			must(t, n.ConfigureService("kubelet", func(c *simnode.ServiceConfig) {
+				c.Args = append(c.Args, "--container-runtime-endpoint=npipe:////./pipe/containerd-containerd")
+			}))
+			must(t, n.Update(func(s *simnode.State) error {
+				s.PipeDelays = map[string]time.Duration{"containerd": 3 * time.Second}
+				return nil
+			}))
+			if tt.setup {
+				if _, err := agent.Call(context.Background(), n.OS(), ops.JoinSetup, ops.JoinSetupRequest{Services: []string{"kubelet", "containerd"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			base := time.Now()
+			var offset atomic.Int64
+			n.SetClock(func() time.Time { return base.Add(time.Duration(offset.Load())) })
+			boots := len(n.Boots())
+			n.ScheduleRestart(0)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			for len(n.Boots()) == boots {
+				must(t, n.Sleep(ctx, 5*time.Millisecond))
+			}
+			for _, at := range []time.Duration{time.Second, 5 * time.Second, 12 * time.Second, 13 * time.Second} {
+				offset.Store(int64(at))
+				n.Snapshot() // the machine applies what is due
+			}
+			kubelet, err := n.Service("kubelet")
+			must(t, err)
+			if kubelet.Status != tt.want || !slices.ContainsFunc(kubelet.EventLog, func(e string) bool { return strings.Contains(e, "terminated unexpectedly") }) {
+				t.Errorf("13 s after the boot: kubelet %s (events %q); want %s after it exited once", kubelet.Status, kubelet.EventLog, tt.want)
+			}
+		})
 	}
 }
