@@ -164,8 +164,14 @@ func joinDetail(r *join.Report) string {
 	default:
 		parts = append(parts, "no Node")
 	}
+	if r.Rebooted {
+		parts = append(parts, "Containers feature installed (rebooted once)")
+	}
 	for _, b := range r.Binaries {
 		parts = append(parts, b.Name+" "+string(b.Action))
+	}
+	if len(r.FirewallRules) > 0 {
+		parts = append(parts, "firewall "+strings.Join(r.FirewallRules, ", "))
 	}
 	if r.Note != "" {
 		parts = append(parts, r.Note)
