@@ -27,7 +27,6 @@ const (
 	JoinFeatureInstalled = "Installed"
 	// JoinFeatureInstallPending is installed, waiting for a reboot.
 	JoinFeatureInstallPending = "InstallPending"
-	JoinFeatureAvailable      = "Available"
 )
 
 // JoinFirewallRule is one inbound rule a join creates, addressed by its

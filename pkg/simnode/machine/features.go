@@ -27,15 +27,12 @@ const (
 	FeatureInstalled      = "Installed"
 )
 
-// FeatureContainers is the Windows feature that containers need.
-const FeatureContainers = "Containers"
-
 // PathVMCompute is the Host Compute Service's program.
 const PathVMCompute = `C:\Windows\System32\vmcompute.exe`
 
-// knownFeatures are the features simnode models, by lower-case name, with
-// Windows' spelling.
-var knownFeatures = map[string]string{"containers": FeatureContainers}
+// knownFeatures are the features simnode models, by lower-case name:
+// Containers, which containers need.
+var knownFeatures = map[string]bool{"containers": true}
 
 // Feature returns a feature's install state; an unknown name is an error
 // of kind "not-found", as Get-WindowsFeature finds nothing.
@@ -48,7 +45,7 @@ func (n *Node) Feature(name string) (string, error) {
 
 func featureLocked(s *State, name string) (string, error) {
 	key := strings.ToLower(name)
-	if _, ok := knownFeatures[key]; !ok {
+	if !knownFeatures[key] {
 		return "", Fail(ops.KindNotFound, "ArgumentException: The role, role service, or feature name is not valid: '%s'. The name was not found.", name)
 	}
 	if st := s.Features[key]; st != "" {
