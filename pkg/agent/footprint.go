@@ -28,8 +28,13 @@ var footprintACL = winos.ACL{Protected: true, Entries: []winos.ACE{
 	{SID: winos.SIDSystem, Mask: winos.FileAllAccess, Inherit: true},
 }}
 
-// adminSID reports whether sid is Administrators or SYSTEM.
-func adminSID(sid string) bool { return sid == winos.SIDAdministrators || sid == winos.SIDSystem }
+// adminSID reports whether sid is Administrators, SYSTEM or
+// TrustedInstaller: the system's own accounts. TrustedInstaller owns
+// C:\Windows and C:\Program Files, with full control, on every install;
+// only the system's servicing runs as it (shared DESIGN §6 and §9).
+func adminSID(sid string) bool {
+	return sid == winos.SIDAdministrators || sid == winos.SIDSystem || sid == winos.SIDTrustedInstaller
+}
 
 // onlyAdminsWrite reports whether acl lets nobody but Administrators and
 // SYSTEM change anything (others may read and execute).

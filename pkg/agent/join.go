@@ -20,19 +20,21 @@ var joinOps = []entry{
 	handle(ops.JoinInspect, joinInspect),
 	handle(ops.JoinWrite, joinWrite),
 	handle(ops.JoinReset, joinReset),
+	handle(ops.JoinFeature, joinFeature),
+	handle(ops.JoinSetup, joinSetup),
 }
 
 // joinKubeconfigMax bounds the kubelet.conf join-inspect returns.
 const joinKubeconfigMax = 1 << 20
 
-func joinInspect(_ context.Context, w winos.OS, _ ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
+func joinInspect(_ context.Context, w winos.OS, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
 	var resp ops.JoinInspectResponse
 	host, err := w.Hostname()
 	if err != nil {
 		return resp, fmt.Errorf("read the host name: %w", err)
 	}
 	resp.Hostname = host
-	if resp.Unsafe, err = joinUnsafe(w, joinFolders(true, true)); err != nil {
+	if resp.Unsafe, err = joinUnsafe(w, joinFolders(req.Containerd, req.CNI)); err != nil {
 		return resp, err
 	}
 	// A kubeconfig another account wrote says nothing about the cluster
@@ -153,9 +155,9 @@ const (
 	joinExitLimit = 10 * time.Second
 )
 
-// joinReset stops and deletes each service, then removes the join files,
-// the kubelet's kubeconfig, and each binary with swdt's leftovers beside
-// it. Each step is idempotent.
+// joinReset stops and deletes each service, removes the join's firewall
+// rules, then removes the join files, the kubelet's kubeconfig, and each
+// binary with swdt's leftovers beside it. Each step is idempotent.
 func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
 	resp := ops.JoinResetResponse{Removed: []string{}}
 	if len(req.Services) == 0 {
@@ -191,6 +193,13 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 			return resp, err
 		}
 		files = append(files, found...)
+	}
+	rules, err := joinRemoveRules(ctx, w)
+	if err != nil {
+		return resp, err
+	}
+	for _, r := range rules {
+		resp.Removed = append(resp.Removed, "firewall rule "+r)
 	}
 	for _, f := range files {
 		ok, err := winsFileExists(w, f)

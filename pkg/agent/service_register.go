@@ -37,6 +37,9 @@ func serviceRegister(_ context.Context, w winos.OS, req ops.ServiceRegisterReque
 	err = w.CreateService(winos.ServiceConfig{
 		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description,
 		Program: req.Program, Args: req.Args, StartType: start, DependsOn: req.DependsOn,
+		// As sc.exe create registers a service: a failed start at boot
+		// is logged.
+		ErrorControl: winos.ErrorControlNormal,
 	})
 	switch {
 	case errors.Is(err, winos.ErrServiceExists):

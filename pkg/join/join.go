@@ -41,10 +41,12 @@ import (
 // Node is what the workflow needs from a node; *node.Node implements it.
 type Node interface {
 	hotswap.Node
-	InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
+	InspectJoin(ctx context.Context, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error)
 	WriteJoinFiles(ctx context.Context, req ops.JoinWriteRequest) (ops.JoinWriteResponse, error)
 	ResetJoin(ctx context.Context, req ops.JoinResetRequest) (ops.JoinResetResponse, error)
 	RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error)
+	JoinFeature(ctx context.Context, req ops.JoinFeatureRequest) (ops.JoinFeatureResponse, error)
+	JoinSetup(ctx context.Context, req ops.JoinSetupRequest) (ops.JoinSetupResponse, error)
 }
 
 // Observer shows a run. Implementations must be safe for concurrent use.
@@ -70,6 +72,10 @@ type Options struct {
 	// TokenTTL is how long the bootstrap token is valid (default 1h; it is
 	// deleted once the node has joined).
 	TokenTTL time.Duration
+	// Reboot restarts a node and waits for it and its services, as swdt
+	// reboot --wait does: a join needs it once the Containers feature is
+	// installed (node_setup.go).
+	Reboot func(ctx context.Context, spec *v1alpha1.Node) error
 }
 
 // Result words of a report.
@@ -96,6 +102,16 @@ type Report struct {
 	Binaries []hotswap.Result `json:"binaries,omitempty"`
 	// FilesChanged lists the join files written.
 	FilesChanged []ops.JoinFile `json:"filesChanged,omitempty"`
+	// Containers is the Windows Containers feature's state after the
+	// join ("" when the node cannot tell); Rebooted is true when the join
+	// installed it and rebooted the node.
+	Containers string `json:"containers,omitempty"`
+	Rebooted   bool   `json:"rebooted,omitempty"`
+	// FirewallRules lists the firewall rules the join created or
+	// enabled; ServicesConfigured the services it gave restart actions
+	// and ErrorControl Normal.
+	FirewallRules      []string `json:"firewallRules,omitempty"`
+	ServicesConfigured []string `json:"servicesConfigured,omitempty"`
 	// Node is what the cluster says of the Node afterwards.
 	Node cluster.NodeState `json:"node"`
 	// Note explains a Node that is not Ready.
@@ -229,7 +245,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		return nil, err
 	}
 	p.n, p.closeN = n, closeN
-	ins, err := n.InspectJoin(ctx)
+	ins, err := n.InspectJoin(ctx, ops.JoinInspectRequest{Containerd: p.containerd != nil, CNI: p.installsCNI()})
 	if err != nil {
 		closeN()
 		return nil, err
@@ -370,9 +386,12 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer p.closeN()
+	defer func() { p.closeN() }() // the reboot of containers connects again
 	js := j.spec.Spec.Kubernetes.Join
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
+	if err := j.containers(ctx, connect, p, rep); err != nil {
+		return nil, err
+	}
 	description := "swdt join " + p.name
 	files, err := baseFiles(js, p.cluster.CAData, p.containerd != nil)
 	if err != nil {
@@ -413,8 +432,15 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		rep.Result, rep.Error = ResultFailed, err.Error()
 		return rep, nil
 	}
+	if err := j.setup(ctx, p, rep); err != nil {
+		rep.Result, rep.Error = ResultFailed, err.Error()
+		return rep, nil
+	}
 	var want cluster.Want
 	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, started)
+	if rep.Rebooted || len(rep.FirewallRules) > 0 || len(rep.ServicesConfigured) > 0 {
+		rep.Result = ResultChanged
+	}
 	timeout := DefaultTimeout
 	if js.Timeout != nil {
 		timeout = js.Timeout.Duration

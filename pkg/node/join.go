@@ -6,9 +6,10 @@ import (
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
-// InspectJoin reads the node's host name and its join files.
-func (n *Node) InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error) {
-	return call(ctx, n, ops.JoinInspect, ops.JoinInspectRequest{}, n.Timeouts.query())
+// InspectJoin reads the node's host name and its join files, and checks
+// the folders the request names.
+func (n *Node) InspectJoin(ctx context.Context, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error) {
+	return call(ctx, n, ops.JoinInspect, req, n.Timeouts.query())
 }
 
 // WriteJoinFiles makes the join's folders safe and writes the join files

@@ -65,8 +65,15 @@ var JoinFilePaths = map[JoinFile]string{
 	JoinFileKubeProxyKubeconfig: JoinKubeProxyKubeconfig,
 }
 
-// JoinInspectRequest asks for the join state; it has no parameters.
-type JoinInspectRequest struct{}
+// JoinInspectRequest asks for the join state. Containerd and CNI say,
+// as in JoinWriteRequest, which folders besides the kubelet's the join
+// uses: only those are checked.
+type JoinInspectRequest struct {
+	// Containerd asks for containerd's configuration folder too.
+	Containerd bool `json:"containerd,omitempty"`
+	// CNI asks for JoinCNIBinDir too.
+	CNI bool `json:"cni,omitempty"`
+}
 
 // JoinInspectResponse is the node's join state.
 type JoinInspectResponse struct {

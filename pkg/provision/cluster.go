@@ -64,7 +64,7 @@ type ClusterCheck struct {
 // name when the join section names no Node, and the undo of the swap.
 type joinNode interface {
 	hotswap.Undoer
-	InspectJoin(ctx context.Context) (ops.JoinInspectResponse, error)
+	InspectJoin(ctx context.Context, req ops.JoinInspectRequest) (ops.JoinInspectResponse, error)
 }
 
 // clusterCheck checks one node's kubelet swap.
@@ -132,7 +132,7 @@ func ClusterCheckTimeout(js *v1alpha1.JoinSpec, health time.Duration) time.Durat
 func (c *clusterCheck) readBefore(ctx context.Context, n joinNode) error {
 	c.name = c.join.NodeName
 	if c.name == "" {
-		ins, err := n.InspectJoin(ctx)
+		ins, err := n.InspectJoin(ctx, ops.JoinInspectRequest{})
 		if err != nil {
 			return fmt.Errorf("read the node's host name for the cluster check: %w", err)
 		}

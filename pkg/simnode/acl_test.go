@@ -229,3 +229,50 @@ func dialWith(ts *simnode.TestServer, user string, signer ssh.Signer) (*ssh.Clie
 		Timeout:         10 * time.Second,
 	})
 }
+
+// A fresh Windows Server's system folders belong to TrustedInstaller,
+// which has full control of them, beside Administrators' and SYSTEM's;
+// a folder created below them belongs to Administrators, and an
+// administrator may take one and give it back.
+func TestSystemFoldersBelongToTrustedInstaller(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.Bare = true }))
+	w := ts.Node().OS()
+	if err := ts.Node().MkdirAll(`C:\Program Files\containerd`); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path, owner string
+		tiFull      bool
+	}{
+		{`C:\Windows`, winos.SIDTrustedInstaller, true},
+		{`C:\Program Files`, winos.SIDTrustedInstaller, true},
+		{`C:\Program Files (x86)`, winos.SIDTrustedInstaller, true},
+		{`C:\Program Files\containerd`, winos.SIDAdministrators, false},
+		{`C:\ProgramData`, winos.SIDAdministrators, false},
+	}
+	for _, tt := range tests {
+		owner, err := w.Owner(tt.path)
+		if err != nil || owner != tt.owner {
+			t.Errorf("owner of %s = %q, %v; want %s", tt.path, owner, err, tt.owner)
+		}
+		acl, err := w.ACL(tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := false
+		for _, e := range acl.Entries {
+			full = full || e.SID == winos.SIDTrustedInstaller && e.Mask == winos.FileAllAccess && !e.Inherit
+		}
+		if full != tt.tiFull {
+			t.Errorf("ACL of %s: TrustedInstaller's full control %v, want %v (%+v)", tt.path, full, tt.tiFull, acl.Entries)
+		}
+	}
+	for _, sid := range []string{winos.SIDAdministrators, winos.SIDTrustedInstaller} {
+		if err := w.SetOwner(`C:\Program Files`, sid); err != nil {
+			t.Fatal(err)
+		}
+		if owner, _ := w.Owner(`C:\Program Files`); owner != sid {
+			t.Errorf("after SetOwner(%s), the owner is %s", sid, owner)
+		}
+	}
+}

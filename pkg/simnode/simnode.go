@@ -85,6 +85,10 @@ type (
 )
 
 const (
+	// ErrorControlIgnore is machine.ErrorControlIgnore.
+	ErrorControlIgnore = machine.ErrorControlIgnore
+	// ErrorControlNormal is machine.ErrorControlNormal.
+	ErrorControlNormal = machine.ErrorControlNormal
 	// AccountAdministrators is machine.AccountAdministrators.
 	AccountAdministrators = machine.AccountAdministrators
 	// AccountAuthenticated is machine.AccountAuthenticated.
@@ -95,6 +99,8 @@ const (
 	AccountEveryone = machine.AccountEveryone
 	// AccountSystem is machine.AccountSystem.
 	AccountSystem = machine.AccountSystem
+	// AccountTrustedInstaller is machine.AccountTrustedInstaller.
+	AccountTrustedInstaller = machine.AccountTrustedInstaller
 	// AccountUsers is machine.AccountUsers.
 	AccountUsers = machine.AccountUsers
 	// AgentVersion is front.AgentVersion.
@@ -177,6 +183,8 @@ const (
 	MissingAPIFailureActions = simos.MissingAPIFailureActions
 	// MissingAPIPipeListing is simos.MissingAPIPipeListing.
 	MissingAPIPipeListing = simos.MissingAPIPipeListing
+	// MissingAPIPowerShell is simos.MissingAPIPowerShell.
+	MissingAPIPowerShell = simos.MissingAPIPowerShell
 	// NetFx472Server2019 is machine.NetFx472Server2019.
 	NetFx472Server2019 = machine.NetFx472Server2019
 	// NetFx48 is machine.NetFx48.

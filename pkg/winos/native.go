@@ -228,6 +228,9 @@ func nonNil(s []string) []string {
 // scriptOutput checks that a script succeeded and decodes its JSON
 // output into v.
 func scriptOutput(s Script, res Result, v any) error {
+	if err := silent(s, res); err != nil {
+		return err
+	}
 	if err := scriptFailure(s, res); err != nil {
 		return err
 	}

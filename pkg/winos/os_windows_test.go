@@ -277,6 +277,12 @@ func TestWindowsScripts(t *testing.T) {
 	if err != nil || len(rules) != 1 || rules[0].Exists {
 		t.Errorf("FirewallRules(missing) = %+v, %v", rules, err)
 	}
+	if removed, err := w.RemoveFirewallRules(ctx, []string{"swdt-no-such-rule"}); err != nil || len(removed) != 0 {
+		t.Errorf("RemoveFirewallRules(missing) = %q, %v", removed, err)
+	}
+	if st, err := w.WindowsFeature(ctx, "Containers"); err != nil || st == "" {
+		t.Errorf("WindowsFeature(Containers) = %q, %v", st, err)
+	}
 }
 
 func TestWindowsServices(t *testing.T) {

@@ -64,6 +64,18 @@ var (
 	// ScriptFirewallSet enables or disables rules by name: input
 	// {"names":[...], "enabled":bool}.
 	ScriptFirewallSet = Script{name: "firewall-set", preludes: [2]string{requestPrelude}}
+	// ScriptFirewallRuleCreate creates an enabled allow rule for one local
+	// port: input FirewallRuleSpec's JSON, output {"created": true} or
+	// {"error": message}.
+	ScriptFirewallRuleCreate = Script{name: "firewall-rule-create", preludes: [2]string{requestPrelude}}
+	// ScriptFirewallRuleRemove deletes rules by name: input
+	// {"names":[...]}, output {"removed": [names that existed]} or
+	// {"error": message}.
+	ScriptFirewallRuleRemove = Script{name: "firewall-rule-remove", preludes: [2]string{requestPrelude}}
+	// ScriptWindowsFeature reads, and with install installs, a Windows
+	// feature: input {"name", "install"}, output {"name", "state",
+	// "restartNeeded"} or {"error": message}.
+	ScriptWindowsFeature = Script{name: "windows-feature", preludes: [2]string{requestPrelude}}
 	// ScriptServiceEvents reads the Service Control Manager's System
 	// event log messages that name a service: input {"names": [service
 	// name, display name], "since" (RFC 3339), "max"}, output a JSON array
@@ -109,6 +121,7 @@ var (
 // Scripts lists every fixed script, sorted by name.
 func Scripts() []Script {
 	all := []Script{ScriptLanguageMode, ScriptChocoInstall, ScriptFirewallRules, ScriptFirewallSet, ScriptServiceEvents,
+		ScriptFirewallRuleCreate, ScriptFirewallRuleRemove, ScriptWindowsFeature,
 		ScriptHyperVVMStatus, ScriptHyperVVMStart, ScriptHyperVVMStop, ScriptHyperVCheckpointCreate,
 		ScriptHyperVCheckpointRestore, ScriptHyperVCheckpointList, ScriptHyperVVMAddresses}
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })

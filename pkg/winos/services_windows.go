@@ -113,6 +113,7 @@ func (windowsOS) Service(name string) (Service, error) {
 		PID:             int(st.ProcessId),
 		CommandLine:     windows.UTF16PtrToString(cfg.BinaryPathName),
 		Dependencies:    multiString(cfg.Dependencies),
+		ErrorControl:    errorControlName(cfg.ErrorControl),
 		ExitCode:        int(st.Win32ExitCode),
 		ServiceExitCode: int(st.ServiceSpecificExitCode),
 		Shared:          cfg.ServiceType&windows.SERVICE_WIN32_SHARE_PROCESS != 0,
@@ -258,10 +259,12 @@ func (windowsOS) CreateService(cfg ServiceConfig) error {
 	if cfg.StartType == "Manual" {
 		start = windows.SERVICE_DEMAND_START
 	}
+	errorControl, _ := errorControlValue(cfg.ErrorControl)
 	s, err := m.CreateService(cfg.Name, cfg.Program, mgr.Config{
 		DisplayName:  cfg.DisplayName,
 		Description:  cfg.Description,
 		StartType:    start,
+		ErrorControl: errorControl,
 		Dependencies: cfg.DependsOn,
 	}, cfg.Args...)
 	if err != nil {
@@ -271,7 +274,8 @@ func (windowsOS) CreateService(cfg ServiceConfig) error {
 }
 
 // ConfigureService is ChangeServiceConfig, with the command line quoted
-// as mgr.CreateService quotes it, and the dependencies always given: an
+// as mgr.CreateService quotes it, the error control kept unless cfg names
+// one, and the dependencies always given: an
 // empty list (two terminators) clears them, where NULL, which mgr sends
 // for an empty list, leaves them as they are. The description is set
 // with ChangeServiceConfig2 when given. (mgr's UpdateConfig would first
@@ -308,7 +312,11 @@ func (windowsOS) ConfigureService(cfg ServiceConfig) error {
 		return winErr("change service config", cfg.Name, err)
 	}
 	const keep = windows.SERVICE_NO_CHANGE
-	if err := windows.ChangeServiceConfig(s.Handle, keep, start, keep, linePtr, nil, nil, &deps[0], nil, nil, displayPtr); err != nil {
+	errorControl := uint32(keep)
+	if v, ok := errorControlValue(cfg.ErrorControl); ok {
+		errorControl = v
+	}
+	if err := windows.ChangeServiceConfig(s.Handle, keep, start, errorControl, linePtr, nil, nil, &deps[0], nil, nil, displayPtr); err != nil {
 		return winErr("change service config", cfg.Name, err)
 	}
 	if cfg.Description == "" {

@@ -60,6 +60,9 @@ type OS interface {
 	Recovery(name string) (Recovery, error)
 	// SetRecovery replaces the service's failure actions.
 	SetRecovery(name string, r Recovery) error
+	// SetErrorControl changes only the service's error control (one of
+	// the ErrorControl* constants; ChangeServiceConfig).
+	SetErrorControl(name, errorControl string) error
 	// ServiceEvents returns up to max System event log messages about
 	// the service written at or after since, newest first, each as its
 	// time (UTC, RFC 3339), a space and the message.
@@ -122,6 +125,21 @@ type OS interface {
 	FirewallRules(ctx context.Context, names []string) ([]FirewallRule, error)
 	// SetFirewallRules enables or disables rules by name.
 	SetFirewallRules(ctx context.Context, names []string, enabled bool) error
+	// CreateFirewallRule creates an enabled rule that allows one local
+	// port (New-NetFirewallRule). A rule of that name must not exist.
+	CreateFirewallRule(ctx context.Context, r FirewallRuleSpec) error
+	// RemoveFirewallRules deletes rules by name and returns the names of
+	// those that existed.
+	RemoveFirewallRules(ctx context.Context, names []string) ([]string, error)
+
+	// WindowsFeature reads a Windows feature's install state
+	// (Get-WindowsFeature on Windows Server, Get-WindowsOptionalFeature
+	// elsewhere).
+	WindowsFeature(ctx context.Context, name string) (FeatureState, error)
+	// InstallWindowsFeature installs a feature that is not installed and
+	// returns its state afterwards: InstallPending until the reboot it
+	// needs.
+	InstallWindowsFeature(ctx context.Context, name string) (FeatureState, error)
 
 	// LockMutex waits until this process owns the machine-wide named
 	// mutex name (in the Global\ namespace), or ctx ends (ctx's error).
@@ -153,6 +171,11 @@ type ServiceConfig struct {
 	StartType string
 	// DependsOn lists services that must run first.
 	DependsOn []string
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot (one of the ErrorControl* constants); "" is
+	// ErrorControlIgnore on CreateService and the current one on
+	// ConfigureService.
+	ErrorControl string
 }
 
 // File is a file open for reading.
@@ -222,6 +245,9 @@ type Service struct {
 	// ProcessExitCode is then the process's exit code.
 	ProcessExited   bool
 	ProcessExitCode int
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot (one of the ErrorControl* constants).
+	ErrorControl string
 	// Shared is true for a service that shares its process with others
 	// (SERVICE_WIN32_SHARE_PROCESS: an svchost.exe group): that process
 	// outlives the service's stop, and killing it ends them all.
@@ -337,7 +363,11 @@ const (
 	SIDAuthenticated  = "S-1-5-11"
 	SIDEveryone       = "S-1-1-0"
 	SIDCreatorOwner   = "S-1-3-0"
-	FileAllAccess     = 0x1F01FF
+	// SIDTrustedInstaller is NT SERVICE\TrustedInstaller (the Windows
+	// Modules Installer), which owns C:\Windows and C:\Program Files on
+	// every install.
+	SIDTrustedInstaller = "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"
+	FileAllAccess       = 0x1F01FF
 	// FileReadExecute is read and execute: what an entry may grant
 	// without letting its holder change anything.
 	FileReadExecute = 0x1200A9

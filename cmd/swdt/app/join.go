@@ -37,13 +37,18 @@ version (the kubelet provisioner's version, else the control plane's) is
 allowed by the version-skew policy, that the node is not joined to
 another cluster, and that no other machine has the Node's name.
 
-Then, as kubeadm join does on Windows: a bootstrap token is created, the
+Then, as sig-windows-tools' scripts set a node up: when the Windows
+Containers feature is off, it is installed and the node rebooted (as swdt
+reboot --wait) once. As kubeadm join does on Windows: a bootstrap token is created, the
 cluster CA, a bootstrap kubeconfig and a KubeletConfiguration are written
 under C:\etc\kubernetes and C:\var\lib\kubelet (readable by Administrators
 and SYSTEM only), the kubelet provisioner's binary is installed through the
 hot-swap and registered as the kubelet service (--windows-service, no nssm
 or PowerShell wrapper), the Node must register and renew its Lease, and
-the token is deleted. A second run changes nothing and says unchanged.
+the token is deleted. An inbound firewall rule opens the kubelet's port
+10250 (and kube-proxy's 10256 with a kube-proxy service), and containerd,
+the kubelet and kube-proxy get restart actions and ErrorControl Normal. A
+second run changes nothing and says unchanged.
 
 A provisioner's sourceURL release:kubernetes, release:containerd or
 release:cni takes its binary from that official release (its version;
@@ -53,8 +58,8 @@ SWDT_CONTAINERD_RELEASE_URL and SWDT_CNI_RELEASE_URL name mirrors.
 containerd's other binaries (its shim) and binaries of service None
 (the CNI plugins, in C:\opt\cni\bin) are installed with it.
 
---reset undoes it: the kubelet service and files, the Node and swdt's
-bootstrap tokens.
+--reset undoes it: the kubelet service and files, swdt's firewall rules, the
+Node and swdt's bootstrap tokens.
 
 Exit codes: 0 joined (or reset), 1 failure, 2 the file is invalid, 3 some
 nodes failed.`,
@@ -85,7 +90,8 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort = abort
-	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver(f.cacheDir, false), Observer: winsObserver{ui: e.ui}}
+	opts := join.Options{Reset: f.reset, Swap: swap, Resolver: f.download.resolver(f.cacheDir, false), Observer: winsObserver{ui: e.ui},
+		Reboot: func(ctx context.Context, spec *v1alpha1.Node) error { return joinReboot(ctx, e, spec) }}
 	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (join.Node, func(), error) {
 		n, err := e.connect(ctx, spec, warn)
 		if err != nil {
@@ -158,8 +164,14 @@ func joinDetail(r *join.Report) string {
 	default:
 		parts = append(parts, "no Node")
 	}
+	if r.Rebooted {
+		parts = append(parts, "Containers feature installed (rebooted once)")
+	}
 	for _, b := range r.Binaries {
 		parts = append(parts, b.Name+" "+string(b.Action))
+	}
+	if len(r.FirewallRules) > 0 {
+		parts = append(parts, "firewall "+strings.Join(r.FirewallRules, ", "))
 	}
 	if r.Note != "" {
 		parts = append(parts, r.Note)

@@ -331,3 +331,35 @@ func finishNetFx(s *State) {
 	}
 	s.Registry[key].Values["release"] = &RegistryValue{Name: "Release", Kind: "DWord", Number: NetFx48}
 }
+
+// CreateFirewallRule adds an enabled rule (New-NetFirewallRule); a rule
+// of that name that exists already is an error of kind "exists", as
+// New-NetFirewallRule refuses a duplicate name.
+func (n *Node) CreateFirewallRule(r FirewallRule) error {
+	if r.Name == "" {
+		return Fail(ops.KindInvalidArgument, "Cannot validate argument on parameter 'Name'. The argument is null or empty.")
+	}
+	return n.m.update(func(s *State, _ time.Time) error {
+		key := strings.ToLower(r.Name)
+		if s.Firewall[key] != nil {
+			return Fail(ops.KindExists, "Cannot create a file when that file already exists. (rule %s)", r.Name)
+		}
+		c := r
+		c.Enabled = true
+		s.Firewall[key] = &c
+		return nil
+	})
+}
+
+// RemoveFirewallRule deletes a rule by name (Remove-NetFirewallRule) and
+// reports whether it existed.
+func (n *Node) RemoveFirewallRule(name string) (bool, error) {
+	existed := false
+	err := n.m.update(func(s *State, _ time.Time) error {
+		key := strings.ToLower(name)
+		existed = s.Firewall[key] != nil
+		delete(s.Firewall, key)
+		return nil
+	})
+	return existed, err
+}

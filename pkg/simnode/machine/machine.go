@@ -179,8 +179,10 @@ func (m *Machine) stepLocked(svc *Service, now time.Time) bool {
 			}
 		}
 		svc.Status = StatusRunning
+		svc.RunningSince = svc.PendingUntil
 		svc.PendingUntil = time.Time{}
 		svc.StartCount++
+		m.checkRuntimeLocked(svc)
 		return true
 	case StatusRunning:
 		if !svc.CrashAt.IsZero() && !now.Before(svc.CrashAt) {

@@ -9,10 +9,12 @@ import (
 // has passed, dropping every SSH connection; it stays unreachable for
 // Delays.Boot; then sshd accepts connections again and the services
 // whose start type is Automatic start (dependencies first, each taking
-// Delays.ServiceStart), with new processes. Every other process is gone,
+// Delays.ServiceStart), with new processes; one that fails is written to
+// the event log unless its ErrorControl is Ignore. Every other process is gone,
 // and the services of other start types are Stopped. Files, registry
 // and the services' configuration persist; an install that waited for a
-// reboot (.NET 4.8, see Node.Reboot) is complete.
+// reboot (.NET 4.8, see Node.Reboot; a Windows feature, features.go) is
+// complete.
 
 // ScheduleRestart makes the machine go down after delay (at least the
 // shutdown grace) and come back after the boot time: shutdown.exe /r.
@@ -32,6 +34,7 @@ func (m *Machine) reboot() {
 		up := now.Add(m.delays.Boot)
 		s.Processes = map[int]*Process{}
 		finishNetFx(s)
+		m.finishFeaturesLocked(s)
 		for _, key := range sortedKeys(s.Services) {
 			svc := s.Services[key]
 			svc.PID, svc.Status, svc.PendingUntil, svc.CrashAt, svc.RestartAt = 0, StatusStopped, time.Time{}, time.Time{}, time.Time{}
@@ -41,7 +44,13 @@ func (m *Machine) reboot() {
 		m.upAt = up
 		for _, key := range sortedKeys(s.Services) {
 			if svc := s.Services[key]; svc.StartType == StartAutomatic && !svc.DeletePending {
+				logged := len(svc.EventLog)
 				if _, err := m.startLocked(svc.Name, up, map[string]bool{}); err != nil {
+					if svc.ErrorControl == "" || svc.ErrorControl == ErrorControlIgnore {
+						// SERVICE_ERROR_IGNORE: the failure leaves no event.
+						svc.EventLog, svc.EventTimes = svc.EventLog[:logged], svc.EventTimes[:logged]
+						continue
+					}
 					m.eventLocked(svc, up, "The "+svc.Name+" service failed to start at boot: "+err.Error())
 				}
 			}

@@ -22,6 +22,10 @@ type ServiceConfig struct {
 	Args         []string
 	StartType    StartType
 	Dependencies []string
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot: "Ignore" (CreateService's 0, the default here) leaves no
+	// event; "Normal" logs the failure.
+	ErrorControl string
 }
 
 // Service returns a copy of the named service.
@@ -272,6 +276,10 @@ func applyConfig(svc *Service, cfg ServiceConfig) {
 		svc.StartType = StartManual
 	}
 	svc.Dependencies = append([]string(nil), cfg.Dependencies...)
+	svc.ErrorControl = cfg.ErrorControl
+	if svc.ErrorControl == "" {
+		svc.ErrorControl = ErrorControlIgnore
+	}
 }
 
 // ConfigureService changes a registered service's configuration (sc.exe
@@ -283,7 +291,8 @@ func (n *Node) ConfigureService(name string, fn func(cfg *ServiceConfig)) error 
 			return svcErr(name, CodeServiceDoesNotExist)
 		}
 		cfg := ServiceConfig{Name: svc.Name, DisplayName: svc.DisplayName, BinaryPath: svc.BinaryPath,
-			Args: append([]string(nil), svc.Args...), StartType: svc.StartType, Dependencies: append([]string(nil), svc.Dependencies...)}
+			Args: append([]string(nil), svc.Args...), StartType: svc.StartType, Dependencies: append([]string(nil), svc.Dependencies...),
+			ErrorControl: svc.ErrorControl}
 		fn(&cfg)
 		if !strings.EqualFold(cfg.Name, svc.Name) {
 			return svcErr(name, CodeInvalidParameter)
@@ -387,18 +396,23 @@ var systemPipes = []string{"InitShutdown", "lsass", "ntsvcs", "scerpc", "epmappe
 
 // Pipes lists the named pipes that exist now (the names below \\.\pipe\):
 // the system's own, plus those of each Running service that owns pipes
-// (State.ServicePipes) unless its binary has SIMNODE-WINS-NO-PIPE.
+// (State.ServicePipes) unless its binary has SIMNODE-WINS-NO-PIPE, once
+// its State.PipeDelays have passed since it reported Running.
 func (n *Node) Pipes() []string {
 	out := append([]string(nil), systemPipes...)
-	n.m.view(func(s *State, _ time.Time) {
+	n.m.view(func(s *State, now time.Time) {
 		for _, k := range sortedKeys(s.Services) {
-			svc := s.Services[k]
-			if svc.Status == StatusRunning && !svc.NoPipe {
+			if pipesUp(s, s.Services[k], now) {
 				out = append(out, s.ServicePipes[k]...)
 			}
 		}
 	})
 	return out
+}
+
+// pipesUp reports whether svc's pipes exist at time at.
+func pipesUp(s *State, svc *Service, at time.Time) bool {
+	return svc.Status == StatusRunning && !svc.NoPipe && !at.Before(svc.RunningSince.Add(s.PipeDelays[strings.ToLower(svc.Name)]))
 }
 
 // PipeExists reports whether \\.\pipe\name exists (case-insensitive).

@@ -9,21 +9,23 @@ import (
 // shared with others of its group (SERVICE_WIN32_SHARE_PROCESS): a
 // service's stop leaves the process running for the others, and killing
 // the process ends every service in it. The seed has two such services
-// in the netsvcs group: hns (the Host Network Service, which container
-// networking needs) and iphlpsvc.
+// in the netsvcs group: iphlpsvc and, once the Containers feature is
+// installed (features.go), hns (the Host Network Service, which container
+// networking needs).
 
 // PathSvchost is the shared service host.
 const PathSvchost = `C:\Windows\System32\svchost.exe`
 
 // seedSharedServices adds the shared services of a fresh VM, Running in
-// one process.
-func seedSharedServices(s *State, now time.Time) {
-	for _, svc := range []*Service{
-		{Name: "hns", DisplayName: "Host Network Service"},
-		{Name: "iphlpsvc", DisplayName: "IP Helper"},
-	} {
+// one process; hns only with the Containers feature (containers).
+func seedSharedServices(s *State, now time.Time, containers bool) {
+	services := []*Service{{Name: "iphlpsvc", DisplayName: "IP Helper"}}
+	if containers {
+		services = append([]*Service{{Name: "hns", DisplayName: "Host Network Service"}}, services...)
+	}
+	for _, svc := range services {
 		svc.BinaryPath, svc.Args, svc.ShareGroup = PathSvchost, []string{"-k", "netsvcs", "-p"}, "netsvcs"
-		svc.StartType, svc.Status, svc.StartCount = StartAutomatic, StatusRunning, 1
+		svc.StartType, svc.Status, svc.StartCount, svc.ErrorControl = StartAutomatic, StatusRunning, 1, ErrorControlNormal
 		s.Services[strings.ToLower(svc.Name)] = svc
 		s.spawn(svc, now)
 	}

@@ -22,6 +22,12 @@ const (
 	StatusStopPending  ServiceStatus = "StopPending"
 )
 
+// The error controls simnode models (SERVICE_ERROR_*).
+const (
+	ErrorControlIgnore = "Ignore"
+	ErrorControlNormal = "Normal"
+)
+
 // StartType is a service's start mode as Get-Service reports it.
 type StartType string
 
@@ -70,6 +76,13 @@ type State struct {
 	Owners map[string]string `json:"owners,omitempty"`
 	// HyperV is set when the machine plays a Hyper-V host (hyperv.go).
 	HyperV *HyperVHost `json:"hyperv,omitempty"`
+	// Features are the Windows features' install states by lower-case
+	// name (features.go); a feature without an entry is Available.
+	Features map[string]string `json:"features,omitempty"`
+	// PipeDelays say, by lower-case service name, how long after the
+	// service reports Running its named pipes appear: containerd reports
+	// Running before it has loaded its plugins and opened its pipe.
+	PipeDelays map[string]time.Duration `json:"pipeDelays,omitempty"`
 	// Boots are when the machine came up after each reboot (reboot.go).
 	Boots []time.Time `json:"boots,omitempty"`
 }
@@ -120,6 +133,11 @@ type Service struct {
 	// DeletePending is set when the service was deleted while running: it
 	// goes away once stopped, as with sc.exe delete.
 	DeletePending bool `json:"deletePending,omitempty"`
+	// ErrorControl is what Windows does when the service fails to start
+	// at boot (ErrorControlIgnore or ErrorControlNormal).
+	ErrorControl string `json:"errorControl,omitempty"`
+	// RunningSince is when the service last reported Running.
+	RunningSince time.Time `json:"runningSince,omitzero"`
 	// StartCount counts successful starts (useful in tests).
 	StartCount int `json:"startCount"`
 }
@@ -231,16 +249,18 @@ const (
 // seedBinaries are the placeholder executables of the seeded services.
 var seedServices = []Service{
 	{Name: "containerd", DisplayName: "containerd container runtime", BinaryPath: `C:\Program Files\containerd\containerd.exe`,
-		Args: []string{"--run-service"}, StartType: StartAutomatic},
+		Args: []string{"--run-service"}, StartType: StartAutomatic, ErrorControl: ErrorControlNormal},
 	{Name: "kubelet", DisplayName: "kubelet", BinaryPath: `C:\k\kubelet.exe`,
-		Args: []string{"--windows-service", "--config=C:\\var\\lib\\kubelet\\config.yaml"}, StartType: StartAutomatic, Dependencies: []string{"containerd"}},
+		Args: []string{"--windows-service", "--config=C:\\var\\lib\\kubelet\\config.yaml"}, StartType: StartAutomatic, Dependencies: []string{"containerd"}, ErrorControl: ErrorControlNormal},
 	{Name: "kube-proxy", DisplayName: "kube-proxy", BinaryPath: `C:\k\kube-proxy.exe`,
-		Args: []string{"--windows-service", "--proxy-mode=kernelspace"}, StartType: StartAutomatic, Dependencies: []string{"kubelet"}},
+		Args: []string{"--windows-service", "--proxy-mode=kernelspace"}, StartType: StartAutomatic, Dependencies: []string{"kubelet"}, ErrorControl: ErrorControlNormal},
 }
 
 // newSeedState returns a fresh Windows Server 2022 VM: RDP off, no
-// Chocolatey, containerd, kubelet and kube-proxy running (none of them
-// when bare: a VM with only OpenSSH, before swdt join), no wins.
+// Chocolatey, containerd, kubelet and kube-proxy running with the
+// Containers feature installed (none of them when bare: a VM with only
+// OpenSSH, before swdt join, whose Containers feature is Available as on
+// a fresh install), no wins.
 func newSeedState(hostname string, bare bool, now time.Time) *State {
 	s := &State{
 		Hostname:  hostname,
@@ -322,7 +342,16 @@ func newSeedState(hostname string, bare bool, now time.Time) *State {
 		s.Services[strings.ToLower(svc.Name)] = &svc
 		s.spawn(&svc, now)
 	}
-	seedSharedServices(s, now)
+	seedSharedServices(s, now, !bare)
+	if bare {
+		s.Features = map[string]string{"containers": FeatureAvailable}
+		return s
+	}
+	s.Features = map[string]string{"containers": FeatureInstalled}
+	vmcompute := containerServices()[0]
+	vmcompute.Status, vmcompute.StartCount = StatusRunning, 1
+	s.Services[strings.ToLower(vmcompute.Name)] = vmcompute
+	s.spawn(vmcompute, now)
 	return s
 }
 
@@ -341,6 +370,9 @@ func seedFiles(bare bool) map[string]string {
 		`C:\var\lib\kubelet\config.yaml`:          "kind: KubeletConfiguration\r\napiVersion: kubelet.config.k8s.io/v1beta1\r\n",
 		`C:\Program Files\containerd\config.toml`: "version = 2\r\n[grpc]\r\n  address = \"\\\\\\\\.\\\\pipe\\\\containerd-containerd\"\r\n",
 	}
+	if !bare {
+		files[PathVMCompute] = "MZ simnode placeholder vmcompute.exe\r\n"
+	}
 	if bare {
 		delete(files, `C:\var\lib\kubelet\config.yaml`)
 		delete(files, `C:\Program Files\containerd\config.toml`)
@@ -354,7 +386,7 @@ func seedFiles(bare bool) map[string]string {
 }
 
 // seedDirs are empty directories of a fresh VM.
-var seedDirs = []string{`C:\Users\Administrator`, `C:\Users\Public`, `C:\Windows\Temp`, `C:\ProgramData`, `C:\etc`, `C:\Program Files`}
+var seedDirs = []string{`C:\Users\Administrator`, `C:\Users\Public`, `C:\Windows\Temp`, `C:\ProgramData`, `C:\etc`, `C:\Program Files`, `C:\Program Files (x86)`}
 
 // spawn gives svc a new process.
 func (s *State) spawn(svc *Service, now time.Time) {

@@ -26,26 +26,27 @@ type (
 // Win32 error codes of the file system, well-known accounts and markers
 // (see package ntfs).
 const (
-	CodeFileNotFound      = ntfs.CodeFileNotFound
-	CodePathNotFound      = ntfs.CodePathNotFound
-	CodeAccessDenied      = ntfs.CodeAccessDenied
-	CodeSharingViolation  = ntfs.CodeSharingViolation
-	CodeFileExists        = ntfs.CodeFileExists
-	CodeInvalidParameter  = ntfs.CodeInvalidParameter
-	CodeDirNotEmpty       = ntfs.CodeDirNotEmpty
-	CodeAlreadyExists     = ntfs.CodeAlreadyExists
-	AccountAdministrators = ntfs.AccountAdministrators
-	AccountSystem         = ntfs.AccountSystem
-	AccountUsers          = ntfs.AccountUsers
-	AccountAuthenticated  = ntfs.AccountAuthenticated
-	AccountEveryone       = ntfs.AccountEveryone
-	AccountCreatorOwner   = ntfs.AccountCreatorOwner
-	MarkerCrashOnStart    = ntfs.MarkerCrashOnStart
-	MarkerHangOnStop      = ntfs.MarkerHangOnStop
-	MarkerExitOnStop      = ntfs.MarkerExitOnStop
-	MarkerWinsNoPipe      = ntfs.MarkerWinsNoPipe
-	MarkerWinsHang        = ntfs.MarkerWinsHang
-	MarkerKubelet         = ntfs.MarkerKubelet
+	CodeFileNotFound        = ntfs.CodeFileNotFound
+	CodePathNotFound        = ntfs.CodePathNotFound
+	CodeAccessDenied        = ntfs.CodeAccessDenied
+	CodeSharingViolation    = ntfs.CodeSharingViolation
+	CodeFileExists          = ntfs.CodeFileExists
+	CodeInvalidParameter    = ntfs.CodeInvalidParameter
+	CodeDirNotEmpty         = ntfs.CodeDirNotEmpty
+	CodeAlreadyExists       = ntfs.CodeAlreadyExists
+	AccountAdministrators   = ntfs.AccountAdministrators
+	AccountSystem           = ntfs.AccountSystem
+	AccountUsers            = ntfs.AccountUsers
+	AccountAuthenticated    = ntfs.AccountAuthenticated
+	AccountEveryone         = ntfs.AccountEveryone
+	AccountCreatorOwner     = ntfs.AccountCreatorOwner
+	AccountTrustedInstaller = ntfs.AccountTrustedInstaller
+	MarkerCrashOnStart      = ntfs.MarkerCrashOnStart
+	MarkerHangOnStop        = ntfs.MarkerHangOnStop
+	MarkerExitOnStop        = ntfs.MarkerExitOnStop
+	MarkerWinsNoPipe        = ntfs.MarkerWinsNoPipe
+	MarkerWinsHang          = ntfs.MarkerWinsHang
+	MarkerKubelet           = ntfs.MarkerKubelet
 )
 
 // Sentinels a FileError unwraps to, for errors.Is.

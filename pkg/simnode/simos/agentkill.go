@@ -206,3 +206,31 @@ func (a *agentOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 func (a *agentOS) SetFirewallRules(ctx context.Context, names []string, enabled bool) error {
 	return a.do("SetFirewallRules", "", func() error { return a.OS.SetFirewallRules(ctx, names, enabled) })
 }
+
+func (a *agentOS) CreateFirewallRule(ctx context.Context, r winos.FirewallRuleSpec) error {
+	return a.do("CreateFirewallRule", r.Name, func() error { return a.OS.CreateFirewallRule(ctx, r) })
+}
+
+func (a *agentOS) RemoveFirewallRules(ctx context.Context, names []string) ([]string, error) {
+	var removed []string
+	err := a.do("RemoveFirewallRules", "", func() error {
+		var err error
+		removed, err = a.OS.RemoveFirewallRules(ctx, names)
+		return err
+	})
+	return removed, err
+}
+
+func (a *agentOS) InstallWindowsFeature(ctx context.Context, name string) (winos.FeatureState, error) {
+	var st winos.FeatureState
+	err := a.do("InstallWindowsFeature", name, func() error {
+		var err error
+		st, err = a.OS.InstallWindowsFeature(ctx, name)
+		return err
+	})
+	return st, err
+}
+
+func (a *agentOS) SetErrorControl(name, errorControl string) error {
+	return a.do("SetErrorControl", name, func() error { return a.OS.SetErrorControl(name, errorControl) })
+}

@@ -1,6 +1,7 @@
 package simos
 
 import (
+	"fmt"
 	"slices"
 
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -15,7 +16,19 @@ const (
 	// MissingAPIPipeListing: FindFirstFile on \\.\pipe\ fails with
 	// ERROR_BAD_DEV_TYPE; a pipe can still be found by its name.
 	MissingAPIPipeListing = "pipe-listing"
+	// MissingAPIPowerShell: powershell.exe is Wine's stub, which runs no
+	// script and prints nothing.
+	MissingAPIPowerShell = "powershell"
 )
+
+// stubScript is the error of a script-backed call when powershell.exe
+// is a stub: the fixed script printed nothing (winos.ErrScriptSilent).
+func (o simOS) stubScript(s winos.Script) error {
+	if !slices.Contains(o.n.Faults().MissingAPIs, MissingAPIPowerShell) {
+		return nil
+	}
+	return fmt.Errorf("script %s (exit code 0): %w", s.Name(), winos.ErrScriptSilent)
+}
 
 // errBadDevType is ERROR_BAD_DEV_TYPE.
 const errBadDevType winos.Errno = 66

@@ -51,6 +51,49 @@ var scripts = map[string]scriptPlay{
 		}
 		return winos.Result{}, nil
 	},
+	winos.ScriptFirewallRuleCreate.Name(): func(_ context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req winos.FirewallRuleSpec
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		if err := n.createRule(req); err != nil {
+			return scriptJSON(map[string]any{"created": false, "error": featureError(err)})
+		}
+		return scriptJSON(map[string]any{"created": true})
+	},
+	winos.ScriptFirewallRuleRemove.Name(): func(_ context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req struct{ Names []string }
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		removed, err := n.removeRules(req.Names)
+		if err != nil {
+			return scriptJSON(map[string]any{"removed": []string{}, "error": featureError(err)})
+		}
+		return scriptJSON(map[string]any{"removed": removed})
+	},
+	winos.ScriptWindowsFeature.Name(): func(ctx context.Context, n *Node, input []byte) (winos.Result, error) {
+		var req struct {
+			Name    string
+			Install bool
+		}
+		if err := json.Unmarshal(input, &req); err != nil {
+			return scriptError(err)
+		}
+		restart := false
+		if req.Install {
+			st, err := n.OS().InstallWindowsFeature(ctx, req.Name)
+			if err != nil {
+				return scriptJSON(map[string]any{"name": req.Name, "state": "", "restartNeeded": false, "error": featureError(err)})
+			}
+			restart = st == winos.FeatureInstallPending
+		}
+		st, err := n.Feature(req.Name)
+		if err != nil {
+			return scriptJSON(map[string]any{"name": req.Name, "state": "", "restartNeeded": false, "error": featureError(err)})
+		}
+		return scriptJSON(map[string]any{"name": req.Name, "state": st, "restartNeeded": restart})
+	},
 	winos.ScriptServiceEvents.Name(): func(ctx context.Context, n *Node, input []byte) (winos.Result, error) {
 		var req struct {
 			Names []string
@@ -79,6 +122,12 @@ func scriptError(err error) (winos.Result, error) {
 	return winos.Result{ExitCode: 1, Stderr: []byte("ConvertFrom-Json : " + err.Error() + "\r\n")}, nil
 }
 
+// scriptJSON is a script's one line of JSON output.
+func scriptJSON(v any) (winos.Result, error) {
+	raw, _ := json.Marshal(v)
+	return winos.Result{Stdout: append(raw, '\r', '\n')}, nil
+}
+
 // runScript is winos.OS.RunScript on the simulated node.
 func (n *Node) runScript(ctx context.Context, s winos.Script, input []byte) (winos.Result, error) {
 	if err := ctx.Err(); err != nil {
@@ -92,6 +141,9 @@ func (n *Node) runScript(ctx context.Context, s winos.Script, input []byte) (win
 	}
 	if play == nil {
 		return winos.Result{}, fmt.Errorf("simnode does not simulate script %s", s.Name())
+	}
+	if (simOS{n}).stubScript(s) != nil {
+		return winos.Result{}, nil
 	}
 	if res, refused := n.constrainedScript(s); refused {
 		return res, nil

@@ -77,6 +77,7 @@ func (o simOS) Service(name string) (winos.Service, error) {
 		PID:          svc.PID,
 		CommandLine:  servicePathName(svc),
 		Dependencies: svc.Dependencies,
+		ErrorControl: errorControl(svc.ErrorControl),
 		ExitCode:     svc.LastExitCode,
 		Shared:       svc.ShareGroup != "",
 	}, nil
@@ -112,8 +113,17 @@ func (o simOS) CreateService(cfg winos.ServiceConfig) error {
 	}
 	return winErr("create service", cfg.Name, o.n.CreateService(machine.ServiceConfig{
 		Name: cfg.Name, DisplayName: cfg.DisplayName, BinaryPath: cfg.Program, Args: cfg.Args,
-		StartType: start, Dependencies: cfg.DependsOn,
+		StartType: start, Dependencies: cfg.DependsOn, ErrorControl: cfg.ErrorControl,
 	}))
+}
+
+// errorControl spells a service's error control as winos does: the
+// model's "" is what CreateService's 0 means, Ignore.
+func errorControl(ec string) string {
+	if ec == "" {
+		return winos.ErrorControlIgnore
+	}
+	return ec
 }
 
 func (o simOS) ConfigureService(cfg winos.ServiceConfig) error {
@@ -126,6 +136,9 @@ func (o simOS) ConfigureService(cfg winos.ServiceConfig) error {
 		c.DisplayName = cfg.DisplayName
 		if c.DisplayName == "" {
 			c.DisplayName = cfg.Name
+		}
+		if cfg.ErrorControl != "" {
+			c.ErrorControl = cfg.ErrorControl
 		}
 	}))
 }
@@ -309,6 +322,7 @@ var sids = map[string]string{
 	`nt authority\authenticated users`: winos.SIDAuthenticated,
 	`everyone`:                         winos.SIDEveryone,
 	`creator owner`:                    winos.SIDCreatorOwner,
+	`nt service\trustedinstaller`:      winos.SIDTrustedInstaller,
 }
 
 // sidOf is the SID of an account simnode's model names.
@@ -417,6 +431,8 @@ func canonicalAccount(lower string) string {
 		return `NT AUTHORITY\Authenticated Users`
 	case `creator owner`:
 		return machine.AccountCreatorOwner
+	case `nt service\trustedinstaller`:
+		return machine.AccountTrustedInstaller
 	}
 	return "Everyone"
 }
@@ -459,6 +475,9 @@ func (o simOS) SetRegistryValue(key string, v winos.RegistryValue) error {
 }
 
 func (o simOS) FirewallRules(_ context.Context, names []string) ([]winos.FirewallRule, error) {
+	if err := o.stubScript(winos.ScriptFirewallRules); err != nil {
+		return nil, err
+	}
 	if err := o.n.constrainedErr(winos.ScriptFirewallRules); err != nil {
 		return nil, err
 	}

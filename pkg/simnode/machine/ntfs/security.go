@@ -10,7 +10,9 @@ import (
 // folder has an owner and a DACL made of its explicit entries and, unless
 // inheritance is disabled, the entries its folders pass on; a fresh node
 // has Windows Server's defaults for C:\, C:\ProgramData, C:\Program Files,
-// C:\Windows and C:\Users. Only sessions of non-administrator accounts are
+// C:\Windows and C:\Users, and NT SERVICE\TrustedInstaller owns
+// C:\Windows, C:\Program Files and C:\Program Files (x86) with full control
+// of them, as on every install. Only sessions of non-administrator accounts are
 // checked: an elevated administrator holds Administrators' full control
 // everywhere the defaults apply (simnode does not model a DACL that locks
 // Administrators out; Windows would let them take ownership).
@@ -23,6 +25,9 @@ const (
 	AccountAuthenticated  = `NT AUTHORITY\Authenticated Users`
 	AccountEveryone       = `Everyone`
 	AccountCreatorOwner   = `CREATOR OWNER`
+	// AccountTrustedInstaller is the Windows Modules Installer service's
+	// account, which owns the system's folders.
+	AccountTrustedInstaller = `NT SERVICE\TrustedInstaller`
 )
 
 // access is what an operation needs on a file or folder.
@@ -61,9 +66,10 @@ func oici(id, rights string) ACE {
 }
 
 // defaultACLs are Windows Server 2022's explicit DACLs of the folders a
-// fresh node has, by lower-case path (simplified: TrustedInstaller's
-// entries are left out, Administrators' and SYSTEM's modify-on-the-folder
-// plus full-control-below is one full-control entry).
+// fresh node has, by lower-case path (simplified: Administrators' and
+// SYSTEM's modify-on-the-folder plus full-control-below is one
+// full-control entry; TrustedInstaller's full control of the folder
+// itself is kept).
 var defaultACLs = map[string]*ACL{
 	`c:\`: {InheritanceDisabled: true, Entries: []ACE{
 		oici(AccountAdministrators, "F"), oici(AccountSystem, "F"), oici(AccountUsers, "RX"),
@@ -77,18 +83,33 @@ var defaultACLs = map[string]*ACL{
 		oici(AccountUsers, "RX"),
 		{Identity: AccountUsers, Rights: "W", ContainerInherit: true},
 	}},
-	`c:\program files`: {InheritanceDisabled: true, Entries: []ACE{
-		oici(AccountSystem, "F"), oici(AccountAdministrators, "F"), oici(AccountUsers, "RX"),
-		{Identity: AccountCreatorOwner, Rights: "F", ObjectInherit: true, ContainerInherit: true, InheritOnly: true},
-	}},
-	`c:\windows`: {InheritanceDisabled: true, Entries: []ACE{
-		oici(AccountSystem, "F"), oici(AccountAdministrators, "F"), oici(AccountUsers, "RX"),
-		{Identity: AccountCreatorOwner, Rights: "F", ObjectInherit: true, ContainerInherit: true, InheritOnly: true},
-	}},
+	`c:\program files`:       systemFolderACL(),
+	`c:\program files (x86)`: systemFolderACL(),
+	`c:\windows`:             systemFolderACL(),
 	`c:\users`: {InheritanceDisabled: true, Entries: []ACE{
 		oici(AccountSystem, "F"), oici(AccountAdministrators, "F"),
 		{Identity: AccountUsers, Rights: "RX"}, {Identity: AccountEveryone, Rights: "RX"},
 	}},
+}
+
+// systemFolderACL is the DACL of C:\Windows and the Program Files
+// folders: TrustedInstaller's full control of the folder, SYSTEM's and
+// Administrators' full control, Users' read and execute, CREATOR OWNER's
+// full control of what is created below.
+func systemFolderACL() *ACL {
+	return &ACL{InheritanceDisabled: true, Entries: []ACE{
+		{Identity: AccountTrustedInstaller, Rights: "F"},
+		oici(AccountSystem, "F"), oici(AccountAdministrators, "F"), oici(AccountUsers, "RX"),
+		{Identity: AccountCreatorOwner, Rights: "F", ObjectInherit: true, ContainerInherit: true, InheritOnly: true},
+	}}
+}
+
+// defaultOwners are the owners of a fresh node's folders that
+// Administrators do not own, by lower-case path.
+var defaultOwners = map[string]string{
+	`c:\windows`:             AccountTrustedInstaller,
+	`c:\program files`:       AccountTrustedInstaller,
+	`c:\program files (x86)`: AccountTrustedInstaller,
 }
 
 // ProfileACL is a user profile's DACL: the user, SYSTEM and
@@ -108,13 +129,27 @@ func (s Security) explicit(key string) *ACL {
 	return defaultACLs[key]
 }
 
-// ownerOf is w's owner: the account that created it when that was not an
-// administrator, else Administrators.
+// ownerOf is w's owner: the account recorded (one that created it when
+// that was not an administrator, or one given it), else a fresh node's
+// (TrustedInstaller for the system's folders), else Administrators.
 func (s Security) ownerOf(w Path) string {
 	if o := s.Owners[w.Key()]; o != "" {
 		return o
 	}
+	if o := defaultOwners[w.Key()]; o != "" {
+		return o
+	}
 	return AccountAdministrators
+}
+
+// setOwner records account as w's owner; Administrators is recorded only
+// where a fresh node has another owner.
+func (s Security) setOwner(w Path, account string) {
+	if strings.EqualFold(account, AccountAdministrators) && defaultOwners[w.Key()] == "" {
+		delete(s.Owners, w.Key())
+		return
+	}
+	s.Owners[w.Key()] = account
 }
 
 // effectiveACL returns the entries that apply to w (a folder when isDir)
@@ -235,9 +270,9 @@ func (v *Volume) checkDeleteLocked(a Account, op string, w Path, isDir bool) err
 // owner; an administrator's file belongs to Administrators.
 func (v *Volume) createdLocked(a Account, w Path) {
 	if a.Admin {
-		delete(v.host.Security().Owners, w.Key())
+		v.host.Security().setOwner(w, AccountAdministrators)
 	} else {
-		v.host.Security().Owners[w.Key()] = a.Name
+		v.host.Security().setOwner(w, a.Name)
 	}
 	v.host.Save()
 }
@@ -370,12 +405,7 @@ func (v *Volume) SetOwner(a Account, p, account string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.host.Advance()
-	s := v.host.Security()
-	if strings.EqualFold(account, AccountAdministrators) {
-		delete(s.Owners, w.Key())
-	} else {
-		s.Owners[w.Key()] = account
-	}
+	v.host.Security().setOwner(w, account)
 	v.host.Save()
 	return nil
 }
