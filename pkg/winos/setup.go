@@ -86,7 +86,6 @@ type featureOutput struct {
 	Name          string `json:"name"`
 	State         string `json:"state"`
 	RestartNeeded bool   `json:"restartNeeded"`
-	Error         string `json:"error"`
 }
 
 // featureState decodes ScriptWindowsFeature's output.
@@ -94,9 +93,6 @@ func featureState(res Result) (FeatureState, error) {
 	var out featureOutput
 	if err := scriptOutput(ScriptWindowsFeature, res, &out); err != nil {
 		return "", err
-	}
-	if out.Error != "" {
-		return "", fmt.Errorf("script %s: %s", ScriptWindowsFeature.Name(), out.Error)
 	}
 	switch st := FeatureState(out.State); {
 	case out.RestartNeeded || st == FeatureInstallPending:
@@ -108,8 +104,7 @@ func featureState(res Result) (FeatureState, error) {
 }
 
 type firewallCreateOutput struct {
-	Created bool   `json:"created"`
-	Error   string `json:"error"`
+	Created bool `json:"created"`
 }
 
 type firewallRemoveInput struct {
@@ -118,7 +113,6 @@ type firewallRemoveInput struct {
 
 type firewallRemoveOutput struct {
 	Removed []string `json:"removed"`
-	Error   string   `json:"error"`
 }
 
 // firewallCreated decodes ScriptFirewallRuleCreate's output.
@@ -127,8 +121,8 @@ func firewallCreated(res Result, name string) error {
 	if err := scriptOutput(ScriptFirewallRuleCreate, res, &out); err != nil {
 		return err
 	}
-	if out.Error != "" || !out.Created {
-		return fmt.Errorf("script %s did not create rule %s: %s", ScriptFirewallRuleCreate.Name(), name, out.Error)
+	if !out.Created {
+		return fmt.Errorf("script %s did not create rule %s", ScriptFirewallRuleCreate.Name(), name)
 	}
 	return nil
 }
@@ -138,9 +132,6 @@ func firewallRemoved(res Result) ([]string, error) {
 	var out firewallRemoveOutput
 	if err := scriptOutput(ScriptFirewallRuleRemove, res, &out); err != nil {
 		return nil, err
-	}
-	if out.Error != "" {
-		return nil, fmt.Errorf("script %s: %s", ScriptFirewallRuleRemove.Name(), out.Error)
 	}
 	return nonNil(out.Removed), nil
 }

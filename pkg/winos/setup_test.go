@@ -23,10 +23,10 @@ func TestSetupScriptOutputs(t *testing.T) {
 		{name: "feature installed, restart needed", decode: featureDecode, res: out(`{"name":"Containers","state":"Installed","restartNeeded":true}`), want: "InstallPending"},
 		{name: "feature pending", decode: featureDecode, res: out(`{"name":"Containers","state":"InstallPending","restartNeeded":false}`), want: "InstallPending"},
 		{name: "feature removed", decode: featureDecode, res: out(`{"name":"Containers","state":"Removed"}`), wantErr: `in state "Removed"`},
-		{name: "feature error", decode: featureDecode, res: out(`{"name":"Nope","state":"","error":"Windows has no feature named 'Nope'"}`), wantErr: "windows-feature: Windows has no feature named 'Nope'"},
+		{name: "feature error", decode: featureDecode, res: failed(`{"error":{"kind":"exception","message":"Windows has no feature named 'Nope' (at line 8)"}}`), wantErr: "windows-feature failed (exception): Windows has no feature named 'Nope'"},
 		{name: "feature, stub powershell", decode: featureDecode, res: Result{}, wantSilent: true},
 		{name: "rule created", decode: createDecode, res: out(`{"created":true}`), want: "ok"},
-		{name: "rule refused", decode: createDecode, res: out(`{"created":false,"error":"Access is denied."}`), wantErr: "did not create rule swdt-kubelet-In-TCP: Access is denied."},
+		{name: "rule refused", decode: createDecode, res: failed(`{"error":{"kind":"exception","message":"Access is denied."}}`), wantErr: "firewall-rule-create failed (exception): Access is denied."},
 		{name: "rule, stub powershell", decode: createDecode, res: Result{ExitCode: 0}, wantSilent: true},
 		{name: "rules removed", decode: removeDecode, res: out(`{"removed":["a","b"]}`), want: "a,b"},
 		{name: "no rule removed", decode: removeDecode, res: out(`{"removed":[]}`), want: ""},
@@ -53,6 +53,9 @@ func TestSetupScriptOutputs(t *testing.T) {
 }
 
 func out(s string) Result { return Result{Stdout: []byte(s + "\r\n")} }
+
+// failed is a script that ended with the prelude's failure line.
+func failed(s string) Result { return Result{ExitCode: 1, Stdout: []byte(s + "\r\n")} }
 
 func featureDecode(res Result) (string, error) {
 	st, err := featureState(res)

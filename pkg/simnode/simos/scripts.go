@@ -57,7 +57,7 @@ var scripts = map[string]scriptPlay{
 			return scriptError(err)
 		}
 		if err := n.createRule(req); err != nil {
-			return scriptJSON(map[string]any{"created": false, "error": featureError(err)})
+			return scriptFailed(err)
 		}
 		return scriptJSON(map[string]any{"created": true})
 	},
@@ -68,7 +68,7 @@ var scripts = map[string]scriptPlay{
 		}
 		removed, err := n.removeRules(req.Names)
 		if err != nil {
-			return scriptJSON(map[string]any{"removed": []string{}, "error": featureError(err)})
+			return scriptFailed(err)
 		}
 		return scriptJSON(map[string]any{"removed": removed})
 	},
@@ -84,13 +84,13 @@ var scripts = map[string]scriptPlay{
 		if req.Install {
 			st, err := n.OS().InstallWindowsFeature(ctx, req.Name)
 			if err != nil {
-				return scriptJSON(map[string]any{"name": req.Name, "state": "", "restartNeeded": false, "error": featureError(err)})
+				return scriptFailed(err)
 			}
 			restart = st == winos.FeatureInstallPending
 		}
 		st, err := n.Feature(req.Name)
 		if err != nil {
-			return scriptJSON(map[string]any{"name": req.Name, "state": "", "restartNeeded": false, "error": featureError(err)})
+			return scriptFailed(err)
 		}
 		return scriptJSON(map[string]any{"name": req.Name, "state": st, "restartNeeded": restart})
 	},
@@ -120,6 +120,14 @@ var scripts = map[string]scriptPlay{
 // read: exit 1, the error on stderr.
 func scriptError(err error) (winos.Result, error) {
 	return winos.Result{ExitCode: 1, Stderr: []byte("ConvertFrom-Json : " + err.Error() + "\r\n")}, nil
+}
+
+// scriptFailed is the failure line request-prelude.ps1's trap prints for
+// a terminating error err, with exit code 1.
+func scriptFailed(err error) (winos.Result, error) {
+	res, _ := scriptJSON(map[string]any{"error": map[string]string{"kind": "exception", "message": featureError(err)}})
+	res.ExitCode = 1
+	return res, nil
 }
 
 // scriptJSON is a script's one line of JSON output.

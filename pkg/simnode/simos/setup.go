@@ -98,7 +98,7 @@ func (n *Node) removeRules(names []string) ([]string, error) {
 	return removed, nil
 }
 
-// featureError is the script's error line for err.
+// featureError is the message of the script's failure line for err.
 func featureError(err error) string {
 	var f *machine.OpFailure
 	if errors.As(err, &f) {
