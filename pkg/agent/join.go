@@ -153,9 +153,11 @@ const (
 	joinExitLimit = 10 * time.Second
 )
 
-// joinReset stops and deletes each service, then removes the join files,
-// the kubelet's kubeconfig, and each binary with swdt's leftovers beside
-// it. Each step is idempotent.
+// joinReset stops and deletes each service, ends the processes that
+// still run a binary it removes (join_reset.go), then removes the join
+// files, the kubelet's kubeconfig, and each binary with swdt's leftovers
+// beside it; a binary a process still runs is reported in InUse and
+// kept. Each step is idempotent.
 func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
 	resp := ops.JoinResetResponse{Removed: []string{}}
 	if len(req.Services) == 0 {
@@ -192,7 +194,15 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 		}
 		files = append(files, found...)
 	}
+	ended, inUse, err := joinEndRunners(ctx, w, files)
+	if err != nil {
+		return resp, err
+	}
+	resp.Ended, resp.InUse = ended, inUse
 	for _, f := range files {
+		if joinInUse(resp.InUse, f) {
+			continue
+		}
 		ok, err := winsFileExists(w, f)
 		if err != nil {
 			return resp, fmt.Errorf("look for %s: %w", f, err)

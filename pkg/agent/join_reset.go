@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/winos"
+)
+
+// Pod sandboxes outlive the services of a join: each is a process of
+// containerd's shim (containerd-shim-runhcs-v1.exe), which containerd
+// starts and which keeps running when containerd stops, so that
+// containers survive containerd's restarts. Windows refuses to delete a
+// running executable, so join-reset ends, once the services are gone,
+// every process that runs one of the files it removes, and waits for it
+// to exit. Processes that run other files (a shim the join did not
+// install) are left alone. A process that cannot be ended is reported
+// with its file, which is kept, and the rest is removed.
+
+// joinEndRunners ends the processes whose image is one of files and
+// waits (up to joinExitLimit) until they have exited. ended are those
+// that did; inUse those that could not be ended or outlived the wait.
+func joinEndRunners(ctx context.Context, w winos.OS, files []string) (ended, inUse []ops.JoinProcess, err error) {
+	procs, err := w.Processes()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the processes that may run the join's binaries: %w", err)
+	}
+	var killed []ops.JoinProcess
+	for _, pr := range procs {
+		i := slices.IndexFunc(files, func(f string) bool { return pr.Path != "" && strings.EqualFold(pr.Path, f) })
+		if i < 0 {
+			continue
+		}
+		jp := ops.JoinProcess{Path: files[i], Name: procName(pr), PID: pr.PID}
+		if err := w.KillProcess(pr.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+			jp.Error = fmt.Sprintf("could not end process %d: %v", pr.PID, err)
+			inUse = append(inUse, jp)
+			continue
+		}
+		killed = append(killed, jp)
+	}
+	if len(killed) == 0 {
+		return nil, inUse, nil
+	}
+	// TerminateProcess returns before the process has exited, and its
+	// image stays locked until it has.
+	var running []ops.JoinProcess
+	if _, err := poll(ctx, joinExitLimit, 200*time.Millisecond, func() (bool, error) {
+		running, err = joinStillRunning(w, killed)
+		return len(running) == 0, err
+	}); err != nil {
+		return nil, nil, err
+	}
+	for _, jp := range killed {
+		if slices.Contains(running, jp) {
+			jp.Error = fmt.Sprintf("process %d still ran %d ms after it was ended", jp.PID, joinExitLimit.Milliseconds())
+			inUse = append(inUse, jp)
+			continue
+		}
+		ended = append(ended, jp)
+	}
+	return ended, inUse, nil
+}
+
+// joinStillRunning lists the processes of procs that still run their
+// file (Windows reuses process IDs: another program with the PID does
+// not count).
+func joinStillRunning(w winos.OS, procs []ops.JoinProcess) ([]ops.JoinProcess, error) {
+	now, err := w.Processes()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []ops.JoinProcess
+	for _, jp := range procs {
+		if slices.ContainsFunc(now, func(pr winos.Process) bool { return pr.PID == jp.PID && strings.EqualFold(procName(pr), jp.Name) }) {
+			out = append(out, jp)
+		}
+	}
+	return out, nil
+}
+
+// joinInUse reports whether a process of inUse still runs file f.
+func joinInUse(inUse []ops.JoinProcess, f string) bool {
+	return slices.ContainsFunc(inUse, func(jp ops.JoinProcess) bool { return strings.EqualFold(jp.Path, f) })
+}
