@@ -552,7 +552,7 @@ func readyNote(st cluster.NodeState) string {
 	case st.Ready == corev1.ConditionTrue:
 		return ""
 	case strings.Contains(st.ReadyMessage, "NetworkPluginNotReady") || strings.Contains(st.ReadyMessage, "cni"):
-		return "NotReady only because no network plugin (CNI) runs on the node yet: deploy Flannel or Calico for Windows (sig-windows-tools' HostProcess DaemonSets), see docs/join.md"
+		return "NotReady only because no network plugin (CNI) runs on the node yet: deploy a CNI with Windows support and its HostProcess DaemonSets (Calico, or Flannel with VXLAN VNI 4096 and port 4789): see docs/join.md, What makes Ready"
 	}
 	return fmt.Sprintf("NotReady: %s: %s", st.ReadyReason, st.ReadyMessage)
 }
