@@ -44,7 +44,7 @@ func stderrNote(res winos.Result) string {
 	if len(res.Stderr) == 0 {
 		return ""
 	}
-	return "; stderr: " + lastBytes(string(res.Stderr), 400)
+	return "; stderr: " + lastBytes(winos.ScriptStderr(res.Stderr), 400)
 }
 
 // requireFullLanguage fails with kind constrained-language unless

@@ -7,10 +7,10 @@ import (
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// printed is what a program or script printed, stdout then stderr,
-// trimmed.
+// printed is what a program or script printed, stdout then stderr
+// (PowerShell's CLIXML errors as their text), trimmed.
 func printed(res winos.Result) string {
-	return strings.TrimSpace(strings.TrimSpace(string(res.Stdout)) + "\r\n" + strings.TrimSpace(string(res.Stderr)))
+	return strings.TrimSpace(strings.TrimSpace(string(res.Stdout)) + "\r\n" + winos.ScriptStderr(res.Stderr))
 }
 
 // lastBytes returns the last n bytes of s, trimmed (cut at a rune

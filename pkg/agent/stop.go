@@ -204,7 +204,7 @@ func (p *stopper) kill(ctx context.Context, name string, pid int, exe string, tr
 			return err
 		}
 	}
-	if err := p.w.KillProcess(pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+	if err := p.w.KillProcess(pid, time.Time{}); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
 		return fmt.Errorf("service %s %s; kill its process %d: %w", name, why, pid, err)
 	}
 	if err := p.killTree(tree); err != nil {

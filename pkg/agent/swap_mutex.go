@@ -41,6 +41,10 @@ func lockSwapMutex(ctx context.Context, w winos.OS, wait time.Duration, what str
 		return nil, false, Fail(ops.KindBusy, "another swdt-agent has been working on this node's swap for %s (it holds the mutex Global\\%s); %s: "+
 			"run swdt again once it has finished (Get-Process swdt-agent* shows it)", wait, ops.SwapMutex, what)
 	}
+	if errors.Is(err, winos.ErrInvalidOwner) {
+		return nil, false, Fail(ops.KindAccessDenied, "%v: an account that is not an administrator made swdt's swap mutex and holds it, which stops every swap; %s: "+
+			"end that account's processes (or reboot the node) and run swdt again", err, what)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("wait for the swap mutex Global\\%s: %w; %s", ops.SwapMutex, err, what)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +120,34 @@ func TestSignalEndsTheAgent(t *testing.T) {
 	}
 	if b, _ := n.ReadFile(swapKubelet); string(b) == "MZ kubelet v2" {
 		t.Error("the killed agent went on and swapped kubelet")
+	}
+}
+
+// Any local account may create the swap mutex first and hold it: the
+// swap then says who holds it and what to do at once, instead of waiting
+// for "another swdt-agent" for minutes.
+func TestSwapRefusesAMutexAnotherAccountHolds(t *testing.T) {
+	t.Parallel()
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
+	n := ts.Node()
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, _, err := mallory.OS().LockMutex(context.Background(), ops.SwapMutex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	it := swapStage(t, n, "kubelet", swapKubelet, []byte("MZ kubelet v2"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = agent.Call(ctx, n.OS(), ops.ServiceSwap, swapKubeletRequest(it))
+	var f *agent.Failure
+	if !errors.As(err, &f) || f.Kind != ops.KindAccessDenied || !strings.Contains(f.Message, "mallory") || !strings.Contains(f.Message, "reboot the node") {
+		t.Fatalf("swap while mallory holds the mutex = %v; want access-denied naming mallory and the fix", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("the swap waited for mallory's mutex")
 	}
 }

@@ -24,6 +24,9 @@ import (
 type procRef struct {
 	pid  int
 	name string
+	// started is its creation time (zero when unknown): a later process
+	// given its PID is not this one.
+	started time.Time
 }
 
 // wrapperNames are the service wrappers swdt knows: programs that run the
@@ -89,7 +92,7 @@ func (p *stopper) serviceTree(pid int) ([]procRef, error) {
 	}
 	var tree []procRef
 	for _, pr := range processDescendants(procs, pid) {
-		tree = append(tree, procRef{pid: pr.PID, name: procName(pr)})
+		tree = append(tree, procRef{pid: pr.PID, name: procName(pr), started: pr.Started})
 	}
 	return tree, nil
 }
@@ -119,7 +122,7 @@ func (p *stopper) killTree(tree []procRef) error {
 		if !runs {
 			continue
 		}
-		if err := p.w.KillProcess(t.pid); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+		if err := p.w.KillProcess(t.pid, t.started); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
 			return fmt.Errorf("kill process %d (%s): %w", t.pid, t.name, err)
 		}
 	}

@@ -21,7 +21,7 @@ func winsOrphans(w winos.OS) ([]ops.Process, error) {
 	out := []ops.Process{}
 	for _, p := range procs {
 		if strings.HasPrefix(strings.ToLower(p.Name), ops.WinsProcessPrefix) {
-			out = append(out, ops.Process{PID: p.PID, Name: p.Name, Path: p.Path, CommandLine: p.CommandLine})
+			out = append(out, ops.Process{PID: p.PID, Name: p.Name, Path: p.Path, CommandLine: p.CommandLine, Started: p.Started})
 		}
 	}
 	return out, nil
@@ -32,7 +32,7 @@ func winsOrphans(w winos.OS) ([]ops.Process, error) {
 // own meanwhile is not an error.
 func winsKill(ctx context.Context, w winos.OS, procs []ops.Process) ([]ops.Process, error) {
 	for _, p := range procs {
-		if err := w.KillProcess(p.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+		if err := w.KillProcess(p.PID, p.Started); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
 			return procs, fmt.Errorf("stop process %d (%s): %w", p.PID, p.Name, err)
 		}
 	}

@@ -1,5 +1,7 @@
 package ops
 
+import "time"
+
 // Ops of `swdt wins` (DESIGN.md §5). The binary itself is swapped with the
 // hot-swap ops; these cover wins' config, service registration, orphaned
 // host processes and the bridge verification.
@@ -40,6 +42,8 @@ type Process struct {
 	Name        string `json:"name"`
 	Path        string `json:"path"`
 	CommandLine string `json:"commandLine"`
+	// Started is when it was created (zero when unknown).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // WinsInspectRequest names wins' files.

@@ -49,6 +49,7 @@ const (
 	ErrPrivilegeNotHeld          Errno = 1314
 	ErrInvalidServiceAccount     Errno = 1057
 	ErrServiceCannotStopExitCode Errno = 1064
+	ErrInvalidOwner              Errno = 1307
 )
 
 // Error is the code's number; the message is the caller's (see Error).

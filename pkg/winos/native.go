@@ -10,8 +10,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -234,14 +238,103 @@ func scriptOutput(s Script, res Result, v any) error {
 	return nil
 }
 
-// scriptFailure is the error of a script that exited non-zero: its exit
-// code and the start of its stderr.
+// scriptFailure is the error of a script that exited non-zero: the
+// failure line request-prelude.ps1 prints, else its exit code and the
+// start of its stderr, as text.
 func scriptFailure(s Script, res Result) error {
 	if res.ExitCode == 0 {
 		return nil
 	}
-	return fmt.Errorf("script %s exited with code %d: %s", s.Name(), res.ExitCode,
-		strings.TrimSpace(strings.ToValidUTF8(string(clip(res.Stderr, maxScriptError)), "")))
+	if f, ok := ScriptFailureLine(res.Stdout); ok {
+		return fmt.Errorf("script %s failed (%s): %s", s.Name(), f.Kind, f.Message)
+	}
+	return fmt.Errorf("script %s exited with code %d: %s", s.Name(), res.ExitCode, ScriptStderr(clip(res.Stderr, maxScriptError)))
+}
+
+// ScriptFailure is a script's failure line's content:
+// {"error": {"kind": "...", "message": "..."}}.
+type ScriptFailure struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// ScriptFailureLine finds the failure line a script that runs after
+// request-prelude.ps1 prints last on stdout when it fails.
+func ScriptFailureLine(stdout []byte) (ScriptFailure, bool) {
+	lines := bytes.Split(stdout, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := bytes.TrimSpace(lines[i])
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var out struct {
+			Error *ScriptFailure `json:"error"`
+		}
+		if json.Unmarshal(line, &out) == nil && out.Error != nil {
+			return *out.Error, true
+		}
+	}
+	return ScriptFailure{}, false
+}
+
+// ScriptStderr is what powershell.exe wrote on stderr as text. With its
+// output redirected it writes errors as CLIXML ("#< CLIXML" and an XML
+// serialization of the error records): their text is extracted, one
+// line per record. Anything else is returned trimmed, as valid UTF-8.
+func ScriptStderr(stderr []byte) string {
+	const marker = "#< CLIXML"
+	text := strings.TrimSpace(strings.ToValidUTF8(string(stderr), ""))
+	if !strings.HasPrefix(text, marker) {
+		return text
+	}
+	dec := xml.NewDecoder(strings.NewReader(strings.TrimPrefix(text, marker)))
+	var lines []string
+	var b strings.Builder
+	inError := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break // the end, or a truncated tail: keep what was read
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			inError = t.Name.Local == "S" && slices.ContainsFunc(t.Attr, func(a xml.Attr) bool { return a.Name.Local == "S" && a.Value == "Error" })
+		case xml.CharData:
+			if inError {
+				b.Write(t)
+			}
+		case xml.EndElement:
+			if inError {
+				inError = false
+			}
+		}
+	}
+	for _, l := range strings.Split(clixmlUnescape(b.String()), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return text
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clixmlEscape matches CLIXML's escapes of characters XML cannot hold,
+// such as _x000D__x000A_ for CR LF.
+var clixmlEscape = regexp.MustCompile(`_x([0-9A-Fa-f]{4})_`)
+
+func clixmlUnescape(s string) string {
+	return clixmlEscape.ReplaceAllStringFunc(s, func(m string) string {
+		v, err := strconv.ParseUint(m[2:6], 16, 16)
+		if err != nil {
+			return m
+		}
+		if v == '\r' {
+			return ""
+		}
+		return string(rune(v))
+	})
 }
 
 func clip(b []byte, n int) []byte {

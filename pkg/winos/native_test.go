@@ -337,3 +337,43 @@ func TestScriptFailureOnlyOnNonZeroExit(t *testing.T) {
 		t.Errorf("error = %v, want the script's name and its stderr", err)
 	}
 }
+
+// A script that fails says why in words: the failure line the prelude's
+// trap prints, or the text of the CLIXML powershell.exe writes on a
+// redirected stderr, never the XML.
+func TestScriptFailureIsReadable(t *testing.T) {
+	clixml := "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">" +
+		"<S S=\"Error\">Get-NetFirewallRule : No MSFT_NetFirewallRule objects found with property 'Name' equal to 'x'._x000D__x000A_</S>" +
+		"<S S=\"Error\">At line:3 char:5_x000D__x000A_</S>" +
+		"<S S=\"Progress\">ignored</S></Objs>"
+	tests := []struct {
+		name    string
+		res     Result
+		want    []string
+		wantNot []string
+	}{
+		{"failure line", Result{ExitCode: 1, Stdout: []byte("noise\r\n{\"error\":{\"kind\":\"exception\",\"message\":\"Access is denied (at line 4)\"}}\r\n"), Stderr: []byte(clixml)},
+			[]string{"firewall-set", "exception", "Access is denied (at line 4)"}, []string{"CLIXML", "<S"}},
+		{"CLIXML", Result{ExitCode: 1, Stderr: []byte(clixml)},
+			[]string{"firewall-set", "exited with code 1", "No MSFT_NetFirewallRule objects found with property 'Name' equal to 'x'.\nAt line:3 char:5"}, []string{"CLIXML", "<S", "_x000D_", "ignored"}},
+		{"plain stderr", Result{ExitCode: 2, Stderr: []byte("  something broke\r\n")}, []string{"exited with code 2: something broke"}, nil},
+		{"truncated CLIXML", Result{ExitCode: 1, Stderr: []byte(clixml[:150])}, []string{"No MSFT_NetFirewallRule"}, []string{"<S"}},
+	}
+	for _, tt := range tests {
+		err := scriptFailure(ScriptFirewallSet, tt.res)
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", tt.name, err, w)
+			}
+		}
+		for _, w := range tt.wantNot {
+			if strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q holds %q", tt.name, err, w)
+			}
+		}
+	}
+}

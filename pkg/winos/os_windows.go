@@ -110,11 +110,11 @@ func (windowsOS) WriteFile(path string, data []byte) error {
 // it never turns into a copy across volumes). Windows lets a running
 // executable be renamed but not deleted or overwritten.
 func (windowsOS) Rename(oldPath, newPath string) error {
-	from, err := windows.UTF16PtrFromString(oldPath)
+	from, err := windows.UTF16PtrFromString(longPath(oldPath))
 	if err != nil {
 		return winErr("rename", oldPath, err)
 	}
-	to, err := windows.UTF16PtrFromString(newPath)
+	to, err := windows.UTF16PtrFromString(longPath(newPath))
 	if err != nil {
 		return winErr("rename", newPath, err)
 	}

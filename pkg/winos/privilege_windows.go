@@ -13,8 +13,16 @@ import (
 // reboot failure action (SC_ACTION_REBOOT).
 const seShutdownName = "SeShutdownPrivilege"
 
+// seTakeOwnershipName and seRestoreName let SetOwner take a file another
+// account owns and give it to a group the agent belongs to.
+const (
+	seTakeOwnershipName = "SeTakeOwnershipPrivilege"
+	seRestoreName       = "SeRestorePrivilege"
+)
+
 // enablePrivilege enables a privilege the agent's token holds disabled
-// (an administrator's token holds SeShutdownPrivilege, disabled). A
+// (an administrator's token holds SeShutdownPrivilege,
+// SeTakeOwnershipPrivilege and SeRestorePrivilege, disabled). A
 // token without it is left as it is: the call that needs it then fails
 // with access denied.
 func enablePrivilege(name string) error {

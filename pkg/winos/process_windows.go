@@ -76,16 +76,43 @@ func commandLine(h windows.Handle, buf []uint64) string {
 	return (*windows.NTUnicodeString)(unsafe.Pointer(&buf[0])).String()
 }
 
-// KillProcess is OpenProcess(PROCESS_TERMINATE) and TerminateProcess; a
-// process that is gone fails OpenProcess with ERROR_INVALID_PARAMETER.
-func (windowsOS) KillProcess(pid int) error {
+// KillProcess opens the process once and works on that handle only: it
+// checks the creation time (a PID Windows gave to another process since
+// the caller listed it is not killed), then TerminateProcess. A process
+// that is gone fails OpenProcess with ERROR_INVALID_PARAMETER; one that
+// has exited while some handle still holds it fails TerminateProcess with
+// ERROR_ACCESS_DENIED, and is gone too.
+func (windowsOS) KillProcess(pid int, started time.Time) error {
 	target := strconv.Itoa(pid)
-	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE, false, uint32(pid))
+	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE|windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.SYNCHRONIZE, false, uint32(pid))
 	if err != nil {
 		return winErr("open process", target, err)
 	}
 	defer windows.CloseHandle(h)
-	return winErr("terminate process", target, windows.TerminateProcess(h, 1))
+	if !started.IsZero() {
+		var created, exited, kernel, user windows.Filetime
+		if err := windows.GetProcessTimes(h, &created, &exited, &kernel, &user); err != nil {
+			return winErr("read process times", target, err)
+		}
+		if !time.Unix(0, created.Nanoseconds()).Equal(started) {
+			return &Error{Op: "open process", Target: target, Code: ErrInvalidParameter,
+				Message: "the process listed has exited: another one was given its PID since"}
+		}
+	}
+	if exited(h) {
+		return nil
+	}
+	err = windows.TerminateProcess(h, 1)
+	if err != nil && exited(h) {
+		return nil
+	}
+	return winErr("terminate process", target, err)
+}
+
+// exited reports whether the process of handle h has ended.
+func exited(h windows.Handle) bool {
+	ev, err := windows.WaitForSingleObject(h, 0)
+	return err == nil && ev == windows.WAIT_OBJECT_0
 }
 
 // Run starts the program with CreateProcess through os/exec, which

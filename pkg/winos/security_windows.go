@@ -3,6 +3,7 @@ package winos
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -43,7 +44,7 @@ func (windowsOS) FileVersion(path string) (string, error) {
 
 // ACL reads the file's DACL with GetNamedSecurityInfo; see aclOf.
 func (windowsOS) ACL(path string) (ACL, error) {
-	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	sd, err := windows.GetNamedSecurityInfo(longPath(path), windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
 		return ACL{}, winErr("read ACL", path, err)
 	}
@@ -117,17 +118,28 @@ func (windowsOS) SetACL(path string, acl ACL) error {
 	if acl.Protected {
 		info = windows.DACL_SECURITY_INFORMATION | windows.PROTECTED_DACL_SECURITY_INFORMATION
 	}
-	return winErr(op, path, windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, info, nil, nil, dacl, nil))
+	return winErr(op, path, windows.SetNamedSecurityInfo(longPath(path), windows.SE_FILE_OBJECT, info, nil, nil, dacl, nil))
 }
 
 // daclOf builds a DACL of entries with SetEntriesInAcl. An entry applies
 // to the object itself and, when Inherit is set, to everything below a
 // directory.
-// SetEntriesInAcl puts the list in canonical order (denials first) and
-// merges entries of one SID, as Windows expects an ACL to be.
+// The entries go in canonical order (denials first), as Windows expects
+// an ACL to be: Windows' SetEntriesInAcl sorts them so, Wine's keeps the
+// order it is given.
 func daclOf(entries []ACE) (*windows.ACL, error) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
+	entries = slices.Clone(entries)
+	slices.SortStableFunc(entries, func(a, b ACE) int {
+		switch {
+		case a.Deny == b.Deny:
+			return 0
+		case a.Deny:
+			return -1
+		}
+		return 1
+	})
 	explicit := make([]windows.EXPLICIT_ACCESS, len(entries))
 	for i, e := range entries {
 		sid, err := windows.StringToSid(e.SID)
@@ -159,7 +171,7 @@ func daclOf(entries []ACE) (*windows.ACL, error) {
 
 // Owner reads the owner SID with GetNamedSecurityInfo.
 func (windowsOS) Owner(path string) (string, error) {
-	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	sd, err := windows.GetNamedSecurityInfo(longPath(path), windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
 	if err != nil {
 		return "", winErr("read owner", path, err)
 	}
@@ -183,33 +195,12 @@ func (windowsOS) SetOwner(path, sid string) error {
 	if err != nil {
 		return winErr("parse SID", sid, err)
 	}
-	if err := enablePrivileges("SeTakeOwnershipPrivilege", "SeRestorePrivilege"); err != nil {
-		return winErr(op, path, err)
-	}
-	return winErr(op, path, windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION, owner, nil, nil, nil))
-}
-
-// enablePrivileges enables privileges the process token holds.
-func enablePrivileges(names ...string) error {
-	var token windows.Token
-	if err := windows.OpenProcessToken(windows.CurrentProcess(), windows.TOKEN_ADJUST_PRIVILEGES|windows.TOKEN_QUERY, &token); err != nil {
-		return err
-	}
-	defer token.Close()
-	for _, name := range names {
-		var luid windows.LUID
-		if err := windows.LookupPrivilegeValue(nil, windows.StringToUTF16Ptr(name), &luid); err != nil {
-			return err
-		}
-		tp := windows.Tokenprivileges{PrivilegeCount: 1}
-		tp.Privileges[0] = windows.LUIDAndAttributes{Luid: luid, Attributes: windows.SE_PRIVILEGE_ENABLED}
-		// A privilege the token lacks stays off without an error here;
-		// SetNamedSecurityInfo then fails with its own.
-		if err := windows.AdjustTokenPrivileges(token, false, &tp, 0, nil, nil); err != nil {
+	for _, name := range []string{seTakeOwnershipName, seRestoreName} {
+		if err := enablePrivilege(name); err != nil {
 			return err
 		}
 	}
-	return nil
+	return winErr(op, path, windows.SetNamedSecurityInfo(longPath(path), windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION, owner, nil, nil, nil))
 }
 
 // tokenOwner reads the token's default owner (TokenOwner): the owner of

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -269,35 +270,57 @@ func (windowsOS) CreateService(cfg ServiceConfig) error {
 	return winErr("create service", cfg.Name, s.Close())
 }
 
-// ConfigureService is ChangeServiceConfig through mgr, with the command
-// line quoted as mgr.CreateService quotes it.
+// ConfigureService is ChangeServiceConfig, with the command line quoted
+// as mgr.CreateService quotes it, and the dependencies always given: an
+// empty list (two terminators) clears them, where NULL, which mgr sends
+// for an empty list, leaves them as they are. The description is set
+// with ChangeServiceConfig2 when given. (mgr's UpdateConfig would first
+// read every optional setting, and Wine refuses some of those levels.)
 func (windowsOS) ConfigureService(cfg ServiceConfig) error {
-	s, err := openService(cfg.Name, windows.SERVICE_QUERY_CONFIG|windows.SERVICE_CHANGE_CONFIG)
+	s, err := openService(cfg.Name, windows.SERVICE_CHANGE_CONFIG)
 	if err != nil {
 		return winErr("open service", cfg.Name, err)
 	}
 	defer s.close()
-	c, err := s.Config()
-	if err != nil {
-		return winErr("read service config", cfg.Name, err)
-	}
-	c.BinaryPathName = syscall.EscapeArg(cfg.Program)
+	line := syscall.EscapeArg(cfg.Program)
 	for _, a := range cfg.Args {
-		c.BinaryPathName += " " + syscall.EscapeArg(a)
+		line += " " + syscall.EscapeArg(a)
 	}
-	c.StartType = windows.SERVICE_AUTO_START
+	start := uint32(windows.SERVICE_AUTO_START)
 	if cfg.StartType == "Manual" {
-		c.StartType = windows.SERVICE_DEMAND_START
+		start = windows.SERVICE_DEMAND_START
 	}
-	c.DisplayName = cfg.DisplayName
-	if c.DisplayName == "" {
-		c.DisplayName = cfg.Name
+	display := cfg.DisplayName
+	if display == "" {
+		display = cfg.Name
 	}
-	c.Dependencies = cfg.DependsOn
-	if cfg.Description != "" {
-		c.Description = cfg.Description
+	var deps []uint16
+	for _, d := range cfg.DependsOn {
+		deps = append(deps, utf16.Encode([]rune(d+"\x00"))...)
 	}
-	return winErr("change service config", cfg.Name, s.UpdateConfig(c))
+	deps = append(deps, 0, 0)
+	linePtr, err := windows.UTF16PtrFromString(line)
+	if err != nil {
+		return winErr("change service config", cfg.Name, err)
+	}
+	displayPtr, err := windows.UTF16PtrFromString(display)
+	if err != nil {
+		return winErr("change service config", cfg.Name, err)
+	}
+	const keep = windows.SERVICE_NO_CHANGE
+	if err := windows.ChangeServiceConfig(s.Handle, keep, start, keep, linePtr, nil, nil, &deps[0], nil, nil, displayPtr); err != nil {
+		return winErr("change service config", cfg.Name, err)
+	}
+	if cfg.Description == "" {
+		return nil
+	}
+	desc, err := windows.UTF16PtrFromString(cfg.Description)
+	if err != nil {
+		return winErr("change service description", cfg.Name, err)
+	}
+	info := windows.SERVICE_DESCRIPTION{Description: desc}
+	return winErr("change service description", cfg.Name,
+		windows.ChangeServiceConfig2(s.Handle, windows.SERVICE_CONFIG_DESCRIPTION, (*byte)(unsafe.Pointer(&info))))
 }
 
 func (windowsOS) StartService(name string) error {

@@ -67,9 +67,12 @@ type OS interface {
 
 	// Processes lists the running processes.
 	Processes() ([]Process, error)
-	// KillProcess terminates a process (TerminateProcess). A process
-	// that no longer exists is ErrInvalidParameter.
-	KillProcess(pid int) error
+	// KillProcess terminates a process (TerminateProcess). started is
+	// the creation time Processes reported for it (zero: any): a process
+	// that no longer exists, or a later one that was given its PID, is
+	// ErrInvalidParameter and is not touched; one that has already
+	// exited is not an error.
+	KillProcess(pid int, started time.Time) error
 	// Run starts a program, waits for it and returns what it printed.
 	// It is killed when ctx ends (and the error is ctx's). A program
 	// that cannot be started is an error; a non-zero exit is not.

@@ -53,6 +53,7 @@ var built struct {
 // laptop's Windows-only code, with the tests to run.
 var windowsTests = map[string]string{
 	"../../pkg/remote": "TestDialAgentPipe",
+	"../../pkg/winos":  "TestWindows",
 }
 
 func build(t *testing.T) {

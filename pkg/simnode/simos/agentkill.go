@@ -159,8 +159,8 @@ func (a *agentOS) SetRecovery(name string, r winos.Recovery) error {
 	return a.do("SetRecovery", name, func() error { return a.OS.SetRecovery(name, r) })
 }
 
-func (a *agentOS) KillProcess(pid int) error {
-	return a.do("KillProcess", "", func() error { return a.OS.KillProcess(pid) })
+func (a *agentOS) KillProcess(pid int, started time.Time) error {
+	return a.do("KillProcess", "", func() error { return a.OS.KillProcess(pid, started) })
 }
 
 func (a *agentOS) Run(ctx context.Context, cmd winos.Command) (winos.Result, error) {

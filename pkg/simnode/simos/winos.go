@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,9 +232,16 @@ func (o simOS) Processes() ([]winos.Process, error) {
 	return out, nil
 }
 
-func (o simOS) KillProcess(pid int) error {
+// KillProcess kills pid when its creation time is started (zero: any):
+// another process that got the PID since is left alone, as the real
+// layer's handle check leaves it.
+func (o simOS) KillProcess(pid int, started time.Time) error {
+	gone := &winos.Error{Op: "terminate process", Target: strconv.Itoa(pid), Code: winos.ErrInvalidParameter, Message: "The parameter is incorrect."}
+	if !started.IsZero() && !slices.ContainsFunc(o.n.Processes(), func(p machine.Process) bool { return p.PID == pid && p.Started.Equal(started) }) {
+		return gone
+	}
 	if err := o.n.KillProcess(pid); err != nil {
-		return &winos.Error{Op: "terminate process", Target: strconv.Itoa(pid), Code: winos.ErrInvalidParameter, Message: "The parameter is incorrect."}
+		return gone
 	}
 	return nil
 }

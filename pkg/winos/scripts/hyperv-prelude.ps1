@@ -1,17 +1,17 @@
 # prelude of the hyperv-* scripts: pkg/winos puts this fixed text before
 # each of them (Script.Source), after request-prelude.ps1 (the request is
-# in $request, Write-SwdtJson prints JSON). It reports the result or a
-# typed failure, checks for the Hyper-V module and finds VMs and
-# checkpoints by name. Like request-prelude.ps1 it uses core types only,
-# so that it runs in Constrained Language mode.
+# in $request, Write-SwdtJson prints JSON, Stop-SwdtOp and its trap report
+# failures). It reports the result, checks for the Hyper-V module and
+# finds VMs and checkpoints by name. Like request-prelude.ps1 it uses core
+# types only, so that it runs in Constrained Language mode.
 #
 # VM and checkpoint names are user data: they stay data, compared with
 # -eq (Get-VM -Name and friends read [ ] * ? as wildcards), and never
 # become script text.
 #
 # Output: one line of JSON on stdout, {"data": ...} (exit 0), or
-# {"error": {"kind": "...", "message": "..."}} (exit 1) for a failure the
-# script names (Stop-SwdtOp: no-hyperv, vm-not-found, ...) or any other
+# request-prelude.ps1's failure line (exit 1) for a failure the script
+# names (Stop-SwdtOp: no-hyperv, vm-not-found, ...) or any other
 # terminating error (kind exception).
 #
 # Windows PowerShell 5.1: its type data gives System.Array a Count alias
@@ -32,32 +32,6 @@ try {
 function Write-SwdtResult {
     param([Parameter(Mandatory = $true)] [AllowNull()] [AllowEmptyCollection()] $Data)
     Write-SwdtJson -Object ([ordered]@{ data = $Data })
-}
-
-# Stop-SwdtOp ends the script with a failure of its kind: the kind and
-# message are kept in a variable of the script's scope for the trap (an
-# exception of another type, to carry them, is not a core type).
-$SwdtFailure = $null
-function Stop-SwdtOp {
-    param([Parameter(Mandatory = $true)] [string] $Kind, [Parameter(Mandatory = $true)] [AllowEmptyString()] [string] $Message)
-    $script:SwdtFailure = [ordered]@{ kind = $Kind; message = $Message }
-    throw $Message
-}
-
-# Every terminating error ends the script with one failure line (a trap
-# applies to its whole scope, so a request that is no JSON is reported
-# too).
-trap {
-    $failure = $script:SwdtFailure
-    if ($null -eq $failure) {
-        $message = [string]$_.Exception.Message
-        if ($_.InvocationInfo) {
-            $message = $message + ' (at line ' + $_.InvocationInfo.ScriptLineNumber + ')'
-        }
-        $failure = [ordered]@{ kind = 'exception'; message = $message }
-    }
-    Write-SwdtJson -Object ([ordered]@{ error = $failure })
-    exit 1
 }
 
 if ($null -eq (Get-Module -ListAvailable -Name Hyper-V)) {
