@@ -29,35 +29,37 @@ func joinEndRunners(ctx context.Context, w winos.OS, files []string) (ended, inU
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the processes that may run the join's binaries: %w", err)
 	}
-	var killed []ops.JoinProcess
+	var killed []winos.Process
 	for _, pr := range procs {
-		i := slices.IndexFunc(files, func(f string) bool { return pr.Path != "" && strings.EqualFold(pr.Path, f) })
-		if i < 0 {
+		if !slices.ContainsFunc(files, func(f string) bool { return pr.Path != "" && strings.EqualFold(pr.Path, f) }) {
 			continue
 		}
-		jp := ops.JoinProcess{Path: files[i], Name: procName(pr), PID: pr.PID}
-		if err := w.KillProcess(pr.PID); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+		// A process that exited meanwhile, or whose PID another took
+		// since the listing, is not touched (ErrInvalidParameter): gone.
+		if err := w.KillProcess(pr.PID, pr.Started); err != nil && winos.Code(err) != winos.ErrInvalidParameter {
+			jp := joinProcess(pr)
 			jp.Error = fmt.Sprintf("could not end process %d: %v", pr.PID, err)
 			inUse = append(inUse, jp)
 			continue
 		}
-		killed = append(killed, jp)
+		killed = append(killed, pr)
 	}
 	if len(killed) == 0 {
 		return nil, inUse, nil
 	}
 	// TerminateProcess returns before the process has exited, and its
 	// image stays locked until it has.
-	var running []ops.JoinProcess
+	var running []winos.Process
 	if _, err := poll(ctx, joinExitLimit, 200*time.Millisecond, func() (bool, error) {
 		running, err = joinStillRunning(w, killed)
 		return len(running) == 0, err
 	}); err != nil {
 		return nil, nil, err
 	}
-	for _, jp := range killed {
-		if slices.Contains(running, jp) {
-			jp.Error = fmt.Sprintf("process %d still ran %d ms after it was ended", jp.PID, joinExitLimit.Milliseconds())
+	for _, pr := range killed {
+		jp := joinProcess(pr)
+		if slices.ContainsFunc(running, func(r winos.Process) bool { return r.PID == pr.PID }) {
+			jp.Error = fmt.Sprintf("process %d still ran %d ms after it was ended", pr.PID, joinExitLimit.Milliseconds())
 			inUse = append(inUse, jp)
 			continue
 		}
@@ -66,18 +68,26 @@ func joinEndRunners(ctx context.Context, w winos.OS, files []string) (ended, inU
 	return ended, inUse, nil
 }
 
-// joinStillRunning lists the processes of procs that still run their
-// file (Windows reuses process IDs: another program with the PID does
-// not count).
-func joinStillRunning(w winos.OS, procs []ops.JoinProcess) ([]ops.JoinProcess, error) {
+// joinProcess is how the response names a process that runs a join's
+// file.
+func joinProcess(pr winos.Process) ops.JoinProcess {
+	return ops.JoinProcess{Path: pr.Path, Name: procName(pr), PID: pr.PID}
+}
+
+// joinStillRunning lists the processes of procs that still run (Windows
+// reuses process IDs: a later process with the PID, or another program,
+// does not count).
+func joinStillRunning(w winos.OS, procs []winos.Process) ([]winos.Process, error) {
 	now, err := w.Processes()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	var out []ops.JoinProcess
-	for _, jp := range procs {
-		if slices.ContainsFunc(now, func(pr winos.Process) bool { return pr.PID == jp.PID && strings.EqualFold(procName(pr), jp.Name) }) {
-			out = append(out, jp)
+	var out []winos.Process
+	for _, pr := range procs {
+		if slices.ContainsFunc(now, func(n winos.Process) bool {
+			return n.PID == pr.PID && n.Started.Equal(pr.Started) && strings.EqualFold(procName(n), procName(pr))
+		}) {
+			out = append(out, pr)
 		}
 	}
 	return out, nil

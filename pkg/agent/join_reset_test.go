@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -19,11 +20,11 @@ type refusingKillOS struct {
 	pid int
 }
 
-func (o refusingKillOS) KillProcess(pid int) error {
+func (o refusingKillOS) KillProcess(pid int, started time.Time) error {
 	if pid == o.pid {
 		return &winos.Error{Op: "terminate process", Target: "process", Code: winos.ErrAccessDenied, Message: "Access is denied."}
 	}
-	return o.OS.KillProcess(pid)
+	return o.OS.KillProcess(pid, started)
 }
 
 // With pods on the node, containerd's shims run on after containerd
