@@ -156,8 +156,11 @@ const (
 )
 
 // joinReset stops and deletes each service, removes the join's firewall
-// rules, then removes the join files, the kubelet's kubeconfig, and each
-// binary with swdt's leftovers beside it. Each step is idempotent.
+// rules, ends the processes that still run a binary it removes
+// (join_reset.go), then removes the join files, the kubelet's
+// kubeconfig, and each binary with swdt's leftovers beside it; a binary
+// a process still runs is reported in InUse and kept. Each step is
+// idempotent.
 func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.JoinResetResponse, error) {
 	resp := ops.JoinResetResponse{Removed: []string{}}
 	if len(req.Services) == 0 {
@@ -201,7 +204,15 @@ func joinReset(ctx context.Context, w winos.OS, req ops.JoinResetRequest) (ops.J
 	for _, r := range rules {
 		resp.Removed = append(resp.Removed, "firewall rule "+r)
 	}
+	ended, inUse, err := joinEndRunners(ctx, w, files)
+	if err != nil {
+		return resp, err
+	}
+	resp.Ended, resp.InUse = ended, inUse
 	for _, f := range files {
+		if joinInUse(resp.InUse, f) {
+			continue
+		}
 		ok, err := winsFileExists(w, f)
 		if err != nil {
 			return resp, fmt.Errorf("look for %s: %w", f, err)

@@ -34,6 +34,10 @@ type NodeState struct {
 	// True (for example no network plugin yet).
 	ReadyReason  string `json:"readyReason,omitempty"`
 	ReadyMessage string `json:"readyMessage,omitempty"`
+	// Conditions are the Node's conditions that are not in their healthy
+	// state (Ready not True, a pressure or NetworkUnavailable True, any
+	// Unknown): why a Node is NotReady, or what else ails it.
+	Conditions []Condition `json:"conditions,omitempty"`
 	// LeaseRenewed is the kube-node-lease Lease's renewTime.
 	LeaseRenewed time.Time `json:"leaseRenewed,omitzero"`
 }
@@ -63,6 +67,7 @@ func (c *Cluster) Node(ctx context.Context, name string) (NodeState, error) {
 			st.Ready, st.ReadyReason, st.ReadyMessage = cond.Status, cond.Reason, cond.Message
 		}
 	}
+	st.Conditions = unhealthy(n.Status.Conditions)
 	lease, err := c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:

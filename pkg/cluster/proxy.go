@@ -26,8 +26,8 @@ const (
 	kubeProxyNodeLabel      = "windows.k8s.io/swdt-kube-proxy-node"
 )
 
-// kubeProxySecret is the token Secret of the kube-proxy of node.
-func kubeProxySecret(node string) string { return KubeProxyServiceAccount + "-" + node }
+// KubeProxySecret is the token Secret of the kube-proxy of node.
+func KubeProxySecret(node string) string { return KubeProxyServiceAccount + "-" + node }
 
 // KubeProxyKubeconfig is the kubeconfig of the kube-proxy service of node:
 // the API server, its CA and the token of a Secret of type
@@ -50,7 +50,7 @@ func (c *Cluster) KubeProxyKubeconfig(ctx context.Context, node string, wait tim
 	}
 	secrets := core.Secrets(metav1.NamespaceSystem)
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: kubeProxySecret(node), Namespace: metav1.NamespaceSystem,
+		ObjectMeta: metav1.ObjectMeta{Name: KubeProxySecret(node), Namespace: metav1.NamespaceSystem,
 			Labels:      map[string]string{kubeProxyNodeLabel: node},
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: KubeProxyServiceAccount}},
 		Type: corev1.SecretTypeServiceAccountToken,
@@ -86,12 +86,12 @@ func (c *Cluster) KubeProxyKubeconfig(ctx context.Context, node string, wait tim
 // which revokes the token; it reports whether there was one. The
 // ServiceAccount and its binding, shared by every node, stay.
 func (c *Cluster) DeleteKubeProxyToken(ctx context.Context, node string) (bool, error) {
-	err := c.client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, kubeProxySecret(node), metav1.DeleteOptions{})
+	err := c.client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, KubeProxySecret(node), metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("delete the token Secret kube-system/%s: %w", kubeProxySecret(node), c.explain(err))
+		return false, fmt.Errorf("delete the token Secret kube-system/%s: %w", KubeProxySecret(node), c.explain(err))
 	}
 	return true, nil
 }

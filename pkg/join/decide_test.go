@@ -88,19 +88,17 @@ users:
 	tests := []struct {
 		name       string
 		kubeconfig string
-		reset      bool
 		want       bool
 		wantErr    bool
 	}{
 		{name: "never joined", want: false},
 		{name: "joined to this cluster", kubeconfig: kubeconfig(server), want: true},
 		{name: "joined to another cluster", kubeconfig: kubeconfig("https://10.9.9.9:6443"), wantErr: true},
-		{name: "joined to another cluster, --reset", kubeconfig: kubeconfig("https://10.9.9.9:6443"), reset: true, want: false},
 		{name: "no current context", kubeconfig: "apiVersion: v1\nkind: Config\n", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := joinedTo(tt.kubeconfig, server, tt.reset)
+			got, err := joinedTo(tt.kubeconfig, server)
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("joinedTo = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}

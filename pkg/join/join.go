@@ -116,8 +116,17 @@ type Report struct {
 	Node cluster.NodeState `json:"node"`
 	// Note explains a Node that is not Ready.
 	Note string `json:"note,omitempty"`
-	// Removed lists what --reset removed from the node.
+	// Removed lists what --reset removed from the node and the cluster.
 	Removed []string `json:"removed,omitempty"`
+	// Ended lists the processes --reset ended because they ran a binary
+	// it removes (pod sandboxes' shims); InUse those it could not end,
+	// whose files it kept.
+	Ended []ops.JoinProcess `json:"ended,omitempty"`
+	InUse []ops.JoinProcess `json:"inUse,omitempty"`
+	// LeftInCluster lists what --reset could not delete in the cluster
+	// (gone, unreachable, refusing, or not the one the node joined), and
+	// why; the node side is reset all the same.
+	LeftInCluster []Leftover `json:"leftInCluster,omitempty"`
 	// Error says what failed.
 	Error string `json:"error,omitempty"`
 }
@@ -206,7 +215,7 @@ func newPrepared(k *v1alpha1.KubernetesSpec) *prepared {
 	return p
 }
 
-func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*prepared, error) {
+func (j *joiner) prepare(ctx context.Context, connect Connect) (*prepared, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	p := newPrepared(&j.spec.Spec.Kubernetes)
 	c, err := cluster.Connect(js.Kubeconfig, js.Context)
@@ -220,15 +229,10 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		return nil, err
 	}
 	p.serverVersion = releaseOf(server)
-	if !j.opts.Reset {
-		if p.version, err = kubeletVersion(p.kubelet, server); err != nil {
-			return nil, err
-		}
+	if p.version, err = kubeletVersion(p.kubelet, server); err != nil {
+		return nil, err
 	}
 	for _, pr := range p.binaries() {
-		if !resolve {
-			break
-		}
 		b := target.Provisioner(*pr).Source()
 		if isKubernetesRelease(pr) && b.Version == "" {
 			b.Version = p.serverVersion
@@ -250,7 +254,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		closeN()
 		return nil, err
 	}
-	if len(ins.Unsafe) > 0 && !j.opts.Reset {
+	if len(ins.Unsafe) > 0 {
 		closeN()
 		return nil, fmt.Errorf("the node's folders for the kubelet's credentials are not safe: %s; nothing was changed (docs/security.md)", strings.Join(ins.Unsafe, "; "))
 	}
@@ -259,7 +263,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 	}
 	p.registered = ins.Services
 	p.name = nodeName(js, ins.Hostname)
-	if p.joined, err = joinedTo(ins.Kubeconfig, c.Server, j.opts.Reset); err != nil {
+	if p.joined, err = joinedTo(ins.Kubeconfig, c.Server); err != nil {
 		closeN()
 		return nil, err
 	}
@@ -267,7 +271,7 @@ func (j *joiner) prepare(ctx context.Context, connect Connect, resolve bool) (*p
 		closeN()
 		return nil, err
 	}
-	if p.before.Registered && !p.joined && !j.opts.Reset {
+	if p.before.Registered && !p.joined {
 		closeN()
 		return nil, fmt.Errorf("the cluster already has a Node named %s, and this machine has no kubelet credentials for it: another machine has that name. Set spec.kubernetes.join.nodeName, or delete the stale Node (kubectl delete node %s); nothing was changed", p.name, p.name)
 	}
@@ -307,8 +311,8 @@ func nodeName(js *v1alpha1.JoinSpec, hostname string) string {
 
 // joinedTo reports whether the kubelet kubeconfig the node holds
 // (kubeconfig, "" for none) names the cluster at server. One that names
-// another cluster is refused, unless the run resets the node.
-func joinedTo(kubeconfig, server string, reset bool) (bool, error) {
+// another cluster is refused (reset.go resets such a node).
+func joinedTo(kubeconfig, server string) (bool, error) {
 	if kubeconfig == "" {
 		return false, nil
 	}
@@ -316,7 +320,7 @@ func joinedTo(kubeconfig, server string, reset bool) (bool, error) {
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("the node's %s cannot be read (%w): remove it, or run swdt join --reset", ops.JoinKubeconfig, err)
-	case other != server && !reset:
+	case other != server:
 		return false, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, server)
 	}
 	return other == server, nil
@@ -382,7 +386,7 @@ func releaseOf(v *version.Version) string {
 }
 
 func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
-	p, err := j.prepare(ctx, connect, true)
+	p, err := j.prepare(ctx, connect)
 	if err != nil {
 		return nil, err
 	}
@@ -568,71 +572,13 @@ func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswa
 	return items
 }
 
-func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
-	p, err := j.prepare(ctx, connect, false)
-	if err != nil {
-		return nil, err
-	}
-	defer p.closeN()
-	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
-	j.step("stopping and deleting the services and files of the join")
-	res, err := p.n.ResetJoin(ctx, p.resetRequest())
-	if err != nil {
-		return nil, err
-	}
-	for _, svc := range res.Deleted {
-		rep.Removed = append(rep.Removed, "service "+svc)
-	}
-	rep.Removed = append(rep.Removed, res.Removed...)
-	if p.before.Registered && p.joined {
-		j.step("deleting Node " + p.name)
-		if err := p.cluster.DeleteNode(ctx, p.name); err != nil {
-			return nil, err
-		}
-		rep.Removed = append(rep.Removed, "Node "+p.name)
-	}
-	if deleted, err := p.cluster.DeleteKubeProxyToken(ctx, p.name); err != nil {
-		return nil, err
-	} else if deleted {
-		rep.Removed = append(rep.Removed, "kube-proxy's token")
-	}
-	n, err := p.cluster.DeleteBootstrapTokens(ctx, "swdt join "+p.name)
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		rep.Removed = append(rep.Removed, fmt.Sprintf("%d bootstrap token(s)", n))
-	}
-	if len(rep.Removed) > 0 {
-		rep.Result = ResultRemoved
-	}
-	rep.Node, err = p.cluster.Node(ctx, p.name)
-	return rep, err
-}
-
-// resetRequest is what --reset removes from the node: the services of
-// kube-proxy, the kubelet and containerd (in that order, each with its
-// binary), and the files of the others.
-func (p *prepared) resetRequest() ops.JoinResetRequest {
-	var req ops.JoinResetRequest
-	for _, pr := range []*v1alpha1.ProvisionerSpec{p.kubeProxy, p.kubelet, p.containerd} {
-		if pr != nil {
-			req.Services = append(req.Services, ops.JoinService{Name: serviceOf(pr), Binary: pr.Destination})
-		}
-	}
-	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
-		req.Files = append(req.Files, pr.Destination)
-	}
-	return req
-}
-
 // readyNote explains a Node that registered but is not Ready.
 func readyNote(st cluster.NodeState) string {
 	switch {
 	case st.Ready == corev1.ConditionTrue:
 		return ""
 	case strings.Contains(st.ReadyMessage, "NetworkPluginNotReady") || strings.Contains(st.ReadyMessage, "cni"):
-		return "NotReady only because no network plugin (CNI) runs on the node yet: deploy Flannel or Calico for Windows (sig-windows-tools' HostProcess DaemonSets), see docs/join.md"
+		return "NotReady only because no network plugin (CNI) runs on the node yet: deploy a CNI with Windows support and its HostProcess DaemonSets (Calico, or Flannel with VXLAN VNI 4096 and port 4789): see docs/join.md, What makes Ready"
 	}
 	return fmt.Sprintf("NotReady: %s: %s", st.ReadyReason, st.ReadyMessage)
 }

@@ -13,7 +13,9 @@ var (
 	// Administrators and SYSTEM only.
 	JoinWrite = register[JoinWriteRequest, JoinWriteResponse]("join-write")
 	// JoinReset stops and deletes the kubelet service and removes the
-	// join files, the kubelet's certificates and the kubelet binary.
+	// join files, the kubelet's certificates and the kubelet binary,
+	// ending first the processes that still run those binaries (pod
+	// sandboxes' shims).
 	JoinReset = register[JoinResetRequest, JoinResetResponse]("join-reset")
 )
 
@@ -137,4 +139,23 @@ type JoinResetResponse struct {
 	Deleted []string `json:"deleted,omitempty"`
 	// Removed lists the files removed.
 	Removed []string `json:"removed,omitempty"`
+	// Ended lists the processes that ran one of the files to remove
+	// (containerd's shims serving pod sandboxes, which outlive
+	// containerd) and were ended before the files were removed.
+	Ended []JoinProcess `json:"ended,omitempty"`
+	// InUse lists the files that could not be removed because a
+	// process still runs them (one that could not be ended); the rest
+	// was removed.
+	InUse []JoinProcess `json:"inUse,omitempty"`
+}
+
+// JoinProcess is a process that runs one of a join's files.
+type JoinProcess struct {
+	// Path is the file the process runs.
+	Path string `json:"path"`
+	// Name is the process's image name; PID its process ID.
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// Error says why it could not be ended (InUse only).
+	Error string `json:"error,omitempty"`
 }

@@ -18,7 +18,8 @@ const hidden = "***"
 // information (user:password@ or token@) becomes ***@, and a query string
 // or fragment (tokens, presigned signatures) becomes ?*** or #***. s may
 // be a URL or a message that holds URLs; a URL ends at the first white
-// space, and its query or fragment also at a quote or angle bracket.
+// space, and its query or fragment also at a quote, an angle bracket or
+// a backslash (JSON's escaped quote).
 func URLs(s string) string {
 	var b strings.Builder
 	for {
@@ -40,7 +41,9 @@ func URLs(s string) string {
 		if q < 0 {
 			continue
 		}
-		stop := strings.IndexAny(s[q:end], `"'<>`)
+		// A URL has no raw backslash: in JSON one escapes the quote
+		// that ends it.
+		stop := strings.IndexAny(s[q:end], `"'<>\`)
 		if stop < 0 {
 			stop = end - q
 		}

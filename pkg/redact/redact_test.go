@@ -22,6 +22,8 @@ func TestURLs(t *testing.T) {
 		{"https://h/kubelet.exe?X-Amz-Signature=abc&X-Amz-Credential=k", "https://h/kubelet.exe?***"},
 		{"https://h/x#access_token=t", "https://h/x#***"},
 		{`Get "https://h/x?sig=s3cret": EOF`, `Get "https://h/x?***": EOF`},
+		// In JSON a quote is escaped: the query ends before the backslash.
+		{`{"error": "Get \"https://h/x?timeout=30s\": EOF"}`, `{"error": "Get \"https://h/x?***\": EOF"}`},
 		{`download https://h/x?sig=s3cret: 403 Forbidden.`, `download https://h/x?***: 403 Forbidden.`},
 		{`see https://h/x?sig=s3cret.`, `see https://h/x?***.`},
 		{"https://u:p@h/x?t=1 and https://h/y#f", "https://***@h/x?*** and https://h/y#***"},

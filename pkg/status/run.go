@@ -49,7 +49,8 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 const clusterReadLimit = 15 * time.Second
 
 // ClusterNode adds, on a node with spec.kubernetes.join, what the cluster
-// says of its Node (Ready condition, kubeletVersion) to the kubelet's
+// says of its Node (Ready condition, the conditions that are not
+// healthy, which say why it is NotReady, kubeletVersion) to the kubelet's
 // binary in report; a cluster that cannot be read is reported there, not
 // as the node's failure.
 func ClusterNode(ctx context.Context, spec *v1alpha1.Node, report *Report) {

@@ -59,10 +59,14 @@ containerd's other binaries (its shim) and binaries of service None
 (the CNI plugins, in C:\opt\cni\bin) are installed with it.
 
 --reset undoes it: the kubelet service and files, swdt's firewall rules, the
-Node and swdt's bootstrap tokens.
+Node and swdt's bootstrap tokens. It ends the processes that still run the
+binaries it removes (the shims of pod sandboxes, which outlive containerd).
+The node is reset even when the cluster is gone, unreachable or refuses the
+kubeconfig: what could not be deleted in the cluster is then listed (-o
+json: leftInCluster) and the exit code says the reset is incomplete.
 
 Exit codes: 0 joined (or reset), 1 failure, 2 the file is invalid, 3 some
-nodes failed.`,
+nodes failed, or a reset left something in the cluster or a file in use.`,
 		Example: "  swdt join -c node.yaml\n  swdt join -c node.yaml -o json\n  swdt join -c node.yaml --reset",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -154,11 +158,16 @@ func printJoin(u *ui.UI, results []fleet.Result[*join.Report]) error {
 
 func joinDetail(r *join.Report) string {
 	var parts []string
+	if len(r.Removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(r.Removed, ", "))
+	}
+	for _, p := range r.Ended {
+		parts = append(parts, fmt.Sprintf("ended process %d (%s)", p.PID, p.Name))
+	}
 	switch {
 	case r.Error != "":
 		parts = append(parts, r.Error)
 	case len(r.Removed) > 0:
-		parts = append(parts, "removed "+strings.Join(r.Removed, ", "))
 	case r.Node.Registered:
 		parts = append(parts, fmt.Sprintf("kubelet %s, Ready=%s", r.Node.KubeletVersion, r.Node.Ready))
 	default:

@@ -54,7 +54,9 @@ sha256 for a download):
 
 On a node with spec.kubernetes.join the kubelet's service state is
 followed by what the cluster says of its Node: Ready or NotReady, and the
-kubeletVersion it reports (-o json: clusterNode).
+kubeletVersion it reports; a warning says why a Node is NotReady (each
+condition that is not in its healthy state, with its reason and message)
+(-o json: clusterNode, its conditions).
 
 Exit codes: 0 every node was read, 1 no node could be read, 2 usage or
 config error, 3 some nodes could not be read.`,
@@ -117,6 +119,9 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 			rows = append(rows, []string{r.Node, b.Name, statusText(b) + clusterText(b), pid, orDash(b.Version), shortSHA(b), b.Source})
 			if b.NodeError != "" {
 				u.Warn("node %s: the cluster could not be read: %s", r.Node, b.NodeError)
+			}
+			if why := nodeWhy(b.Node); why != "" {
+				u.Warn("node %s: %s", r.Node, why)
 			}
 			if b.Source == status.RunsOther {
 				u.Warn("node %s: service %s runs %s, not the destination %s", r.Node, b.Service, b.ServiceRuns, b.Destination)

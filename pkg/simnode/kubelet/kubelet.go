@@ -406,14 +406,23 @@ func (k *simKubelet) postStatus(ctx context.Context, client kubernetes.Interface
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
 	n.Status.Allocatable = n.Status.Capacity
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
-		Message: kubeletNotReady, LastHeartbeatTime: now, LastTransitionTime: now}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == ready.Status {
-			ready.LastTransitionTime = c.LastTransitionTime
+	// As a real kubelet, it posts its pressure conditions (healthy: False)
+	// besides Ready.
+	conds := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: kubeletNotReady},
+	}
+	for i := range conds {
+		conds[i].LastHeartbeatTime, conds[i].LastTransitionTime = now, now
+		for _, c := range n.Status.Conditions {
+			if c.Type == conds[i].Type && c.Status == conds[i].Status {
+				conds[i].LastTransitionTime = c.LastTransitionTime
+			}
 		}
 	}
-	n.Status.Conditions = []corev1.NodeCondition{ready}
+	n.Status.Conditions = conds
 	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	return err
 }
