@@ -374,7 +374,12 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	js := j.spec.Spec.Kubernetes.Join
 	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
 	description := "swdt join " + p.name
-	files, err := baseFiles(js, p.cluster.CAData, p.containerd != nil)
+	dns, err := kubeletDNS(ctx, js, p.cluster.DNS)
+	if err != nil {
+		return nil, err
+	}
+	j.dnsStep(dns)
+	files, err := baseFiles(js, dns, p.cluster.CAData, p.containerd != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -436,12 +441,12 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 }
 
 // baseFiles are the join's files that need no token: the cluster's CA,
-// the kubelet's config and, when a provisioner feeds containerd
-// (containerd), its config: spec.kubernetes.join.containerdConfig's, else
-// the default.
-func baseFiles(js *v1alpha1.JoinSpec, ca []byte, containerd bool) (map[ops.JoinFile]string, error) {
+// the kubelet's config (with the cluster's DNS) and, when a provisioner
+// feeds containerd (containerd), its config:
+// spec.kubernetes.join.containerdConfig's, else the default.
+func baseFiles(js *v1alpha1.JoinSpec, dns cluster.DNS, ca []byte, containerd bool) (map[ops.JoinFile]string, error) {
 	files := map[ops.JoinFile]string{ops.JoinFileCA: string(ca)}
-	kc, err := KubeletConfig(js)
+	kc, err := KubeletConfig(js, dns)
 	if err != nil {
 		return nil, err
 	}

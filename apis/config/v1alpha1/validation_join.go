@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -166,6 +167,16 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	for i, t := range j.Taints {
 		if _, err := ParseTaint(t); err != nil {
 			errs = append(errs, field.Invalid(p.Child("taints").Index(i), t, err.Error()))
+		}
+	}
+	for i, ip := range j.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, field.Invalid(p.Child("clusterDNS").Index(i), ip, "must be an IP address, such as 10.96.0.10 (the clusterIP of the cluster's DNS Service)"))
+		}
+	}
+	if j.ClusterDomain != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(j.ClusterDomain) {
+			errs = append(errs, field.Invalid(p.Child("clusterDomain"), j.ClusterDomain, msg+", such as cluster.local"))
 		}
 	}
 	if j.Timeout != nil && j.Timeout.Duration <= 0 {
