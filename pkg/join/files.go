@@ -110,11 +110,12 @@ state = "C:\\ProgramData\\containerd\\state"
 }
 
 // ContainerdRegistration is the containerd service a join registers: what
-// `containerd.exe --register-service` creates (the binary with
-// --run-service and its config), then the node file's register args.
+// `containerd.exe --register-service --log-file ...` creates (the binary
+// with --run-service, its config and its log file), then the node file's
+// register args.
 func ContainerdRegistration(containerd *v1alpha1.ProvisionerSpec) ops.ServiceRegisterRequest {
 	req := ops.ServiceRegisterRequest{Name: serviceOf(containerd), Program: containerd.Destination,
-		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig},
+		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig, "--log-file", ops.JoinContainerdLog},
 		DisplayName: "containerd", Description: "Container runtime (registered by swdt join)", StartType: "Automatic"}
 	return withRegister(req, containerd.Register)
 }

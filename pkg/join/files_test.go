@@ -78,7 +78,7 @@ func TestRegistrationRuntimeEndpoint(t *testing.T) {
 func TestContainerdRegistrationAndKubeletDependency(t *testing.T) {
 	containerd := &v1alpha1.ProvisionerSpec{Name: "containerd", Destination: `C:\Program Files\containerd\containerd.exe`}
 	req := ContainerdRegistration(containerd)
-	if req.Name != "containerd" || !slices.Equal(req.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig}) {
+	if req.Name != "containerd" || !slices.Equal(req.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig, "--log-file", ops.JoinContainerdLog}) {
 		t.Errorf("containerd = %+v", req)
 	}
 	kubelet := &v1alpha1.ProvisionerSpec{Name: "kubelet", Destination: `C:\k\kubelet.exe`}

@@ -166,6 +166,7 @@ type prepared struct {
 	kubelet    *v1alpha1.ProvisionerSpec
 	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
 	kubeProxy  *v1alpha1.ProvisionerSpec // nil: no kube-proxy service (a CNI's DaemonSet runs it)
+	logRunner  *v1alpha1.ProvisionerSpec // nil: the kubelet and kube-proxy run without kube-log-runner
 	// helpers are the other binaries of the containerd service (its
 	// shim, ctr.exe); files feed no service (the CNI plugins).
 	helpers, files []*v1alpha1.ProvisionerSpec
@@ -185,7 +186,7 @@ type prepared struct {
 // containerd's helpers and the files of no service.
 func newPrepared(k *v1alpha1.KubernetesSpec) *prepared {
 	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), kubeProxy: v1alpha1.JoinKubeProxy(k),
-		sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+		logRunner: v1alpha1.JoinLogRunner(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	p.helpers, p.files = extras(k, p.containerd)
 	return p
 }
@@ -307,13 +308,18 @@ func joinedTo(kubeconfig, server string, reset bool) (bool, error) {
 }
 
 // binaries are the provisioners a join installs: containerd and its
-// helpers first, then the files of no service, the kubelet, kube-proxy.
+// helpers first, then the files of no service, kube-log-runner, the
+// kubelet, kube-proxy.
 func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
 	var out []*v1alpha1.ProvisionerSpec
 	if p.containerd != nil {
 		out = append(out, p.containerd)
 	}
-	out = append(append(append(out, p.helpers...), p.files...), p.kubelet)
+	out = append(append(out, p.helpers...), p.files...)
+	if p.logRunner != nil {
+		out = append(out, p.logRunner)
+	}
+	out = append(out, p.kubelet)
 	if p.kubeProxy != nil {
 		out = append(out, p.kubeProxy)
 	}
@@ -403,7 +409,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		}
 		files[ops.JoinFileBootstrapKubeconfig] = string(boot)
 	}
-	written, err := p.n.WriteJoinFiles(ctx, ops.JoinWriteRequest{Files: files, CNI: p.installsCNI()})
+	written, err := p.n.WriteJoinFiles(ctx, ops.JoinWriteRequest{Files: files, CNI: p.installsCNI(), Logs: p.logs()})
 	for _, note := range written.Notes {
 		j.opts.Observer.Warn("node " + j.spec.Name + ": " + note)
 	}
@@ -519,7 +525,7 @@ func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswa
 		var reg ops.ServiceRegisterRequest
 		switch {
 		case pr == p.kubelet:
-			reg = Registration(js, p.kubelet, p.containerd, p.name)
+			reg = withLogRunner(Registration(js, p.kubelet, p.containerd, p.name), p.logRunner, ops.JoinKubeletLog)
 			it.Restart = slices.Contains(changed, ops.JoinFileKubeletConfig)
 		case pr == p.containerd:
 			reg = ContainerdRegistration(pr)
@@ -529,8 +535,14 @@ func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswa
 				it.StartChecks = it.HealthChecks
 			}
 		case pr == p.kubeProxy:
-			reg = KubeProxyRegistration(pr, p.kubelet, p.name)
+			reg = withLogRunner(KubeProxyRegistration(pr, p.kubelet, p.name), p.logRunner, ops.JoinKubeProxyLog)
 			it.Restart = slices.Contains(changed, ops.JoinFileKubeProxyKubeconfig)
+		case pr == p.logRunner:
+			if !p.kubeletRegistered() {
+				// The kubelet's service is registered in this run, to
+				// run kube-log-runner: it goes in first as a plain file.
+				it.Service, it.Helper = "", false
+			}
 		case it.Service != "" && !ctrdRegistered:
 			// containerd's service is registered in this run, with its
 			// main binary: a helper goes in first as a plain file.
@@ -601,6 +613,9 @@ func (p *prepared) resetRequest() ops.JoinResetRequest {
 	}
 	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
 		req.Files = append(req.Files, pr.Destination)
+	}
+	if p.logRunner != nil {
+		req.Files = append(req.Files, p.logRunner.Destination)
 	}
 	return req
 }

@@ -47,6 +47,14 @@ func TestValidateJoin(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.kubernetes.join.clusterDNS[1]"}},
 		{name: "cluster domain not a DNS name", mutate: func(_ *Node, j *JoinSpec) { j.ClusterDomain = "Cluster_Local." },
 			want: []string{"FieldValueInvalid spec.kubernetes.join.clusterDomain"}},
+		{name: "kube-log-runner with the kubelet", mutate: func(n *Node, _ *JoinSpec) {
+			n.Spec.Kubernetes.Provisioners = append(n.Spec.Kubernetes.Provisioners,
+				ProvisionerSpec{Name: "kube-log-runner", Service: "kubelet", SourceURL: "release:kubernetes", Destination: `C:\k\kube-log-runner.exe`})
+		}},
+		{name: "kube-log-runner as a file of no service", mutate: func(n *Node, _ *JoinSpec) {
+			n.Spec.Kubernetes.Provisioners = append(n.Spec.Kubernetes.Provisioners,
+				ProvisionerSpec{Name: "log-runner", Service: "None", SourceURL: "release:kubernetes", Destination: `C:\k\KUBE-LOG-RUNNER.EXE`})
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[3].service"}},
 		{name: "control characters", mutate: func(_ *Node, j *JoinSpec) { j.Kubeconfig, j.Context = "a\x1b", "b\n" },
 			want: []string{"FieldValueInvalid spec.kubernetes.join.kubeconfig", "FieldValueInvalid spec.kubernetes.join.context"}},
 	}
