@@ -385,6 +385,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return nil, err
 	}
 	j.dnsStep(dns)
+	j.warnNoLogRunner(p)
 	files, err := baseFiles(js, dns, p.cluster.CAData, p.containerd != nil)
 	if err != nil {
 		return nil, err
@@ -436,7 +437,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	cancel()
 	if err != nil {
 		rep.Result = ResultFailed
-		rep.Error = fmt.Sprintf("%v within %s: see swdt logs %s kubelet (the bootstrap token stays valid for %s)", err, timeout, j.spec.Name, j.opts.TokenTTL)
+		rep.Error = fmt.Sprintf("%v within %s: %s (the bootstrap token stays valid for %s)", err, timeout, p.kubeletLogHint(j.spec.Name), j.opts.TokenTTL)
 		return rep, nil
 	}
 	if _, err := p.cluster.DeleteBootstrapTokens(ctx, description); err != nil {

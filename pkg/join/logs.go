@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -51,4 +52,21 @@ func (p *prepared) logs() []string {
 // kubeletRegistered reports whether the node has the kubelet's service.
 func (p *prepared) kubeletRegistered() bool {
 	return slices.ContainsFunc(p.registered, func(s string) bool { return strings.EqualFold(s, serviceOf(p.kubelet)) })
+}
+
+// warnNoLogRunner warns, when the kubelet runs without kube-log-runner,
+// that its log goes nowhere.
+func (j *joiner) warnNoLogRunner(p *prepared) {
+	if p.logRunner == nil {
+		j.opts.Observer.Warn(fmt.Sprintf("node %s: the kubelet's log goes nowhere (a service has no console, and the kubelet takes no --log-file): "+
+			"add a provisioner for kube-log-runner.exe with service: kubelet (sourceURL: release:kubernetes), as docs/join.md#logs shows", j.spec.Name))
+	}
+}
+
+// kubeletLogHint says where to look when the kubelet did not register.
+func (p *prepared) kubeletLogHint(node string) string {
+	if p.logRunner == nil {
+		return fmt.Sprintf("swdt logs %s kubelet shows its service's events; its own log goes nowhere without a kube-log-runner provisioner (docs/join.md#logs)", node)
+	}
+	return fmt.Sprintf("see swdt logs %s kubelet (%s and its service's events)", node, ops.JoinKubeletLog)
 }

@@ -2,6 +2,7 @@ package join
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
@@ -93,5 +94,24 @@ func TestLogsAndLogRunnerItem(t *testing.T) {
 				t.Errorf("--reset removes %v", files)
 			}
 		})
+	}
+}
+
+func TestKubeletLogHint(t *testing.T) {
+	tests := []struct {
+		runner bool
+		want   string
+	}{
+		{false, "swdt logs win kubelet shows its service's events; its own log goes nowhere without a kube-log-runner provisioner"},
+		{true, `see swdt logs win kubelet (C:\var\log\kubelet\kubelet.log and its service's events)`},
+	}
+	for _, tt := range tests {
+		k := joinNode()
+		if tt.runner {
+			k.Provisioners = append(k.Provisioners, v1alpha1.ProvisionerSpec{Name: "kube-log-runner", Service: "kubelet", Destination: `C:\k\kube-log-runner.exe`})
+		}
+		if got := newPrepared(k).kubeletLogHint("win"); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("runner %v: %q, want %q...", tt.runner, got, tt.want)
+		}
 	}
 }
