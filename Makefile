@@ -102,7 +102,7 @@ RACE_PKGS := ./pkg/hotswap ./pkg/provision ./pkg/remote ./pkg/node ./pkg/simnode
 test-race: agent ## go test -race of the packages that run goroutines over shared state
 	$(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
 
-cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe and crifake of hack/cluster's Kubernetes release into the user cache (once: about 40 min cold on 2 cores)
+cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe, kube-log-runner.exe and crifake of hack/cluster's Kubernetes release into the user cache (once: about 40 min cold on 2 cores)
 	@mkdir -p $(CLUSTER_BIN)
 	@for c in kube-apiserver kube-controller-manager; do \
 		[ -x $(CLUSTER_BIN)/$$c ] && continue; \
@@ -119,6 +119,10 @@ cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe and 
 	@[ -f $(CLUSTER_BIN)/kubelet-dev.exe ] || { echo "building kubelet.exe $(CLUSTER_DEV) (GOOS=windows) into $(CLUSTER_BIN) (once)"; \
 		cd hack/cluster && GOOS=windows GOARCH=amd64 $(GO) build -trimpath -ldflags '$(call cluster_ldflags,$(CLUSTER_DEV))' \
 		-o $(CLUSTER_BIN)/kubelet-dev.exe.tmp k8s.io/kubernetes/cmd/kubelet && mv $(CLUSTER_BIN)/kubelet-dev.exe.tmp $(CLUSTER_BIN)/kubelet-dev.exe; }
+	@# kube-log-runner.exe of the same release (a node binary), which runs
+	@# the Wine tier's kubelet service with its log in a file.
+	@[ -f $(CLUSTER_BIN)/kube-log-runner.exe ] || { cd hack/cluster && GOOS=windows GOARCH=amd64 $(GO) build -trimpath \
+		-o $(CLUSTER_BIN)/kube-log-runner.exe.tmp k8s.io/component-base/logs/kube-log-runner && mv $(CLUSTER_BIN)/kube-log-runner.exe.tmp $(CLUSTER_BIN)/kube-log-runner.exe; }
 	@[ -x $(CLUSTER_BIN)/crifake ] || { cd hack/cluster && $(GO) build -trimpath -o $(CLUSTER_BIN)/crifake.tmp ./crifake && mv $(CLUSTER_BIN)/crifake.tmp $(CLUSTER_BIN)/crifake; }
 
 test-cluster: test-deps agent cluster-bins ## the cluster tier alone: swdt join and the cluster check against a real control plane on loopback (simulated kubelet, and the real kubelet.exe under Wine)

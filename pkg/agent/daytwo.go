@@ -106,7 +106,8 @@ func serviceEvent(line string) ops.ServiceEvent {
 }
 
 // serviceLogFile is the file a service logs to: the --log-file (or
-// klog's --log_file) argument of its command line, else what nssm
+// klog's --log_file, or kube-log-runner's -log-file, which comes before
+// the program it runs) argument of its command line, else what nssm
 // redirects the wrapped program's stderr or stdout to; "" when none.
 func serviceLogFile(w winos.OS, svc winos.Service) string {
 	args := splitCommandLine(svc.CommandLine)

@@ -40,6 +40,8 @@ func TestServiceLogFile(t *testing.T) {
 		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kubelet.exe -log_file C:\k\k.log`}, `C:\k\k.log`},
 		{winos.Service{Name: "containerd", CommandLine: `"C:\Program Files\containerd\containerd.exe" --log-file "C:\log dir\c.log"`}, `C:\log dir\c.log`},
 		{winos.Service{Name: "nssmsvc", CommandLine: `C:\k\nssm.exe`}, `C:\logs\out.log`},
+		// kube-log-runner's own flag, before the kubelet's.
+		{winos.Service{Name: "kubelet", CommandLine: `C:\k\kube-log-runner.exe -log-file=C:\var\log\kubelet\kubelet.log C:\k\kubelet.exe --windows-service`}, `C:\var\log\kubelet\kubelet.log`},
 		{winos.Service{Name: "quiet", CommandLine: `C:\k\quiet.exe --log-file-max-size=10`}, ""},
 		{winos.Service{Name: "quiet", CommandLine: `C:\k\quiet.exe --log-file`}, ""},
 	}
@@ -80,11 +82,37 @@ func TestServiceProgram(t *testing.T) {
 		{winos.Service{Name: "unknown", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`, "nssm"},
 		// A stopped service has no tree to show what the script starts.
 		{winos.Service{Name: "shell", CommandLine: `"C:\tools\nssm.exe"`}, "", `C:\tools\nssm.exe`, "nssm + PowerShell"},
+		// kube-log-runner runs its first argument that is no flag.
+		{winos.Service{Name: "kubelet", CommandLine: `"C:\k\kube-log-runner.exe" "-log-file=C:\var\log\kubelet\kubelet.log" "C:\k\kubelet.exe" --windows-service`},
+			`C:\k\kubelet.exe`, `C:\k\kube-log-runner.exe`, "kube-log-runner"},
+		{winos.Service{Name: "kube-proxy", CommandLine: `C:\k\KUBE-LOG-RUNNER.exe -log-file C:\logs\p.log -also-stdout "C:\Program Files\k\kube-proxy.exe" --v=2`},
+			`C:\Program Files\k\kube-proxy.exe`, `C:\k\KUBE-LOG-RUNNER.exe`, "kube-log-runner"},
+		{winos.Service{Name: "nothing", CommandLine: `C:\k\kube-log-runner.exe -log-file=C:\x.log`}, "", `C:\k\kube-log-runner.exe`, "kube-log-runner"},
 	}
 	for _, tt := range tests {
 		exe, wrap, via := serviceProgram(w, tt.svc)
 		if exe != tt.wantExecutable || wrap != tt.wantWrap || via != tt.wantVia {
 			t.Errorf("serviceProgram(%q) = %q, %q, %q; want %q, %q, %q", tt.svc.CommandLine, exe, wrap, via, tt.wantExecutable, tt.wantWrap, tt.wantVia)
+		}
+	}
+}
+
+func TestLogRunnerProgram(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{`kube-log-runner.exe`, `C:\k\kubelet.exe`, "--v=2"}, `C:\k\kubelet.exe`},
+		{[]string{`kube-log-runner.exe`, "-log-file=C:\\l.log", "--also-stdout", "-redirect-stderr=false", `C:\k\kubelet.exe`}, `C:\k\kubelet.exe`},
+		{[]string{`kube-log-runner.exe`, "-log-file", `C:\l.log`, "-log-file-size", "10Mi", "--flush-interval", "5s", "-log-file-age=24h", `C:\k\kubelet.exe`}, `C:\k\kubelet.exe`},
+		{[]string{`kube-log-runner.exe`, "--", "-odd.exe"}, "-odd.exe"},
+		{[]string{`kube-log-runner.exe`, "-log-file=C:\\l.log"}, ""},
+		{[]string{`kube-log-runner.exe`, "--"}, ""},
+		{[]string{`kube-log-runner.exe`}, ""},
+	}
+	for _, tt := range tests {
+		if got := logRunnerProgram(tt.argv); got != tt.want {
+			t.Errorf("logRunnerProgram(%q) = %q, want %q", tt.argv, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -34,7 +35,7 @@ func joinInspect(_ context.Context, w winos.OS, req ops.JoinInspectRequest) (ops
 		return resp, fmt.Errorf("read the host name: %w", err)
 	}
 	resp.Hostname = host
-	if resp.Unsafe, err = joinUnsafe(w, joinFolders(req.Containerd, req.CNI)); err != nil {
+	if resp.Unsafe, err = joinUnsafe(w, joinFolders(req.Containerd, req.CNI, ops.JoinLogs)); err != nil {
 		return resp, err
 	}
 	// A kubeconfig another account wrote says nothing about the cluster
@@ -100,8 +101,13 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 			return resp, Fail(ops.KindBadRequest, "join-write: unknown file %q", role)
 		}
 	}
+	for _, l := range req.Logs {
+		if !slices.Contains(ops.JoinLogs, l) {
+			return resp, Fail(ops.KindBadRequest, "join-write: %q is no log file of a join (%s)", l, strings.Join(ops.JoinLogs, ", "))
+		}
+	}
 	_, containerd := req.Files[ops.JoinFileContainerdConfig]
-	notes, err := secureJoinFolders(w, joinFolders(containerd, req.CNI))
+	notes, err := secureJoinFolders(w, joinFolders(containerd, req.CNI, req.Logs))
 	resp.Notes = notes
 	if err != nil {
 		return resp, err

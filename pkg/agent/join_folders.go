@@ -32,9 +32,9 @@ import (
 //     owns is removed unread.
 
 // joinFolders are the folders a join writes in: the kubelet's always,
-// containerd's configuration folder and the CNI plugins' folder when
-// asked.
-func joinFolders(containerd, cni bool) []string {
+// containerd's configuration folder, the CNI plugins' folder and the
+// folders of the log files (of ops.JoinLogs) when asked.
+func joinFolders(containerd, cni bool, logs []string) []string {
 	dir := winpath.Dir
 	dirs := []string{dir(ops.JoinKubeconfig), dir(ops.JoinCAFile), dir(ops.JoinKubeletConfig), ops.JoinCertDir}
 	if containerd {
@@ -42,6 +42,9 @@ func joinFolders(containerd, cni bool) []string {
 	}
 	if cni {
 		dirs = append(dirs, ops.JoinCNIBinDir)
+	}
+	for _, l := range logs {
+		dirs = append(dirs, dir(l))
 	}
 	slices.Sort(dirs) // a folder before the folders below it
 	return slices.Compact(dirs)

@@ -30,8 +30,9 @@ type procRef struct {
 }
 
 // wrapperNames are the service wrappers swdt knows: programs that run the
-// real program as their child.
-var wrapperNames = []string{"nssm.exe"}
+// real program as their child (nssm, and kube-log-runner, which runs the
+// kubelet or kube-proxy of a join with its output in a file).
+var wrapperNames = []string{"nssm.exe", logRunnerName}
 
 // isWrapper reports whether the file name is a service wrapper's.
 func isWrapper(name string) bool { return swapContains(wrapperNames, name) }
@@ -133,6 +134,7 @@ func (p *stopper) killTree(tree []procRef) error {
 const (
 	viaNSSM           = "nssm"
 	viaNSSMPowerShell = "nssm + PowerShell"
+	viaLogRunner      = "kube-log-runner"
 )
 
 // serviceProgram is the program a service runs: its command line's
@@ -144,6 +146,9 @@ const (
 // while it does not.
 func serviceProgram(w winos.OS, svc winos.Service) (executable, wrapper, via string) {
 	exe := serviceExecutable(svc.CommandLine)
+	if strings.EqualFold(winpath.Base(exe), logRunnerName) {
+		return logRunnerProgram(splitCommandLine(svc.CommandLine)), exe, viaLogRunner
+	}
 	if !isWrapper(winpath.Base(exe)) {
 		return exe, "", ""
 	}

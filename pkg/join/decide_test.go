@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -127,7 +128,7 @@ func TestBaseFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files, err := baseFiles(&tt.js, []byte("CA"), tt.containerd)
+			files, err := baseFiles(&tt.js, cluster.DNS{Domain: cluster.DefaultClusterDomain}, []byte("CA"), tt.containerd)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
@@ -19,8 +20,9 @@ const ContainerdEndpoint = "npipe:////./pipe/containerd-containerd"
 // KubeletConfig is the KubeletConfiguration a join writes: what kubeadm
 // writes for a Windows node (client CA, webhook authentication and
 // authorization, no cgroups or node-allocatable enforcement, no
-// resolv.conf) plus the node file's taints.
-func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
+// resolv.conf, the cluster's DNS servers and domain) plus the node file's
+// taints.
+func KubeletConfig(js *v1alpha1.JoinSpec, dns cluster.DNS) ([]byte, error) {
 	no, yes, empty := false, true, ""
 	kc := kubeletConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
@@ -33,7 +35,8 @@ func KubeletConfig(js *v1alpha1.JoinSpec) ([]byte, error) {
 		CgroupsPerQOS:      &no,
 		ResolverConfig:     &empty,
 		RotateCertificates: true,
-		ClusterDomain:      "cluster.local",
+		ClusterDNS:         dns.Servers,
+		ClusterDomain:      dns.Domain,
 	}
 	for _, t := range js.Taints {
 		taint, err := v1alpha1.ParseTaint(t)
@@ -56,6 +59,7 @@ type kubeletConfig struct {
 	Authentication     kubeletAuthentication `json:"authentication"`
 	Authorization      kubeletAuthorization  `json:"authorization"`
 	CgroupsPerQOS      *bool                 `json:"cgroupsPerQOS"`
+	ClusterDNS         []string              `json:"clusterDNS,omitempty"`
 	ClusterDomain      string                `json:"clusterDomain"`
 	RegisterWithTaints []corev1.Taint        `json:"registerWithTaints,omitempty"`
 	ResolverConfig     *string               `json:"resolvConf"`
@@ -106,11 +110,12 @@ state = "C:\\ProgramData\\containerd\\state"
 }
 
 // ContainerdRegistration is the containerd service a join registers: what
-// `containerd.exe --register-service` creates (the binary with
-// --run-service and its config), then the node file's register args.
+// `containerd.exe --register-service --log-file ...` creates (the binary
+// with --run-service, its config and its log file), then the node file's
+// register args.
 func ContainerdRegistration(containerd *v1alpha1.ProvisionerSpec) ops.ServiceRegisterRequest {
 	req := ops.ServiceRegisterRequest{Name: serviceOf(containerd), Program: containerd.Destination,
-		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig},
+		Args:        []string{"--run-service", "--config", ops.JoinContainerdConfig, "--log-file", ops.JoinContainerdLog},
 		DisplayName: "containerd", Description: "Container runtime (registered by swdt join)", StartType: "Automatic"}
 	return withRegister(req, containerd.Register)
 }

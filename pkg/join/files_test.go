@@ -9,11 +9,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
 
 func TestKubeletConfig(t *testing.T) {
-	raw, err := KubeletConfig(&v1alpha1.JoinSpec{Taints: []string{"os=windows:NoSchedule", "gpu:NoExecute"}})
+	raw, err := KubeletConfig(&v1alpha1.JoinSpec{Taints: []string{"os=windows:NoSchedule", "gpu:NoExecute"}},
+		cluster.DNS{Servers: []string{"10.96.0.10", "fd00::a"}, Domain: "corp.local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,8 @@ func TestKubeletConfig(t *testing.T) {
 		kc.RegisterWithTaints[1].Key != "gpu" || kc.RegisterWithTaints[1].Value != "" ||
 		kc.RegisterWithTaints[0].Effect != "NoSchedule" || kc.Authentication.Webhook.Enabled == nil || !*kc.Authentication.Webhook.Enabled ||
 		kc.Authentication.Anonymous.Enabled == nil || *kc.Authentication.Anonymous.Enabled ||
-		kc.Authorization.Mode != kubeletv1beta1.KubeletAuthorizationModeWebhook || !kc.RotateCertificates || kc.ClusterDomain != "cluster.local" {
+		kc.Authorization.Mode != kubeletv1beta1.KubeletAuthorizationModeWebhook || !kc.RotateCertificates || kc.ClusterDomain != "corp.local" ||
+		!slices.Equal(kc.ClusterDNS, []string{"10.96.0.10", "fd00::a"}) {
 		t.Errorf("config:\n%s", raw)
 	}
 }
@@ -75,7 +78,7 @@ func TestRegistrationRuntimeEndpoint(t *testing.T) {
 func TestContainerdRegistrationAndKubeletDependency(t *testing.T) {
 	containerd := &v1alpha1.ProvisionerSpec{Name: "containerd", Destination: `C:\Program Files\containerd\containerd.exe`}
 	req := ContainerdRegistration(containerd)
-	if req.Name != "containerd" || !slices.Equal(req.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig}) {
+	if req.Name != "containerd" || !slices.Equal(req.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig, "--log-file", ops.JoinContainerdLog}) {
 		t.Errorf("containerd = %+v", req)
 	}
 	kubelet := &v1alpha1.ProvisionerSpec{Name: "kubelet", Destination: `C:\k\kubelet.exe`}

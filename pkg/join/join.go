@@ -191,6 +191,7 @@ type prepared struct {
 	kubelet    *v1alpha1.ProvisionerSpec
 	containerd *v1alpha1.ProvisionerSpec // nil: the node has its runtime
 	kubeProxy  *v1alpha1.ProvisionerSpec // nil: no kube-proxy service (a CNI's DaemonSet runs it)
+	logRunner  *v1alpha1.ProvisionerSpec // nil: the kubelet and kube-proxy run without kube-log-runner
 	// helpers are the other binaries of the containerd service (its
 	// shim, ctr.exe); files feed no service (the CNI plugins).
 	helpers, files []*v1alpha1.ProvisionerSpec
@@ -210,7 +211,7 @@ type prepared struct {
 // containerd's helpers and the files of no service.
 func newPrepared(k *v1alpha1.KubernetesSpec) *prepared {
 	p := &prepared{kubelet: v1alpha1.JoinKubelet(k), containerd: v1alpha1.JoinContainerd(k), kubeProxy: v1alpha1.JoinKubeProxy(k),
-		sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
+		logRunner: v1alpha1.JoinLogRunner(k), sources: map[*v1alpha1.ProvisionerSpec]*source.File{}}
 	p.helpers, p.files = extras(k, p.containerd)
 	return p
 }
@@ -327,13 +328,18 @@ func joinedTo(kubeconfig, server string) (bool, error) {
 }
 
 // binaries are the provisioners a join installs: containerd and its
-// helpers first, then the files of no service, the kubelet, kube-proxy.
+// helpers first, then the files of no service, kube-log-runner, the
+// kubelet, kube-proxy.
 func (p *prepared) binaries() []*v1alpha1.ProvisionerSpec {
 	var out []*v1alpha1.ProvisionerSpec
 	if p.containerd != nil {
 		out = append(out, p.containerd)
 	}
-	out = append(append(append(out, p.helpers...), p.files...), p.kubelet)
+	out = append(append(out, p.helpers...), p.files...)
+	if p.logRunner != nil {
+		out = append(out, p.logRunner)
+	}
+	out = append(out, p.kubelet)
 	if p.kubeProxy != nil {
 		out = append(out, p.kubeProxy)
 	}
@@ -397,7 +403,13 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return nil, err
 	}
 	description := "swdt join " + p.name
-	files, err := baseFiles(js, p.cluster.CAData, p.containerd != nil)
+	dns, err := kubeletDNS(ctx, js, p.cluster.DNS)
+	if err != nil {
+		return nil, err
+	}
+	j.dnsStep(dns)
+	j.warnNoLogRunner(p)
+	files, err := baseFiles(js, dns, p.cluster.CAData, p.containerd != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +433,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		}
 		files[ops.JoinFileBootstrapKubeconfig] = string(boot)
 	}
-	written, err := p.n.WriteJoinFiles(ctx, ops.JoinWriteRequest{Files: files, CNI: p.installsCNI()})
+	written, err := p.n.WriteJoinFiles(ctx, ops.JoinWriteRequest{Files: files, CNI: p.installsCNI(), Logs: p.logs()})
 	for _, note := range written.Notes {
 		j.opts.Observer.Warn("node " + j.spec.Name + ": " + note)
 	}
@@ -455,7 +467,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	cancel()
 	if err != nil {
 		rep.Result = ResultFailed
-		rep.Error = fmt.Sprintf("%v within %s: see swdt logs %s kubelet (the bootstrap token stays valid for %s)", err, timeout, j.spec.Name, j.opts.TokenTTL)
+		rep.Error = fmt.Sprintf("%v within %s: %s (the bootstrap token stays valid for %s)", err, timeout, p.kubeletLogHint(j.spec.Name), j.opts.TokenTTL)
 		return rep, nil
 	}
 	if _, err := p.cluster.DeleteBootstrapTokens(ctx, description); err != nil {
@@ -466,12 +478,12 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 }
 
 // baseFiles are the join's files that need no token: the cluster's CA,
-// the kubelet's config and, when a provisioner feeds containerd
-// (containerd), its config: spec.kubernetes.join.containerdConfig's, else
-// the default.
-func baseFiles(js *v1alpha1.JoinSpec, ca []byte, containerd bool) (map[ops.JoinFile]string, error) {
+// the kubelet's config (with the cluster's DNS) and, when a provisioner
+// feeds containerd (containerd), its config:
+// spec.kubernetes.join.containerdConfig's, else the default.
+func baseFiles(js *v1alpha1.JoinSpec, dns cluster.DNS, ca []byte, containerd bool) (map[ops.JoinFile]string, error) {
 	files := map[ops.JoinFile]string{ops.JoinFileCA: string(ca)}
-	kc, err := KubeletConfig(js)
+	kc, err := KubeletConfig(js, dns)
 	if err != nil {
 		return nil, err
 	}
@@ -544,7 +556,7 @@ func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswa
 		var reg ops.ServiceRegisterRequest
 		switch {
 		case pr == p.kubelet:
-			reg = Registration(js, p.kubelet, p.containerd, p.name)
+			reg = withLogRunner(Registration(js, p.kubelet, p.containerd, p.name), p.logRunner, ops.JoinKubeletLog)
 			it.Restart = slices.Contains(changed, ops.JoinFileKubeletConfig)
 		case pr == p.containerd:
 			reg = ContainerdRegistration(pr)
@@ -554,8 +566,14 @@ func (p *prepared) items(js *v1alpha1.JoinSpec, changed []ops.JoinFile) []hotswa
 				it.StartChecks = it.HealthChecks
 			}
 		case pr == p.kubeProxy:
-			reg = KubeProxyRegistration(pr, p.kubelet, p.name)
+			reg = withLogRunner(KubeProxyRegistration(pr, p.kubelet, p.name), p.logRunner, ops.JoinKubeProxyLog)
 			it.Restart = slices.Contains(changed, ops.JoinFileKubeProxyKubeconfig)
+		case pr == p.logRunner:
+			if !p.kubeletRegistered() {
+				// The kubelet's service is registered in this run, to
+				// run kube-log-runner: it goes in first as a plain file.
+				it.Service, it.Helper = "", false
+			}
 		case it.Service != "" && !ctrdRegistered:
 			// containerd's service is registered in this run, with its
 			// main binary: a helper goes in first as a plain file.

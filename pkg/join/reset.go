@@ -200,5 +200,8 @@ func (p *prepared) resetRequest() ops.JoinResetRequest {
 	for _, pr := range append(slices.Clone(p.helpers), p.files...) {
 		req.Files = append(req.Files, pr.Destination)
 	}
+	if p.logRunner != nil {
+		req.Files = append(req.Files, p.logRunner.Destination)
+	}
 	return req
 }

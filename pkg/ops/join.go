@@ -42,6 +42,19 @@ const (
 	JoinCNIBinDir = `C:\opt\cni\bin`
 )
 
+// The log files of the join's services, where SIG Windows nodes keep
+// them: the kubelet's and kube-proxy's through kube-log-runner's
+// -log-file (they take no --log-file since 1.26), containerd's with its
+// own --log-file. A join makes their folders as it makes its others.
+const (
+	JoinKubeletLog    = `C:\var\log\kubelet\kubelet.log`
+	JoinKubeProxyLog  = `C:\var\log\kube-proxy\kube-proxy.log`
+	JoinContainerdLog = `C:\var\log\containerd\containerd.log`
+)
+
+// JoinLogs are the log files a join may ask join-write for.
+var JoinLogs = []string{JoinKubeletLog, JoinKubeProxyLog, JoinContainerdLog}
+
 // JoinServices are the services a join may register, by name: what
 // join-inspect reports as registered.
 var JoinServices = []string{"containerd", "kubelet"}
@@ -105,6 +118,9 @@ type JoinWriteRequest struct {
 	// CNI asks for JoinCNIBinDir too, made safe like the folders of
 	// the files, before the CNI plugins are put there.
 	CNI bool `json:"cni,omitempty"`
+	// Logs are the log files (of JoinLogs) the services will write:
+	// their folders are made safe like the folders of the files.
+	Logs []string `json:"logs,omitempty"`
 }
 
 // JoinWriteResponse lists the files that changed.

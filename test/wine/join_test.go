@@ -32,6 +32,10 @@ const (
 func joinSpec(kubeconfig, criSocket, version, timeout string) string {
 	return fmt.Sprintf(`  kubernetes:
     provisioners:
+    - name: kube-log-runner
+      service: kubelet
+      sourceURL: ./kube-log-runner.exe
+      destination: 'C:\k\kube-log-runner.exe'
     - name: kubelet
       version: %s
       sourceURL: ./kubelet.exe
@@ -114,7 +118,11 @@ func waitIssuedCSR(t *testing.T, cl *clustertest.Cluster) {
 
 // TestJoinRealKubelet: swdt join installs the real kubelet.exe and
 // registers it as a Windows service (--windows-service) in Wine's service
-// control manager.
+// control manager, run by kube-log-runner.exe of the same release as
+// upstream's Windows nodes run it: kube-log-runner is the service's
+// process, the kubelet below it talks to the service control manager and
+// its output goes to C:\var\log\kubelet\kubelet.log, which swdt logs
+// reads.
 //
 // On a fresh node the kubelet starts, validates its configuration, reaches
 // its runtime and performs the TLS bootstrap with swdt's bootstrap token:
@@ -122,8 +130,9 @@ func waitIssuedCSR(t *testing.T, cl *clustertest.Cluster) {
 // its CreateSymbolicLinkW does nothing and reports success, and the
 // kubelet's certificate store keeps the issued certificate behind a
 // symbolic link (kubelet-client-current.pem), so the Node never registers
-// and the join fails, naming the Node (docs/wine.md). swdt join --reset
-// cleans up.
+// and the join fails, naming the Node and the kubelet's log, where swdt
+// logs shows the kubelet's lines (docs/wine.md). swdt join --reset cleans
+// up.
 //
 // The node then gets the credentials a joined kubelet has (a kubelet.conf
 // with its client certificate, as after an earlier join): swdt join
@@ -142,15 +151,28 @@ func TestJoinRealKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runner, err := os.ReadFile(clustertest.Binary(t, "kube-log-runner.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cl := clustertest.Start(t)
 	cri := clustertest.StartCRI(t)
 	n := newNode(t)
 	n.write("kubelet.exe", kubelet)
+	n.write("kube-log-runner.exe", runner)
 	n.writeConfig(joinSpec(cl.Kubeconfig, cri, clustertest.Version, "20s"))
 
 	code, doc := n.joinRun()
-	if got := doc.Nodes[0]; code == exitcode.OK || got.Result != "failed" || !strings.Contains(got.Error, "no Node object registered within 20s") {
+	// kube-log-runner (the service's process) runs kubelet.exe, which
+	// talks to Wine's service control manager itself; its stderr is in
+	// the log file that the failed join names.
+	logsCode, logs, _ := n.swdt("logs", "wine", "kubelet", "-n", "1000")
+	if got := doc.Nodes[0]; code == exitcode.OK || got.Result != "failed" || !strings.Contains(got.Error, "no Node object registered within 20s") ||
+		!strings.Contains(got.Error, `see swdt logs wine kubelet (C:\var\log\kubelet\kubelet.log`) {
 		t.Fatalf("join on a fresh node under Wine: exit %d, %+v", code, got)
+	}
+	if logsCode != exitcode.OK || !strings.Contains(logs, `"Kubelet version"`) {
+		t.Fatalf("swdt logs kubelet after the failed join: exit %d\n%s", logsCode, logs)
 	}
 	waitIssuedCSR(t, cl)
 	if code, doc := n.joinRun("--reset"); code != exitcode.OK || doc.Nodes[0].Result != "removed" {
@@ -213,10 +235,10 @@ func TestJoinRealKubelet(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || len(st.Nodes) != 1 || len(st.Nodes[0].Binaries) != 1 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || len(st.Nodes) != 1 || len(st.Nodes[0].Binaries) != 2 || st.Nodes[0].Binaries[1].Name != "kubelet" {
 		t.Fatalf("status: exit %d, %v\n%s", code, err, out)
 	}
-	if b := st.Nodes[0].Binaries[0]; b.Status != "Running" || b.ClusterNode == nil || b.ClusterNode.KubeletVersion != devVersion || b.ClusterNode.Ready != "False" {
+	if b := st.Nodes[0].Binaries[1]; b.Status != "Running" || b.ClusterNode == nil || b.ClusterNode.KubeletVersion != devVersion || b.ClusterNode.Ready != "False" {
 		t.Errorf("status of the kubelet: %+v %+v", b, b.ClusterNode)
 	}
 

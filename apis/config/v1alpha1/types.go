@@ -197,6 +197,19 @@ type JoinSpec struct {
 	// Timeout bounds the wait for the Node to register. Default: 3m.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// ClusterDNS are the IP addresses of the cluster's DNS service, which
+	// the kubelet gives pods as their name servers (KubeletConfiguration
+	// clusterDNS). Default: what kubeadm join takes, the clusterDNS of
+	// the kube-system/kubelet-config ConfigMap, else the clusterIP of the
+	// kube-system/kube-dns Service.
+	// +optional
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain is the cluster's DNS domain, which the kubelet adds to
+	// pods' search paths (KubeletConfiguration clusterDomain). Default:
+	// the clusterDomain of the kube-system/kubelet-config ConfigMap, else
+	// cluster.local.
+	// +optional
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 }
 
 // ProvisionerSpec is one binary that feeds one Windows service.

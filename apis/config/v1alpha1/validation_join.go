@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 
@@ -89,6 +91,23 @@ func JoinContainerd(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k
 // or nil.
 func JoinKubeProxy(k *KubernetesSpec) *ProvisionerSpec { return provisionerOf(k, KubeProxyService) }
 
+// LogRunnerFile is kube-log-runner's file name: a join runs the kubelet
+// and kube-proxy under the provisioner whose destination has it.
+const LogRunnerFile = "kube-log-runner.exe"
+
+// JoinLogRunner returns the provisioner of kube-log-runner.exe (from the
+// Kubernetes node binaries), under which a join runs the kubelet and
+// kube-proxy with their output in a log file, or nil.
+func JoinLogRunner(k *KubernetesSpec) *ProvisionerSpec {
+	for i := range k.Provisioners {
+		pr := &k.Provisioners[i]
+		if strings.EqualFold(winpath.Base(pr.Destination), LogRunnerFile) {
+			return pr
+		}
+	}
+	return nil
+}
+
 // provisionerOf returns the provisioner that feeds service, or nil: the
 // one the service runs (not a helper such as containerd's shim) when
 // there is one, else the first.
@@ -135,6 +154,12 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Root().Child("kubernetes", "provisioners"),
 			"a join installs the kubelet: add a provisioner named kubelet with its sourceURL and destination (for example C:\\k\\kubelet.exe)"))
 	}
+	for i := range k.Provisioners {
+		if lr := &k.Provisioners[i]; lr == JoinLogRunner(k) && !strings.EqualFold(lr.ServiceName(), KubeletService) {
+			errs = append(errs, field.Invalid(p.Root().Child("kubernetes", "provisioners").Index(i).Child("service"), lr.Service,
+				"kube-log-runner runs the kubelet (and kube-proxy): set service: kubelet, so that it is swapped while the kubelet is stopped"))
+		}
+	}
 	if hasControl(j.Kubeconfig) {
 		errs = append(errs, field.Invalid(p.Child("kubeconfig"), j.Kubeconfig, "must not contain control characters"))
 	}
@@ -166,6 +191,16 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	for i, t := range j.Taints {
 		if _, err := ParseTaint(t); err != nil {
 			errs = append(errs, field.Invalid(p.Child("taints").Index(i), t, err.Error()))
+		}
+	}
+	for i, ip := range j.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, field.Invalid(p.Child("clusterDNS").Index(i), ip, "must be an IP address, such as 10.96.0.10 (the clusterIP of the cluster's DNS Service)"))
+		}
+	}
+	if j.ClusterDomain != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(j.ClusterDomain) {
+			errs = append(errs, field.Invalid(p.Child("clusterDomain"), j.ClusterDomain, msg+", such as cluster.local"))
 		}
 	}
 	if j.Timeout != nil && j.Timeout.Duration <= 0 {

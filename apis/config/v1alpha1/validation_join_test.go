@@ -40,6 +40,21 @@ func TestValidateJoin(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.kubernetes.join.criSocket"}},
 		{name: "criSocket empty pipe", mutate: func(_ *Node, j *JoinSpec) { j.CRISocket = "npipe:////./pipe/" },
 			want: []string{"FieldValueInvalid spec.kubernetes.join.criSocket"}},
+		{name: "cluster DNS and domain", mutate: func(_ *Node, j *JoinSpec) {
+			j.ClusterDNS, j.ClusterDomain = []string{"10.96.0.10", "fd00:10:96::a"}, "corp.example"
+		}},
+		{name: "cluster DNS not an IP", mutate: func(_ *Node, j *JoinSpec) { j.ClusterDNS = []string{"10.96.0.10", "kube-dns"} },
+			want: []string{"FieldValueInvalid spec.kubernetes.join.clusterDNS[1]"}},
+		{name: "cluster domain not a DNS name", mutate: func(_ *Node, j *JoinSpec) { j.ClusterDomain = "Cluster_Local." },
+			want: []string{"FieldValueInvalid spec.kubernetes.join.clusterDomain"}},
+		{name: "kube-log-runner with the kubelet", mutate: func(n *Node, _ *JoinSpec) {
+			n.Spec.Kubernetes.Provisioners = append(n.Spec.Kubernetes.Provisioners,
+				ProvisionerSpec{Name: "kube-log-runner", Service: "kubelet", SourceURL: "release:kubernetes", Destination: `C:\k\kube-log-runner.exe`})
+		}},
+		{name: "kube-log-runner as a file of no service", mutate: func(n *Node, _ *JoinSpec) {
+			n.Spec.Kubernetes.Provisioners = append(n.Spec.Kubernetes.Provisioners,
+				ProvisionerSpec{Name: "log-runner", Service: "None", SourceURL: "release:kubernetes", Destination: `C:\k\KUBE-LOG-RUNNER.EXE`})
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[3].service"}},
 		{name: "control characters", mutate: func(_ *Node, j *JoinSpec) { j.Kubeconfig, j.Context = "a\x1b", "b\n" },
 			want: []string{"FieldValueInvalid spec.kubernetes.join.kubeconfig", "FieldValueInvalid spec.kubernetes.join.context"}},
 	}

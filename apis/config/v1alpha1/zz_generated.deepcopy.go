@@ -83,6 +83,11 @@ func (in *JoinSpec) DeepCopyInto(out *JoinSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.ClusterDNS != nil {
+		in, out := &in.ClusterDNS, &out.ClusterDNS
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -168,7 +168,7 @@ func TestJoinFreshNodeAndReset(t *testing.T) {
 		t.Errorf("the bootstrap token was not deleted after the join")
 	}
 	ctrd := fx.ts.State().Services["containerd"]
-	if ctrd == nil || ctrd.Status != "Running" || !slices.Equal(ctrd.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig}) ||
+	if ctrd == nil || ctrd.Status != "Running" || !slices.Equal(ctrd.Args, []string{"--run-service", "--config", ops.JoinContainerdConfig, "--log-file", ops.JoinContainerdLog}) ||
 		!slices.Equal(svc.Dependencies, []string{"containerd"}) || !fx.ts.Node().Exists(ops.JoinContainerdConfig) {
 		t.Errorf("containerd service = %+v, kubelet depends on %v", ctrd, svc.Dependencies)
 	}

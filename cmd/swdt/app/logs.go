@@ -45,9 +45,10 @@ skipped. NODE may be left out when --node names one or the -c file has
 only one.
 
 The log file is the one the service's command line names with --log-file
-(or klog's --log_file), else the file nssm redirects the program's stderr
-or stdout to (AppStderr, AppStdout). A service that logs nowhere else
-shows its events only.
+(containerd's, klog's --log_file, or kube-log-runner's -log-file, which
+swdt join gives the kubelet and kube-proxy), else the file nssm redirects
+the program's stderr or stdout to (AppStderr, AppStdout). A service that
+logs nowhere else shows its events only.
 
 --follow reads again every --interval until Ctrl-C, printing only what is
 new; a log file that was truncated or rotated is read from its start. A

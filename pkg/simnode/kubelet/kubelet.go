@@ -56,6 +56,7 @@ type Daemon struct{}
 func (Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exit string) {
 	if !p.Resume {
 		if msg := configError(p.Args, p.ReadFile); msg != "" {
+			klog(p.Stderr, 'E', p.PID, "run.go:72", fmt.Sprintf("\"command failed\" err=%q", msg))
 			return nil, msg
 		}
 	}
@@ -68,8 +69,18 @@ func (Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exit 
 	if err != nil {
 		return nil, ""
 	}
-	k := &simKubelet{n: p.System, log: p.Log, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args)}
+	k := &simKubelet{n: p.System, log: p.Log, stderr: p.Stderr, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args)}
+	klog(k.stderr, 'I', k.pid, "server.go:530", fmt.Sprintf("\"Kubelet version\" kubeletVersion=%q", v))
 	return k.run, ""
+}
+
+// klog writes a line as kubelet.exe logs it to its stderr (klog's text
+// format), to w; nil is a service's stderr, which goes nowhere.
+func klog(w io.Writer, severity byte, pid int, source, msg string) {
+	if w == nil {
+		return
+	}
+	fmt.Fprintf(w, "%c%s %7d %s] %s\n", severity, time.Now().UTC().Format("0102 15:04:05.000000"), pid, source, msg)
 }
 
 // kubeletVersion reads the version after MarkerKubelet in a binary.
@@ -189,6 +200,7 @@ type simKubelet struct {
 	// n is the machine as LocalSystem, the service's account.
 	n       *machine.Node
 	log     *slog.Logger
+	stderr  io.Writer // the process's stderr (nil: nowhere)
 	service string
 	pid     int
 	version string
@@ -201,8 +213,15 @@ func (k *simKubelet) alive() bool {
 	return k.n.ProcessRuns(k.service, k.pid)
 }
 
-func (k *simKubelet) logf(format string, args ...any) {
+// logf logs an error of the kubelet, infof what it did: to the machine's
+// log and, as kubelet.exe does, to its stderr.
+func (k *simKubelet) logf(format string, args ...any) { k.logAs('E', format, args...) }
+
+func (k *simKubelet) infof(format string, args ...any) { k.logAs('I', format, args...) }
+
+func (k *simKubelet) logAs(severity byte, format string, args ...any) {
 	k.log.Info(fmt.Sprintf("kubelet (pid %d): "+format, append([]any{k.pid}, args...)...))
+	klog(k.stderr, severity, k.pid, "kubelet.go:1", fmt.Sprintf(format, args...))
 }
 
 func (k *simKubelet) run(ctx context.Context) {
@@ -333,7 +352,7 @@ func (k *simKubelet) connect(ctx context.Context) (kubernetes.Interface, error) 
 	if err := k.n.WriteFile(k.flags.kubeconfig, out); err != nil {
 		return nil, fmt.Errorf("write %s: %w", k.flags.kubeconfig, err)
 	}
-	k.logf("TLS bootstrap done: wrote %s", k.flags.kubeconfig)
+	k.infof("TLS bootstrap done: wrote %s", k.flags.kubeconfig)
 	return clientFrom(out)
 }
 
@@ -379,7 +398,7 @@ func (k *simKubelet) register(ctx context.Context, client kubernetes.Interface) 
 	if err != nil {
 		return nil, err
 	}
-	k.logf("Successfully registered node %s", k.name)
+	k.infof("Successfully registered node %s", k.name)
 	return n, nil
 }
 

@@ -42,6 +42,10 @@ type DaemonStart struct {
 	System *Node
 	// Log is the machine's log.
 	Log *slog.Logger
+	// Stderr is where the process's output goes: the log file of the
+	// kube-log-runner that runs it; nil for a service's own process,
+	// which has no console (logfiles.go).
+	Stderr io.Writer
 }
 
 // daemons runs the machine's daemon goroutines until Close.
@@ -80,17 +84,32 @@ func (k *daemons) stop() {
 }
 
 // startDaemonLocked starts the daemon of svc's new process, whose binary
-// is at host; when the program exits at once, the service crashes after
-// the crash delay, as a program that rejects its configuration does.
-func (m *Machine) startDaemonLocked(svc *Service, host string, resume bool) {
+// is at host (or of the program kube-log-runner runs there, with its
+// arguments), its output going to stderr; when the program exits at once,
+// the service crashes after the crash delay, as a program that rejects
+// its configuration does.
+func (m *Machine) startDaemonLocked(svc *Service, host string, stderr io.Writer, resume bool) {
 	if m.daemon == nil {
 		return
 	}
-	run, exit := m.daemon.Start(DaemonStart{Service: svc.Name, PID: svc.PID, Args: svc.Args, Resume: resume,
+	args := svc.Args
+	if isLogRunner(svc.BinaryPath) {
+		_, program, programArgs := splitLogRunner(svc.Args)
+		w, err := ntfs.ParsePath(program)
+		if err != nil {
+			return
+		}
+		if host, _, err = ntfs.Resolve(m.fsRoot, w); err != nil {
+			return
+		}
+		args = programArgs
+	}
+	run, exit := m.daemon.Start(DaemonStart{Service: svc.Name, PID: svc.PID, Args: args, Resume: resume,
 		Image:    func() (io.ReadCloser, error) { return os.Open(host) },
 		ReadFile: m.readFileLocked,
 		System:   m.Node(Account{Name: "SYSTEM", Admin: true}),
-		Log:      m.log})
+		Log:      m.log,
+		Stderr:   stderr})
 	if exit != "" {
 		m.log.Info(fmt.Sprintf("kubelet (pid %d): command failed: %s", svc.PID, exit))
 		svc.CrashAt = svc.PendingUntil.Add(m.delays.CrashAfter)
@@ -129,8 +148,12 @@ func (m *Machine) resumeDaemonsLocked() {
 		if err != nil {
 			continue
 		}
-		if found, err := m.vol.ScanMarkersLocked(host); err == nil && found[MarkerKubelet] {
-			m.startDaemonLocked(svc, host, true)
+		found, err := m.vol.ScanMarkersLocked(host)
+		if err != nil || !m.wrappedMarkersLocked(svc, found)[MarkerKubelet] {
+			continue
+		}
+		if stderr, exit := m.serviceLogLocked(svc); exit == "" {
+			m.startDaemonLocked(svc, host, stderr, true)
 		}
 	}
 }

@@ -172,8 +172,15 @@ func (m *Machine) startLocked(name string, now time.Time, chain map[string]bool)
 	// The process runs the file under its canonical spelling.
 	s.Processes[svc.PID].Image = string(canon)
 	m.spawnWrappedLocked(svc, now)
+	stderr, exit := m.serviceLogLocked(svc)
+	if exit != "" {
+		m.log.Info(fmt.Sprintf("%s (pid %d): %s", svc.Name, svc.PID, exit))
+		svc.CrashAt = svc.PendingUntil.Add(m.delays.CrashAfter)
+		return svc.PendingUntil, nil
+	}
+	containerdStarted(svc, stderr, now)
 	if found[MarkerKubelet] {
-		m.startDaemonLocked(svc, host, false)
+		m.startDaemonLocked(svc, host, stderr, false)
 	}
 	return svc.PendingUntil, nil
 }

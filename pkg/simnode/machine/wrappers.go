@@ -148,12 +148,21 @@ func (m *Machine) setKubeletSetup(k KubeletSetup) error {
 var scriptExe = regexp.MustCompile(`(?i)[a-z]:\\[^"'\s$;|]*\.exe`)
 
 // wrappedChainLocked is what a service's process runs below it: for a
-// service whose program is nssm.exe, nssm's Application (with its
+// service whose program is kube-log-runner.exe, the program it runs (with
+// its arguments); for one whose program is nssm.exe, nssm's Application (with its
 // AppParameters) and, when that is PowerShell running a script, the
 // first executable the script names. Each entry is an image and its
 // command line; an image that does not exist ends the chain there (nssm
 // keeps retrying it; the service stays Running).
 func (m *Machine) wrappedChainLocked(svc *Service) [][2]string {
+	if isLogRunner(svc.BinaryPath) {
+		_, program, args := splitLogRunner(svc.Args)
+		canon, ok := m.existingLocked(program)
+		if !ok {
+			return nil
+		}
+		return [][2]string{{canon, strings.TrimSpace(`"` + canon + `" ` + strings.Join(args, " "))}}
+	}
 	if !strings.EqualFold(winpath.Base(svc.BinaryPath), "nssm.exe") {
 		return nil
 	}
@@ -259,10 +268,11 @@ func (m *Machine) wrappedMarkersLocked(svc *Service, found map[string]bool) map[
 
 // endWrappedLocked ends the processes below a wrapper service's process
 // as it ends (nssm ends its application's tree on a stop, and when its
-// application crashes). Other services' children live on: containerd's
+// application crashes; kube-log-runner's child is the service's program:
+// it stops with the service, and kube-log-runner ends with it). Other services' children live on: containerd's
 // shims keep containers running across its restarts.
 func (m *Machine) endWrappedLocked(svc *Service) {
-	if strings.EqualFold(winpath.Base(svc.BinaryPath), "nssm.exe") {
+	if strings.EqualFold(winpath.Base(svc.BinaryPath), "nssm.exe") || isLogRunner(svc.BinaryPath) {
 		m.endTreeLocked(svc.PID)
 	}
 }
