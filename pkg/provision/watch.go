@@ -68,35 +68,49 @@ func NewWatcher(sources map[string]string, debounce time.Duration) (*Watcher, er
 func (wt *Watcher) watchDirs() ([]string, error) {
 	var appeared []string
 	for dir := range wt.dirs {
-		at := dir
+		// A folder made between the look and the watch on its parent
+		// sends no event: look again until the deepest folder that
+		// exists is watched.
 		for {
-			if fi, err := os.Stat(at); err == nil && fi.IsDir() {
+			at, err := deepestFolder(dir)
+			if err != nil {
+				return nil, err
+			}
+			if wt.watched[at] {
 				break
 			}
-			parent := filepath.Dir(at)
-			if parent == at {
-				return nil, fmt.Errorf("watch %s: no folder of its path exists", dir)
+			if err := wt.w.Add(at); err != nil {
+				return nil, fmt.Errorf("watch %s: %w", at, err)
 			}
-			at = parent
-		}
-		if wt.watched[at] {
-			continue
-		}
-		if err := wt.w.Add(at); err != nil {
-			return nil, fmt.Errorf("watch %s: %w", at, err)
-		}
-		wt.watched[at] = true
-		if at != dir {
-			continue
-		}
-		for p := range wt.byPath {
-			if filepath.Dir(p) == dir && stamp(p).exists {
-				appeared = append(appeared, p)
+			wt.watched[at] = true
+			if at != dir {
+				continue
 			}
+			for p := range wt.byPath {
+				if filepath.Dir(p) == dir && stamp(p).exists {
+					appeared = append(appeared, p)
+				}
+			}
+			break
 		}
 	}
 	sort.Strings(appeared)
 	return appeared, nil
+}
+
+// deepestFolder is dir when it exists, else its nearest existing parent.
+func deepestFolder(dir string) (string, error) {
+	at := dir
+	for {
+		if fi, err := os.Stat(at); err == nil && fi.IsDir() {
+			return at, nil
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return "", fmt.Errorf("watch %s: no folder of its path exists", dir)
+		}
+		at = parent
+	}
 }
 
 // awaited reports whether dir is a folder on the way to a source's
