@@ -97,6 +97,12 @@ func footprintKept(w winos.OS) (bool, error) {
 // it was repaired; kept is false on a system that keeps no security
 // descriptors (Wine), where dir is used as it is.
 func secureFolder(w winos.OS, dir string, code ops.Kind) (repaired string, kept bool, err error) {
+	return secureFolderWith(w, dir, code, footprintACL)
+}
+
+// secureFolderWith is secureFolder with acl for the DACL it sets: one
+// that lets nobody but Administrators and SYSTEM change anything.
+func secureFolderWith(w winos.OS, dir string, code ops.Kind, acl winos.ACL) (repaired string, kept bool, err error) {
 	wrong, err := footprintOK(w, dir)
 	if err != nil || wrong == "" {
 		return "", true, err
@@ -108,7 +114,7 @@ func secureFolder(w winos.OS, dir string, code ops.Kind) (repaired string, kept 
 	if err := w.SetOwner(dir, winos.SIDAdministrators); err != nil {
 		return "", true, fmt.Errorf("%s is not safe (%s) and its owner cannot be set to Administrators: %w", dir, wrong, err)
 	}
-	if err := w.SetACL(dir, footprintACL); err != nil {
+	if err := w.SetACL(dir, acl); err != nil {
 		return "", true, fmt.Errorf("%s is not safe (%s) and its ACL cannot be restricted to Administrators and SYSTEM: %w", dir, wrong, err)
 	}
 	again, err := footprintOK(w, dir)

@@ -65,6 +65,15 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 		}
 		resp.MissingDirs = append(resp.MissingDirs, dir)
 	}
+	dests := make([]string, len(req.Targets))
+	for i, t := range req.Targets {
+		dests[i] = t.Destination
+	}
+	unsafe, err := programFolderProblems(w, programFolders(dests))
+	if err != nil {
+		return resp, err
+	}
+	resp.UnsafeFolders = unsafe
 	services, err := serviceFacts(w, queue)
 	if err != nil {
 		return resp, err

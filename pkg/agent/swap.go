@@ -517,6 +517,9 @@ func (s *swapRun) decode(ctx context.Context) ([]ops.SwapUndecoded, error) {
 // the renames cannot fail on them. A staged file whose digest is not the
 // item's fails its item (in its result) and is removed, nothing renamed.
 func (s *swapRun) check() error {
+	if err := s.securePrograms(); err != nil {
+		return err
+	}
 	for i, it := range s.req.Items {
 		item := &s.items[i]
 		if item.result.Result == ops.SwapResultFailed {

@@ -51,8 +51,10 @@ func (w *watchedOS) StopService(name string) error {
 
 // A patch the swap decodes is hashed as it is written; it is not hashed
 // again before its rename when only administrators could have changed it
-// since (Windows' defaults: another account's write is refused), and is
-// hashed again, a change caught, where the folder lets others change it.
+// since (another account's write is refused: the swap made the folder
+// safe first), and is hashed again, a change caught, where the folder
+// lets others change it and is one swdt leaves as it is (the system's
+// own, which TrustedInstaller owns).
 func TestDecodedStagedFileIsSealed(t *testing.T) {
 	t.Parallel()
 	const runID = "run1"
@@ -60,8 +62,9 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 	tests := []struct {
 		name string
 		// usersModify gives Users modify rights on C:\k, passed on to
-		// its files.
-		usersModify bool
+		// its files; system makes C:\k TrustedInstaller's, which the swap
+		// leaves as it is (else it makes the folder safe first).
+		usersModify, system bool
 		// tamper has mallory rewrite the staged file at the first stop.
 		tamper    bool
 		wantOpens int
@@ -71,8 +74,9 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 	}{
 		{name: "nobody else can change it: swapped without a second hash"},
 		{name: "another account's write is refused: swapped without a second hash", tamper: true},
-		{name: "a folder where users may change files: hashed again", usersModify: true, wantOpens: 1},
-		{name: "a folder where users may change files: a change is caught", usersModify: true, tamper: true, wantOpens: 1,
+		{name: "a folder where users may change files is made safe first: swapped without a second hash", usersModify: true, tamper: true},
+		{name: "the system's folder where users may change files: hashed again", usersModify: true, system: true, wantOpens: 1},
+		{name: "the system's folder where users may change files: a change is caught", usersModify: true, system: true, tamper: true, wantOpens: 1,
 			wantError: "has SHA-256"},
 	}
 	for _, tt := range tests {
@@ -82,6 +86,11 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 			if tt.usersModify {
 				acl := &simnode.ACL{Entries: []simnode.ACE{{Identity: simnode.AccountUsers, Rights: "M", ObjectInherit: true, ContainerInherit: true}}}
 				if err := n.SetACL(`C:\k`, acl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.system {
+				if err := n.SetOwner(`C:\k`, simnode.AccountTrustedInstaller); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -111,8 +120,8 @@ func TestDecodedStagedFileIsSealed(t *testing.T) {
 			if tt.tamper && !w.stopped {
 				t.Fatal("the swap stopped no service")
 			}
-			if tt.tamper && tt.usersModify != (refused == nil) {
-				t.Fatalf("mallory's write: %v, want refused %v", refused, !tt.usersModify)
+			if lax := tt.usersModify && tt.system; tt.tamper && lax != (refused == nil) {
+				t.Fatalf("mallory's write: %v, want refused %v", refused, !lax)
 			}
 			if refused != nil && !errors.Is(refused, os.ErrPermission) && !strings.Contains(strings.ToLower(refused.Error()), "denied") {
 				t.Errorf("mallory's write failed with %v, want access denied", refused)

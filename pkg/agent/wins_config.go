@@ -62,22 +62,41 @@ func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteReque
 	if dir == "" || name == "" || strings.HasSuffix(req.Path, `\`) || strings.HasSuffix(req.Path, "/") {
 		return ops.WinsConfigWriteResponse{}, Fail(ops.KindBadRequest, "wins' config path %q is not a full path to a file", req.Path)
 	}
+	// wins' config says which programs wins may start as SYSTEM: its
+	// folder is checked (and repaired) like a program's, before and
+	// after it is made.
+	note, err := secureProgramFolder(w, dir)
+	if err != nil {
+		return ops.WinsConfigWriteResponse{}, err
+	}
+	var notes []string
+	if note != "" {
+		notes = []string{note}
+	}
 	old, exists, err := winsReadFile(w, req.Path)
 	if err != nil {
 		return ops.WinsConfigWriteResponse{}, err
 	}
 	content := []byte(req.Content)
 	if exists && bytes.Equal(old, content) {
-		return ops.WinsConfigWriteResponse{}, nil
+		return ops.WinsConfigWriteResponse{Notes: notes}, nil
 	}
 	if err := w.MkdirAll(dir); err != nil {
 		return ops.WinsConfigWriteResponse{}, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if note == "" {
+		if note, err = secureProgramFolder(w, dir); err != nil {
+			return ops.WinsConfigWriteResponse{}, err
+		}
+		if note != "" {
+			notes = []string{note}
+		}
 	}
 	staged := ops.WritingPath(req.Path)
 	if err := writeOwnFile(w, staged, content); err != nil {
 		return ops.WinsConfigWriteResponse{}, err
 	}
-	resp := ops.WinsConfigWriteResponse{Changed: true}
+	resp := ops.WinsConfigWriteResponse{Changed: true, Notes: notes}
 	if exists {
 		resp.Backup = ops.BackupPath(req.Path)
 		if err := winsSetAside(w, req.Path, resp.Backup); err != nil {

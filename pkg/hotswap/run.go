@@ -368,6 +368,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			return nil, err
 		}
 	}
+	if len(found.UnsafeFolders) > 0 {
+		return nil, fmt.Errorf("the folders of the binaries are not safe: %s; nothing was changed (docs/security.md)", strings.Join(found.UnsafeFolders, "; "))
+	}
 	plan, err := MakePlan(items, found)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

@@ -121,6 +121,11 @@ type ProvisionInspectResponse struct {
 	// MissingDirs lists the directories of destinations that do not
 	// exist (a staged file needs its directory).
 	MissingDirs []string `json:"missingDirs,omitempty"`
+	// UnsafeFolders lists the destinations' folders, and the folders
+	// above them, that an account other than Administrators, SYSTEM or
+	// TrustedInstaller owns, each with what to do: that account may
+	// replace the programs swdt puts there.
+	UnsafeFolders []string `json:"unsafeFolders,omitempty"`
 	// Drift has, for each target whose existing service differs from its
 	// Register, the differences ("args: [--v=2] -> [--v=4]"), by the
 	// target's index in the request.

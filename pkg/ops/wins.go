@@ -75,6 +75,8 @@ type WinsConfigWriteResponse struct {
 	// Backup is where the previous content was kept ("" when there was
 	// none or nothing changed).
 	Backup string `json:"backup"`
+	// Notes say what was repaired (wins' folder was not safe).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // WinsRegisterRequest names the binary and the direction.

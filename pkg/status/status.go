@@ -103,6 +103,10 @@ type Report struct {
 	// UnfinishedSwap says, when the node has a swap journal, whose swap
 	// it is and whether it is running or was interrupted.
 	UnfinishedSwap string `json:"unfinishedSwap,omitempty"`
+	// UnsafeFolders are the binaries' folders (or folders above them)
+	// that an ordinary account owns, or that every user shares, each with
+	// what to do: that account may replace what the services run.
+	UnsafeFolders []string `json:"unsafeFolders,omitempty"`
 }
 
 // OutOfSync counts binaries that are missing or differ from the wanted one.
@@ -142,6 +146,7 @@ func Gather(ctx context.Context, n Node, targets []Target, hashes hashcache.Cach
 	if len(inspect.Files) != len(targets) {
 		return nil, fmt.Errorf("inspect returned %d files for %d binaries", len(inspect.Files), len(targets))
 	}
+	report.UnsafeFolders = inspect.UnsafeFolders
 	services := map[string]ops.ServiceInfo{}
 	for _, s := range inspect.Services {
 		services[strings.ToLower(s.Name)] = s

@@ -213,6 +213,9 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 			return nil, fmt.Errorf("write %s: %w", p.Config, err)
 		}
 		d.ConfigBackup = w.Backup
+		for _, note := range w.Notes {
+			observe.Step(note)
+		}
 	}
 	res, err := hotswap.Run(ctx, n, []hotswap.Item{item}, swapOpts)
 	if err != nil {

@@ -108,6 +108,9 @@ func printStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 			admin = "not an administrator"
 		}
 		u.Step(r.Node, "%s (%s %s, build %s.%d) as %s, %s", f.Hostname, f.ProductName, f.DisplayVersion, f.CurrentBuild, f.UBR, f.Username, admin)
+		for _, f := range r.Value.UnsafeFolders {
+			u.Warn("node %s: %s", r.Node, f)
+		}
 		if r.Value.UnfinishedSwap != "" {
 			u.Warn("node %s: %s", r.Node, r.Value.UnfinishedSwap)
 		}
