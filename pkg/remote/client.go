@@ -725,6 +725,11 @@ func (c *Client) finish(ctx context.Context, cn *conn, sess *ssh.Session, wait f
 		return 0, nil
 	case errors.As(err, &ee):
 		return ee.ExitStatus(), nil
+	case errors.Is(err, io.EOF) && !cn.dead():
+		// A status of 0 came back (Wait returns a copy's error only
+		// then); stdin's copy then wrote to the channel the server had
+		// closed: the command did not read all of its input.
+		return 0, nil
 	}
 	if cn.lost(err) || cn.dead() {
 		return -1, fmt.Errorf("%w (the command may or may not have completed): %w", ErrConnectionLost, err)

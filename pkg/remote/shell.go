@@ -119,6 +119,11 @@ func (c *Client) Shell(ctx context.Context, opts ShellOptions) (int, error) {
 	case errors.As(err, &missing) && !cn.dead():
 		// The shell ended without a status (a closed window).
 		return 0, nil
+	case errors.Is(err, io.EOF) && !cn.dead():
+		// x/crypto/ssh's Wait returns a copy's error only after a status
+		// of 0 came back: this one is stdin's copy, which wrote to the
+		// channel the server closed when the command was done.
+		return 0, nil
 	}
 	if cn.lost(err) || cn.dead() {
 		return -1, fmt.Errorf("%s: %w: %w", what, ErrConnectionLost, err)

@@ -91,3 +91,35 @@ func TestDialTCP(t *testing.T) {
 		t.Errorf("a closed port: %v", err)
 	}
 }
+
+// endless is a stdin that never ends: what a user may type (or paste)
+// while the command is already done.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'y'
+	}
+	return len(p), nil
+}
+
+// A command that exits 0 while its stdin still has bytes for it (with a
+// terminal, swdt ssh -- CMD; without, swdt exec and the agent): the
+// stdin copy then writes to a channel the server closed, and gets EOF.
+// That is no failure of the command (OpenSSH's ssh -tt says 0, swdt said
+// "EOF" in some runs); its status comes back, every time.
+func TestShellStdinAfterExit(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	for i := range 5 {
+		status, err := c.Shell(t.Context(), ShellOptions{Command: "exit 0", Stdin: endless{}, Stdout: io.Discard})
+		if err != nil || status != 0 {
+			t.Fatalf("run %d: status %d, err %v; want 0, nil", i, status, err)
+		}
+		// The same without a terminal (swdt exec, the agent's ops).
+		status, err = c.Exec(t.Context(), "exit 0", endless{}, io.Discard, io.Discard)
+		if err != nil || status != 0 {
+			t.Fatalf("exec %d: status %d, err %v; want 0, nil", i, status, err)
+		}
+	}
+}
