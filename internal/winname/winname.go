@@ -10,6 +10,7 @@ package winname
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -70,6 +71,20 @@ func Check(name string) error {
 		return fail(RuleTooLong, fmt.Sprintf("is longer than the %d characters a Windows name may have", MaxLength))
 	}
 	return nil
+}
+
+// shortAlias matches the 8.3 names NTFS generates for long ones: at most
+// six characters of the long name, a tilde and a number (eight in all),
+// and at most three of its extension (PROGRA~1, KUBELE~2.EXE).
+var shortAlias = regexp.MustCompile(`^[^~.\s]{1,6}~[0-9]{1,6}(\.[^.~\s]{1,3})?$`)
+
+// ShortAlias reports whether name has the form of an 8.3 short name NTFS
+// gives a long one: on a volume that makes them, such a name may open
+// another file than the one it seems to (C:\PROGRA~1 is C:\Program
+// Files), and two names of one file pass for two files.
+func ShortAlias(name string) bool {
+	base, _, _ := strings.Cut(name, ".")
+	return len(base) <= 8 && shortAlias.MatchString(name)
 }
 
 // IsDevice reports whether name is a DOS device name Windows resolves

@@ -59,3 +59,26 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestShortAlias(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"PROGRA~1", true},
+		{"progra~1", true},
+		{"KUBELE~2.EXE", true},
+		{"A~123456", true},
+		{"kubelet.exe", false},
+		{"Program Files", false},
+		{"backup~old", false},
+		{"ABCDEFG~1", false},    // seven characters before the tilde: no generated name
+		{"ABCDE~1.EXEC", false}, // a four-character extension
+		{"~1", false},
+		{"a~1~2", false},
+	} {
+		if got := ShortAlias(tt.name); got != tt.want {
+			t.Errorf("ShortAlias(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

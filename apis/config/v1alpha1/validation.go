@@ -419,6 +419,10 @@ func validateWindowsPath(s string, p *field.Path) field.ErrorList {
 		if err := winname.Check(seg); err != nil {
 			return field.ErrorList{field.Invalid(p, s, "a path segment "+err.Error())}
 		}
+		if winname.ShortAlias(seg) {
+			return field.ErrorList{field.Invalid(p, s, fmt.Sprintf("a path segment %q has the form of an 8.3 short name (NAME~N), which stands for a long name on the node "+
+				"(C:\\PROGRA~1 is C:\\Program Files) and would let one file pass for two: write the long name", seg))}
+		}
 	}
 	if ops.IsSwdtName(s) {
 		return field.ErrorList{field.Invalid(p, s, "ends with a name swdt gives its own files beside a destination (.swdt-new, .swdt-bak, ...), which swdt removes or replaces")}

@@ -227,6 +227,8 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].destination"}},
 		{name: "destination direction character", mutate: func(n *Node) { prov(n, 1).Destination = "C:\\k\\kubelet\u202Eexe.txt" },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].destination"}},
+		{name: "destination 8.3 short name", mutate: func(n *Node) { prov(n, 1).Destination = `C:\PROGRA~1\containerd\containerd.exe` },
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].destination"}},
 		{name: "destination swdt's own suffix", mutate: func(n *Node) { prov(n, 1).Destination = `C:\k\kubelet.exe.swdt-bak` },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].destination"}},
 		{name: "destination swdt's staged name", mutate: func(n *Node) { prov(n, 1).Destination = `C:\k\kubelet.exe.swdt-new-1\x.exe` },
