@@ -94,12 +94,13 @@ users:
 	}{
 		{name: "never joined", want: false},
 		{name: "joined to this cluster", kubeconfig: kubeconfig(server), want: true},
+		{name: "joined through the kubeconfig's server", kubeconfig: kubeconfig("https://127.0.0.1:40123"), want: true},
 		{name: "joined to another cluster", kubeconfig: kubeconfig("https://10.9.9.9:6443"), wantErr: true},
 		{name: "no current context", kubeconfig: "apiVersion: v1\nkind: Config\n", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := joinedTo(tt.kubeconfig, server)
+			got, err := joinedTo(tt.kubeconfig, []string{server, "https://127.0.0.1:40123"})
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("joinedTo = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
