@@ -453,7 +453,13 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return nil, fmt.Errorf("write the kubelet's files: %w", err)
 	}
 	rep.FilesChanged = written.Changed
-	started := time.Now()
+	// The Lease as it is before the install, on the node's clock: the
+	// node's later renewals are compared with it, never with this
+	// machine's clock (a VM's drifts).
+	baseline := p.before
+	if st, err := p.cluster.Node(ctx, p.name); err == nil {
+		baseline = st
+	}
 	results, err := j.install(ctx, p, written.Changed)
 	rep.Binaries = results
 	if err != nil {
@@ -465,7 +471,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return rep, nil
 	}
 	var want cluster.Want
-	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, started)
+	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, baseline.LeaseRenewed)
 	if rep.Rebooted || len(rep.FirewallRules) > 0 || len(rep.ServicesConfigured) > 0 {
 		rep.Result = ResultChanged
 	}
@@ -515,9 +521,11 @@ func baseFiles(js *v1alpha1.JoinSpec, dns cluster.DNS, ca []byte, containerd boo
 // outcome is a join's result once its files and binaries are in place,
 // and what its Node must then show: changed when a file or binary
 // changed, a service restarted, or the Node was not registered; a
-// changed node's kubelet must then renew its Lease after started, and
-// every node's report version (when known).
-func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Result, version string, started time.Time) (string, cluster.Want) {
+// changed node's kubelet must then renew its Lease after the renewal
+// seen before the install (renewed, the node's clock; zero: no Lease
+// yet, any renewal will do), and every node's report version (when
+// known).
+func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Result, version string, renewed time.Time) (string, cluster.Want) {
 	changed := len(filesChanged) > 0 || !registered
 	for _, r := range results {
 		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
@@ -526,7 +534,10 @@ func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Res
 	if !changed {
 		return ResultUnchanged, want
 	}
-	want.RenewedAfter = started
+	want.RenewedAfter = renewed
+	if renewed.IsZero() {
+		want.RenewedAfter = time.Unix(0, 0)
+	}
 	return ResultChanged, want
 }
 
