@@ -2,7 +2,10 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +51,19 @@ func TestJoinNodeClockBehind(t *testing.T) {
 	code, doc, errOut = fx.run("join")
 	if code != exitcode.OK || doc.Nodes[0].Result != "changed" {
 		t.Fatalf("changed join of a node 10 minutes behind: exit %d\n%s", code, errOut)
+	}
+
+	// A kubelet swap is confirmed by the cluster the same way: renewals
+	// after the one seen right after the swap.
+	fx.kubelet("v1.37.1")
+	fx.write(fx.cl.Kubeconfig, "v1.37.1")
+	shorten()
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+		[]string{"kubernetes", "-c", fx.config, "--no-color", "--cache-dir", filepath.Join(fx.dir, "cache")}); code != exitcode.OK {
+		t.Fatalf("swap on a node 10 minutes behind: exit %d\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "confirmed kubelet v1.37.1") {
+		t.Errorf("the swap was not confirmed by the cluster:\n%s", errb.String())
 	}
 }
