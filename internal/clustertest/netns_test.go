@@ -24,7 +24,7 @@ import (
 // plane's address, which the serving certificate names, and its own
 // loopback has no API server; cluster-info names the node's endpoint and
 // anonymous users may read it.
-func TestSeparateMachines(t *testing.T) {
+func TestControlPlaneSeparateMachines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
