@@ -31,7 +31,7 @@ func probeRefusal(ep cluster.NodeEndpoint, err error) error {
 		host = u.Hostname()
 	}
 	var why, fix string
-	address := "give the node an address of the API server it can reach: " + kindFix + "; or set " + cluster.EndpointFromOverride + " to that host:port"
+	address := "set " + cluster.EndpointFromOverride + " to an address of the API server the node reaches (host:port); " + kindFix
 	switch ops.KindOf(err) {
 	case ops.KindConnectionRefused:
 		why, fix = "connection refused (nothing listens there)", address
@@ -60,8 +60,8 @@ func probeRefusal(ep cluster.NodeEndpoint, err error) error {
 // kindFix is what a kind user changes: kind publishes the API server on
 // the laptop's loopback unless told otherwise, and its cluster-info
 // names its container, which only docker's network reaches.
-const kindFix = "with kind, set networking.apiServerAddress (and apiServerPort) in the kind config to an address of this machine that the VM reaches " +
-	"(kind adds it to the certificate) and recreate the cluster, then set " + cluster.EndpointFromOverride + " to that address and port"
+const kindFix = "with kind, first set networking.apiServerAddress (and apiServerPort) in the kind config to an address of this machine " +
+	"that the VM reaches (kind adds it to the certificate) and recreate the cluster"
 
 // isLoopback reports whether host names a loopback address: 127.0.0.0/8,
 // ::1 or localhost.
