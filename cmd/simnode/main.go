@@ -105,6 +105,8 @@ Real Windows behaviour (see pkg/simnode/README.md):
   --scanner-hold DURATION  a virus scanner holds every fresh or just-run
                            executable that long (rename/delete: error 32)
   --language-mode MODE     full, or constrained (a WDAC/AppLocker node)
+  --clock-offset DURATION  the node's clock runs that far ahead (negative:
+                           behind): the simulated kubelet's Lease times
 An agent runs on to the end of its op when its connection drops, as under
 OpenSSH for Windows; an SSH signal request ends it.
 
