@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +65,12 @@ func simnodeBinary() (string, error) {
 			return
 		}
 		tmp.Close()
-		out, err := exec.Command("go", "build", "-o", tmp.Name(), "sigs.k8s.io/swdt/cmd/simnode").CombinedOutput()
+		gocmd, err := exec.LookPath("go")
+		if err != nil {
+			// The toolchain that built this test binary.
+			gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out, err := exec.Command(gocmd, "build", "-o", tmp.Name(), "sigs.k8s.io/swdt/cmd/simnode").CombinedOutput()
 		if err != nil {
 			os.Remove(tmp.Name())
 			b.err = fmt.Errorf("go build ./cmd/simnode: %v\n%s", err, out)
