@@ -22,16 +22,27 @@ func (n *Network) DialFrom(ns, addr string, timeout time.Duration) (net.Conn, er
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// The thread enters ns and is never unlocked: it ends with
-		// this goroutine instead of returning to the pool in ns.
+		// The thread enters ns for the dial and returns to its own
+		// namespace before it is unlocked. It must not end instead:
+		// the control plane's processes get SIGKILL (Pdeathsig) when
+		// the thread that started them ends, and this may be it.
 		runtime.LockOSThread()
+		own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer own.Close()
 		f, err := os.Open(filepath.Join("/var/run/netns", ns))
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: err}
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: fmt.Errorf("enter namespace %s: %w", ns, err)}
 			return
 		}
@@ -39,6 +50,9 @@ func (n *Network) DialFrom(ns, addr string, timeout time.Duration) (net.Conn, er
 		defer cancel()
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		ch <- result{c, err}
 	}()
 	r := <-ch

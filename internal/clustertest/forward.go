@@ -1,9 +1,13 @@
 package clustertest
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 )
 
 // forward listens on a free port of the laptop's loopback and copies
@@ -15,6 +19,8 @@ func (c *Cluster) forward(to string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	log := &syncbuf.Buffer{}
+	c.logs["forward"] = log
 	var (
 		mu    sync.Mutex
 		conns = map[net.Conn]struct{}{}
@@ -41,6 +47,7 @@ func (c *Cluster) forward(to string) (string, error) {
 			}
 			out, err := net.Dial("tcp", to)
 			if err != nil {
+				fmt.Fprintf(log, "%s: dial %s: %v\n", time.Now().Format(time.RFC3339Nano), to, err)
 				in.Close()
 				continue
 			}
