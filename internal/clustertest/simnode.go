@@ -186,21 +186,43 @@ func (m *Machine) Exists(p string) bool {
 // Services lists the machine's services by lower-case name, with their
 // status (Running, Stopped, ...).
 func (m *Machine) Services() (map[string]string, error) {
-	raw, err := os.ReadFile(filepath.Join(m.StateDir, "state.json"))
+	st, err := m.state()
 	if err != nil {
 		return nil, err
-	}
-	var st struct {
-		Services map[string]struct {
-			Status string `json:"status"`
-		} `json:"services"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("simnode's state.json: %w", err)
 	}
 	out := map[string]string{}
 	for name, s := range st.Services {
 		out[name] = s.Status
 	}
 	return out, nil
+}
+
+// Features lists the machine's Windows features by lower-case name, with
+// their install state (Available, Installed, ...).
+func (m *Machine) Features() (map[string]string, error) {
+	st, err := m.state()
+	if err != nil {
+		return nil, err
+	}
+	return st.Features, nil
+}
+
+// machineState is the part of simnode's state.json the tests read.
+type machineState struct {
+	Services map[string]struct {
+		Status string `json:"status"`
+	} `json:"services"`
+	Features map[string]string `json:"features"`
+}
+
+func (m *Machine) state() (*machineState, error) {
+	raw, err := os.ReadFile(filepath.Join(m.StateDir, "state.json"))
+	if err != nil {
+		return nil, err
+	}
+	var st machineState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("simnode's state.json: %w", err)
+	}
+	return &st, nil
 }

@@ -127,6 +127,10 @@ func (fx *netJoinFixture) registered(code int, doc joinJSON, errOut, source stri
 // With apiServerEndpoint, the same join registers the Node.
 func TestJoinSeparateMachinesLoopbackThenEndpoint(t *testing.T) {
 	fx := newNetJoinFixture(t)
+	features, err := fx.m.Features()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	code, _, errOut := fx.join(fx.config(""))
 	for _, want := range []string{
@@ -146,8 +150,11 @@ func TestJoinSeparateMachinesLoopbackThenEndpoint(t *testing.T) {
 			t.Errorf("the refused join wrote %s", f)
 		}
 	}
-	if svcs, err := fx.m.Services(); err != nil || svcs["kubelet"] != "" {
-		t.Errorf("the refused join registered the kubelet (%v): %v", err, svcs)
+	if svcs, err := fx.m.Services(); err != nil || svcs["kubelet"] != "" || svcs["vmcompute"] != "" {
+		t.Errorf("the refused join registered the kubelet or installed Containers (%v): %v", err, svcs)
+	}
+	if after, err := fx.m.Features(); err != nil || after["containers"] != features["containers"] {
+		t.Errorf("the refused join changed the Containers feature (%v): %q, was %q", err, after["containers"], features["containers"])
 	}
 
 	code, doc, errOut := fx.join(fx.config(fx.cl.Net.CPAddr.String() + ":6443"))
