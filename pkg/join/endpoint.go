@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/ops"
 )
@@ -71,4 +72,24 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// joinedHere reports whether joined, the server a node's kubelet.conf
+// names, is the cluster c: its kubeconfig's server, or its address as the
+// node reaches it (override, spec.kubernetes.join.apiServerEndpoint; else
+// cluster-info's, read only when the cluster is reachable).
+func joinedHere(ctx context.Context, c *cluster.Cluster, override, joined string, reachable bool) bool {
+	switch {
+	case joined == "":
+		return false
+	case joined == c.Server:
+		return true
+	case override != "":
+		u, err := v1alpha1.APIServerURL(override)
+		return err == nil && u == joined
+	case reachable:
+		ep, err := c.ResolveNodeEndpoint(ctx, "")
+		return err == nil && ep.Server == joined
+	}
+	return false
 }

@@ -68,11 +68,11 @@ func (fx *netJoinFixture) config(endpoint string) string {
 	return path
 }
 
-func (fx *netJoinFixture) join(config string) (int, joinJSON, string) {
+func (fx *netJoinFixture) join(config string, args ...string) (int, joinJSON, string) {
 	fx.t.Helper()
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
-		[]string{"join", "--no-color", "-o", "json", "-c", config})
+		append([]string{"join", "--no-color", "-o", "json", "-c", config}, args...))
 	var doc joinJSON
 	if code == exitcode.OK {
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
@@ -162,9 +162,20 @@ func TestJoinSeparateMachinesLoopbackThenEndpoint(t *testing.T) {
 }
 
 // With kube-public/cluster-info (a kubeadm-made cluster), the join takes
-// the node's address of the API server from it, as kubeadm join does.
+// the node's address of the API server from it, as kubeadm join does;
+// --reset knows the node's kubelet.conf, which names that address, for
+// this cluster's and deletes the Node.
 func TestJoinSeparateMachinesClusterInfo(t *testing.T) {
 	fx := newNetJoinFixture(t, clustertest.WithClusterInfo())
-	code, doc, errOut := fx.join(fx.config(""))
+	config := fx.config("")
+	code, doc, errOut := fx.join(config)
 	fx.registered(code, doc, errOut, "kube-public/cluster-info")
+
+	code, doc, errOut = fx.join(config, "--reset")
+	if code != exitcode.OK || len(doc.Nodes) != 1 || doc.Nodes[0].Result != "removed" {
+		t.Fatalf("join --reset: exit %d\n%s", code, errOut)
+	}
+	if _, err := fx.cl.Client.CoreV1().Nodes().Get(context.Background(), "win-net01", metav1.GetOptions{}); err == nil {
+		t.Errorf("the Node is still there after --reset:\n%s", errOut)
+	}
 }
