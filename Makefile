@@ -64,7 +64,8 @@ test: test-deps agent cluster-bins test-go ## run the whole test suite (installs
 # tests run it in session mode, so libvirt-daemon-system is not needed) and
 # Node.js with pscheck's pinned npm packages (PowerShell grammar check);
 # rsync for make bench's rsync rows; Debian's etcd-server for the cluster
-# tier; and Wine with mingw-w64 (test/wine runs the real agent under Wine;
+# tier, and iproute2 for its separate machines (network namespaces, as
+# root); and Wine with mingw-w64 (test/wine runs the real agent under Wine;
 # simnode builds the ProcessPrng DLL of pkg/simnode/wine/winedll with mingw).
 # Installed with apt and npm when missing and this user may; tests whose
 # tools are missing skip, except under CI=true, where they fail.
@@ -78,6 +79,7 @@ test-deps: ## install sshd, ssh/sftp, libvirtd, Node.js, pscheck's npm packages,
 	command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	command -v rsync >/dev/null || pkgs="$$pkgs rsync"; \
 	[ -x /usr/bin/etcd ] || pkgs="$$pkgs etcd-server"; \
+	command -v ip >/dev/null || pkgs="$$pkgs iproute2"; \
 	command -v wine >/dev/null || pkgs="$$pkgs wine"; \
 	[ -x /usr/lib/wine/wine64 ] || pkgs="$$pkgs wine64"; \
 	command -v x86_64-w64-mingw32-gcc >/dev/null || pkgs="$$pkgs gcc-mingw-w64-x86-64-win32"; \
@@ -125,7 +127,7 @@ cluster-bins: ## build kube-apiserver, kube-controller-manager, kubelet.exe, kub
 		-o $(CLUSTER_BIN)/kube-log-runner.exe.tmp k8s.io/component-base/logs/kube-log-runner && mv $(CLUSTER_BIN)/kube-log-runner.exe.tmp $(CLUSTER_BIN)/kube-log-runner.exe; }
 	@[ -x $(CLUSTER_BIN)/crifake ] || { cd hack/cluster && $(GO) build -trimpath -o $(CLUSTER_BIN)/crifake.tmp ./crifake && mv $(CLUSTER_BIN)/crifake.tmp $(CLUSTER_BIN)/crifake; }
 
-test-cluster: test-deps agent cluster-bins ## the cluster tier alone: swdt join and the cluster check against a real control plane on loopback (simulated kubelet, and the real kubelet.exe under Wine)
+test-cluster: test-deps agent cluster-bins ## the cluster tier alone: swdt join and the cluster check against a real control plane, on loopback and on separate machines (network namespaces; simulated kubelet), and the real kubelet.exe under Wine
 	SWDT_CLUSTER_BIN=$(CLUSTER_BIN) $(GO) test $(GOTESTFLAGS) -run 'TestControlPlane|TestVersionMatchesModule|Join|ClusterCheck' \
 		./internal/clustertest/ ./cmd/swdt/app/ ./test/wine/
 

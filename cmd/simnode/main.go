@@ -105,6 +105,8 @@ Real Windows behaviour (see pkg/simnode/README.md):
   --scanner-hold DURATION  a virus scanner holds every fresh or just-run
                            executable that long (rename/delete: error 32)
   --language-mode MODE     full, or constrained (a WDAC/AppLocker node)
+  --clock-offset DURATION  the node's clock runs that far ahead (negative:
+                           behind): the simulated kubelet's Lease times
 An agent runs on to the end of its op when its connection drops, as under
 OpenSSH for Windows; an SSH signal request ends it.
 
@@ -141,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		languageMode  = fs.String("language-mode", "", "PowerShell's language `mode`: full, or constrained (a WDAC/AppLocker node)")
 		scannerHold   = fs.Duration("scanner-hold", 0, "play a virus scanner that holds every freshly written or just-run executable for `duration` (rename and delete fail with a sharing violation)")
 		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
+		clockOffset   = fs.Duration("clock-offset", 0, "the node's clock runs this far ahead of the host's (negative: behind), as a VM's drifts; the simulated kubelet stamps its Lease with it")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
 		latency       multiFlag
@@ -180,7 +183,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Bare:               *bare,
 		Delays: &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter,
 			ShutdownGrace: *shutdownGrace, Boot: *bootTime},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		ClockOffset: *clockOffset,
+		Logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if *wine {
 		opts.Wine = &simnode.Wine{}

@@ -59,8 +59,15 @@ func BinDir() string {
 type Cluster struct {
 	// Dir holds the PKI, kubeconfigs, data and logs.
 	Dir string
-	// Server is the API server's URL.
+	// Server is the API server's URL as this process (the laptop)
+	// reaches it: on a Network (Separate), a port of the laptop's
+	// loopback forwarded to the control plane, as kind publishes it.
 	Server string
+	// NodeServer is the API server's URL as the node reaches it: the
+	// control plane's address on a Network, else Server.
+	NodeServer string
+	// Net is the Network the control plane runs on (Separate), or nil.
+	Net *Network
 	// Kubeconfig is a cluster-admin kubeconfig (context "admin").
 	Kubeconfig string
 	// CAFile is the cluster CA's certificate (PEM).
@@ -68,10 +75,31 @@ type Cluster struct {
 	// Client is a cluster-admin client.
 	Client kubernetes.Interface
 
-	logs  map[string]*syncbuf.Buffer
-	procs []*proc
-	pki   *pki
+	logs    map[string]*syncbuf.Buffer
+	procs   []*proc
+	pki     *pki
+	closers []func()
+	opts    options
 }
+
+// Option changes what Start runs.
+type Option func(*options)
+
+type options struct{ separate, clusterInfo bool }
+
+// Separate runs the control plane on a machine of its own, the CP of a
+// new Network (StartNetwork): etcd, kube-apiserver (on the control
+// plane's address, port 6443, with that address in its certificate) and
+// kube-controller-manager. The laptop reaches it as kind's users do,
+// through a port of its loopback forwarded to it (Server); the node at
+// its address (NodeServer).
+func Separate() Option { return func(o *options) { o.separate = true } }
+
+// WithClusterInfo creates kube-public/cluster-info as kubeadm init does:
+// a kubeconfig naming NodeServer and the cluster CA, readable by
+// anonymous users. Without it the cluster has none, as a bare control
+// plane.
+func WithClusterInfo() Option { return func(o *options) { o.clusterInfo = true } }
 
 // proc is one control-plane process; done closes when it has exited.
 type proc struct {
@@ -101,14 +129,21 @@ func Binary(t testing.TB, name string) string {
 }
 
 // Start runs etcd, kube-apiserver and kube-controller-manager for the
-// duration of the test and waits until the API server is ready.
-func Start(t testing.TB) *Cluster {
+// duration of the test and waits until the API server is ready: on
+// loopback, or on a machine of their own (Separate).
+func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	bins := map[string]string{}
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		bins[name] = Binary(t, name)
 	}
 	c := &Cluster{Dir: t.TempDir(), logs: map[string]*syncbuf.Buffer{}}
+	for _, o := range opts {
+		o(&c.opts)
+	}
+	if c.opts.separate {
+		c.Net = StartNetwork(t)
+	}
 	t.Cleanup(func() {
 		c.stop()
 		if t.Failed() {
@@ -132,7 +167,18 @@ func (c *Cluster) start(bins map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
+	// On a Network the processes run in the control plane's namespace,
+	// where the ports are theirs: kubeadm's.
+	cpAddr := "127.0.0.1"
+	etcdPort, peerPort, apiPort, cmPort := freePort(), freePort(), freePort(), freePort()
+	bind := "127.0.0.1"
 	loop := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	if c.Net != nil {
+		cpAddr = c.Net.CPAddr.String()
+		etcdPort, peerPort, apiPort, cmPort = 2379, 2380, 6443, 10257
+		bind = "0.0.0.0"
+		loop = append(loop, c.Net.CPAddr)
+	}
 	certs := []struct {
 		name    string
 		subject pkix.Name
@@ -154,7 +200,6 @@ func (c *Cluster) start(bins map[string]string) error {
 	c.CAFile = p.path("ca.crt")
 	c.pki = p
 
-	etcdPort, peerPort, apiPort := freePort(), freePort(), freePort()
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	if err := c.run("etcd", bins["etcd"],
@@ -165,10 +210,19 @@ func (c *Cluster) start(bins map[string]string) error {
 	); err != nil {
 		return err
 	}
-	c.Server = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	local := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	c.Server, c.NodeServer = local, local
+	if c.Net != nil {
+		c.NodeServer = "https://" + net.JoinHostPort(cpAddr, strconv.Itoa(apiPort))
+		fwd, err := c.forward(net.JoinHostPort(cpAddr, strconv.Itoa(apiPort)))
+		if err != nil {
+			return err
+		}
+		c.Server = "https://" + fwd
+	}
 	if err := c.run("kube-apiserver", bins["kube-apiserver"],
 		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--bind-address="+bind, "--advertise-address="+cpAddr,
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
@@ -190,7 +244,7 @@ func (c *Cluster) start(bins map[string]string) error {
 		return err
 	}
 	cmConfig := filepath.Join(c.Dir, "controller-manager.kubeconfig")
-	if err := writeKubeconfig(cmConfig, "controller-manager", c.Server, p.path("ca.crt"), p.path("controller-manager.crt"), p.path("controller-manager.key")); err != nil {
+	if err := writeKubeconfig(cmConfig, "controller-manager", local, p.path("ca.crt"), p.path("controller-manager.crt"), p.path("controller-manager.key")); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
@@ -208,7 +262,7 @@ func (c *Cluster) start(bins map[string]string) error {
 	if err := c.run("kube-controller-manager", bins["kube-controller-manager"],
 		"--kubeconfig="+cmConfig,
 		"--authentication-kubeconfig="+cmConfig, "--authorization-kubeconfig="+cmConfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(freePort()),
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cmPort),
 		"--leader-elect=false",
 		"--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,certificatesigningrequest-cleaner-controller,bootstrap-signer-controller,token-cleaner-controller,root-ca-certificate-publisher-controller,serviceaccount-token-controller",
 		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
@@ -219,7 +273,13 @@ func (c *Cluster) start(bins map[string]string) error {
 	); err != nil {
 		return err
 	}
-	return c.applyKubeadmRBAC()
+	if err := c.applyKubeadmRBAC(); err != nil {
+		return err
+	}
+	if c.opts.clusterInfo {
+		return c.createClusterInfo()
+	}
+	return nil
 }
 
 // waitReady polls /readyz until it answers ok or the budget ends.
@@ -275,8 +335,11 @@ func (c *Cluster) run(name, path string, args ...string) error {
 	log := &syncbuf.Buffer{}
 	c.logs[name] = log
 	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = dieWithParent()
+	if c.Net != nil {
+		cmd = c.Net.Command(c.Net.CP, path, args...)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
@@ -310,6 +373,10 @@ func (c *Cluster) stop() {
 		}
 	}
 	c.procs = nil
+	for _, fn := range c.closers {
+		fn()
+	}
+	c.closers = nil
 }
 
 // WaitKubeletVersion waits (up to two minutes) until the Node name
@@ -353,7 +420,7 @@ func (c *Cluster) NodeKubeconfig(name string) ([]byte, error) {
 		data[i] = b
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: data[0]}
+	cfg.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: c.NodeServer, CertificateAuthorityData: data[0]}
 	cfg.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificateData: data[1], ClientKeyData: data[2]}
 	cfg.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
 	cfg.CurrentContext = "default-context"

@@ -104,7 +104,7 @@ type entry struct {
 // handlers maps every op of the catalogue to its handler.
 var handlers = func() map[string]entry {
 	m := map[string]entry{}
-	for _, group := range [][]entry{infoOps, provisionOps, lockOps, setupOps, winsOps, dayTwoOps, hypervOps, restartOps, joinOps, undoOps} {
+	for _, group := range [][]entry{infoOps, provisionOps, lockOps, setupOps, winsOps, dayTwoOps, hypervOps, restartOps, joinOps, probeOps, undoOps} {
 		for _, e := range group {
 			if m[e.name].run != nil {
 				panic("agent: two handlers for op " + e.name)

@@ -40,6 +40,9 @@ const BootstrapGroup = "system:bootstrappers:kubeadm:default-node-token"
 type Cluster struct {
 	// Server is the API server URL from the kubeconfig.
 	Server string
+	// NodeServer is the API server URL as the node reaches it
+	// (ResolveNodeEndpoint); "" until resolved, when Server is used.
+	NodeServer string
 	// CAData is the cluster CA bundle (PEM) from the kubeconfig.
 	CAData []byte
 	// Context is the kubeconfig context in use.

@@ -176,7 +176,8 @@ func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
 }
 
 // BootstrapKubeconfig is the kubeconfig a kubelet starts TLS bootstrap
-// with: the API server, its CA and the bootstrap token.
+// with: the API server as the node reaches it, its CA and the bootstrap
+// token.
 func (c *Cluster) BootstrapKubeconfig(token Token) ([]byte, error) {
 	return c.tokenKubeconfig("tls-bootstrap-token-user", token.Value)
 }
@@ -185,7 +186,7 @@ func (c *Cluster) BootstrapKubeconfig(token Token) ([]byte, error) {
 // user authenticates with a bearer token.
 func (c *Cluster) tokenKubeconfig(user, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAData}
+	cfg.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: c.nodeServer(), CertificateAuthorityData: c.CAData}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[user+"@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: user}
 	cfg.CurrentContext = user + "@kubernetes"

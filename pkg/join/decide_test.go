@@ -94,12 +94,13 @@ users:
 	}{
 		{name: "never joined", want: false},
 		{name: "joined to this cluster", kubeconfig: kubeconfig(server), want: true},
+		{name: "joined through the kubeconfig's server", kubeconfig: kubeconfig("https://127.0.0.1:40123"), want: true},
 		{name: "joined to another cluster", kubeconfig: kubeconfig("https://10.9.9.9:6443"), wantErr: true},
 		{name: "no current context", kubeconfig: "apiVersion: v1\nkind: Config\n", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := joinedTo(tt.kubeconfig, server)
+			got, err := joinedTo(tt.kubeconfig, []string{server, "https://127.0.0.1:40123"})
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("joinedTo = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
@@ -151,7 +152,8 @@ func TestBaseFiles(t *testing.T) {
 }
 
 func TestOutcome(t *testing.T) {
-	started := time.Now()
+	// A renewal the node stamped, on its own clock (an hour behind).
+	renewed := time.Now().Add(-time.Hour)
 	unchanged := []hotswap.Result{{Name: "kubelet", Action: hotswap.ActionUnchanged}}
 	tests := []struct {
 		name       string
@@ -168,16 +170,20 @@ func TestOutcome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, want := outcome(tt.files, tt.registered, tt.results, "v1.31.2", started)
+			got, want := outcome(tt.files, tt.registered, tt.results, "v1.31.2", renewed)
 			if got != tt.want || want.KubeletVersion != "v1.31.2" {
 				t.Errorf("outcome = %s, %+v; want %s", got, want, tt.want)
 			}
 			// Only a changed node must show a kubelet that talked to the
-			// cluster since.
-			if renewed := want.RenewedAfter.Equal(started); renewed != (tt.want == ResultChanged) {
+			// cluster since the renewal seen before.
+			if after := want.RenewedAfter.Equal(renewed); after != (tt.want == ResultChanged) {
 				t.Errorf("RenewedAfter = %v for a %s node", want.RenewedAfter, got)
 			}
 		})
+	}
+	// No Lease yet: any renewal is the new kubelet's.
+	if _, want := outcome(nil, false, unchanged, "", time.Time{}); !want.RenewedAfter.Equal(time.Unix(0, 0)) {
+		t.Errorf("RenewedAfter = %v without a Lease before, want the epoch", want.RenewedAfter)
 	}
 }
 

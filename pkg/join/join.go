@@ -47,6 +47,7 @@ type Node interface {
 	RegisterService(ctx context.Context, req ops.ServiceRegisterRequest) (ops.ServiceRegisterResponse, error)
 	JoinFeature(ctx context.Context, req ops.JoinFeatureRequest) (ops.JoinFeatureResponse, error)
 	JoinSetup(ctx context.Context, req ops.JoinSetupRequest) (ops.JoinSetupResponse, error)
+	ProbeAPIServer(ctx context.Context, req ops.APIServerProbeRequest) (ops.APIServerProbeResponse, error)
 }
 
 // Observer shows a run. Implementations must be safe for concurrent use.
@@ -97,6 +98,8 @@ type Report struct {
 	Result string `json:"result"`
 	// Server is the API server the node joined (or left).
 	Server string `json:"server"`
+	// Endpoint is the API server's address as the node uses it.
+	Endpoint *cluster.NodeEndpoint `json:"apiServerEndpoint,omitempty"`
 	// Binaries are the hot-swap results of containerd (when installed)
 	// and the kubelet.
 	Binaries []hotswap.Result `json:"binaries,omitempty"`
@@ -203,6 +206,7 @@ type prepared struct {
 	closeN         func()
 	name           string
 	joined         bool // the node's kubelet.conf names this cluster
+	endpoint       cluster.NodeEndpoint
 	before         cluster.NodeState
 }
 
@@ -230,6 +234,9 @@ func (j *joiner) prepare(ctx context.Context, connect Connect) (*prepared, error
 		return nil, err
 	}
 	p.serverVersion = releaseOf(server)
+	if p.endpoint, err = c.ResolveNodeEndpoint(ctx, js.APIServerEndpoint); err != nil {
+		return nil, err
+	}
 	if p.version, err = kubeletVersion(p.kubelet, server); err != nil {
 		return nil, err
 	}
@@ -259,12 +266,16 @@ func (j *joiner) prepare(ctx context.Context, connect Connect) (*prepared, error
 		closeN()
 		return nil, fmt.Errorf("the node's folders for the kubelet's credentials are not safe: %s; nothing was changed (docs/security.md)", strings.Join(ins.Unsafe, "; "))
 	}
+	if err := j.probeEndpoint(ctx, n, p.endpoint, c.CAData); err != nil {
+		closeN()
+		return nil, err
+	}
 	for _, msg := range ins.Ignored {
 		j.opts.Observer.Warn("node " + j.spec.Name + ": " + msg)
 	}
 	p.registered = ins.Services
 	p.name = nodeName(js, ins.Hostname)
-	if p.joined, err = joinedTo(ins.Kubeconfig, c.Server); err != nil {
+	if p.joined, err = joinedTo(ins.Kubeconfig, []string{p.endpoint.Server, c.Server}); err != nil {
 		closeN()
 		return nil, err
 	}
@@ -311,9 +322,10 @@ func nodeName(js *v1alpha1.JoinSpec, hostname string) string {
 }
 
 // joinedTo reports whether the kubelet kubeconfig the node holds
-// (kubeconfig, "" for none) names the cluster at server. One that names
-// another cluster is refused (reset.go resets such a node).
-func joinedTo(kubeconfig, server string) (bool, error) {
+// (kubeconfig, "" for none) names the cluster at one of servers (the
+// address the node uses, and the kubeconfig's). One that names another
+// cluster is refused (reset.go resets such a node).
+func joinedTo(kubeconfig string, servers []string) (bool, error) {
 	if kubeconfig == "" {
 		return false, nil
 	}
@@ -321,10 +333,10 @@ func joinedTo(kubeconfig, server string) (bool, error) {
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("the node's %s cannot be read (%w): remove it, or run swdt join --reset", ops.JoinKubeconfig, err)
-	case other != server:
-		return false, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, server)
+	case !slices.Contains(servers, other):
+		return false, fmt.Errorf("the node is already joined to the cluster at %s, not %s: run swdt join --reset with that cluster's kubeconfig first; nothing was changed", other, servers[0])
 	}
-	return other == server, nil
+	return slices.Contains(servers, other), nil
 }
 
 // binaries are the provisioners a join installs: containerd and its
@@ -398,7 +410,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	}
 	defer func() { p.closeN() }() // the reboot of containers connects again
 	js := j.spec.Spec.Kubernetes.Join
-	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Result: ResultUnchanged}
+	rep := &Report{NodeName: p.name, Server: p.cluster.Server, Endpoint: &p.endpoint, Result: ResultUnchanged}
 	if err := j.containers(ctx, connect, p, rep); err != nil {
 		return nil, err
 	}
@@ -441,7 +453,13 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return nil, fmt.Errorf("write the kubelet's files: %w", err)
 	}
 	rep.FilesChanged = written.Changed
-	started := time.Now()
+	// The Lease as it is before the install, on the node's clock: the
+	// node's later renewals are compared with it, never with this
+	// machine's clock (a VM's drifts).
+	baseline := p.before
+	if st, err := p.cluster.Node(ctx, p.name); err == nil {
+		baseline = st
+	}
 	results, err := j.install(ctx, p, written.Changed)
 	rep.Binaries = results
 	if err != nil {
@@ -453,7 +471,7 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		return rep, nil
 	}
 	var want cluster.Want
-	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, started)
+	rep.Result, want = outcome(written.Changed, p.before.Registered, results, p.version, baseline.LeaseRenewed)
 	if rep.Rebooted || len(rep.FirewallRules) > 0 || len(rep.ServicesConfigured) > 0 {
 		rep.Result = ResultChanged
 	}
@@ -503,9 +521,11 @@ func baseFiles(js *v1alpha1.JoinSpec, dns cluster.DNS, ca []byte, containerd boo
 // outcome is a join's result once its files and binaries are in place,
 // and what its Node must then show: changed when a file or binary
 // changed, a service restarted, or the Node was not registered; a
-// changed node's kubelet must then renew its Lease after started, and
-// every node's report version (when known).
-func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Result, version string, started time.Time) (string, cluster.Want) {
+// changed node's kubelet must then renew its Lease after the renewal
+// seen before the install (renewed, the node's clock; zero: no Lease
+// yet, any renewal will do), and every node's report version (when
+// known).
+func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Result, version string, renewed time.Time) (string, cluster.Want) {
 	changed := len(filesChanged) > 0 || !registered
 	for _, r := range results {
 		changed = changed || r.Action != hotswap.ActionUnchanged || r.Restarted
@@ -514,7 +534,10 @@ func outcome(filesChanged []ops.JoinFile, registered bool, results []hotswap.Res
 	if !changed {
 		return ResultUnchanged, want
 	}
-	want.RenewedAfter = started
+	want.RenewedAfter = renewed
+	if renewed.IsZero() {
+		want.RenewedAfter = time.Unix(0, 0)
+	}
 	return ResultChanged, want
 }
 

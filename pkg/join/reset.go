@@ -98,22 +98,25 @@ func (j *joiner) reset(ctx context.Context, connect Connect) (*Report, error) {
 // name. What it cannot delete goes to rep.LeftInCluster.
 func (j *joiner) resetCluster(ctx context.Context, c *cluster.Cluster, name, joined string, rep *Report) {
 	var left []Leftover
-	if joined != "" && joined != c.Server {
+	j.step("checking the control plane at " + c.Server)
+	st, err := c.Node(ctx, name)
+	// The node's kubelet.conf names this cluster by the kubeconfig's
+	// server or by the node's address of it (endpoint.go).
+	ours := joinedHere(ctx, c, j.spec.Spec.Kubernetes.Join.APIServerEndpoint, joined, err == nil)
+	if joined != "" && !ours {
 		left = append(left, Leftover{Object: "Node " + name, Server: joined,
 			Reason: fmt.Sprintf("not deleted: the node was joined to that cluster, not to the kubeconfig's (%s); delete it there (kubectl delete node %s with that cluster's kubeconfig)", c.Server, name)})
 	}
-	j.step("checking the control plane at " + c.Server)
-	st, err := c.Node(ctx, name)
 	if err != nil {
 		// Unreachable, or refusing the credentials: nothing in it can be
 		// deleted.
-		if joined != c.Server {
+		if !ours {
 			joined = ""
 		}
 		rep.LeftInCluster = append(left, unreachable(name, joined, c.Server, fmt.Sprintf("not deleted: %v", err))...)
 		return
 	}
-	if st.Registered && joined == c.Server {
+	if st.Registered && ours {
 		j.step("deleting Node " + name)
 		if err := c.DeleteNode(ctx, name); err != nil {
 			left = append(left, Leftover{Object: "Node " + name, Server: c.Server, Reason: err.Error()})

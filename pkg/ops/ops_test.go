@@ -21,6 +21,7 @@ func TestOpsRoundTrip(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{ops.AgentInfo.Name, func(t *testing.T) { roundTrip(t, ops.AgentInfo) }},
+		{ops.APIServerProbe.Name, func(t *testing.T) { roundTrip(t, ops.APIServerProbe) }},
 		{ops.AuthorizedKeysAdd.Name, func(t *testing.T) { roundTrip(t, ops.AuthorizedKeysAdd) }},
 		{ops.ChocoInstall.Name, func(t *testing.T) { roundTrip(t, ops.ChocoInstall) }},
 		{ops.ChocoPackages.Name, func(t *testing.T) { roundTrip(t, ops.ChocoPackages) }},

@@ -170,6 +170,14 @@ type JoinSpec struct {
 	// Context is the kubeconfig context. Default: its current context.
 	// +optional
 	Context string `json:"context,omitempty"`
+	// APIServerEndpoint is the API server's address as the node reaches
+	// it, host:port or https://host:port: what the bootstrap kubeconfig
+	// and kube-proxy's name (kubeadm join's discovery apiServerEndpoint).
+	// Default: the server of kube-public/cluster-info when the cluster
+	// has one (as kubeadm join reads it), else the kubeconfig's server.
+	// Its certificate must be valid for that host.
+	// +optional
+	APIServerEndpoint string `json:"apiServerEndpoint,omitempty"`
 	// NodeName is the Node's name. Default: the node's host name in
 	// lower case.
 	// +optional

@@ -171,6 +171,11 @@ func validateJoin(k *KubernetesSpec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("criSocket"), j.CRISocket, msg))
 		}
 	}
+	if j.APIServerEndpoint != "" {
+		if _, err := APIServerURL(j.APIServerEndpoint); err != nil {
+			errs = append(errs, field.Invalid(p.Child("apiServerEndpoint"), j.APIServerEndpoint, err.Error()))
+		}
+	}
 	if hasControl(j.Context) {
 		errs = append(errs, field.Invalid(p.Child("context"), j.Context, "must not contain control characters"))
 	}

@@ -30,6 +30,12 @@ func TestValidateJoin(t *testing.T) {
 		{name: "taints", mutate: func(_ *Node, j *JoinSpec) {
 			j.Taints = []string{"os=windows:NoSchedule", "gpu:NoExecute", "novalue", "k=v:Sometimes"}
 		}, want: []string{"FieldValueInvalid spec.kubernetes.join.taints[2]", "FieldValueInvalid spec.kubernetes.join.taints[3]"}},
+		{name: "apiServerEndpoint host:port", mutate: func(_ *Node, j *JoinSpec) { j.APIServerEndpoint = "192.168.122.1:6443" }},
+		{name: "apiServerEndpoint URL", mutate: func(_ *Node, j *JoinSpec) { j.APIServerEndpoint = "https://cp.example.com:6443" }},
+		{name: "apiServerEndpoint without port", mutate: func(_ *Node, j *JoinSpec) { j.APIServerEndpoint = "192.168.122.1" },
+			want: []string{"FieldValueInvalid spec.kubernetes.join.apiServerEndpoint"}},
+		{name: "apiServerEndpoint http", mutate: func(_ *Node, j *JoinSpec) { j.APIServerEndpoint = "http://192.168.122.1:6443" },
+			want: []string{"FieldValueInvalid spec.kubernetes.join.apiServerEndpoint"}},
 		{name: "timeout", mutate: func(_ *Node, j *JoinSpec) { j.Timeout = &metav1.Duration{Duration: -time.Second} },
 			want: []string{"FieldValueInvalid spec.kubernetes.join.timeout"}},
 		{name: "criSocket pipe", mutate: func(_ *Node, j *JoinSpec) { j.CRISocket = "npipe:////./pipe/containerd-containerd" }},

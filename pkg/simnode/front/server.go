@@ -67,6 +67,10 @@ type Options struct {
 	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
 	// that way (sc, nssm, nssm-powershell), applied at New.
 	KubeletSetup machine.KubeletSetup
+	// ClockOffset is how far the node's clock runs ahead of the host's
+	// (negative: behind), as a VM's clock drifts: the simulated kubelet
+	// stamps its Lease renewals and status with the node's time.
+	ClockOffset time.Duration
 	// Logger receives connection and op logs; nil discards.
 	Logger *slog.Logger
 	// AgentDigests, when set, lists further SHA-256 digests (hex) of
@@ -139,7 +143,7 @@ func New(opts Options) (*Server, error) {
 	m, err := machine.Open(machine.Config{Dir: opts.StateDir, Hostname: opts.Hostname, Bare: opts.Bare, Delays: delays, Log: log,
 		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode,
 		ScannerHold: opts.ScannerHold, KubeletSetup: opts.KubeletSetup, Accounts: slices.Collect(maps.Values(accounts)),
-		Daemon: kubelet.Daemon{}})
+		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset}})
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}

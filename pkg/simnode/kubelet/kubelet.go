@@ -49,11 +49,16 @@ const (
 
 // Daemon plays kubelet.exe for the machine (machine.Daemon): a service
 // process whose binary holds machine.MarkerKubelet.
-type Daemon struct{}
+type Daemon struct {
+	// ClockOffset is how far the node's clock runs ahead of the host's
+	// (negative: behind): the kubelet's times (Lease renewals, status
+	// heartbeats) are the node's, as a real kubelet's are.
+	ClockOffset time.Duration
+}
 
 // Start validates the kubelet's configuration, as kubelet.exe does before
 // anything else, and returns the simulated kubelet of the process.
-func (Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exit string) {
+func (d Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exit string) {
 	if !p.Resume {
 		if msg := configError(p.Args, p.ReadFile); msg != "" {
 			klog(p.Stderr, 'E', p.PID, "run.go:72", fmt.Sprintf("\"command failed\" err=%q", msg))
@@ -69,7 +74,7 @@ func (Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exit 
 	if err != nil {
 		return nil, ""
 	}
-	k := &simKubelet{n: p.System, log: p.Log, stderr: p.Stderr, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args)}
+	k := &simKubelet{n: p.System, log: p.Log, stderr: p.Stderr, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args), clock: d.ClockOffset}
 	klog(k.stderr, 'I', k.pid, "server.go:530", fmt.Sprintf("\"Kubelet version\" kubeletVersion=%q", v))
 	return k.run, ""
 }
@@ -206,7 +211,12 @@ type simKubelet struct {
 	version string
 	flags   kubeletFlags
 	name    string
+	// clock is the node clock's offset from the host's.
+	clock time.Duration
 }
+
+// now is the node's time.
+func (k *simKubelet) now() time.Time { return time.Now().Add(k.clock) }
 
 // alive reports whether the kubelet's process still runs.
 func (k *simKubelet) alive() bool {
@@ -408,7 +418,7 @@ func (k *simKubelet) postStatus(ctx context.Context, client kubernetes.Interface
 	if err != nil {
 		return err
 	}
-	now := metav1.Now()
+	now := metav1.NewTime(k.now())
 	n.Status.NodeInfo = corev1.NodeSystemInfo{
 		KubeletVersion:          k.version,
 		OperatingSystem:         "windows",
@@ -449,7 +459,7 @@ func (k *simKubelet) postStatus(ctx context.Context, client kubernetes.Interface
 // renewLease creates or renews the node's Lease in kube-node-lease.
 func (k *simKubelet) renewLease(ctx context.Context, client kubernetes.Interface, node *corev1.Node) error {
 	leases := client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(k.now())
 	l, err := leases.Get(ctx, k.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		duration := int32(40)
