@@ -30,6 +30,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/internal/winpath"
+	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
@@ -434,11 +435,23 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 		files[ops.JoinFileKubeProxyKubeconfig] = string(kc)
 	}
 	if !p.joined {
+		// A token an earlier run of this node left (it was killed, or
+		// the cluster did not answer its deletion) goes first.
+		if n, err := p.cluster.DeleteBootstrapTokens(ctx, description); err != nil {
+			return nil, err
+		} else if n > 0 {
+			j.step(fmt.Sprintf("deleted %s an earlier join of %s left", words.Count(n, "bootstrap token"), p.name))
+		}
 		j.step("creating a bootstrap token")
 		token, err := p.cluster.CreateBootstrapToken(ctx, description, j.opts.TokenTTL)
 		if err != nil {
 			return nil, err
 		}
+		// Deleted on every way out: the kubelet has its own certificate
+		// once the Node registered, and a join that failed or was
+		// interrupted leaves no credential behind (the next one makes
+		// its own).
+		defer func() { j.deleteToken(ctx, p, description) }()
 		boot, err := p.cluster.BootstrapKubeconfig(token)
 		if err != nil {
 			return nil, err
@@ -485,14 +498,27 @@ func (j *joiner) join(ctx context.Context, connect Connect) (*Report, error) {
 	cancel()
 	if err != nil {
 		rep.Result = ResultFailed
-		rep.Error = fmt.Sprintf("%v within %s: %s (the bootstrap token stays valid for %s)", err, timeout, p.kubeletLogHint(j.spec.Name), j.opts.TokenTTL)
+		rep.Error = fmt.Sprintf("%v within %s: %s", err, timeout, p.kubeletLogHint(j.spec.Name))
 		return rep, nil
-	}
-	if _, err := p.cluster.DeleteBootstrapTokens(ctx, description); err != nil {
-		j.opts.Observer.Warn(fmt.Sprintf("node %s: joined, but its bootstrap token was not deleted (it expires on its own): %v", j.spec.Name, err))
 	}
 	rep.Note = readyNote(rep.Node)
 	return rep, nil
+}
+
+// tokenCleanup bounds the deletion of a join's bootstrap token, which
+// runs after ctx may have ended (Ctrl-C, SIGTERM).
+const tokenCleanup = 15 * time.Second
+
+// deleteToken deletes the node's bootstrap tokens (description names the
+// node), also when ctx has ended; a token it cannot delete is reported
+// with when it expires.
+func (j *joiner) deleteToken(ctx context.Context, p *prepared, description string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenCleanup)
+	defer cancel()
+	if _, err := p.cluster.DeleteBootstrapTokens(dctx, description); err != nil {
+		j.opts.Observer.Warn(fmt.Sprintf("node %s: its bootstrap token was not deleted (it expires on its own within %s, or swdt join and swdt join --reset delete it): %v",
+			j.spec.Name, j.opts.TokenTTL, err))
+	}
 }
 
 // baseFiles are the join's files that need no token: the cluster's CA,
