@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -452,6 +453,22 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// BootstrapTokens counts the cluster's bootstrap token Secrets.
+func (c *Cluster) BootstrapTokens(t testing.TB) int {
+	t.Helper()
+	list, err := c.Client.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range list.Items {
+		if s.Type == corev1.SecretTypeBootstrapToken {
+			n++
+		}
+	}
+	return n
 }
 
 // StartCRI runs crifake (upstream's fake container runtime on a loopback

@@ -85,17 +85,7 @@ func (fx *netJoinFixture) join(config string, args ...string) (int, joinJSON, st
 // tokens counts the cluster's bootstrap token Secrets.
 func (fx *netJoinFixture) tokens() int {
 	fx.t.Helper()
-	list, err := fx.cl.Client.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	n := 0
-	for _, s := range list.Items {
-		if s.Type == "bootstrap.kubernetes.io/token" {
-			n++
-		}
-	}
-	return n
+	return fx.cl.BootstrapTokens(fx.t)
 }
 
 // registered checks that the join registered the Node through the control

@@ -108,17 +108,7 @@ func (fx *joinFixture) node(name string) *corev1.Node {
 
 func (fx *joinFixture) tokens() int {
 	fx.t.Helper()
-	list, err := fx.cl.Client.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	n := 0
-	for _, s := range list.Items {
-		if s.Type == "bootstrap.kubernetes.io/token" {
-			n++
-		}
-	}
-	return n
+	return fx.cl.BootstrapTokens(fx.t)
 }
 
 // A bare VM becomes a Node of the cluster; a second join changes nothing;
