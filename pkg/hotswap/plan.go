@@ -3,6 +3,7 @@ package hotswap
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,6 +54,9 @@ type Item struct {
 	// swap, then restarts the service if the swap does not.
 	Config      *ops.ServiceRegisterRequest
 	Reconfigure func(ctx context.Context, req ops.ServiceRegisterRequest) error
+	// ReplaceConfig lets Config take flags and dependencies away from the
+	// existing service; without it the plan refuses such a change.
+	ReplaceConfig bool
 
 	// runID is the run's, set by Run: staged names are unique per run.
 	runID string
@@ -212,6 +216,13 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 			step.Drift = drift
 			if prev, ok := inspect.Current[i]; ok {
 				step.Previous = &prev
+				if dropped := droppedConfig(prev, *it.Config); dropped != "" && !it.ReplaceConfig {
+					step.Action = ActionFailed
+					step.Reason = fmt.Sprintf("service %s runs with %s, which register would take away (%s): register.args and dependsOn are the whole lists, so add them there, "+
+						"or set register.replace: true (or run with --force) to replace them; the service was left as it is", it.Service, dropped, strings.Join(drift, "; "))
+					plan.Steps = append(plan.Steps, step)
+					continue
+				}
 			}
 			why := "service config differs: " + strings.Join(drift, "; ")
 			if step.Action == ActionUnchanged {
@@ -358,4 +369,39 @@ func runsOther(svc ops.ServiceInfo, destination string) string {
 	}
 	return fmt.Sprintf("service %q runs %s%s, not the destination %s: replacing the destination would not change what it runs; "+
 		"set destination to %s, or point the service at %s first", svc.Name, svc.Executable, via, destination, svc.Executable, destination)
+}
+
+// droppedConfig names the flags (by name: --v=2 and --v=4 are one flag)
+// and dependencies of the service as it is (prev) that want lacks, "" when
+// it lacks none.
+func droppedConfig(prev, want ops.ServiceRegisterRequest) string {
+	kept := map[string]bool{}
+	for _, a := range want.Args {
+		if name, ok := flagName(a); ok {
+			kept[name] = true
+		}
+	}
+	var dropped []string
+	for _, a := range prev.Args {
+		if name, ok := flagName(a); ok && !kept[name] {
+			kept[name] = true // once
+			dropped = append(dropped, "flag "+a)
+		}
+	}
+	for _, d := range prev.DependsOn {
+		if !slices.ContainsFunc(want.DependsOn, func(w string) bool { return strings.EqualFold(w, d) }) {
+			dropped = append(dropped, "dependency "+d)
+		}
+	}
+	return strings.Join(dropped, ", ")
+}
+
+// flagName is the name of a command-line flag (--config=x and --config
+// name one), and whether arg is a flag at all.
+func flagName(arg string) (string, bool) {
+	if !strings.HasPrefix(arg, "-") || strings.Trim(arg, "-") == "" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return name, true
 }

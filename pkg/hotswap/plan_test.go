@@ -249,3 +249,25 @@ func TestMakePlanServiceRunsOther(t *testing.T) {
 		})
 	}
 }
+
+func TestDroppedConfig(t *testing.T) {
+	req := func(args, deps []string) ops.ServiceRegisterRequest {
+		return ops.ServiceRegisterRequest{Args: args, DependsOn: deps}
+	}
+	for _, tt := range []struct {
+		name       string
+		prev, want ops.ServiceRegisterRequest
+		dropped    string
+	}{
+		{"the issue's edit", req([]string{"--windows-service", "--config=C:\\k\\c.yaml"}, []string{"containerd"}), req([]string{"--log-file=x", "--v=2"}, nil),
+			`flag --windows-service, flag --config=C:\k\c.yaml, dependency containerd`},
+		{"a value changes", req([]string{"--v=2", "-config", "a"}, nil), req([]string{"--v=4", "-config", "b"}, nil), ""},
+		{"a flag and a dependency added", req([]string{"--v=2"}, []string{"a"}), req([]string{"--v=2", "--x"}, []string{"A", "b"}), ""},
+		{"positional arguments are not flags", req([]string{"run", "-"}, nil), req(nil, nil), ""},
+		{"a flag named twice is dropped once", req([]string{"--f=1", "--f=2"}, nil), req(nil, nil), "flag --f=1"},
+	} {
+		if got := droppedConfig(tt.prev, tt.want); got != tt.dropped {
+			t.Errorf("%s: dropped %q, want %q", tt.name, got, tt.dropped)
+		}
+	}
+}

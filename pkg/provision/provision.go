@@ -546,6 +546,7 @@ func item(n *session, b target.Binary, src *source.File, force bool) hotswap.Ite
 		// An existing service is kept in line with register: changing
 		// kubelet's flags is an edit of the node file and a run.
 		it.Config = req
+		it.ReplaceConfig = b.RegisterReplace || force
 		it.Reconfigure = func(ctx context.Context, req ops.ServiceRegisterRequest) error {
 			_, err := n.conn.ConfigureService(ctx, req)
 			return err

@@ -40,6 +40,9 @@ type Binary struct {
 	Overwrite bool
 	// HealthChecks run after the service starts.
 	HealthChecks []ops.HealthCheckSpec
+	// RegisterReplace lets Register take flags and dependencies away from
+	// an existing service (register.replace).
+	RegisterReplace bool
 	// Register, when set, is how the service is registered when the node
 	// does not have it yet (spec.kubernetes.provisioners[].register).
 	Register *ops.ServiceRegisterRequest
@@ -83,6 +86,7 @@ func Provisioner(p v1alpha1.ProvisionerSpec) Binary {
 			StartType:   r.StartType,
 			DependsOn:   append([]string(nil), r.DependsOn...),
 		}
+		b.RegisterReplace = r.Replace
 	}
 	return b
 }

@@ -310,6 +310,14 @@ type ServiceRegistration struct {
 	// DependsOn lists services that must run before this one.
 	// +optional
 	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// Replace lets a run take flags and dependencies away from a service
+	// that exists: args and dependsOn are the whole lists, and without it
+	// a run that would drop a flag the service runs with (by its name:
+	// --v=2 to --v=4 drops none) or a dependency is refused, with the
+	// difference (as is --force).
+	// +optional
+	Replace bool `json:"replace,omitempty"`
 }
 
 // HealthCheck is one check run on the node after a service starts. Exactly

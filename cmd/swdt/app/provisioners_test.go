@@ -290,3 +290,72 @@ func (fx *kubeFixture) writeSpec(spec string) {
 		fx.t.Fatal(err)
 	}
 }
+
+// register's args and dependsOn are the whole lists: an edit that would
+// take away a flag the running service has (--windows-service above all)
+// or a dependency is refused, in the dry run and the run alike, naming
+// what it would drop, and the service is left as it is; register.replace
+// says the user means it. Changing a flag's value drops nothing.
+func TestKubernetesRegisterNeverDropsFlagsSilently(t *testing.T) {
+	t.Parallel()
+	fx := newKubeFixture(t)
+	fx.writeSource("csi-proxy", "MZ csi-proxy v1\n")
+	const dest = `C:\k\csi-proxy.exe`
+	spec := func(args, deps, replace string) string {
+		return fmt.Sprintf(`  kubernetes:
+    provisioners:
+    - name: csi-proxy
+      sourceURL: ./csi-proxy.exe
+      destination: '%s'
+      register:
+        args: %s
+        dependsOn: %s
+        replace: %s
+`, dest, args, deps, replace)
+	}
+	fx.writeSpec(spec(`["--windows-service", "--config=C:\\k\\csi.yaml", "--v=2"]`, "[kubelet]", "false"))
+	if code, _, errOut := fx.runJSON(); code != exitcode.OK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	starts := fx.ts.State().Services["csi-proxy"].StartCount
+
+	// The edit of the issue: a log file and a verbosity instead of the
+	// flags the service needs.
+	fx.writeSpec(spec(`["--log-file=C:\\k\\csi.log", "--v=4"]`, "[]", "false"))
+	for _, dry := range []bool{true, false} {
+		var args []string
+		if dry {
+			args = []string{"--dry-run"}
+		}
+		code, out, errOut := fx.run(context.Background(), args...)
+		for _, want := range []string{"flag --windows-service", `flag --config=C:\k\csi.yaml`, "dependency kubelet", "register.replace: true"} {
+			if !strings.Contains(out+errOut, want) {
+				t.Errorf("dry run %v: no %q in\n%s\n%s", dry, want, out, errOut)
+			}
+		}
+		if strings.Contains(out+errOut, "flag --v=2") {
+			t.Errorf("dry run %v: --v=2 to --v=4 counted as dropped:\n%s", dry, errOut)
+		}
+		if !dry && code == exitcode.OK {
+			t.Errorf("the refused edit exited 0\n%s", errOut)
+		}
+	}
+	svc := fx.ts.State().Services["csi-proxy"]
+	if !slices.Equal(svc.Args, []string{"--windows-service", `--config=C:\k\csi.yaml`, "--v=2"}) || !slices.Equal(svc.Dependencies, []string{"kubelet"}) || svc.StartCount != starts {
+		t.Fatalf("the refused edit changed the service: %+v", svc)
+	}
+
+	// Keeping them, a value may change and flags may be added.
+	fx.writeSpec(spec(`["--windows-service", "--config=C:\\k\\csi.yaml", "--v=4", "--log-file=C:\\k\\csi.log"]`, "[kubelet]", "false"))
+	if code, doc, errOut := fx.runJSON(); code != exitcode.OK || actions(doc)["csi-proxy"].Action != "reconfigured" {
+		t.Fatalf("an edit that keeps the flags: exit %d, %+v\n%s", code, actions(doc)["csi-proxy"], errOut)
+	}
+	// register.replace: the user means it.
+	fx.writeSpec(spec(`["--v=4"]`, "[]", "true"))
+	if code, doc, errOut := fx.runJSON(); code != exitcode.OK || actions(doc)["csi-proxy"].Action != "reconfigured" {
+		t.Fatalf("replace: exit %d, %+v\n%s", code, actions(doc)["csi-proxy"], errOut)
+	}
+	if svc := fx.ts.State().Services["csi-proxy"]; !slices.Equal(svc.Args, []string{"--v=4"}) || len(svc.Dependencies) != 0 {
+		t.Errorf("after replace: %+v", svc)
+	}
+}
