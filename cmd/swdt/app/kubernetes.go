@@ -90,7 +90,7 @@ are running again when swdt exits; a second Ctrl-C gives up at once.`,
 		}
 		return provision.Names(res.Nodes), cobra.ShellCompDirectiveNoFileComp
 	})
-	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, and hash every local source again")
+	fl.BoolVar(&f.force, "force", false, "replace binaries even when the node has the same bytes, hash every local source again, and let register take flags and dependencies away from a service")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
 	fl.BoolVar(&f.watch, "watch", false, "after the run, re-swap a provisioner whenever its local source changes")
 	durationFlag(fl, &f.debounce, "debounce", 500*time.Millisecond, true, "with --watch: how long a source must be quiet before it is swapped")
