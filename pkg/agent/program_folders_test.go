@@ -126,3 +126,37 @@ func TestWinsConfigFolderMalloryMade(t *testing.T) {
 		t.Error("the config was written")
 	}
 }
+
+// What an earlier run staged and never swapped (a double Ctrl-C, a
+// killed swdt) is removed by the next run that takes the lock with no
+// swap unfinished: this run's own staged files stay.
+func TestInspectRemovesStagedFilesOfEarlierRuns(t *testing.T) {
+	t.Parallel()
+	ts := simnode.StartTest(t)
+	n := ts.Node()
+	const dest = `C:\k\kubelet.exe`
+	old := []string{dest + ".swdt-new-aborted1", dest + ".swdt-new-aborted2.swdt-zst", dest + ".swdt-new-aborted3.swdt-part"}
+	mine := dest + ".swdt-new-run2"
+	for _, p := range append(old, mine) {
+		if err := n.WriteFile(p, []byte("MZ staged")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := ops.ProvisionInspectRequest{Targets: []ops.ProvisionTarget{{Service: "kubelet", Destination: dest}},
+		Lock: &ops.NodeLockRequest{Owner: lockOwner("run2"), StaleAfterMs: 60000}}
+	resp, err := agent.Call(context.Background(), n.OS(), ops.ProvisionInspect, req)
+	if err != nil || resp.Locked == nil || !resp.Locked.Acquired {
+		t.Fatalf("inspect = %+v, %v", resp, err)
+	}
+	if len(resp.RemovedLeftovers) != len(old) {
+		t.Errorf("removed %q, want %q", resp.RemovedLeftovers, old)
+	}
+	for _, p := range old {
+		if n.Exists(p) {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if !n.Exists(mine) || !n.Exists(dest) {
+		t.Error("the run's own staged file, or the destination, was removed")
+	}
+}

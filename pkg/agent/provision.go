@@ -109,8 +109,46 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 	if j != nil {
 		live := lock != nil && !lock.Stale() && j.Owner.RunID != "" && lock.Owner.RunID == j.Owner.RunID
 		resp.Unfinished = &ops.UnfinishedSwap{Journal: *j, InProgress: live}
+	} else if req.Lock != nil {
+		// This run holds the lock and no swap is unfinished: what an
+		// earlier run staged and never swapped (it was interrupted, or
+		// killed) is nobody's any more.
+		if resp.RemovedLeftovers, err = removeStagedOfOthers(w, req.Targets, req.Lock.Owner.RunID); err != nil {
+			return resp, err
+		}
 	}
 	return resp, nil
+}
+
+// removeStagedOfOthers removes the staged files (and their encoded and
+// part uploads) of runs other than runID beside the targets'
+// destinations, and lists them. Only the lock's holder calls it, with no
+// swap journal on the node: no other run can still use them.
+func removeStagedOfOthers(w winos.OS, targets []ops.ProvisionTarget, runID string) ([]string, error) {
+	var removed []string
+	for _, t := range targets {
+		dir := winpath.Dir(winpath.Clean(t.Destination))
+		names, err := w.ReadDir(dir)
+		if err != nil {
+			if winsNotFound(err) {
+				continue
+			}
+			return removed, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, name := range names {
+			full := winpath.Join(dir, name)
+			staged := strings.TrimSuffix(strings.TrimSuffix(full, ops.PartPath("")), ops.EncodedPath(""))
+			id, ok := ops.StagedRunID(staged, t.Destination)
+			if !ok || id == runID {
+				continue
+			}
+			if err := w.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return removed, fmt.Errorf("remove %s, which an earlier run staged: %w", full, err)
+			}
+			removed = append(removed, full)
+		}
+	}
+	return removed, nil
 }
 
 // serviceFacts describes the services named and, transitively, every

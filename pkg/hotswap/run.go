@@ -358,6 +358,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		}
 		defer lock.release()
 		remember(found)
+		for _, p := range found.RemovedLeftovers {
+			opts.Observer.Step("removed " + p + ", which an earlier run staged and never swapped")
+		}
 	}
 	var repair *Repair
 	if u := found.Unfinished; u != nil && !opts.DryRun {

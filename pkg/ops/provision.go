@@ -126,6 +126,10 @@ type ProvisionInspectResponse struct {
 	// TrustedInstaller owns, each with what to do: that account may
 	// replace the programs swdt puts there.
 	UnsafeFolders []string `json:"unsafeFolders,omitempty"`
+	// RemovedLeftovers lists the staged files of earlier runs (interrupted
+	// or killed before their swap) that the inspect removed: it holds the
+	// lock, and no swap is unfinished.
+	RemovedLeftovers []string `json:"removedLeftovers,omitempty"`
 	// Drift has, for each target whose existing service differs from its
 	// Register, the differences ("args: [--v=2] -> [--v=4]"), by the
 	// target's index in the request.
