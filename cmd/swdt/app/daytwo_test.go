@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,11 +326,17 @@ func TestLogsFollowAcrossAReboot(t *testing.T) {
 	}
 	waitFor(&out, "before 1\n")
 	boots := len(n.Boots())
+	// The machine's clock stands still while it is down, so that the
+	// follow surely finds it unreachable; it moves on once swdt said so.
+	base := time.Now()
+	var offset atomic.Int64
+	n.SetClock(func() time.Time { return base.Add(time.Duration(offset.Load())) })
 	n.ScheduleRestart(0)
 	waitFor(&errOut, "reconnecting")
 	if err := n.WriteFile(logPath, []byte("before 1\r\nafter the reboot\r\n")); err != nil {
 		t.Fatal(err)
 	}
+	offset.Store(int64(time.Hour))
 	waitFor(&out, "after the reboot\n")
 	waitFor(&errOut, "reconnected")
 	if len(n.Boots()) != boots+1 {
