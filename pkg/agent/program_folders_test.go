@@ -129,11 +129,20 @@ func TestWinsConfigFolderMalloryMade(t *testing.T) {
 
 // What an earlier run staged and never swapped (a double Ctrl-C, a
 // killed swdt) is removed by the next run that takes the lock with no
-// swap unfinished: this run's own staged files stay.
+// swap unfinished: this run's own staged files stay, and so does what
+// another account put there (never moved or deleted).
 func TestInspectRemovesStagedFilesOfEarlierRuns(t *testing.T) {
 	t.Parallel()
-	ts := simnode.StartTest(t)
+	ts := simnode.StartTest(t, simnode.WithAccount(simnode.Account{Name: "mallory"}))
 	n := ts.Node()
+	mallory, err := ts.NodeAs("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := `C:\k\kubelet.exe.swdt-new-evil`
+	if err := mallory.WriteFile(planted, []byte("MZ mallory's")); err != nil {
+		t.Fatal(err)
+	}
 	const dest = `C:\k\kubelet.exe`
 	old := []string{dest + ".swdt-new-aborted1", dest + ".swdt-new-aborted2.swdt-zst", dest + ".swdt-new-aborted3.swdt-part"}
 	mine := dest + ".swdt-new-run2"
@@ -156,7 +165,7 @@ func TestInspectRemovesStagedFilesOfEarlierRuns(t *testing.T) {
 			t.Errorf("%s is still there", p)
 		}
 	}
-	if !n.Exists(mine) || !n.Exists(dest) {
-		t.Error("the run's own staged file, or the destination, was removed")
+	if !n.Exists(mine) || !n.Exists(dest) || !n.Exists(planted) {
+		t.Error("the run's own staged file, the destination or mallory's file was removed")
 	}
 }

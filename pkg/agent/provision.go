@@ -122,7 +122,7 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 
 // removeStagedOfOthers removes the staged files (and their encoded and
 // part uploads) of runs other than runID beside the targets'
-// destinations, and lists them. Only the lock's holder calls it, with no
+// destinations that Administrators or SYSTEM own, and lists them. Only the lock's holder calls it, with no
 // swap journal on the node: no other run can still use them.
 func removeStagedOfOthers(w winos.OS, targets []ops.ProvisionTarget, runID string) ([]string, error) {
 	var removed []string
@@ -140,6 +140,14 @@ func removeStagedOfOthers(w winos.OS, targets []ops.ProvisionTarget, runID strin
 			staged := strings.TrimSuffix(strings.TrimSuffix(full, ops.PartPath("")), ops.EncodedPath(""))
 			id, ok := ops.StagedRunID(staged, t.Destination)
 			if !ok || id == runID {
+				continue
+			}
+			// Only swdt's own: nothing another account could have
+			// written is moved or deleted (docs/security.md).
+			if _, own, err := adminsOwn(w, full); err != nil || !own {
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return removed, err
+				}
 				continue
 			}
 			if err := w.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
