@@ -119,7 +119,7 @@ func Run(ctx context.Context, nodes []v1alpha1.Node, connect fleet.Connector, op
 	// nothing: it runs while local sources are hashed.
 	r.dialAhead()
 	sources, err := r.resolve(ctx, allWork(selected))
-	notBuilt := unbuilt(selected, sources)
+	notBuilt := unbuilt(selected, r.notBuilt)
 	if err != nil && !(opts.Watch && len(notBuilt) > 0 && len(notBuilt) == unresolved(selected, sources)) {
 		return fmt.Errorf("%w; nothing was changed on any node%s", err, onlyHint(selected, sources))
 	}
@@ -157,21 +157,20 @@ type unbuiltSource struct {
 	path string
 }
 
-// unbuilt lists the local sources that could not be resolved because
-// their file does not exist, once per source.
-func unbuilt(nodes []*session, sources map[string]*source.File) []unbuiltSource {
+// unbuilt lists the local sources the resolve found missing (notBuilt,
+// by source key), once per source: a file made since is still one, so
+// that its first build is swapped as a change.
+func unbuilt(nodes []*session, notBuilt map[string]bool) []unbuiltSource {
 	var out []unbuiltSource
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		for _, b := range n.provs {
 			p, local := b.LocalPath()
-			if !local || sources[b.SourceKey()] != nil || seen[b.SourceKey()] {
+			if !local || !notBuilt[b.SourceKey()] || seen[b.SourceKey()] {
 				continue
 			}
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-				seen[b.SourceKey()] = true
-				out = append(out, unbuiltSource{what: fmt.Sprintf("provisioner %s's source %s", b.Name, b.SourceURL), path: p})
-			}
+			seen[b.SourceKey()] = true
+			out = append(out, unbuiltSource{what: fmt.Sprintf("provisioner %s's source %s", b.Name, b.SourceURL), path: p})
 		}
 	}
 	return out
@@ -293,6 +292,9 @@ type run struct {
 	// them.
 	hashing map[string]chan struct{}
 	hashes  sync.WaitGroup
+	// notBuilt holds, by source key, the local sources the last resolve
+	// found missing.
+	notBuilt map[string]bool
 }
 
 // dialAhead starts connecting to every node, so that the connections
@@ -354,6 +356,7 @@ func (r *run) hashEarly(ctx context.Context, names []string) {
 // with an error, also those it could.
 func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, error) {
 	out := map[string]*source.File{}
+	r.notBuilt = map[string]bool{}
 	var errs []error
 	for _, w := range ws {
 		for _, b := range w.provs {
@@ -380,6 +383,9 @@ func (r *run) resolve(ctx context.Context, ws []work) (map[string]*source.File, 
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("provisioner %s: %w", b.Name, err))
+				if _, local := b.LocalPath(); local && errors.Is(err, fs.ErrNotExist) {
+					r.notBuilt[b.SourceKey()] = true
+				}
 				continue
 			}
 			out[b.SourceKey()] = f

@@ -294,7 +294,13 @@ func TestWatchWaitsForTheFirstBuild(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(src, []byte("MZ kubelet first build\n"), 0o644); err != nil {
+	// As go build does: the whole file, renamed into place (a file
+	// written in place may be seen half written by a debounce shorter
+	// than the writer's pause).
+	if err := os.WriteFile(src+".tmp", []byte("MZ kubelet first build\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(src+".tmp", src); err != nil {
 		t.Fatal(err)
 	}
 	w.next(t, "the first build")

@@ -156,7 +156,7 @@ func (r *Resolver) local(ref, name, path string) (*File, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// A node file problem, as a missing section is: exit 2.
-		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("source %s does not exist; build it first or fix sourceURL", name))
+		return nil, exitcode.WithCode(exitcode.Usage, &notBuiltError{name: name})
 	case err != nil:
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	case !info.Mode().IsRegular():
@@ -258,3 +258,13 @@ func hashFile(path string) (string, int64, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// notBuiltError is a local source that does not exist (a build not made
+// yet); it is fs.ErrNotExist to errors.Is.
+type notBuiltError struct{ name string }
+
+func (e *notBuiltError) Error() string {
+	return fmt.Sprintf("source %s does not exist; build it first or fix sourceURL", e.name)
+}
+
+func (e *notBuiltError) Unwrap() error { return fs.ErrNotExist }
