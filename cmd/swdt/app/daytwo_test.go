@@ -233,55 +233,86 @@ func TestDayTwoNodeSelection(t *testing.T) {
 	}
 }
 
+// following is swdt logs --follow of the kubelet of a simnode whose
+// kubelet logs to logPath, which starts with content.
+type following struct {
+	t           *testing.T
+	n           *simnode.Node
+	out, errOut lockedBuffer
+	done        chan int
+	cancel      context.CancelFunc
+}
+
+const followLog = `C:\k\kubelet.log`
+
+func startFollowing(t *testing.T, content string, lines int) *following {
+	t.Helper()
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	f := &following{t: t, n: ts.Node(), done: make(chan int)}
+	if err := f.n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
+		cfg.Args = append(cfg.Args, "--log-file", followLog)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.write(content)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	t.Cleanup(cancel)
+	go func() {
+		f.done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &f.out, ErrOut: &f.errOut},
+			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", strconv.Itoa(lines), "--follow", "--interval", "100ms"})
+	}()
+	return f
+}
+
+// write replaces the kubelet's log file.
+func (f *following) write(content string) {
+	f.t.Helper()
+	if err := f.n.WriteFile(followLog, []byte(content)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// waitFor waits until in (the follow's stdout or stderr) holds want,
+// failing when the follow ends first or after a minute.
+func (f *following) waitFor(in *lockedBuffer, want string) {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(in.String(), want) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("no %q in the output\nstdout: %s\nstderr: %s", want, f.out.String(), f.errOut.String())
+		}
+		select {
+		case code := <-f.done:
+			f.t.Fatalf("--follow ended (exit %d) before %q\nstdout: %s\nstderr: %s", code, want, f.out.String(), f.errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop is Ctrl-C, which must end the follow with exit 0.
+func (f *following) stop() {
+	f.t.Helper()
+	f.cancel()
+	if code := <-f.done; code != exitcode.OK {
+		f.t.Fatalf("Ctrl-C ended --follow with exit %d\n%s", code, f.errOut.String())
+	}
+}
+
 // --follow prints each new whole line once: a line still being written
 // waits for its end, and a rotated (shorter) file is read from its start.
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
-	ts := simnode.StartTest(t)
-	file := statusFile(t, ts, "", "MZ kubelet\n")
-	n := ts.Node()
-	const logPath = `C:\k\kubelet.log`
-	if err := n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
-		cfg.Args = append(cfg.Args, "--log-file", logPath)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.WriteFile(logPath, []byte("old 1\r\nold 2\r\nhalf")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", "1", "--follow", "--interval", "100ms"})
-	}()
-	waitFor := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.HasSuffix(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("stdout %q never ended with %q\nstderr: %s", out.String(), want, errOut.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitFor("old 2\n")
-	if err := n.WriteFile(logPath, []byte("old 1\r\nold 2\r\nhalf a line\r\nnew 3\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor("new 3\n")
-	if err := n.WriteFile(logPath, []byte("rotated 1\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor("rotated 1\n")
-	cancel()
-	if code := <-done; code != exitcode.OK {
-		t.Fatalf("Ctrl-C ended --follow with exit %d\n%s", code, errOut.String())
-	}
-	if want := "old 2\nhalf a line\nnew 3\nrotated 1\n"; out.String() != want {
-		t.Errorf("stdout = %q, want %q", out.String(), want)
+	f := startFollowing(t, "old 1\r\nold 2\r\nhalf", 1)
+	f.waitFor(&f.out, "old 2\n")
+	f.write("old 1\r\nold 2\r\nhalf a line\r\nnew 3\r\n")
+	f.waitFor(&f.out, "new 3\n")
+	f.write("rotated 1\r\n")
+	f.waitFor(&f.out, "rotated 1\n")
+	f.stop()
+	if want := "old 2\nhalf a line\nnew 3\nrotated 1\n"; f.out.String() != want {
+		t.Errorf("stdout = %q, want %q", f.out.String(), want)
 	}
 }
 
@@ -290,62 +321,24 @@ func TestLogsFollow(t *testing.T) {
 // from where it was.
 func TestLogsFollowAcrossAReboot(t *testing.T) {
 	t.Parallel()
-	ts := simnode.StartTest(t)
-	file := statusFile(t, ts, "", "MZ kubelet\n")
-	n := ts.Node()
-	const logPath = `C:\k\kubelet.log`
-	if err := n.ConfigureService("kubelet", func(cfg *simnode.ServiceConfig) {
-		cfg.Args = append(cfg.Args, "--log-file", logPath)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.WriteFile(logPath, []byte("before 1\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", "5", "--follow", "--interval", "100ms"})
-	}()
-	waitFor := func(in *lockedBuffer, want string) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(in.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the output\nstdout: %s\nstderr: %s", want, out.String(), errOut.String())
-			}
-			select {
-			case code := <-done:
-				t.Fatalf("--follow ended (exit %d) before %q\nstdout: %s\nstderr: %s", code, want, out.String(), errOut.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	waitFor(&out, "before 1\n")
-	boots := len(n.Boots())
+	f := startFollowing(t, "before 1\r\n", 5)
+	f.waitFor(&f.out, "before 1\n")
+	boots := len(f.n.Boots())
 	// The machine's clock stands still while it is down, so that the
 	// follow surely finds it unreachable; it moves on once swdt said so.
 	base := time.Now()
 	var offset atomic.Int64
-	n.SetClock(func() time.Time { return base.Add(time.Duration(offset.Load())) })
-	n.ScheduleRestart(0)
-	waitFor(&errOut, "reconnecting")
-	if err := n.WriteFile(logPath, []byte("before 1\r\nafter the reboot\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	f.n.SetClock(func() time.Time { return base.Add(time.Duration(offset.Load())) })
+	f.n.ScheduleRestart(0)
+	f.waitFor(&f.errOut, "reconnecting")
+	f.write("before 1\r\nafter the reboot\r\n")
 	offset.Store(int64(time.Hour))
-	waitFor(&out, "after the reboot\n")
-	waitFor(&errOut, "reconnected")
-	if len(n.Boots()) != boots+1 {
-		t.Errorf("the node booted %d times, want once", len(n.Boots())-boots)
+	f.waitFor(&f.out, "after the reboot\n")
+	f.waitFor(&f.errOut, "reconnected")
+	if len(f.n.Boots()) != boots+1 {
+		t.Errorf("the node booted %d times, want once", len(f.n.Boots())-boots)
 	}
-	cancel()
-	if code := <-done; code != exitcode.OK {
-		t.Fatalf("Ctrl-C ended --follow with exit %d\n%s", code, errOut.String())
-	}
+	f.stop()
 }
 
 // A destination the service does not run fails the run with both paths
