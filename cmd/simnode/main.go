@@ -143,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		languageMode  = fs.String("language-mode", "", "PowerShell's language `mode`: full, or constrained (a WDAC/AppLocker node)")
 		scannerHold   = fs.Duration("scanner-hold", 0, "play a virus scanner that holds every freshly written or just-run executable for `duration` (rename and delete fail with a sharing violation)")
 		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
+		release       = fs.String("windows-server", "", "make the node that Windows Server `release`: 2022 (a new state's) or 2019, whose deleted files keep their names while another program holds them open")
 		clockOffset   = fs.Duration("clock-offset", 0, "the node's clock runs this far ahead of the host's (negative: behind), as a VM's drifts; the simulated kubelet stamps its Lease with it")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
@@ -184,6 +185,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		Delays: &simnode.Delays{ServiceStart: *startDelay, ServiceStop: *stopDelay, CrashAfter: *crashAfter,
 			ShutdownGrace: *shutdownGrace, Boot: *bootTime},
 		ClockOffset: *clockOffset,
+		Release:     *release,
 		Logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if *wine {

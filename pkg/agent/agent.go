@@ -132,6 +132,9 @@ func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 		dest, stderr = ends, ends
 	}
 	env := run(ctx, w, invocation{Self: self, Stdout: stdout, Stderr: stderr}, args, stdin)
+	if fi, err := w.Stat(self.Path); err == nil {
+		env.ImageModTime = fi.ModTime.UnixNano()
+	}
 	line, err := ops.FormatEnvelope(env)
 	if err != nil {
 		line, _ = ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: ops.KindException, Message: err.Error()}})

@@ -194,7 +194,7 @@ func adminsOwn(w winos.OS, p string) (owner string, ok bool, err error) {
 // Administrators or SYSTEM and hold data before it is used, else it is
 // removed and the write fails.
 func writeOwnFile(w winos.OS, p string, data []byte) error {
-	if err := w.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFree(w, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s before writing it: %w", p, err)
 	}
 	if err := w.WriteFile(p, data); err != nil {

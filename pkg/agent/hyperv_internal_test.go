@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -18,6 +19,11 @@ type scriptOS struct {
 	err    error
 	script winos.Script
 	input  []byte
+}
+
+// Stat finds no file: the agent's look at its own executable.
+func (o *scriptOS) Stat(p string) (winos.FileInfo, error) {
+	return winos.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 }
 
 func (o *scriptOS) RunScript(_ context.Context, s winos.Script, input []byte) (winos.Result, error) {

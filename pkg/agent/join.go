@@ -142,7 +142,7 @@ func joinWrite(_ context.Context, w winos.OS, req ops.JoinWriteRequest) (ops.Joi
 			return resp, winsAlso(fmt.Errorf("restrict %s to Administrators and SYSTEM: %w", staged, err), winsRemoveQuietly(w, staged))
 		}
 		if exists {
-			if err := w.Remove(path); err != nil {
+			if err := removeFree(w, path); err != nil {
 				return resp, winsAlso(fmt.Errorf("replace %s: %w", path, err), winsRemoveQuietly(w, staged))
 			}
 		}

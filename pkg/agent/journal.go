@@ -36,7 +36,7 @@ func journalSave(w winos.OS, j *ops.SwapJournal) error {
 	if err := w.WriteFile(journalTmp, raw); err != nil {
 		return fmt.Errorf("write the swap journal: %w", err)
 	}
-	if err := w.Remove(ops.JournalPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFree(w, ops.JournalPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("replace the swap journal: %w", err)
 	}
 	if err := w.Rename(journalTmp, ops.JournalPath); err != nil {

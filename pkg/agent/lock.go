@@ -307,7 +307,7 @@ func nodeUnlock(ctx context.Context, w winos.OS, req ops.NodeUnlockRequest) (ops
 	if err != nil || holder == nil || holder.Owner.RunID != req.RunID {
 		return ops.NodeUnlockResponse{}, err
 	}
-	if err := w.Remove(ops.LockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFree(w, ops.LockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return ops.NodeUnlockResponse{}, fmt.Errorf("release the swap lock %s: %w", ops.LockPath, err)
 	}
 	return ops.NodeUnlockResponse{Released: true}, nil

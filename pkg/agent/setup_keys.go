@@ -289,7 +289,7 @@ func keysSetAsideUntrusted(w winos.OS) (string, error) {
 		return "", err
 	}
 	aside := ops.UntrustedPath(p)
-	if err := w.Remove(aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFree(w, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("remove %s: %w", aside, err)
 	}
 	if err := w.Rename(p, aside); err != nil {

@@ -573,7 +573,7 @@ func (s *swapRun) check() error {
 			item.result.Notes = append(item.result.Notes, note)
 			continue
 		}
-		if err := s.w.Remove(it.Backup); err != nil {
+		if err := removeFree(s.w, it.Backup); err != nil {
 			return &beforeStopError{step: "clear the backup of an earlier swap", cause: err}
 		}
 	}

@@ -91,7 +91,7 @@ func swapResultTake(w winos.OS, runID string) (*ops.SwapFinished, error) {
 		// Another run's, or torn: not this run's swap.
 		return nil, nil
 	}
-	if err := w.Remove(ops.SwapResultPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFree(w, ops.SwapResultPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("remove the swap's result: %w", err)
 	}
 	return &r, nil

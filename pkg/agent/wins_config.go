@@ -118,7 +118,7 @@ func winsConfigWrite(_ context.Context, w winos.OS, req ops.WinsConfigWriteReque
 // winsSetAside renames path to backup, replacing an older backup: the
 // previous file itself becomes the backup, bytes, times and ACL intact.
 func winsSetAside(w winos.OS, path, backup string) error {
-	if err := w.Remove(backup); err != nil && !winsNotFound(err) {
+	if err := removeFree(w, backup); err != nil && !winsNotFound(err) {
 		return fmt.Errorf("remove the old backup %s: %w", backup, err)
 	}
 	if err := w.Rename(path, backup); err != nil {

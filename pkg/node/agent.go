@@ -70,8 +70,23 @@ type machineDeliveries struct {
 	// written only while holding turn).
 	last time.Time
 	// verified is the agent path this process verified by content on the
-	// machine (read and written only while holding turn).
+	// machine (guarded by mu: agentRan forgets it without the turn).
+	mu       sync.Mutex
 	verified string
+}
+
+// verifiedPath is the agent path this process verified on the machine.
+func (m *machineDeliveries) verifiedPath() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.verified
+}
+
+// setVerified records (or with "" forgets) the path verified.
+func (m *machineDeliveries) setVerified(path string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.verified = path
 }
 
 // deliveries maps a machine's address to its *machineDeliveries. Entries
@@ -95,9 +110,9 @@ func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string,
 		// Verified by the delivery this one waited for (PrepareAgent).
 		return p, m.last.After(since), nil
 	}
-	path, fresh, err := n.ensureAgent(ctx, m.verified)
+	path, fresh, err := n.ensureAgent(ctx, m.verifiedPath())
 	if err == nil {
-		m.verified = path
+		m.setVerified(path)
 	}
 	if fresh {
 		m.last = time.Now()
@@ -274,7 +289,45 @@ func (n *Node) agentKnown(path string, fi fs.FileInfo, sum string, size int64) b
 		return false
 	}
 	rec := c.Known(path)
-	return rec != nil && rec.Exists && rec.SHA256 == sum && rec.Size == size && fi.Size() == size && rec.ModTicks == fi.ModTime().UnixNano()
+	return rec != nil && rec.Exists && rec.SHA256 == sum && rec.Size == size && fi.Size() == size &&
+		rec.ModTicks > 0 && rec.ModTicks/int64(time.Second) == fi.ModTime().Unix()
+}
+
+// agentRan checks what the agent at path reported of its own file's
+// last-write time (full precision, ops.Envelope.ImageModTime) against the
+// record. SFTP version 3, which agentKnown compares with, shows whole
+// seconds only: the agent's first report after a verification makes the
+// record precise, and a later report that differs means the file changed
+// within the second SFTP shows since it was verified. The record is then
+// spoiled, so that the next delivery (in this process or another) reads
+// the file back before it runs it, and the user is warned.
+func (n *Node) agentRan(path string, imageModTime int64) {
+	if imageModTime <= 0 {
+		return
+	}
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c == nil {
+		return
+	}
+	rec := c.Known(path)
+	if rec == nil || !rec.Exists || rec.ModTicks <= 0 || rec.ModTicks == imageModTime {
+		return
+	}
+	sec := int64(time.Second)
+	if rec.ModTicks%sec == 0 && rec.ModTicks/sec == imageModTime/sec {
+		rec.ModTicks = imageModTime
+		c.Remember(path, *rec)
+		return
+	}
+	n.logger.Warn("swdt-agent's file changed since it was read back and verified: the next run reads it back again before it runs it",
+		"path", path, "recorded", time.Unix(0, rec.ModTicks).UTC(), "now", time.Unix(0, imageModTime).UTC())
+	rec.ModTicks = -1
+	c.Remember(path, *rec)
+	if v, ok := deliveries.Load(strings.ToLower(n.conn.Addr())); ok {
+		v.(*machineDeliveries).setVerified("")
+	}
 }
 
 // agentVerified records in the agent cache that the file at path, as fi

@@ -333,9 +333,72 @@ func TestAgentVerifiedByAnEarlierRun(t *testing.T) {
 			if got := c.sent.Load(); got != 0 {
 				t.Errorf("sent %d bytes, want the agent found in place", got)
 			}
-			if got := cache.Known(path); got == nil || *got != found {
-				t.Errorf("cache holds %+v, want %+v", got, found)
+			// The agent's first report makes the record's time precise.
+			want := found
+			if st, err := ts.Node().Stat(path); err == nil {
+				want.ModTicks = st.ModTime.UnixNano()
+			}
+			if got := cache.Known(path); got == nil || *got != want {
+				t.Errorf("cache holds %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// The record keeps the agent file's time at full precision, though SFTP
+// shows whole seconds: a change within the recorded second is trusted
+// once (nothing sooner can see it), then the record is spoiled and the
+// next process reads the file back.
+func TestAgentRecordFullPrecision(t *testing.T) {
+	a := embeddedAgent(t)
+	path := ops.AgentPath(a.SHA256)
+	ts := simnode.StartTest(t)
+	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Node().WriteFile(path, a.Binary); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Date(2026, 11, 28, 10, 0, 0, 250_000_000, time.UTC)
+	if err := ts.Node().SetModTime(path, written); err != nil {
+		t.Fatal(err)
+	}
+	cache := hashcache.Open(filepath.Join(t.TempDir(), "node.json"))
+	process := func(wantReads int64) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := &readBackConn{countingConn: dial(t, ts), path: path}
+		n := node.New("winworker", c, nil)
+		n.RememberAgent(cache)
+		if _, err := n.Facts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.reads.Load(); got != wantReads {
+			t.Errorf("the agent was read back %d times, want %d", got, wantReads)
+		}
+	}
+	recorded := func() int64 {
+		if rec := cache.Known(path); rec != nil {
+			return rec.ModTicks
+		}
+		return 0
+	}
+
+	process(1)
+	if got := recorded(); got != written.UnixNano() {
+		t.Fatalf("record's time %d, want the file's to the nanosecond %d", got, written.UnixNano())
+	}
+	changed := written.Add(300 * time.Millisecond)
+	if err := ts.Node().SetModTime(path, changed); err != nil {
+		t.Fatal(err)
+	}
+	process(0)
+	if got := recorded(); got != -1 {
+		t.Errorf("record's time %d after the agent reported %s, want it spoiled", got, changed)
+	}
+	process(1)
+	if got := recorded(); got != changed.UnixNano() {
+		t.Errorf("record's time %d after reading back, want %d", got, changed.UnixNano())
 	}
 }

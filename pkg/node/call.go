@@ -96,13 +96,17 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 		// by the cancellation; the output is then not to be trusted.
 		return nil, n.transportError(name, cmd, err)
 	}
-	return result(name, status, stdout.Bytes(), stdout.String(), stderr.String())
+	return n.result(path, name, status, stdout.Bytes(), stdout.String(), stderr.String())
 }
 
-// result decodes an op's result line from where it was printed and
-// returns its data, or an *ops.Error with the rest of the output as detail.
-func result(name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
+// result decodes an op's result line, printed by the agent at path, from
+// where it was printed and returns its data, or an *ops.Error with the
+// rest of the output as detail.
+func (n *Node) result(path, name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
 	env, perr := ops.ParseEnvelope(printed)
+	if perr == nil {
+		n.agentRan(path, env.ImageModTime)
+	}
 	stderr = tail(strings.TrimSpace(stderr), maxShownStderr)
 	if perr != nil {
 		detail := stderr

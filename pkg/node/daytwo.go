@@ -49,7 +49,7 @@ func (n *Node) Exec(ctx context.Context, command []string, timeout time.Duration
 	if err != nil {
 		return resp, n.transportError(ops.Exec.Name, cmd, err)
 	}
-	raw, err := result(ops.Exec.Name, status, errOut.line, "", "")
+	raw, err := n.result(path, ops.Exec.Name, status, errOut.line, "", "")
 	if err != nil {
 		return resp, err
 	}

@@ -12,6 +12,7 @@ const (
 	encodedSuffix   = ".swdt-zst"
 	partSuffix      = ".swdt-part"
 	untrustedSuffix = ".swdt-untrusted"
+	deletedMark     = ".swdt-del-"
 )
 
 // StagedPath is where run runID stages a new binary for dest while the
@@ -69,10 +70,17 @@ func PartPath(p string) string { return p + partSuffix }
 // an ordinary user owned or could write (administrators_authorized_keys).
 func UntrustedPath(p string) string { return p + untrustedSuffix }
 
+// DeletedPath is where swdt moves p to delete it, so that p can be
+// created again at once even where Windows keeps a deleted file's name
+// while another program holds it open (before 1903: Server 2019). id is
+// unique per delete and holds none of `\/.:`.
+func DeletedPath(p, id string) string { return p + deletedMark + id }
+
 // IsLeftover reports whether name (a path, compared without case) is one
 // of the files swdt keeps beside p: its staged files of any run (and
 // their encoded uploads), the file being written, the backup, the failed
-// binary and an upload's part file. Removing p for good removes these.
+// binary, an upload's part file and a deleted file whose name another
+// program kept. Removing p for good removes these.
 func IsLeftover(name, p string) bool {
 	if len(name) <= len(p) || !strings.EqualFold(name[:len(p)], p) {
 		return false
@@ -81,6 +89,9 @@ func IsLeftover(name, p string) bool {
 	switch rest {
 	case writingSuffix, backupSuffix, failedSuffix, partSuffix, writingSuffix + encodedSuffix:
 		return true
+	}
+	if strings.HasPrefix(rest, deletedMark) {
+		return ValidRunID(rest[len(deletedMark):])
 	}
 	if !strings.HasPrefix(rest, stagedMark) {
 		return false
@@ -101,5 +112,5 @@ func IsSwdtName(p string) bool {
 			return true
 		}
 	}
-	return strings.Contains(l, stagedMark)
+	return strings.Contains(l, stagedMark) || strings.Contains(l, deletedMark)
 }

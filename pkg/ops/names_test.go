@@ -41,6 +41,8 @@ func TestIsLeftover(t *testing.T) {
 		{ops.FailedPath(dest), true},
 		{ops.WritingPath(dest), true},
 		{ops.PartPath(dest), true},
+		{ops.DeletedPath(dest, "9f8e7d6c"), true},
+		{dest + ".swdt-del-", false},
 		{`C:\K\KUBELET.EXE.SWDT-BAK`, true},
 		{dest, false},
 		{dest + ".swdt-new-a.b", false},

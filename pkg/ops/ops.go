@@ -69,6 +69,10 @@ type Envelope struct {
 	OK    bool            `json:"ok"`
 	Data  json.RawMessage `json:"data,omitempty"`
 	Error *EnvelopeError  `json:"error,omitempty"`
+	// ImageModTime is the last-write time of the agent's own executable,
+	// in Unix nanoseconds at the file system's full precision (SFTP
+	// version 3 shows whole seconds only); 0 when unknown.
+	ImageModTime int64 `json:"imageModTime,omitempty"`
 }
 
 // EnvelopeError is a failed op's typed error.

@@ -16,6 +16,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"sigs.k8s.io/swdt/internal/syncbuf"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/winos"
@@ -149,33 +150,73 @@ func TestProtectedFolderIsInherited(t *testing.T) {
 }
 
 // A file at the agent's path runs as swdt-agent only when its bytes are
-// the embedded agent's; any other program "runs", fails, and is logged.
+// the embedded agent's; any other program "runs", fails, and is logged:
+// also when it was written behind simnode's back with the agent's size
+// and last-write time.
 func TestUntrustedProgramAtAgentPath(t *testing.T) {
-	var logged bytes.Buffer
-	ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) {
-		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
-	}))
-	path := ts.InstallAgent()
-	ex := ts.Execer()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	if status, err := ex.Exec(ctx, ops.CommandLine(path, ops.NodeFacts.Name), strings.NewReader("{}"), &out, &errOut); err != nil || status != 0 {
-		t.Fatalf("the embedded agent: status %d, err %v, stderr %s", status, err, errOut.String())
+	tests := []struct {
+		name    string
+		replace func(t *testing.T, ts *simnode.TestServer, stateDir, path string)
+	}{
+		{name: "other bytes through the node", replace: func(t *testing.T, ts *simnode.TestServer, _, path string) {
+			if err := ts.Node().WriteFile(path, []byte("MZ something else")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "same size and time on the host", replace: func(t *testing.T, ts *simnode.TestServer, stateDir, path string) {
+			real, err := ts.Node().RealPath(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host := filepath.Join(stateDir, "fs", "C", filepath.FromSlash(strings.TrimPrefix(real, "/C:/")))
+			fi, err := os.Stat(host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(host, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("MZ something else"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(host, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
-	if err := ts.Node().WriteFile(path, []byte("MZ something else")); err != nil {
-		t.Fatal(err)
-	}
-	errOut.Reset()
-	status, err := ex.Exec(ctx, ops.CommandLine(path, ops.NodeFacts.Name), strings.NewReader("{}"), &out, &errOut)
-	if err != nil || status == 0 {
-		t.Errorf("other bytes: status %d, err %v, want a failure", status, err)
-	}
-	if got := ts.UntrustedRuns(); len(got) != 1 || got[0] != path {
-		t.Errorf("UntrustedRuns = %v, want [%s]", got, path)
-	}
-	if !strings.Contains(logged.String(), strconv.Quote("ran untrusted program "+path)) {
-		t.Errorf("log does not say it ran an untrusted program:\n%s", logged.String())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logged syncbuf.Buffer
+			stateDir := filepath.Join(t.TempDir(), "simnode")
+			ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+				o.StateDir = stateDir
+			}))
+			path := ts.InstallAgent()
+			ex := ts.Execer()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			if status, err := ex.Exec(ctx, ops.CommandLine(path, ops.NodeFacts.Name), strings.NewReader("{}"), &out, &errOut); err != nil || status != 0 {
+				t.Fatalf("the embedded agent: status %d, err %v, stderr %s", status, err, errOut.String())
+			}
+			tt.replace(t, ts, stateDir, path)
+			errOut.Reset()
+			status, err := ex.Exec(ctx, ops.CommandLine(path, ops.NodeFacts.Name), strings.NewReader("{}"), &out, &errOut)
+			if err != nil || status == 0 {
+				t.Errorf("other bytes: status %d, err %v, want a failure", status, err)
+			}
+			if got := ts.UntrustedRuns(); len(got) != 1 || got[0] != path {
+				t.Errorf("UntrustedRuns = %v, want [%s]", got, path)
+			}
+			if !strings.Contains(logged.String(), strconv.Quote("ran untrusted program "+path)) {
+				t.Errorf("log does not say it ran an untrusted program:\n%s", logged.String())
+			}
+		})
 	}
 }
 

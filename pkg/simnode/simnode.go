@@ -191,6 +191,10 @@ const (
 	NetFx48 = machine.NetFx48
 	// NetFx48Server2022 is machine.NetFx48Server2022.
 	NetFx48Server2022 = machine.NetFx48Server2022
+	// Server2019 is machine.Server2019.
+	Server2019 = machine.Server2019
+	// Server2022 is machine.Server2022.
+	Server2022 = machine.Server2022
 	// PathAdminAuthorizedKeys is machine.PathAdminAuthorizedKeys.
 	PathAdminAuthorizedKeys = machine.PathAdminAuthorizedKeys
 	// PathChoco is machine.PathChoco.

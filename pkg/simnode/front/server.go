@@ -61,6 +61,11 @@ type Options struct {
 	// LanguageMode, when set, replaces PowerShell's language mode at New
 	// ("FullLanguage" or LanguageConstrained).
 	LanguageMode string
+	// Release, when set, makes the node that Windows Server release at
+	// New: machine.Server2019 or machine.Server2022 (the default of a new
+	// state). Server 2019 keeps a deleted file's name while another
+	// program holds it open (the SharedOpen fault).
+	Release string
 	// ScannerHold, when positive, plays a virus scanner that holds every
 	// freshly written or just-run executable that long (scanner.go).
 	ScannerHold time.Duration
@@ -141,7 +146,7 @@ func New(opts Options) (*Server, error) {
 		accounts[strings.ToLower(a.Name)] = a
 	}
 	m, err := machine.Open(machine.Config{Dir: opts.StateDir, Hostname: opts.Hostname, Bare: opts.Bare, Delays: delays, Log: log,
-		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode,
+		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode, Release: opts.Release,
 		ScannerHold: opts.ScannerHold, KubeletSetup: opts.KubeletSetup, Accounts: slices.Collect(maps.Values(accounts)),
 		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset}})
 	if err != nil {

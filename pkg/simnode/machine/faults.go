@@ -27,6 +27,13 @@ type Faults struct {
 	// delete access (a virus scanner, an editor): as on NTFS they cannot
 	// be renamed or removed (sharing violation) while the fault is set.
 	HeldOpen []string `json:"heldOpen,omitempty"`
+	// SharedOpen are files another process holds open sharing delete
+	// access (a log reader, a backup agent): they can be renamed and
+	// deleted, but on a release before 1903 (Server 2019) a deleted one's
+	// name stays taken until the fault no longer names it (release.go).
+	// The hold is on the file the path named when the fault was first
+	// seen: it follows that file when it is renamed.
+	SharedOpen []string `json:"sharedOpen,omitempty"`
 	// DamageEncoded damages the next encoded upload (a file ending in
 	// .swdt-zst) the agent reads: "truncate" ends it halfway, "corrupt"
 	// flips a byte in its middle. It applies once and is then cleared.

@@ -29,6 +29,9 @@ type Config struct {
 	HyperV *HyperVHost
 	// LanguageMode, when set, replaces PowerShell's language mode.
 	LanguageMode string
+	// Release, when set, makes the machine that Windows Server release
+	// (Server2019 or Server2022; release.go).
+	Release string
 	// ScannerHold, when positive, plays a virus scanner (scanner.go).
 	ScannerHold time.Duration
 	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
@@ -67,6 +70,11 @@ func Open(cfg Config) (*Machine, error) {
 	}
 	if mode := cfg.LanguageMode; mode != "" {
 		if err := m.update(func(s *State, _ time.Time) error { s.LanguageMode = mode; return nil }); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Release != "" {
+		if err := m.setRelease(cfg.Release); err != nil {
 			return nil, err
 		}
 	}

@@ -82,6 +82,10 @@ func (h volumeHost) ImageLocked(w ntfs.Path) bool { return h.m.lockedByLocked(w)
 
 func (h volumeHost) HeldOpen(w ntfs.Path) bool { return h.m.heldOpen(w) }
 
+func (h volumeHost) SharedOpen() []string { return h.m.Faults().SharedOpen }
+
+func (h volumeHost) LegacyDelete() bool { return h.m.legacyDeleteLocked() }
+
 func (h volumeHost) ImageBelow(w ntfs.Path) bool {
 	prefix := w.Key() + `\`
 	for _, p := range h.m.st.Processes {

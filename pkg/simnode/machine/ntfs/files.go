@@ -165,6 +165,9 @@ func (v *Volume) openWrite(p string, fl OpenFlags) (*WriteHandle, error) {
 	if v.host.ImageLocked(w) {
 		return nil, FileErr("open", w, CodeSharingViolation)
 	}
+	if v.pendingLocked(w) {
+		return nil, FileErr("open", w, CodeAccessDenied)
+	}
 	flags := os.O_WRONLY
 	if fl.Read {
 		flags = os.O_RDWR
@@ -198,6 +201,9 @@ func (v *Volume) OpenRead(p string) (*os.File, Path, error) {
 	if err != nil {
 		return nil, w, err
 	}
+	if v.pendingLocked(w) {
+		return nil, w, FileErr("open", w, CodeAccessDenied)
+	}
 	f, err := os.Open(host)
 	if err != nil {
 		return nil, w, mapOSErr("open", w, host, err)
@@ -211,6 +217,9 @@ func (v *Volume) Stat(p string) (FileInfo, error) {
 	w, host, err := v.Locate(p)
 	if err != nil {
 		return FileInfo{}, err
+	}
+	if v.pendingLocked(w) {
+		return FileInfo{}, FileErr("stat", w, CodeAccessDenied)
 	}
 	fi, err := os.Stat(host)
 	if err != nil {
@@ -231,6 +240,7 @@ func (v *Volume) List(p string) ([]FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.settlePendingLocked()
 	entries, err := os.ReadDir(host)
 	if err != nil {
 		return nil, mapOSErr("list", w, host, err)
@@ -262,8 +272,16 @@ func (v *Volume) remove(p string, recursive bool) error {
 	if err != nil {
 		return mapOSErr("remove", w, host, err)
 	}
+	if v.pendingLocked(w) {
+		return FileErr("remove", w, CodeAccessDenied)
+	}
 	if v.host.ImageBelow(w) || v.writers[w.Key()] > 0 || v.host.HeldOpen(w) || v.scanningLocked(w, v.host.Now()) {
 		return FileErr("remove", w, CodeSharingViolation)
+	}
+	if !fi.IsDir() && v.deleteLocked(w, host) {
+		v.forgetLocked(w)
+		v.host.Save()
+		return nil
 	}
 	if fi.IsDir() && recursive {
 		err = os.RemoveAll(host)
@@ -292,6 +310,14 @@ func (v *Volume) rename(oldp, newp string, replace bool) error {
 	fi, err := os.Lstat(fromHost)
 	if err != nil {
 		return mapOSErr("rename", from, fromHost, err)
+	}
+	// A held file's identity is taken before the rename moves it.
+	v.sharedFilesLocked()
+	if v.pendingLocked(from) {
+		return FileErr("rename", from, CodeAccessDenied)
+	}
+	if v.pendingLocked(to) {
+		return FileErr("rename", to, CodeAccessDenied)
 	}
 	if v.host.HeldOpen(from) || v.scanningLocked(from, v.host.Now()) {
 		return FileErr("rename", from, CodeSharingViolation)

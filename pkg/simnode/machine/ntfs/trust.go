@@ -5,19 +5,20 @@ import (
 	"encoding/hex"
 	"io"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/swdt/pkg/agentbin"
 )
 
-// agentHash is a file's SHA-256 as last computed, valid while its size
-// and modification time stay the same and nothing wrote, renamed or
-// removed the file (simnode's own bookkeeping, so that every op need not
-// hash a few MB).
+// agentHash is a file's SHA-256 as last computed, valid while the host
+// file's change stamp (changeStamp: device, inode and status-change time,
+// which every write of its bytes moves, whoever writes them) stays the
+// same and nothing wrote, renamed or removed the file through simnode.
+// Size and modification time are not enough: a program can write other
+// bytes of the same size and set the time back. Where the host has no
+// change stamp, the bytes are hashed on every run.
 type agentHash struct {
-	size    int64
-	modTime time.Time
-	sum     string
+	change string
+	sum    string
 }
 
 // TrustedAgent reports whether the file at p holds exactly one of the
@@ -35,18 +36,21 @@ func (v *Volume) TrustedAgent(p string) bool {
 	if err != nil {
 		return false
 	}
+	change, stamped := changeStamp(fi)
 	v.hashMu.Lock()
 	h, ok := v.hashes[w.Key()]
 	v.hashMu.Unlock()
-	if !ok || h.size != fi.Size() || !h.modTime.Equal(fi.ModTime()) {
+	if !ok || !stamped || h.change != change {
 		s := sha256.New()
 		if _, err := io.Copy(s, f); err != nil {
 			return false
 		}
-		h = agentHash{size: fi.Size(), modTime: fi.ModTime(), sum: hex.EncodeToString(s.Sum(nil))}
-		v.hashMu.Lock()
-		v.hashes[w.Key()] = h
-		v.hashMu.Unlock()
+		h = agentHash{change: change, sum: hex.EncodeToString(s.Sum(nil))}
+		if stamped {
+			v.hashMu.Lock()
+			v.hashes[w.Key()] = h
+			v.hashMu.Unlock()
+		}
 	}
 	for _, goarch := range []string{"amd64", "arm64"} {
 		if d, err := agentbin.Digest(goarch); err == nil && d == h.sum {

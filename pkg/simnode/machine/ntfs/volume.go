@@ -1,6 +1,7 @@
 package ntfs
 
 import (
+	"os"
 	"sync"
 	"time"
 )
@@ -19,6 +20,10 @@ type Volume struct {
 	// scanHold and scans are the virus scanner's (scanner.go).
 	scanHold time.Duration
 	scans    map[string]*scan
+	// shared and pending are the files held open sharing delete access
+	// and the deleted ones whose names they keep (pending.go).
+	shared  map[string]os.FileInfo
+	pending map[string]string
 
 	// hashMu guards hashes (trust.go's cache of agent digests) and
 	// untrusted (the programs run that were not swdt-agent).
@@ -51,6 +56,12 @@ type Host interface {
 	// HeldOpen reports whether another program holds w open without
 	// sharing delete access (the HeldOpen fault).
 	HeldOpen(w Path) bool
+	// SharedOpen names the files another program holds open sharing
+	// delete access (the SharedOpen fault; pending.go).
+	SharedOpen() []string
+	// LegacyDelete reports whether a deleted file keeps its name while
+	// such a handle is open (Windows before 1903; pending.go).
+	LegacyDelete() bool
 }
 
 // Account is who a file operation runs as.
