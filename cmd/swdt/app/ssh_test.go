@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // runIn is run with in as stdin: a terminal's keys, typed ahead.
@@ -65,8 +66,8 @@ func TestSSH(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
-		doc := decodeJSON[sshJSON](t, out)
-		if doc.Kind != "SSHCommand" || doc.Result != resultPassed || doc.Output != "WIN-SIMNODE01\n" || doc.Command != "hostname" || doc.Node != "winworker" {
+		doc := decodeJSON[report.Command](t, out)
+		if doc.Kind != report.KindSSH || doc.Result != report.OK || doc.Output != "WIN-SIMNODE01\n" || doc.Command != "hostname" || doc.Node != "winworker" {
 			t.Errorf("document: %s", out)
 		}
 		if code, _, errOut := runIn(t, "", "ssh", "-c", file, "-o", "json"); code != exitcode.Usage || !strings.Contains(errOut, "an interactive shell has no JSON output") {
