@@ -32,6 +32,9 @@ own flags before NODE. NODE may be left out when --node names one or the
 -c file has only one: then put -- before PROGRAM. Shell built-ins (dir, type, Get-Service) are not
 programs: run them through cmd.exe /c or powershell.exe -Command.
 
+With -o json the output is collected, not passed through, into one
+document: the one swdt ssh -o json -- COMMAND prints, of kind ExecReport.
+
 Exit codes: the program's exit status; 1 when it could not be started, ran
 longer than --timeout, exited with a status above 255 (0xC0000005...) or
 the node could not be reached; 2 usage or config error.`,
