@@ -259,6 +259,11 @@ func TestJSONContract(t *testing.T) {
 			}
 		})
 	}
+	// The one verb that prints no JSON says so, rather than printing
+	// something else.
+	if code, out, errOut := runContract(t, jsonArgs([]string{"config", "init"}), false); code != exitcode.Usage || out != "" || !strings.Contains(errOut, "no JSON form") {
+		t.Errorf("config init -o json: exit %d, want %d and a refusal\n%s%s", code, exitcode.Usage, out, errOut)
+	}
 	for c := range rows {
 		if c == "join" && testing.Short() {
 			continue
