@@ -41,7 +41,7 @@ type ConfigNode struct {
 // line. It returns err, the loader's.
 func PrintConfig(u *ui.UI, path string, res *config.Result, err error) error {
 	if u.Format() == ui.FormatJSON {
-		if jerr := JSON(u, NewConfig(path, res, err)); jerr != nil {
+		if jerr := printJSON(u, NewConfig(path, res, err)); jerr != nil {
 			return errors.Join(err, jerr)
 		}
 		return err

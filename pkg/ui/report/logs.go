@@ -36,7 +36,7 @@ func PrintLogs(u *ui.UI, r daytwo.Read) error {
 		doc.Services[i] = s
 	}
 	if u.Format() == ui.FormatJSON {
-		return JSON(u, doc)
+		return printJSON(u, doc)
 	}
 	for _, name := range doc.Absent {
 		u.Step(doc.Node, "%s: no such service on this node; skipped", name)

@@ -102,15 +102,15 @@ func worst(results ...string) string {
 // verb streams), else the table.
 func show(u *ui.UI, doc any, headers []string, rows [][]string) error {
 	if u.Format() == ui.FormatJSON {
-		return JSON(u, doc)
+		return printJSON(u, doc)
 	}
 	return u.Table(headers, rows)
 }
 
-// JSON prints doc: indented, or on one line when u streams (a verb that
+// printJSON prints doc: indented, or on one line when u streams (a verb that
 // prints more than one document, such as logs --follow or kubernetes
 // --watch, prints one document per line).
-func JSON(u *ui.UI, doc any) error {
+func printJSON(u *ui.UI, doc any) error {
 	if u.Streaming() {
 		return u.JSONLine(doc)
 	}

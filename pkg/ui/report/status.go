@@ -48,7 +48,7 @@ func PrintStatus(u *ui.UI, results []fleet.Result[*status.Report]) error {
 			}
 			doc.Nodes = append(doc.Nodes, nj)
 		}
-		return JSON(u, doc)
+		return printJSON(u, doc)
 	}
 	var rows [][]string
 	for _, r := range results {

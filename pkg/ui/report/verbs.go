@@ -34,7 +34,7 @@ func PrintCommand(u *ui.UI, kind, node, command string, exitCode int, output str
 	if err != nil || exitCode != 0 {
 		doc.Result = Failed
 	}
-	return JSON(u, doc)
+	return printJSON(u, doc)
 }
 
 // Copy is the -o json document of swdt cp.
@@ -53,7 +53,7 @@ func PrintCopy(u *ui.UI, node string, rep *daytwo.CopyReport, err error) error {
 		if err != nil {
 			doc.Result = Failed
 		}
-		return JSON(u, doc)
+		return printJSON(u, doc)
 	}
 	if err == nil {
 		u.Success("node %s: copied %s (%s) in %s", node, words.Count(len(rep.Files), "file"), ui.Bytes(rep.Bytes), (time.Duration(rep.DurationMs) * time.Millisecond).String())
@@ -99,7 +99,7 @@ func PrintRestart(u *ui.UI, node string, rep *daytwo.RestartReport, err error) e
 		if err != nil {
 			doc.Result = Failed
 		}
-		return firstErr(err, JSON(u, doc))
+		return firstErr(err, printJSON(u, doc))
 	}
 	if rep != nil && len(rep.Services) > 0 {
 		downtime := map[string]string{}
@@ -138,7 +138,7 @@ func PrintReboot(u *ui.UI, node string, rep *daytwo.RebootReport, err error) err
 		if err != nil {
 			doc.Result = Failed
 		}
-		return firstErr(err, JSON(u, doc))
+		return firstErr(err, printJSON(u, doc))
 	}
 	if rep != nil && len(rep.Services) > 0 {
 		var rows [][]string

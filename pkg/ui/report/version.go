@@ -26,7 +26,7 @@ func NewVersion() Version { return Version{Meta: meta(KindVersion), Agents: []Ag
 // PrintVersion shows v.
 func PrintVersion(u *ui.UI, v Version) error {
 	if u.Format() == ui.FormatJSON {
-		return JSON(u, v)
+		return printJSON(u, v)
 	}
 	u.Printf("swdt %s\ncommit: %s\ngo: %s\nplatform: %s\n", v.Version, v.Commit, v.GoVersion, v.Platform)
 	if len(v.Agents) == 0 {
