@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/cluster"
+	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -138,14 +139,15 @@ type Report struct {
 // Connect opens one node; fleet.Connector's shape with the join Node.
 type Connect func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (Node, func(), error)
 
-// Run joins (or resets) every node in parallel.
+// Run joins (or resets) every node in parallel. Its error is a usage
+// error when no node has spec.kubernetes.join.
 func Run(ctx context.Context, nodes []v1alpha1.Node, connect Connect, opts Options) ([]fleet.Result[*Report], error) {
 	with, skipped := withJoin(nodes)
 	for _, name := range skipped {
 		opts.Observer.Warn("node " + name + " has no spec.kubernetes.join: skipped")
 	}
 	if len(with) == 0 {
-		return nil, fmt.Errorf("no node has spec.kubernetes.join: add one naming the cluster's kubeconfig (see docs/join.md)")
+		return nil, exitcode.WithCode(exitcode.Usage, errors.New("no node has spec.kubernetes.join: add one naming the cluster's kubeconfig (see docs/join.md)"))
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = time.Second

@@ -81,6 +81,8 @@ type UI struct {
 	colorOut bool
 	colorErr bool
 	logger   *slog.Logger
+	// stream is set by a verb that prints more than one JSON document.
+	stream bool
 }
 
 // New returns a UI writing data to stdout and status to stderr.
@@ -150,6 +152,21 @@ func useColor(mode ColorMode, w io.Writer) bool {
 
 // Format returns the stdout format chosen with -o.
 func (u *UI) Format() Format { return u.format }
+
+// Stream says that the verb prints more than one JSON document (a follow,
+// a watch): each is then printed on its own line, as JSON Lines.
+func (u *UI) Stream() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stream = true
+}
+
+// Streaming reports whether Stream was called.
+func (u *UI) Streaming() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stream
+}
 
 // Out is stdout, for data printed as is (for example a sample file).
 func (u *UI) Out() io.Writer { return u.out }

@@ -85,7 +85,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		return exitcode.Interrupted
 	}
 	if !exitcode.IsQuiet(err) {
-		report(e.ui, err)
+		reportError(e.ui, err)
 	}
 	return exitcode.Code(err)
 }
@@ -179,9 +179,9 @@ func (e *env) colorMode() ui.ColorMode {
 	return ui.ColorAuto
 }
 
-// report shows err once: every problem of a config file on its own line,
+// reportError shows err once: every problem of a config file on its own line,
 // anything else as one error.
-func report(u *ui.UI, err error) {
+func reportError(u *ui.UI, err error) {
 	var cerr *config.Error
 	if errors.As(err, &cerr) {
 		for _, p := range cerr.Problems {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/agentbin"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // run drives the whole CLI in-process.
@@ -116,7 +117,7 @@ func TestValidateInvalid(t *testing.T) {
 func TestValidateJSON(t *testing.T) {
 	t.Parallel()
 	code, out, _ := run(t, "config", "validate", "-o", "json", "-c", filepath.Join(samples, "two-nodes.yaml"), "--skip-local-files")
-	var r validateReport
+	var r report.Config
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
 	}
@@ -125,7 +126,7 @@ func TestValidateJSON(t *testing.T) {
 	}
 
 	code, out, _ = run(t, "config", "validate", "-o", "json", "-c", filepath.Join(invalid, "three-mistakes.yaml"), "--skip-local-files")
-	r = validateReport{}
+	r = report.Config{}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
 	}
@@ -315,7 +316,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("stdout %q does not name the embedded agent %s (%v)", out, d, err)
 	}
 	code, out, _ = run(t, "-o", "json", "version")
-	var v versionInfo
+	var v report.Version
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Version != "dev" || v.Platform == "" {
 		t.Errorf("exit %d, %+v, %v", code, v, err)
 	}

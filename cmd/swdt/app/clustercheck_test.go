@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/hotswap"
 	"sigs.k8s.io/swdt/pkg/provision"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // runDoc runs a command of the fixture's node file with -o json and
@@ -49,7 +50,7 @@ func (fx *joinFixture) build(content []byte, version, timeout string) {
 }
 
 // kubeletOf is the kubelet's result in a node's swdt kubernetes report.
-func kubeletOf(t *testing.T, n kubeNodeJSON) kubeProvJSON {
+func kubeletOf(t *testing.T, n report.KubernetesNode) report.KubernetesProvisioner {
 	t.Helper()
 	for _, p := range n.Provisioners {
 		if p.Name == "kubelet" {
@@ -57,7 +58,7 @@ func kubeletOf(t *testing.T, n kubeNodeJSON) kubeProvJSON {
 		}
 	}
 	t.Fatalf("no kubelet in %+v", n.Provisioners)
-	return kubeProvJSON{}
+	return report.KubernetesProvisioner{}
 }
 
 // A kubelet swap on a joined node is proven by the cluster: a build with
@@ -74,7 +75,7 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 	}
 
 	fx.build(simnode.KubeletBinary("v1.37.1"), "v1.37.1", "90s")
-	var kube kubeJSON
+	var kube report.Kubernetes
 	code, errOut := fx.runDoc(&kube, "kubernetes")
 	if code != exitcode.OK || len(kube.Nodes) != 1 {
 		t.Fatalf("swap: exit %d, %+v\n%s", code, kube, errOut)
@@ -105,7 +106,7 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx.build(tc.build, tc.version, "10s")
-			var kube kubeJSON
+			var kube report.Kubernetes
 			code, errOut := fx.runDoc(&kube, "kubernetes")
 			if code == exitcode.OK || len(kube.Nodes) != 1 {
 				t.Fatalf("exit %d, %+v\n%s", code, kube, errOut)
@@ -135,7 +136,7 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 
 	// The Node beside the kubelet's service, in JSON and as text.
 	fx.build(good, "v1.37.1", "90s")
-	var st statusJSON
+	var st report.Status
 	if code, errOut := fx.runDoc(&st, "status"); code != exitcode.OK || len(st.Nodes) != 1 {
 		t.Fatalf("status: exit %d\n%s", code, errOut)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui"
 )
 
 func newConfigInitCommand(e *env) *cobra.Command {
@@ -34,6 +35,9 @@ of its binaries, so that the file names no build you do not have.`,
 			"  swdt config init --output-file node.yaml --hostname 192.168.122.220 --username Administrator --only kubelet",
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if e.ui.Format() == ui.FormatJSON {
+				return exitcode.WithCode(exitcode.Usage, errors.New("swdt config init prints a YAML node file, which has no JSON form: leave out -o json (to write a file, use --output-file)"))
+			}
 			if home, err := os.UserHomeDir(); opts.PrivateKey == "" && err == nil {
 				opts.PrivateKey = config.DefaultPrivateKey(home)
 			}

@@ -4,23 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"sigs.k8s.io/swdt/internal/words"
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// cpJSON is `swdt cp -o json` output.
-type cpJSON struct {
-	docMeta
-	Result string `json:"result"`
-	*daytwo.CopyReport
-	Error string `json:"error,omitempty"`
-}
 
 func newCpCommand(e *env) *cobra.Command {
 	limits := cpLimits{entries: daytwo.DefaultCopyEntries, depth: daytwo.DefaultCopyDepth, bytes: byteSize(daytwo.DefaultCopyBytes)}
@@ -138,22 +129,7 @@ func runCp(ctx context.Context, e *env, srcArg, dstArg string, limits cpLimits) 
 		}
 	}
 	rep, err := daytwo.Copy(ctx, spec, e.connect, src.path, dst.path, dst.remote, opts)
-	if e.ui.Format() == ui.FormatJSON {
-		doc := cpJSON{docMeta: meta("Copy"), Result: resultChanged, CopyReport: rep}
-		if err != nil {
-			doc.Result, doc.Error = resultFailed, err.Error()
-		}
-		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
-			err = jerr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if e.ui.Format() != ui.FormatJSON {
-		e.ui.Success("node %s: copied %s (%s) in %s", spec.Name, words.Count(len(rep.Files), "file"), ui.Bytes(rep.Bytes), (time.Duration(rep.DurationMs) * time.Millisecond).String())
-	}
-	return nil
+	return firstErr(err, report.PrintCopy(e.ui, spec.Name, rep, err))
 }
 
 // completeCopyArg completes NODE: with the node names of the -c file.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // writeTree writes files (by slash-separated relative path) under dir.
@@ -110,8 +111,8 @@ func copyRoundTrip(t *testing.T, file, remoteDir string) {
 	if got, err := os.Stat(filepath.Join(back, "again", "big.bin")); err != nil || got.Mode().Perm() != refInfo.Mode().Perm() {
 		t.Errorf("a copied file's mode is %v, want %v (%v)", got.Mode().Perm(), refInfo.Mode().Perm(), err)
 	}
-	doc := decodeJSON[cpJSON](t, out)
-	if doc.Kind != "Copy" || doc.APIVersion == "" || doc.Result != resultChanged || doc.CopyReport == nil ||
+	doc := decodeJSON[report.Copy](t, out)
+	if doc.Kind != report.KindCopy || doc.APIVersion == "" || doc.Result != report.Changed || doc.CopyReport == nil ||
 		doc.Direction != "from-node" || len(doc.Files) != 4 || doc.Bytes != 3<<20+17+20+5 || doc.Dirs != 3 {
 		t.Errorf("json = %s", out)
 	}
@@ -191,7 +192,7 @@ func TestCpOpenSSH(t *testing.T) {
 				t.Fatalf("exit %d\n%s", code, errOut)
 			}
 			var got []string
-			for _, f := range decodeJSON[cpJSON](t, out).Files {
+			for _, f := range decodeJSON[report.Copy](t, out).Files {
 				got = append(got, f.Path)
 			}
 			var want []string

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // swdt killed with SIGKILL at several points of a swap, its agent dying
@@ -83,7 +84,7 @@ func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 			if code != exitcode.OK {
 				t.Fatalf("exit %d after the kill\n%s\n%s", code, out, errOut2)
 			}
-			var doc kubeJSON
+			var doc report.Kubernetes
 			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 {
 				t.Fatalf("bad JSON (%v):\n%s", err, out)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 func TestExec(t *testing.T) {
@@ -47,7 +48,6 @@ func TestExec(t *testing.T) {
 		{"--node", []string{"--node", "winworker", "hostname"}, 0, "WIN-SIMNODE01\r\n", ""},
 		{"--node that is not in the file", []string{"--node", "nosuch", "hostname"}, exitcode.Usage, "", `has no node "nosuch"`},
 		{"NODE and --node disagree", []string{"--node", "other", "winworker", "--", "hostname"}, exitcode.Usage, "", "swdt exec works on one node: it was named winworker and --node other"},
-		{"json does not apply", []string{"-o", "json", "winworker", "hostname"}, exitcode.Usage, "", "-o json does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,11 +122,11 @@ func TestLogs(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
-		var doc logsJSON
+		var doc report.Logs
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatalf("bad JSON (%v): %s", err, out)
 		}
-		if doc.Kind != "ServiceLogs" || doc.APIVersion == "" || len(doc.Services) != 2 {
+		if doc.Kind != report.KindLogs || doc.APIVersion == "" || len(doc.Services) != 2 {
 			t.Fatalf("document = %+v", doc)
 		}
 		proxy, kubelet := doc.Services[0], doc.Services[1]
@@ -192,7 +192,7 @@ func TestLogsAbsentService(t *testing.T) {
 		}
 	}
 	code, out, errOut = run(t, "logs", "-c", file, "-o", "json", "winworker")
-	doc := decodeJSON[logsJSON](t, out)
+	doc := decodeJSON[report.Logs](t, out)
 	if code != exitcode.OK || len(doc.Absent) != 1 || doc.Absent[0] != "rancher-wins" || len(doc.Services) == 0 {
 		t.Errorf("exit %d, document %+v\n%s", code, doc, errOut)
 	}
@@ -423,7 +423,7 @@ func TestNodeAndOnlySelection(t *testing.T) {
 			if tt.wantNodes == nil {
 				return
 			}
-			var doc statusJSON
+			var doc report.Status
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatal(err)
 			}
@@ -463,7 +463,7 @@ func TestTwoBinariesOfOneService(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var doc kubeJSON
+	var doc report.Kubernetes
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 || len(doc.Nodes[0].Provisioners) != 2 {
 		t.Fatalf("bad JSON (%v): %s", err, out)
 	}

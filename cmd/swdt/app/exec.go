@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/internal/syncbuf"
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 func newExecCommand(e *env) *cobra.Command {
@@ -28,6 +31,9 @@ Everything after NODE belongs to the program, flags included; put swdt's
 own flags before NODE. NODE may be left out when --node names one or the
 -c file has only one: then put -- before PROGRAM. Shell built-ins (dir, type, Get-Service) are not
 programs: run them through cmd.exe /c or powershell.exe -Command.
+
+With -o json the output is collected, not passed through, into one
+document: the one swdt ssh -o json -- COMMAND prints, of kind ExecReport.
 
 Exit codes: the program's exit status; 1 when it could not be started, ran
 longer than --timeout, exited with a status above 255 (0xC0000005...) or
@@ -56,9 +62,6 @@ func runExec(ctx context.Context, e *env, args []string, timeout time.Duration) 
 	if timeout <= 0 {
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("--timeout must be positive, not %s", timeout))
 	}
-	if e.ui.Format() == ui.FormatJSON {
-		return exitcode.WithCode(exitcode.Usage, errors.New("swdt exec passes the program's output through as it is; -o json does not apply"))
-	}
 	// "NODE -- PROGRAM": what comes before -- can only be a node.
 	spec, command, err := e.pickNode("exec", args, len(args) > 1 && args[1] == "--")
 	if err != nil {
@@ -73,8 +76,17 @@ func runExec(ctx context.Context, e *env, args []string, timeout time.Duration) 
 		return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a program to run on node %s: swdt exec [NODE] [--] PROGRAM [ARG...]", spec.Name))
 	}
 	stdout, stderr := e.ui.Passthrough()
+	// With -o json the output goes into the document, as swdt ssh's.
+	var captured syncbuf.Buffer
+	jsonOut := e.ui.Format() == ui.FormatJSON
+	if jsonOut {
+		stdout, stderr = &captured, &captured
+	}
 	code, err := daytwo.Exec(ctx, spec, e.connect, command, daytwo.ExecOptions{
 		Timeout: timeout, Stdout: stdout, Stderr: stderr, Warn: func(msg string) { e.ui.Warn("%s", msg) }})
+	if jsonOut {
+		err = firstErr(err, report.PrintCommand(e.ui, report.KindExec, spec.Name, strings.Join(command, " "), code, captured.String(), err))
+	}
 	if err != nil {
 		return err
 	}

@@ -149,3 +149,39 @@ func TestSecondInterruptGivesUp(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C while a --watch waits between swaps says that none was in
+// progress, and ends the watch with exit 0; -o json printed each run as
+// one document on one line.
+func TestInterruptedIdleWatch(t *testing.T) {
+	fx := newKubeFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := make(fakeSignals, 1)
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		args := []string{"kubernetes", "-c", fx.config, "--cache-dir", fx.cache, "--no-color", "--only", "kubelet", "-o", "json",
+			"--watch", "--debounce", "100ms", "--stop-timeout", "300ms", "--start-timeout", "3s", "--settle", "100ms", "--health-timeout", "500ms"}
+		done <- runEnv(ctx, &env{streams: Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, notify: fake.notify}, args)
+	}()
+	sigs := <-fake
+	if !waitFor(t, func() bool { return strings.Contains(errOut.String(), "watching 1 source") }) {
+		t.Fatalf("the watch did not start:\n%s", errOut.String())
+	}
+	sigs <- os.Interrupt
+	if !waitFor(t, func() bool { return strings.Contains(errOut.String(), "interrupted: stopping") }) {
+		t.Fatalf("no word of the interrupt:\n%s", errOut.String())
+	}
+	cancel()
+	if code := <-done; code != exitcode.OK {
+		t.Errorf("exit %d, want 0:\n%s", code, errOut.String())
+	}
+	if s := errOut.String(); strings.Contains(s, "a swap in progress finishes first") || !strings.Contains(s, "no swap was in progress") {
+		t.Errorf("the interrupt's message does not say that nothing was being swapped:\n%s", s)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], `{"apiVersion":`) || !strings.HasSuffix(lines[0], "}") {
+		t.Errorf("stdout is not one document on one line:\n%s", out.String())
+	}
+}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +10,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/join"
-	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // joinFlags are the flags of `swdt join`.
@@ -90,7 +89,7 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	if err != nil {
 		return err
 	}
-	abort, stop := e.interrupts(e.ui.Warn)
+	abort, stop := e.interrupts(e.ui.Warn, nil)
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort = abort
@@ -107,7 +106,7 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	if err != nil {
 		return fmt.Errorf("%w (in %s)", err, res.Path)
 	}
-	if err := printJoin(e.ui, results); err != nil {
+	if err := report.PrintJoin(e.ui, results); err != nil {
 		return err
 	}
 	if err := fleet.Err(results, join.Failures); err != nil {
@@ -119,71 +118,4 @@ func runJoin(ctx context.Context, e *env, f joinFlags) error {
 	}
 	e.ui.Success("%s %d node(s)", done, len(results))
 	return nil
-}
-
-// joinNodeJSON is one node in `swdt join -o json` output.
-type joinNodeJSON struct {
-	Name string `json:"name"`
-	*join.Report
-	Result string `json:"result"`
-	Error  string `json:"error,omitempty"`
-}
-
-// joinJSON is `swdt join -o json` output.
-type joinJSON struct {
-	docMeta
-	Nodes []joinNodeJSON `json:"nodes"`
-}
-
-func printJoin(u *ui.UI, results []fleet.Result[*join.Report]) error {
-	out := joinJSON{docMeta: meta("JoinReport"), Nodes: []joinNodeJSON{}}
-	var rows [][]string
-	for _, r := range results {
-		nj := joinNodeJSON{Name: r.Node, Report: r.Value}
-		if r.Err != nil {
-			nj.Result, nj.Error = resultFailed, r.Err.Error()
-			rows = append(rows, []string{r.Node, "-", resultFailed, "nothing done: see the error below"})
-			out.Nodes = append(out.Nodes, nj)
-			continue
-		}
-		rep := r.Value
-		// The report's own result and error, which the outer fields
-		// would otherwise hide.
-		nj.Result, nj.Error = rep.Result, rep.Error
-		rows = append(rows, []string{r.Node, rep.NodeName, rep.Result, joinDetail(rep)})
-		out.Nodes = append(out.Nodes, nj)
-	}
-	return printDoc(u, out, []string{"NODE", "K8S NODE", "RESULT", "DETAIL"}, rows)
-}
-
-func joinDetail(r *join.Report) string {
-	var parts []string
-	if len(r.Removed) > 0 {
-		parts = append(parts, "removed "+strings.Join(r.Removed, ", "))
-	}
-	for _, p := range r.Ended {
-		parts = append(parts, fmt.Sprintf("ended process %d (%s)", p.PID, p.Name))
-	}
-	switch {
-	case r.Error != "":
-		parts = append(parts, r.Error)
-	case len(r.Removed) > 0:
-	case r.Node.Registered:
-		parts = append(parts, fmt.Sprintf("kubelet %s, Ready=%s", r.Node.KubeletVersion, r.Node.Ready))
-	default:
-		parts = append(parts, "no Node")
-	}
-	if r.Rebooted {
-		parts = append(parts, "Containers feature installed (rebooted once)")
-	}
-	for _, b := range r.Binaries {
-		parts = append(parts, b.Name+" "+string(b.Action))
-	}
-	if len(r.FirewallRules) > 0 {
-		parts = append(parts, "firewall "+strings.Join(r.FirewallRules, ", "))
-	}
-	if r.Note != "" {
-		parts = append(parts, r.Note)
-	}
-	return strings.Join(parts, "; ")
 }

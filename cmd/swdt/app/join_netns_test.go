@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // netJoinFixture is the join on separate machines: the control plane on
@@ -68,12 +69,12 @@ func (fx *netJoinFixture) config(endpoint string) string {
 	return path
 }
 
-func (fx *netJoinFixture) join(config string, args ...string) (int, joinJSON, string) {
+func (fx *netJoinFixture) join(config string, args ...string) (int, report.Join, string) {
 	fx.t.Helper()
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
 		append([]string{"join", "--no-color", "-o", "json", "-c", config}, args...))
-	var doc joinJSON
+	var doc report.Join
 	if code == exitcode.OK {
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			fx.t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
@@ -90,7 +91,7 @@ func (fx *netJoinFixture) tokens() int {
 
 // registered checks that the join registered the Node through the control
 // plane's address: the kubelet on the node did the TLS bootstrap there.
-func (fx *netJoinFixture) registered(code int, doc joinJSON, errOut, source string) {
+func (fx *netJoinFixture) registered(code int, doc report.Join, errOut, source string) {
 	fx.t.Helper()
 	if code != exitcode.OK || len(doc.Nodes) != 1 {
 		fx.t.Fatalf("join: exit %d\n%s", code, errOut)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // shimDestination is where the join installs containerd's shim.
@@ -116,7 +117,7 @@ func TestJoinResetWithoutTheCluster(t *testing.T) {
 
 			fx.write(tt.kubeconfig(t), "v1.37.2")
 			fx.withShim()
-			var doc joinJSON
+			var doc report.Join
 			code, errOut := fx.runDoc(&doc, "join", "--reset")
 			if code != exitcode.Partial || len(doc.Nodes) != 1 || doc.Nodes[0].Report == nil {
 				t.Fatalf("reset: exit %d, want %d with a report\n%s", code, exitcode.Partial, errOut)

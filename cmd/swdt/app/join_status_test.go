@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // swdt status says why a joined Node is NotReady: the simulated kubelet,
@@ -22,7 +23,7 @@ func TestJoinStatusSaysWhyNotReady(t *testing.T) {
 	if code, _, errOut := fx.run("join"); code != exitcode.OK {
 		t.Fatalf("join: exit %d\n%s", code, errOut)
 	}
-	var st statusJSON
+	var st report.Status
 	if code, errOut := fx.runDoc(&st, "status"); code != exitcode.OK || len(st.Nodes) != 1 {
 		t.Fatalf("status: exit %d\n%s", code, errOut)
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // joinFixture is a real control plane on loopback and a bare simnode (only
@@ -79,12 +80,12 @@ func (fx *joinFixture) write(kubeconfig, version string) {
 	}
 }
 
-func (fx *joinFixture) run(args ...string) (int, joinJSON, string) {
+func (fx *joinFixture) run(args ...string) (int, report.Join, string) {
 	fx.t.Helper()
 	var out, errb bytes.Buffer
 	base := []string{"--no-color", "-o", "json", "-c", fx.config}
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}, append(append([]string{args[0]}, base...), args[1:]...))
-	var doc joinJSON
+	var doc report.Join
 	if code != 0 {
 		raw, _ := os.ReadFile(fx.config)
 		fx.t.Logf("stdout: %s\nstderr: %s\nconfig:\n%s", out.String(), errb.String(), raw)

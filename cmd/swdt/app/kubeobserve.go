@@ -29,6 +29,13 @@ func (o *kubeObserver) interrupted() {
 	o.cut = o.cut || o.busy > 0
 }
 
+// swapping reports whether a node is being swapped now.
+func (o *kubeObserver) swapping() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.busy > 0
+}
+
 // cutShort reports whether Ctrl-C came while a node was being swapped.
 func (o *kubeObserver) cutShort() bool {
 	o.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/provision"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // kubernetesFlags are the flags of swdt kubernetes.
@@ -112,10 +113,11 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	progress := e.ui.NewProgress()
 	if f.watch {
 		progress.Timestamps()
+		e.ui.Stream()
 	}
-	abort, stop := e.interrupts(progress.Warn)
-	defer stop()
 	obs := &kubeObserver{progress: progress}
+	abort, stop := e.interrupts(progress.Warn, obs.swapping)
+	defer stop()
 	defer context.AfterFunc(ctx, obs.interrupted)()
 	opts := provision.Options{
 		Only: f.only, Force: f.force, DryRun: f.dryRun, Watch: f.watch, Debounce: f.debounce,
@@ -123,7 +125,7 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 		Swap:     f.swap.options(),
 		Observer: obs,
 		Report: func(results []fleet.Result[provision.NodeReport]) error {
-			return printKubernetes(e.ui, f.dryRun, results)
+			return report.PrintKubernetes(e.ui, f.dryRun, results)
 		},
 	}
 	opts.Swap.Parallel, opts.Swap.Abort, opts.Swap.Transfer = f.parallel, abort, f.transfer.transfer(f.cacheDir)

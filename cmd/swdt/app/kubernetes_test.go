@@ -22,6 +22,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // The end-to-end tests of swdt kubernetes: the whole CLI in-process
@@ -119,10 +120,10 @@ func (fx *kubeFixture) runWith(ctx context.Context, out, errOut io.Writer, args 
 	return Run(ctx, Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, append(base, args...))
 }
 
-func (fx *kubeFixture) runJSON(args ...string) (int, kubeJSON, string) {
+func (fx *kubeFixture) runJSON(args ...string) (int, report.Kubernetes, string) {
 	fx.t.Helper()
 	code, out, errOut := fx.run(context.Background(), append(args, "-o", "json")...)
-	var doc kubeJSON
+	var doc report.Kubernetes
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		fx.t.Fatalf("stdout is not JSON: %v\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -179,8 +180,8 @@ func (fx *kubeFixture) assertNoStaged(dest string) {
 	}
 }
 
-func actions(doc kubeJSON) map[string]kubeProvJSON {
-	out := map[string]kubeProvJSON{}
+func actions(doc report.Kubernetes) map[string]report.KubernetesProvisioner {
+	out := map[string]report.KubernetesProvisioner{}
 	for _, n := range doc.Nodes {
 		for _, p := range n.Provisioners {
 			out[p.Name] = p

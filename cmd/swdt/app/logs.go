@@ -9,20 +9,8 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// logsJSON is one `swdt logs -o json` document: one per read, so that
-// --follow prints a stream of them.
-type logsJSON struct {
-	docMeta
-	Node string `json:"node"`
-	// Result is unchanged: reading logs changes nothing.
-	Result   string              `json:"result"`
-	Services []daytwo.ServiceLog `json:"services"`
-	// Absent are the services asked for that the node does not have.
-	Absent []string `json:"absent,omitempty"`
-}
 
 type logsOptions struct {
 	lines    int
@@ -79,52 +67,10 @@ func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.follow {
+		e.ui.Stream()
+	}
 	return daytwo.Logs(ctx, spec, e.connect, daytwo.LogsOptions{Services: services, Lines: o.lines, Since: o.since,
 		Follow: o.follow, Interval: o.interval, Warn: func(msg string) { e.ui.Warn("%s", msg) }},
-		func(r daytwo.Read) error { return printLogs(e.ui, r, o.follow) })
-}
-
-// printLogs prints one read: with headers the first time, prefixed by the
-// service's name when there are several.
-func printLogs(u *ui.UI, r daytwo.Read, follow bool) error {
-	doc := logsJSON{docMeta: meta("ServiceLogs"), Node: r.Node, Result: resultUnchanged, Services: r.Services, Absent: r.Absent}
-	if u.Format() == ui.FormatJSON {
-		if follow {
-			return u.JSONLine(doc)
-		}
-		return u.JSON(doc)
-	}
-	for _, name := range doc.Absent {
-		u.Step(doc.Node, "%s: no such service on this node; skipped", name)
-	}
-	for _, s := range doc.Services {
-		if r.First {
-			switch {
-			case s.LogFile == "":
-				u.Step(doc.Node, "%s (%s): no log file (no --log-file in its command line, no nssm redirection); events only", s.Service, s.Status)
-			case s.LogError != "":
-				u.Warn("node %s: %s (%s): %s: %s", doc.Node, s.Service, s.Status, s.LogFile, s.LogError)
-			default:
-				u.Step(doc.Node, "%s (%s): %s", s.Service, s.Status, s.LogFile)
-			}
-		}
-		if s.EventsError != "" {
-			u.Warn("node %s: %s: cannot read the event log: %s", doc.Node, s.Service, s.EventsError)
-		}
-		lead := ""
-		if len(doc.Services) > 1 {
-			lead = s.Service + " | "
-		}
-		for _, ev := range s.Events {
-			stamp := "-"
-			if !ev.Time.IsZero() {
-				stamp = ev.Time.UTC().Format(time.RFC3339)
-			}
-			u.Printf("%sevent %s: %s\n", lead, stamp, ev.Message)
-		}
-		for _, l := range s.Lines {
-			u.Printf("%s%s\n", lead, l)
-		}
-	}
-	return nil
+		func(r daytwo.Read) error { return report.PrintLogs(e.ui, r) })
 }

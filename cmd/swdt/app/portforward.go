@@ -6,20 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/pkg/daytwo"
-	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// portForwardJSON is the one document `swdt port-forward -o json` prints,
-// once every port listens.
-type portForwardJSON struct {
-	docMeta
-	Result   string           `json:"result"`
-	Node     string           `json:"node"`
-	Forwards []daytwo.Forward `json:"forwards"`
-}
-
-// resultListening is port-forward's result: its ports listen until Ctrl-C.
-const resultListening = "listening"
 
 func newPortForwardCommand(e *env) *cobra.Command {
 	var address string
@@ -68,14 +56,9 @@ func runPortForward(ctx context.Context, e *env, args []string, address string) 
 		Address: address,
 		Warn:    func(msg string) { e.ui.Warn("%s", msg) },
 		Ready: func(forwards []daytwo.Forward) {
-			if e.ui.Format() == ui.FormatJSON {
-				_ = e.ui.JSONLine(portForwardJSON{docMeta: meta("PortForward"), Result: resultListening, Node: spec.Name, Forwards: forwards})
-				return
+			if err := report.PrintForwarding(e.ui, spec.Name, forwards); err != nil {
+				e.ui.Warn("%v", err)
 			}
-			for _, f := range forwards {
-				e.ui.Printf("Forwarding from %s -> %s on node %s\n", f.Local, f.Remote, spec.Name)
-			}
-			e.ui.Step(spec.Name, "forwarding until Ctrl-C")
 		},
 		Stream: func(f daytwo.Forward, err error) {
 			if err != nil {

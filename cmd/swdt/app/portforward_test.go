@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
 // forwardedPorts starts swdt port-forward -o json with args and returns
 // its forwards once they listen, and a function that stops it (Ctrl-C)
 // and returns its exit code and stderr.
-func forwardedPorts(t *testing.T, args ...string) (portForwardJSON, func() (int, string)) {
+func forwardedPorts(t *testing.T, args ...string) (report.PortForward, func() (int, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut lockedBuffer
@@ -44,7 +45,7 @@ func forwardedPorts(t *testing.T, args ...string) (portForwardJSON, func() (int,
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var doc portForwardJSON
+	var doc report.PortForward
 	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 		stop()
 		t.Fatalf("bad JSON (%v): %s", err, out.String())
@@ -71,7 +72,7 @@ func portForwardTwoPorts(t *testing.T, file string) {
 	dead := freeLocalPort(t)
 	fixed := freeLocalPort(t)
 	doc, stop := forwardedPorts(t, "-c", file, "node1", strconv.Itoa(fixed)+":"+strconv.Itoa(a), ":"+strconv.Itoa(b), ":"+strconv.Itoa(dead))
-	if doc.Kind != "PortForward" || doc.Result != resultListening || doc.Node != "node1" || len(doc.Forwards) != 3 {
+	if doc.Kind != report.KindPortForward || doc.Result != report.Listening || doc.Node != "node1" || len(doc.Forwards) != 3 {
 		stop()
 		t.Fatalf("document = %+v", doc)
 	}

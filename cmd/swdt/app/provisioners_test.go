@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // A provisioner that registers its own service (csi-proxy, which no
@@ -36,7 +37,7 @@ func TestKubernetesProvisionerRegistersItsService(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	got := actions(doc)["csi-proxy"]
-	if got.Result != resultChanged || !got.Registered {
+	if got.Result != report.Changed || !got.Registered {
 		t.Fatalf("csi-proxy = %+v, want changed and registered\n%s", got, errOut)
 	}
 	svc := fx.ts.State().Services["csi-proxy"]
@@ -117,7 +118,7 @@ func TestKubernetesRegisterKeepsTheServiceInLine(t *testing.T) {
 
 	code, doc, errOut = fx.runJSON()
 	got := actions(doc)["csi-proxy"]
-	if code != exitcode.OK || got.Action != "reconfigured" || got.Result != resultChanged || !got.Reconfigured || got.BytesSent != 0 {
+	if code != exitcode.OK || got.Action != "reconfigured" || got.Result != report.Changed || !got.Reconfigured || got.BytesSent != 0 {
 		t.Fatalf("run: exit %d, %+v\n%s", code, got, errOut)
 	}
 	svc := fx.ts.State().Services["csi-proxy"]
@@ -181,7 +182,7 @@ func TestKubernetesRegisterPutsTheConfigurationBack(t *testing.T) {
 			fx.writeSpec(spec(`["-v", "4", "` + simnode.MarkerCrashOnStart + `"]`))
 			code, doc, errOut := fx.runJSON()
 			got := actions(doc)["csi-proxy"]
-			if code != exitcode.Failure || got.Result == resultChanged || !strings.Contains(got.Error, "its previous configuration was put back and it runs again") ||
+			if code != exitcode.Failure || got.Result == report.Changed || !strings.Contains(got.Error, "its previous configuration was put back and it runs again") ||
 				!tt.rebuild && got.Action != "rolled-back" {
 				t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
 			}
@@ -276,7 +277,7 @@ func TestKubernetesRegisteredServiceIsHealthChecked(t *testing.T) {
 `)
 	code, doc, errOut := fx.runJSON()
 	got := actions(doc)["csi-proxy"]
-	if code != exitcode.Failure || got.Result != resultFailed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
+	if code != exitcode.Failure || got.Result != report.Failed || !got.Registered || !strings.Contains(got.Error, "health check failed") ||
 		!strings.Contains(got.Error, "csi-proxy-filesystem-v1") {
 		t.Fatalf("exit %d, %+v\n%s", code, got, errOut)
 	}

@@ -8,16 +8,8 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// rebootJSON is `swdt reboot -o json` output.
-type rebootJSON struct {
-	docMeta
-	Result string `json:"result"`
-	*daytwo.RebootReport
-	Error string `json:"error,omitempty"`
-}
 
 func newRebootCommand(e *env) *cobra.Command {
 	var o daytwo.RebootOptions
@@ -64,41 +56,5 @@ func runReboot(ctx context.Context, e *env, args []string, o daytwo.RebootOption
 	o.Step = func(msg string) { e.ui.Step(spec.Name, "%s", msg) }
 	o.Warn = func(msg string) { e.ui.Warn("%s", msg) }
 	rep, err := daytwo.Reboot(ctx, spec, e.connect, o)
-	if e.ui.Format() == ui.FormatJSON {
-		doc := rebootJSON{docMeta: meta("Reboot"), Result: resultChanged, RebootReport: rep}
-		if err != nil {
-			doc.Result, doc.Error = resultFailed, err.Error()
-		}
-		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
-			err = jerr
-		}
-		return err
-	}
-	if len(rep.Services) > 0 {
-		var rows [][]string
-		for _, s := range rep.Services {
-			after := "-"
-			if s.RunningAfterMs > 0 {
-				after = ms(s.RunningAfterMs)
-			}
-			rows = append(rows, []string{s.Service, orDash(s.Status), orDash(s.StartType), pidText(s.PID), after})
-		}
-		if terr := e.ui.Table([]string{"SERVICE", "STATUS", "START TYPE", "PID", "RUNNING AFTER"}, rows); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	switch {
-	case err != nil:
-	case !rep.Waited:
-		e.ui.Success("node %s: reboot asked for (swdt reboot --wait waits for it)", spec.Name)
-	case rep.ServicesRunningAfterMs > 0:
-		e.ui.Success("node %s: down after %s, SSH back after %s, services Running after %s", spec.Name, ms(rep.DownAfterMs), ms(rep.SSHBackAfterMs), ms(rep.ServicesRunningAfterMs))
-	default:
-		e.ui.Success("node %s: down after %s, SSH back after %s", spec.Name, ms(rep.DownAfterMs), ms(rep.SSHBackAfterMs))
-	}
-	return err
-}
-
-func ms(n int64) string {
-	return (time.Duration(n) * time.Millisecond).Round(10 * time.Millisecond).String()
+	return report.PrintReboot(e.ui, spec.Name, rep, err)
 }

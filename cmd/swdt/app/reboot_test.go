@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 func TestRebootWait(t *testing.T) {
@@ -22,8 +23,8 @@ func TestRebootWait(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	doc := decodeJSON[rebootJSON](t, out)
-	if doc.Kind != "Reboot" || doc.Result != resultChanged || !doc.Waited || doc.Node != "winworker" {
+	doc := decodeJSON[report.Reboot](t, out)
+	if doc.Kind != report.KindReboot || doc.Result != report.Changed || !doc.Waited || doc.Node != "winworker" {
 		t.Fatalf("document: %s", out)
 	}
 	if !(0 < doc.DownAfterMs && doc.DownAfterMs <= doc.SSHBackAfterMs && doc.SSHBackAfterMs <= doc.ServicesRunningAfterMs) {

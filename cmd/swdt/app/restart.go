@@ -2,24 +2,14 @@ package app
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/hotswap"
-	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// restartJSON is `swdt restart -o json` output.
-type restartJSON struct {
-	docMeta
-	Result string `json:"result"`
-	*daytwo.RestartReport
-	Error string `json:"error,omitempty"`
-}
 
 // addServiceTimeouts adds the timing flags of swdt restart and reboot,
 // named and defaulted as swdt kubernetes's.
@@ -68,46 +58,10 @@ func runRestart(ctx context.Context, e *env, args []string, t daytwo.ServiceTime
 	if err != nil {
 		return err
 	}
-	abort, stop := e.interrupts(func(format string, args ...any) { e.ui.Warn(format, args...) })
+	abort, stop := e.interrupts(func(format string, args ...any) { e.ui.Warn(format, args...) }, nil)
 	defer stop()
 	rep, err := daytwo.Restart(ctx, spec, e.connect, services, daytwo.RestartOptions{ServiceTimeouts: t, Abort: abort,
 		Step: func(msg string) { e.ui.Step(spec.Name, "%s", msg) },
 		Warn: func(msg string) { e.ui.Warn("%s", msg) }})
-	if e.ui.Format() == ui.FormatJSON {
-		doc := restartJSON{docMeta: meta("Restart"), Result: resultChanged, RestartReport: rep}
-		if err != nil {
-			doc.Result, doc.Error = resultFailed, err.Error()
-		}
-		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
-			err = jerr
-		}
-		return err
-	}
-	if len(rep.Services) > 0 {
-		downtime := map[string]string{}
-		for _, d := range rep.Downtime {
-			downtime[d.Service] = (time.Duration(d.DowntimeMs) * time.Millisecond).String()
-		}
-		var rows [][]string
-		for _, s := range rep.Services {
-			rows = append(rows, []string{s.Service, pidText(s.PIDBefore), pidText(s.PIDAfter), orDash(downtime[s.Service]), s.Status})
-		}
-		for _, s := range rep.AlsoStopped {
-			rows = append(rows, []string{s + " (dependent)", "-", "-", orDash(downtime[s]), "restarted with it"})
-		}
-		if terr := e.ui.Table([]string{"SERVICE", "PID BEFORE", "PID AFTER", "DOWNTIME", "STATUS"}, rows); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	if err == nil {
-		e.ui.Success("node %s: restarted in %s", spec.Name, (time.Duration(rep.DurationMs) * time.Millisecond).String())
-	}
-	return err
-}
-
-func pidText(pid int) string {
-	if pid == 0 {
-		return "-"
-	}
-	return strconv.Itoa(pid)
+	return report.PrintRestart(e.ui, spec.Name, rep, err)
 }

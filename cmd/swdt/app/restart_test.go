@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // restartFile is a one-node file whose kubelet provisioner has a health
@@ -74,8 +75,8 @@ func TestRestart(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
-		doc := decodeJSON[restartJSON](t, out)
-		if doc.Kind != "Restart" || doc.Result != resultChanged || doc.Node != "winworker" || len(doc.Services) != 2 {
+		doc := decodeJSON[report.Restart](t, out)
+		if doc.Kind != report.KindRestart || doc.Result != report.Changed || doc.Node != "winworker" || len(doc.Services) != 2 {
 			t.Fatalf("document: %s", out)
 		}
 		c := doc.Services[0]

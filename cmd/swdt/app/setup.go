@@ -11,25 +11,12 @@ import (
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/setup"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // setupFlags are the flags of `swdt setup`.
 type setupFlags struct {
 	dryRun bool
-}
-
-// setupNodeJSON is one node in `swdt setup -o json` output.
-type setupNodeJSON struct {
-	Name  string       `json:"name"`
-	Steps []setup.Step `json:"steps"`
-	// Error says why nothing was done on the node.
-	Error string `json:"error,omitempty"`
-}
-
-// setupJSON is `swdt setup -o json` output.
-type setupJSON struct {
-	docMeta
-	Nodes []setupNodeJSON `json:"nodes"`
 }
 
 func newSetupCommand(e *env) *cobra.Command {
@@ -70,7 +57,7 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := printSetup(e.ui, results); err != nil {
+	if err := report.PrintSetup(e.ui, results); err != nil {
 		return err
 	}
 	for _, r := range results {
@@ -91,27 +78,6 @@ func runSetup(ctx context.Context, e *env, f setupFlags) error {
 		e.ui.Success("setup done on %d node(s)", len(results))
 	}
 	return nil
-}
-
-// printSetup shows every node's steps as a table or as JSON. A node that
-// could not be set up gets one failed row; its error is reported by Run.
-func printSetup(u *ui.UI, results []fleet.Result[*setup.Report]) error {
-	out := setupJSON{docMeta: meta("SetupReport"), Nodes: []setupNodeJSON{}}
-	var rows [][]string
-	for _, r := range results {
-		nj := setupNodeJSON{Name: r.Node, Steps: []setup.Step{}}
-		if r.Err != nil {
-			nj.Error = r.Err.Error()
-			rows = append(rows, []string{r.Node, "-", string(setup.Failed), "nothing done: see the error below"})
-		} else {
-			nj.Steps = append(nj.Steps, r.Value.Steps...)
-			for _, s := range r.Value.Steps {
-				rows = append(rows, []string{r.Node, s.Name, string(s.Result), s.Detail})
-			}
-		}
-		out.Nodes = append(out.Nodes, nj)
-	}
-	return printDoc(u, out, []string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
 }
 
 // setupObserver shows progress on stderr; nodes run concurrently, so it

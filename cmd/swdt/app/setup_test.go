@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // setupNodeFile writes a node.yaml for ts (logging in as user) with the
@@ -30,7 +31,7 @@ func TestSetupCommandFreshThenRerun(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	got := decodeJSON[setupJSON](t, out)
+	got := decodeJSON[report.Setup](t, out)
 	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" || len(got.Nodes[0].Steps) != 5 {
 		t.Fatalf("json = %+v", got)
 	}
@@ -155,7 +156,7 @@ func TestSetupCommandDryRunAndRDPOff(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	if got := decodeJSON[setupJSON](t, out); got.Nodes[0].Steps[0].Result != "would-change" {
+	if got := decodeJSON[report.Setup](t, out); got.Nodes[0].Steps[0].Result != "would-change" {
 		t.Errorf("dry run = %+v", got)
 	}
 	if ts.State().Firewall["remotedesktop-usermode-in-tcp"].Enabled {

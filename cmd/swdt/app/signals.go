@@ -41,9 +41,10 @@ func NotifyContext(parent context.Context) (ctx context.Context, stop context.Ca
 // cancels the run's context (main), which stops staging but lets a swap in
 // progress finish so that its services run again; the second ends the
 // returned context, to be passed as hotswap.Options.Abort, which gives
-// up on the swap at once. warn tells the user which stage they are in.
-// stop releases the signals.
-func (e *env) interrupts(warn func(format string, args ...any)) (abort context.Context, stop func()) {
+// up on the swap at once. warn tells the user which stage they are in;
+// swapping, when not nil, says whether a swap is in progress (a --watch
+// waits between swaps). stop releases the signals.
+func (e *env) interrupts(warn func(format string, args ...any), swapping func() bool) (abort context.Context, stop func()) {
 	abort, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	stopNotify := e.notify(sigs)
@@ -55,6 +56,10 @@ func (e *env) interrupts(warn func(format string, args ...any)) (abort context.C
 			case <-done:
 				return
 			case <-sigs:
+			}
+			if count == 1 && swapping != nil && !swapping() {
+				warn("interrupted: stopping; no swap was in progress")
+				continue
 			}
 			if count == 1 {
 				warn("interrupted: stopping; a swap in progress finishes first so that its services run again; Ctrl-C again to give up now")

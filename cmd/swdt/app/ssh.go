@@ -13,21 +13,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/remote"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// sshJSON is `swdt ssh -o json NODE -- COMMAND` output.
-type sshJSON struct {
-	docMeta
-	Result   string `json:"result"`
-	Node     string `json:"node"`
-	Command  string `json:"command"`
-	ExitCode int    `json:"exitCode"`
-	// Output is what the terminal showed (stdout and stderr together),
-	// cleaned as every JSON document is (no escape sequences or carriage
-	// returns).
-	Output string `json:"output"`
-	Error  string `json:"error,omitempty"`
-}
 
 func newSSHCommand(e *env) *cobra.Command {
 	return &cobra.Command{
@@ -110,16 +97,7 @@ func runSSH(ctx context.Context, e *env, before, after []string) error {
 	}
 	status, err := daytwo.Shell(ctx, spec, e.connect, opts, func(msg string) { e.ui.Warn("%s", msg) })
 	if jsonOut {
-		doc := sshJSON{docMeta: meta("SSHCommand"), Result: resultPassed, Node: spec.Name, Command: command, ExitCode: status, Output: captured.String()}
-		if err != nil || status != 0 {
-			doc.Result = resultFailed
-		}
-		if err != nil {
-			doc.Error = err.Error()
-		}
-		if jerr := e.ui.JSON(doc); jerr != nil && err == nil {
-			err = jerr
-		}
+		err = firstErr(err, report.PrintCommand(e.ui, report.KindSSH, spec.Name, command, status, captured.String(), err))
 	}
 	if err != nil {
 		return err

@@ -3,11 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // runIn is run with in as stdin: a terminal's keys, typed ahead.
@@ -65,12 +67,46 @@ func TestSSH(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
-		doc := decodeJSON[sshJSON](t, out)
-		if doc.Kind != "SSHCommand" || doc.Result != resultPassed || doc.Output != "WIN-SIMNODE01\n" || doc.Command != "hostname" || doc.Node != "winworker" {
+		doc := decodeJSON[report.Command](t, out)
+		if doc.Kind != report.KindSSH || doc.Result != report.OK || doc.Output != "WIN-SIMNODE01\n" || doc.Command != "hostname" || doc.Node != "winworker" {
 			t.Errorf("document: %s", out)
 		}
 		if code, _, errOut := runIn(t, "", "ssh", "-c", file, "-o", "json"); code != exitcode.Usage || !strings.Contains(errOut, "an interactive shell has no JSON output") {
 			t.Errorf("interactive -o json: exit %d\n%s", code, errOut)
 		}
 	})
+}
+
+// swdt exec -o json and swdt ssh -o json -- COMMAND print one document,
+// with the same fields, and both exit with the command's status.
+func TestExecAndSSHPrintOneDocument(t *testing.T) {
+	t.Parallel()
+	ts := simnode.StartTest(t)
+	file := statusFile(t, ts, "", "MZ kubelet\n")
+	tests := []struct {
+		verb, kind string
+		args       []string
+		code       int
+		result     string
+	}{
+		{"exec", report.KindExec, []string{"--", "hostname"}, 0, report.OK},
+		{"ssh", report.KindSSH, []string{"--", "hostname"}, 0, report.OK},
+		{"exec", report.KindExec, []string{"--", "cmd.exe", "/c", "exit", "/b", "3"}, 3, report.Failed},
+		{"ssh", report.KindSSH, []string{"--", "exit", "3"}, 3, report.Failed},
+	}
+	var fields []map[string]any
+	for _, tt := range tests {
+		code, out, errOut := run(t, append([]string{"-o", "json", tt.verb, "-c", file, "winworker"}, tt.args...)...)
+		doc := decodeJSON[map[string]any](t, out)
+		if code != tt.code || doc["kind"] != tt.kind || doc["result"] != tt.result || doc["exitCode"] != float64(tt.code) || doc["node"] != "winworker" {
+			t.Errorf("swdt %s %v: exit %d, want %d, %s\n%s", tt.verb, tt.args, code, tt.code, out, errOut)
+		}
+		if tt.code == 0 && strings.TrimSpace(doc["output"].(string)) != "WIN-SIMNODE01" {
+			t.Errorf("swdt %s: output %q", tt.verb, doc["output"])
+		}
+		fields = append(fields, doc)
+	}
+	if !maps.EqualFunc(fields[0], fields[1], func(any, any) bool { return true }) {
+		t.Errorf("exec and ssh print different fields:\n%v\n%v", fields[0], fields[1])
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // statusFile writes a node.yaml for ts whose kubelet provisioner comes
@@ -74,8 +75,8 @@ func TestStatus(t *testing.T) {
 	if got := statusSources(t, out); !maps.Equal(got, want) {
 		t.Errorf("status = %v, want %v", got, want)
 	}
-	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != "unchanged" {
-		t.Errorf("result %v, want unchanged", r)
+	if r := decodeJSON[map[string]any](t, out)["nodes"].([]any)[0].(map[string]any)["result"]; r != report.OutOfSync {
+		t.Errorf("result %v, want %s: kubelet differs", r, report.OutOfSync)
 	}
 	// The missing local build is a warning, with its line: status does
 	// not need it.

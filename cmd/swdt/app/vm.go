@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -69,71 +68,9 @@ func (e *env) vmFleet() (*vm.Fleet, error) {
 	return f, nil
 }
 
-// vmNodeJSON is one node in `swdt vm ... -o json` output: the node's and
-// the VM's names, the subcommand's fields, and the error, if any.
-type vmNodeJSON struct {
-	Name   string
-	VM     string
-	Result any
-	Error  error
-}
-
-// MarshalJSON flattens the result's fields next to name, vm and error.
-func (n vmNodeJSON) MarshalJSON() ([]byte, error) {
-	fields := map[string]any{}
-	if n.Error == nil {
-		raw, err := json.Marshal(n.Result)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return nil, err
-		}
-	} else {
-		fields["error"] = n.Error.Error()
-	}
-	fields["name"], fields["vm"] = n.Name, n.VM
-	switch r := n.Result.(type) {
-	case nil:
-	case vm.StartResult:
-		fields["result"] = map[bool]string{true: resultUnchanged, false: resultChanged}[r.AlreadyRunning]
-	case vm.Stopped:
-		fields["result"] = map[bool]string{true: resultUnchanged, false: resultChanged}[r.AlreadyOff]
-	case vm.SnapshotResult, vm.RevertResult:
-		fields["result"] = resultChanged
-	default: // status, ip, snapshots: read only
-		fields["result"] = resultUnchanged
-	}
-	if n.Error != nil {
-		fields["result"] = resultFailed
-	}
-	return json.Marshal(fields)
-}
-
-// printVM prints the reports as {"nodes": [...]} or as a table whose
-// rows come from rows (several per node, or none); a node that failed
-// gets one row saying so, its error is reported once at the end.
-func printVM[T any](e *env, reports []vm.Report[T], headers []string, rows func(T) [][]string) error {
-	doc := struct {
-		docMeta
-		Nodes []vmNodeJSON `json:"nodes"`
-	}{docMeta: meta("VMReport"), Nodes: []vmNodeJSON{}}
-	var table [][]string
-	for _, r := range reports {
-		doc.Nodes = append(doc.Nodes, vmNodeJSON{Name: r.Node, VM: r.VM, Result: r.Value, Error: r.Err})
-		if r.Err != nil {
-			row := []string{r.Node, r.VM, "failed: see the error below"}
-			for len(row) < len(headers) {
-				row = append(row, "-")
-			}
-			table = append(table, row)
-			continue
-		}
-		for _, row := range rows(r.Value) {
-			table = append(table, append([]string{r.Node, r.VM}, row...))
-		}
-	}
-	if err := printDoc(e.ui, doc, append([]string{"NODE", "VM"}, headers...), table); err != nil {
+// printVM prints the reports with show and returns their outcome.
+func printVM[T any](reports []vm.Report[T], show func([]vm.Report[T]) error) error {
+	if err := show(reports); err != nil {
 		return err
 	}
 	return vm.Err(reports)

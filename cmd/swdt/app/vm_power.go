@@ -2,12 +2,12 @@ package app
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
@@ -31,11 +31,7 @@ Nothing is changed.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Status(cmd.Context()), []string{"PROVIDER", "HYPERVISOR", "STATE", "SNAPSHOTS", "CURRENT"},
-				func(r vm.StatusResult) [][]string {
-					s := r.Status
-					return [][]string{{string(s.Provider), s.Hypervisor, string(s.State), strconv.Itoa(s.Snapshots), orDash(s.CurrentSnapshot)}}
-				})
+			return printVM(f.Status(cmd.Context()), func(r []vm.Report[vm.StatusResult]) error { return report.PrintVMStatus(e.ui, r) })
 		},
 	}
 }
@@ -57,12 +53,7 @@ has no hostname.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Start(cmd.Context()), []string{"RESULT"}, func(r vm.StartResult) [][]string {
-				if r.AlreadyRunning {
-					return [][]string{{"already running"}}
-				}
-				return [][]string{{"started"}}
-			})
+			return printVM(f.Start(cmd.Context()), func(r []vm.Report[vm.StartResult]) error { return report.PrintVMStart(e.ui, r) })
 		},
 	}
 }
@@ -88,15 +79,7 @@ left alone.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Stop(cmd.Context(), timeout), []string{"RESULT"}, func(r vm.Stopped) [][]string {
-				switch {
-				case r.AlreadyOff:
-					return [][]string{{"already off"}}
-				case r.Forced:
-					return [][]string{{fmt.Sprintf("turned off (no shutdown within %s)", timeout)}}
-				}
-				return [][]string{{"shut down"}}
-			})
+			return printVM(f.Stop(cmd.Context(), timeout), func(r []vm.Report[vm.Stopped]) error { return report.PrintVMStop(e.ui, r, timeout) })
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultStopTimeout, "how long the guest may take to shut down before the VM is turned off")
@@ -120,16 +103,7 @@ services). A VM that has none yet shows (none). Nothing is changed.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Addresses(cmd.Context()), []string{"INTERFACE", "MAC", "ADDRESS", "SOURCE"}, func(r vm.AddressesResult) [][]string {
-				if len(r.Addresses) == 0 {
-					return [][]string{{"(none)", "-", "-", "-"}}
-				}
-				var rows [][]string
-				for _, a := range r.Addresses {
-					rows = append(rows, []string{a.Interface, orDash(a.MAC), a.IP, a.Source})
-				}
-				return rows
-			})
+			return printVM(f.Addresses(cmd.Context()), func(r []vm.Report[vm.AddressesResult]) error { return report.PrintVMAddresses(e.ui, r) })
 		},
 	}
 }

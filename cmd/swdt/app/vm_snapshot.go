@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
@@ -38,9 +39,7 @@ reported. 'swdt vm revert NAME' goes back to it.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Snapshot(cmd.Context(), args[0]), []string{"SNAPSHOT", "RESULT"}, func(r vm.SnapshotResult) [][]string {
-				return [][]string{{r.Snapshot, "taken"}}
-			})
+			return printVM(f.Snapshot(cmd.Context(), args[0]), func(r []vm.Report[vm.SnapshotResult]) error { return report.PrintVMSnapshot(e.ui, r) })
 		},
 	}
 }
@@ -68,9 +67,7 @@ that name is left alone and reported.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Revert(cmd.Context(), args[0]), []string{"SNAPSHOT", "STATE"}, func(r vm.RevertResult) [][]string {
-				return [][]string{{r.Snapshot, string(r.State)}}
-			})
+			return printVM(f.Revert(cmd.Context(), args[0]), func(r []vm.Report[vm.RevertResult]) error { return report.PrintVMRevert(e.ui, r) })
 		},
 	}
 }
@@ -91,20 +88,7 @@ changed.
 			if err != nil {
 				return err
 			}
-			return printVM(e, f.Snapshots(cmd.Context()), []string{"SNAPSHOT", "CREATED", "PARENT", "CURRENT"}, func(r vm.SnapshotsResult) [][]string {
-				if len(r.Snapshots) == 0 {
-					return [][]string{{"(none)", "-", "-", "-"}}
-				}
-				var rows [][]string
-				for _, s := range r.Snapshots {
-					current := ""
-					if s.Current {
-						current = "*"
-					}
-					rows = append(rows, []string{s.Name, s.Created.Local().Format(time.DateTime), orDash(s.Parent), current})
-				}
-				return rows
-			})
+			return printVM(f.Snapshots(cmd.Context()), func(r []vm.Report[vm.SnapshotsResult]) error { return report.PrintVMSnapshots(e.ui, r) })
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 	"sigs.k8s.io/swdt/pkg/wins"
 )
 
@@ -105,7 +106,7 @@ func runWins(ctx context.Context, e *env, f winsFlags) error {
 	if f.dryRun {
 		done = "planned"
 	}
-	abort, stop := e.interrupts(e.ui.Warn)
+	abort, stop := e.interrupts(e.ui.Warn, nil)
 	defer stop()
 	swap := f.swap.options()
 	swap.Abort, swap.Command = abort, "swdt wins"
@@ -125,7 +126,7 @@ func runWinsOn(ctx context.Context, e *env, opts wins.RunOptions, files config.F
 	if err != nil {
 		return err
 	}
-	if err := printWins(e.ui, results); err != nil {
+	if err := report.PrintWins(e.ui, results); err != nil {
 		return err
 	}
 	if err := fleet.Err(results, wins.Failures); err != nil {

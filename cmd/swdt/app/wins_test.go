@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 // winsNodeFile writes a node.yaml for ts with a wins section (none when
@@ -34,9 +35,9 @@ func winsNodeFile(t *testing.T, ts *simnode.TestServer, hostname, winsBinary str
 	return writeNodeFile(t, dir, doc)
 }
 
-func decodeWinsJSON(t *testing.T, out string) winsJSON {
+func decodeWinsJSON(t *testing.T, out string) report.Wins {
 	t.Helper()
-	got := decodeJSON[winsJSON](t, out)
+	got := decodeJSON[report.Wins](t, out)
 	if len(got.Nodes) != 1 || got.Nodes[0].Name != "winworker" {
 		t.Fatalf("json = %+v", got)
 	}

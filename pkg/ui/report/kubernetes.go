@@ -1,4 +1,4 @@
-package app
+package report
 
 import (
 	"fmt"
@@ -11,30 +11,35 @@ import (
 	"sigs.k8s.io/swdt/pkg/ui"
 )
 
-// kubeJSON is the -o json document of swdt kubernetes.
-type kubeJSON struct {
-	docMeta
-	Nodes []kubeNodeJSON `json:"nodes"`
+// Kubernetes is the -o json document of swdt kubernetes.
+type Kubernetes struct {
+	Meta
+	Nodes []KubernetesNode `json:"nodes"`
 }
 
-type kubeNodeJSON struct {
+// KubernetesNode is one node of a Kubernetes document.
+type KubernetesNode struct {
 	Name string `json:"name"`
+	// Result is the node's outcome: failed when it could not be reached
+	// or a provisioner failed, else the weightiest of its provisioners'.
+	Result string `json:"result"`
 	// Error is set when the node could not be reached or inspected.
 	Error string `json:"error,omitempty"`
 	// Repair is what the run found of an interrupted swap and repaired
 	// before anything else.
-	Repair       *hotswap.Repair `json:"repair,omitempty"`
-	Provisioners []kubeProvJSON  `json:"provisioners"`
+	Repair       *hotswap.Repair         `json:"repair,omitempty"`
+	Provisioners []KubernetesProvisioner `json:"provisioners"`
 	// Services are the services the swap stopped (the provisioners' own
 	// and their dependents), in stop order, with their downtime.
-	Services []kubeServiceJSON `json:"services"`
+	Services []KubernetesService `json:"services"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
 	// Cluster is the cluster check of a kubelet swap (spec.kubernetes.join).
 	Cluster *provision.ClusterCheck `json:"cluster,omitempty"`
 }
 
-type kubeProvJSON struct {
+// KubernetesProvisioner is one provisioner of a KubernetesNode.
+type KubernetesProvisioner struct {
 	Name string `json:"name"`
 	// Result is Action in the vocabulary every command shares.
 	Result    string `json:"result"`
@@ -57,16 +62,17 @@ type kubeProvJSON struct {
 	Drift []string `json:"drift,omitempty"`
 }
 
-type kubeServiceJSON struct {
+// KubernetesService is a service the swap stopped, with its downtime.
+type KubernetesService struct {
 	Name       string `json:"name"`
 	DowntimeMs int64  `json:"downtimeMs"`
 	// Running is false when the service is not Running after the swap.
 	Running bool `json:"running"`
 }
 
-// printKubernetes shows one run of swdt kubernetes as a table or JSON.
-func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.NodeReport]) error {
-	doc := kubeJSON{docMeta: meta("KubernetesReport"), Nodes: []kubeNodeJSON{}}
+// PrintKubernetes shows one run of swdt kubernetes as a table or JSON.
+func PrintKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.NodeReport]) error {
+	doc := Kubernetes{Meta: meta(KindKubernetes), Nodes: []KubernetesNode{}}
 	many := len(results) > 1
 	headers := []string{"PROVISIONER", "ACTION", "SENT", "SAVED", "TIME", "DOWNTIME"}
 	if dryRun {
@@ -84,16 +90,16 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 		rows = append(rows, cells)
 	}
 	for _, r := range results {
-		n := kubeNodeJSON{Name: r.Node, Provisioners: []kubeProvJSON{}, Services: []kubeServiceJSON{}, Snapshot: r.Value.Snapshot}
+		n := KubernetesNode{Name: r.Node, Provisioners: []KubernetesProvisioner{}, Services: []KubernetesService{}, Snapshot: r.Value.Snapshot}
 		if r.Err != nil {
-			n.Error = r.Err.Error()
+			n.Result, n.Error = Failed, r.Err.Error()
 			doc.Nodes = append(doc.Nodes, n)
 			row(r.Node, unreached...)
 			continue
 		}
 		n.Repair, n.Cluster = r.Value.Repair, r.Value.Cluster
 		for _, d := range r.Value.Services {
-			n.Services = append(n.Services, kubeServiceJSON{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
+			n.Services = append(n.Services, KubernetesService{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})
 		}
 		// A service the swap stopped without changing its binary (a
 		// dependent, a provisioner left out by --only) was restarted:
@@ -103,7 +109,7 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 			stopped[strings.ToLower(d.Service)] = d
 		}
 		for i, res := range r.Value.Results {
-			n.Provisioners = append(n.Provisioners, kubeProvJSON{
+			n.Provisioners = append(n.Provisioners, KubernetesProvisioner{
 				Name: res.Name, Result: provisionResult(res.Action), Action: string(res.Action), BytesSent: res.BytesSent, FileSize: res.FileSize, Transfer: res.Transfer,
 				DurationMs: res.Duration.Milliseconds(), DowntimeMs: res.Downtime.Milliseconds(),
 				Error: res.Error, Detail: res.Detail, Registered: res.Registered, Reconfigured: res.Reconfigured,
@@ -133,9 +139,30 @@ func printKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 				row(r.Node, d.Service, actionRestarted, "-", "-", "-", duration(d.Downtime))
 			}
 		}
+		items := make([]string, len(n.Provisioners))
+		for i, p := range n.Provisioners {
+			items[i] = p.Result
+		}
+		n.Result = worst(items...)
 		doc.Nodes = append(doc.Nodes, n)
 	}
-	return printDoc(u, doc, headers, rows)
+	return show(u, doc, headers, rows)
+}
+
+// provisionResult maps a provisioner's action to the shared vocabulary.
+func provisionResult(a hotswap.Action) string {
+	switch a {
+	case hotswap.ActionUpdated, hotswap.ActionReconfigured:
+		return Changed
+	case hotswap.ActionUnchanged:
+		return Unchanged
+	case hotswap.ActionUpdate, hotswap.ActionReconfigure:
+		return WouldChange
+	case hotswap.ActionRolledBack:
+		return RolledBack
+	default:
+		return Failed
+	}
 }
 
 // actionRestarted is the table's action of a service the swap stopped
@@ -146,7 +173,7 @@ const actionRestarted = "restarted"
 // uses: would-change for what a run would swap.
 func dryRunAction(a hotswap.Action) string {
 	if a == hotswap.ActionUpdate || a == hotswap.ActionReconfigure {
-		return resultWouldChange
+		return WouldChange
 	}
 	return string(a)
 }

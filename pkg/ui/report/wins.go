@@ -1,4 +1,4 @@
-package app
+package report
 
 import (
 	"fmt"
@@ -10,55 +10,55 @@ import (
 	"sigs.k8s.io/swdt/pkg/wins"
 )
 
-// winsNodeJSON is one node in `swdt wins -o json` output.
-type winsNodeJSON struct {
+// WinsNode is one node of a Wins document.
+type WinsNode struct {
 	Name string `json:"name"`
 	// Result is the node's outcome in the shared vocabulary: of the
 	// deploy or uninstall, failed when a check failed.
 	Result    string           `json:"result"`
 	Deploy    *wins.Deployment `json:"deploy,omitempty"`
 	Uninstall *wins.Removal    `json:"uninstall,omitempty"`
-	Checks    []checkJSON      `json:"checks"`
+	Checks    []WinsCheck      `json:"checks"`
 	// Error says why nothing was done on the node.
 	Error string `json:"error,omitempty"`
 }
 
-// checkJSON is a wins check with its result in the shared vocabulary.
-type checkJSON struct {
+// WinsCheck is a wins check with its result in the shared vocabulary.
+type WinsCheck struct {
 	wins.Check
 	Result string `json:"result"`
 }
 
-// winsJSON is `swdt wins -o json` output.
-type winsJSON struct {
-	docMeta
-	Nodes []winsNodeJSON `json:"nodes"`
+// Wins is the -o json document of swdt wins, wins verify and wins uninstall.
+type Wins struct {
+	Meta
+	Nodes []WinsNode `json:"nodes"`
 }
 
-// printWins shows every node's deploy and checks as a table or as JSON. A
+// PrintWins shows every node's deploy and checks as a table or as JSON. A
 // node that could not be reached gets one row; its error is reported by
 // Run.
-func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
-	out := winsJSON{docMeta: meta("WinsReport"), Nodes: []winsNodeJSON{}}
+func PrintWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
+	out := Wins{Meta: meta(KindWins), Nodes: []WinsNode{}}
 	var rows [][]string
 	for _, r := range results {
-		nj := winsNodeJSON{Name: r.Node, Checks: []checkJSON{}}
+		nj := WinsNode{Name: r.Node, Checks: []WinsCheck{}}
 		if r.Err != nil {
-			nj.Result, nj.Error = resultFailed, r.Err.Error()
-			rows = append(rows, []string{r.Node, "-", resultFailed, "nothing done: see the error below"})
+			nj.Result, nj.Error = Failed, r.Err.Error()
+			rows = append(rows, []string{r.Node, "-", Failed, "nothing done: see the error below"})
 			out.Nodes = append(out.Nodes, nj)
 			continue
 		}
 		rep := r.Value
 		nj.Deploy, nj.Uninstall = rep.Deploy, rep.Uninstall
 		for _, c := range rep.Checks {
-			nj.Checks = append(nj.Checks, checkJSON{Check: c, Result: checkResult(c.OK)})
+			nj.Checks = append(nj.Checks, WinsCheck{Check: c, Result: checkResult(c.OK)})
 		}
 		nj.Result = winsResult(rep)
 		if d := rep.Deploy; d != nil {
 			action := string(d.Action)
 			if deployDryRun(d.Action) {
-				action = resultWouldChange
+				action = WouldChange
 			}
 			rows = append(rows, []string{r.Node, "deploy", action, deployDetail(d)})
 		}
@@ -70,31 +70,31 @@ func printWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
-	return printDoc(u, out, []string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
+	return show(u, out, []string{"NODE", "STEP", "RESULT", "DETAIL"}, rows)
 }
 
 // winsResult is a node's outcome in the shared vocabulary.
 func winsResult(rep *wins.Report) string {
-	result := resultUnchanged
+	result := Unchanged
 	switch d := rep.Deploy; {
 	case d == nil:
 	case d.Action == wins.ActionFailed:
-		return resultFailed
+		return Failed
 	case d.Action == wins.ActionRolledBack:
-		return resultRolledBack
+		return RolledBack
 	case deployDryRun(d.Action):
-		result = resultWouldChange
+		result = WouldChange
 	case d.Action != wins.ActionUnchanged:
-		result = resultChanged
+		result = Changed
 	}
 	if rm := rep.Uninstall; rm != nil {
 		result = uninstallResult(rm)
 	}
 	if rep.Failed() {
-		return resultFailed
+		return Failed
 	}
 	if len(rep.Checks) > 0 && rep.Deploy == nil && rep.Uninstall == nil {
-		return resultPassed // wins verify
+		return Passed // wins verify
 	}
 	return result
 }
@@ -111,9 +111,9 @@ func deployDryRun(a wins.Action) bool {
 // uninstallResult is changed when the uninstall removed anything.
 func uninstallResult(r *wins.Removal) string {
 	if r.ServiceRemoved || len(r.Removed) > 0 || r.StoppedProcesses > 0 {
-		return resultChanged
+		return Changed
 	}
-	return resultUnchanged
+	return Unchanged
 }
 
 func deployDetail(d *wins.Deployment) string {
@@ -123,7 +123,7 @@ func deployDetail(d *wins.Deployment) string {
 	}
 	binary := string(d.Binary)
 	if d.Binary == hotswap.ActionUpdate {
-		binary = resultWouldChange
+		binary = WouldChange
 	}
 	parts = append(parts, "wins.exe "+binary)
 	if d.BytesSent > 0 {
