@@ -172,7 +172,14 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 	if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
 		return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
 	}
-	if err := n.conn.Upload(ctx, bytes.NewReader(a.Binary), int64(len(a.Binary)), path, nil); err != nil {
+	var progress func(sent int64)
+	end := func() {}
+	if n.Transfer != nil {
+		progress, end = n.Transfer("node "+n.Name+": upload swdt-agent (first contact)", int64(len(a.Binary)))
+	}
+	err = n.conn.Upload(ctx, bytes.NewReader(a.Binary), int64(len(a.Binary)), path, progress)
+	end()
+	if err != nil {
 		// Another swdt may have delivered it meanwhile (its op running
 		// keeps the file from being replaced): verified below like ours.
 		if _, serr := n.conn.Stat(ctx, path); serr != nil {

@@ -23,6 +23,8 @@ type ConnectOptions struct {
 	Timeouts Timeouts
 	// Waiting is Node.Waiting.
 	Waiting func(msg string)
+	// Transfer is Node.Transfer.
+	Transfer func(label string, total int64) (update func(sent int64), end func())
 	// NodeFile is the node file spec comes from, named in errors about its
 	// credentials (optional).
 	NodeFile string
@@ -58,6 +60,6 @@ func Dial(ctx context.Context, spec v1alpha1.Node, host string, opts ConnectOpti
 		return nil, err
 	}
 	n := New(spec.Name, client, opts.Logger)
-	n.Timeouts, n.Waiting = opts.Timeouts, opts.Waiting
+	n.Timeouts, n.Waiting, n.Transfer = opts.Timeouts, opts.Waiting, opts.Transfer
 	return n, nil
 }

@@ -58,7 +58,11 @@ type Node struct {
 	// Waiting, when set, is told every HeartbeatInterval that an op is
 	// still running: "waiting for service-swap (45s of 2m0s)".
 	Waiting func(msg string)
-	conn    Conn
+	// Transfer, when set, shows the node's own uploads (the agent's, on
+	// first contact) as the workflows show theirs: it starts showing one
+	// of total bytes and returns its update and end.
+	Transfer func(label string, total int64) (update func(sent int64), end func())
+	conn     Conn
 	// extras are what conn can do beyond Conn, asked once.
 	extras extras
 	logger *slog.Logger

@@ -49,6 +49,9 @@ type env struct {
 
 	promptOnce sync.Once
 	passphrase func(keyFile string) ([]byte, error)
+	// progressOnce makes progress, the run's shared bars (sharedProgress).
+	progressOnce sync.Once
+	progress     *ui.Progress
 
 	// notify relays interrupts to c until stop is called (signal.Notify;
 	// tests send their own).

@@ -119,7 +119,7 @@ func runCp(ctx context.Context, e *env, srcArg, dstArg string, limits cpLimits) 
 	if err != nil {
 		return err
 	}
-	p := e.ui.NewProgress()
+	p := e.sharedProgress()
 	opts := daytwo.CopyOptions{Warn: func(msg string) { p.Warn("%s", msg) },
 		Limits: daytwo.CopyLimits{Entries: limits.entries, Depth: limits.depth, Bytes: int64(limits.bytes)}}
 	if e.ui.Format() != ui.FormatJSON {

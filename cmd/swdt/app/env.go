@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
@@ -14,8 +15,22 @@ import (
 // on a terminal, a prompt for an encrypted key's passphrase.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
-	return vm.ConnectNode(ctx, *spec, node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
-		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}, e.openVM)
+	opts := node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
+		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}
+	if e.ui.Format() != ui.FormatJSON {
+		opts.Transfer = func(label string, total int64) (func(int64), func()) {
+			t := e.sharedProgress().Transfer(label, total)
+			return t.Update, t.End
+		}
+	}
+	return vm.ConnectNode(ctx, *spec, opts, e.openVM)
+}
+
+// sharedProgress is the run's one ui.Progress: the workflow's transfers
+// and the agent's upload on first contact share its bars.
+func (e *env) sharedProgress() *ui.Progress {
+	e.progressOnce.Do(func() { e.progress = e.ui.NewProgress() })
+	return e.progress
 }
 
 // loadConfig loads the -c file, keeps the nodes --node names (all without

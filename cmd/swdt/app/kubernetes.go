@@ -110,7 +110,7 @@ func runKubernetes(ctx context.Context, e *env, f *kubernetesFlags) error {
 	if err != nil {
 		return err
 	}
-	progress := e.ui.NewProgress()
+	progress := e.sharedProgress()
 	if f.watch {
 		progress.Timestamps()
 		e.ui.Stream()

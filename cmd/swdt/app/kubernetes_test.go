@@ -639,3 +639,20 @@ func TestKubernetesDownloadLimits(t *testing.T) {
 		})
 	}
 }
+
+// The agent's upload on first contact shows like any other upload; a
+// later run, which finds the agent in place, uploads nothing.
+func TestFirstContactShowsTheAgentUpload(t *testing.T) {
+	t.Parallel()
+	fx := newKubeFixture(t)
+	const upload = "node sim: upload swdt-agent (first contact)"
+	for i, want := range []bool{true, false} {
+		code, _, errOut := fx.run(context.Background())
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i+1, code, errOut)
+		}
+		if got := strings.Contains(errOut, "▶ "+upload) && strings.Contains(errOut, "✔ "+upload); got != want {
+			t.Errorf("run %d shows the agent's upload start and end: %v, want %v\n%s", i+1, got, want, errOut)
+		}
+	}
+}
