@@ -105,6 +105,9 @@ Real Windows behaviour (see pkg/simnode/README.md):
   --scanner-hold DURATION  a virus scanner holds every fresh or just-run
                            executable that long (rename/delete: error 32)
   --language-mode MODE     full, or constrained (a WDAC/AppLocker node)
+  --arch ARCH              the processor architecture: amd64 (default) or
+                           arm64 (C:\Windows\SysArm32 exists, node facts
+                           say arm64)
   --clock-offset DURATION  the node's clock runs that far ahead (negative:
                            behind): the simulated kubelet's Lease times
 An agent runs on to the end of its op when its connection drops, as under
@@ -144,6 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		scannerHold   = fs.Duration("scanner-hold", 0, "play a virus scanner that holds every freshly written or just-run executable for `duration` (rename and delete fail with a sharing violation)")
 		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
 		release       = fs.String("windows-server", "", "make the node that Windows Server `release`: 2022 (a new state's) or 2019, whose deleted files keep their names while another program holds them open")
+		arch          = fs.String("arch", "", "the processor `architecture`: amd64 (default) or arm64")
 		clockOffset   = fs.Duration("clock-offset", 0, "the node's clock runs this far ahead of the host's (negative: behind), as a VM's drifts; the simulated kubelet stamps its Lease with it")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
@@ -197,6 +201,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			return usageError{fmt.Errorf("--language-mode: %w", err)}
 		}
 		opts.LanguageMode = mode
+	}
+	if *arch != "" {
+		a, err := simnode.ParseArch(*arch)
+		if err != nil {
+			return usageError{fmt.Errorf("--arch: %w", err)}
+		}
+		opts.Arch = a
 	}
 	if *scannerHold < 0 {
 		return usageError{fmt.Errorf("--scanner-hold %s: want a positive duration", *scannerHold)}

@@ -23,7 +23,7 @@ func TestHelpDocumentsMarkersAndFaults(t *testing.T) {
 	}
 	for _, want := range []string{"SIMULATED", "not Windows", simnode.MarkerCrashOnStart, simnode.MarkerHangOnStop, simnode.MarkerWinsNoPipe,
 		"--cut-after-bytes", "--fail-op", "--op-latency", "--choco-download-fails", "faults.json", "--non-admin", "untrusted program",
-		simnode.MarkerExitOnStop, "--kubelet-setup", "--scanner-hold", "--language-mode"} {
+		simnode.MarkerExitOnStop, "--kubelet-setup", "--scanner-hold", "--language-mode", "--arch"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %q", want)
 		}
@@ -40,6 +40,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--state-dir", t.TempDir(), "--password", "x", "--kubelet-setup", "choco"},
 		{"--state-dir", t.TempDir(), "--password", "x", "--language-mode", "strict"},
 		{"--state-dir", t.TempDir(), "--password", "x", "--scanner-hold", "-1s"},
+		{"--state-dir", t.TempDir(), "--password", "x", "--arch", "386"},
 	}
 	for _, args := range tests {
 		var out syncbuf.Buffer

@@ -29,12 +29,12 @@ type Info struct {
 	OS, Arch string
 }
 
-// String says what the file is, as an error shows it: "ELF for
-// linux/amd64", "a PE image for windows/arm64".
+// String says what the file is, as an error shows it: "an ELF
+// executable for linux/amd64", "a PE image for windows/arm64".
 func (i Info) String() string {
 	switch i.Format {
 	case "pe":
-		return "a Windows PE image for " + i.Arch
+		return "a PE image for windows/" + i.Arch
 	case "elf", "mach-o":
 		name := map[string]string{"elf": "an ELF executable", "mach-o": "a Mach-O executable"}[i.Format]
 		if i.OS == "" {
@@ -139,12 +139,12 @@ type NotForWindowsError struct {
 }
 
 func (e *NotForWindowsError) Error() string {
-	want := "windows/amd64 or windows/arm64"
+	what := "not a program for windows/amd64 or windows/arm64"
 	if e.Arch != "" {
-		want = "windows/" + e.Arch
+		what = "but the node is windows/" + e.Arch
 	}
-	return fmt.Sprintf("%s is %s, not a program for %s: build it with GOOS=windows GOARCH=%s (for Kubernetes, KUBE_BUILD_PLATFORMS=windows/%s)",
-		e.Path, e.Info, want, or(e.Arch, "amd64"), or(e.Arch, "amd64"))
+	return fmt.Sprintf("%s is %s, %s: build it with GOOS=windows GOARCH=%s (for Kubernetes, KUBE_BUILD_PLATFORMS=windows/%s)",
+		e.Path, e.Info, what, or(e.Arch, "amd64"), or(e.Arch, "amd64"))
 }
 
 func or(s, def string) string {

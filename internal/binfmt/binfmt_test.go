@@ -44,8 +44,8 @@ func TestIdentify(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"windows/amd64", peImage(pe.IMAGE_FILE_MACHINE_AMD64), "a Windows PE image for amd64"},
-		{"windows/arm64", peImage(pe.IMAGE_FILE_MACHINE_ARM64), "a Windows PE image for arm64"},
+		{"windows/amd64", peImage(pe.IMAGE_FILE_MACHINE_AMD64), "a PE image for windows/amd64"},
+		{"windows/arm64", peImage(pe.IMAGE_FILE_MACHINE_ARM64), "a PE image for windows/arm64"},
 		{"darwin/arm64", machoImage(macho.CpuArm64), "a Mach-O executable for darwin/arm64"},
 		{"a script", []byte("#!/bin/sh\necho hi\n"), "a script (#!)"},
 		{"an MZ stand-in", []byte("MZ kubelet v1.37.2"), "not a program swdt recognises"},
@@ -92,9 +92,9 @@ func TestCheckWindows(t *testing.T) {
 		{arm64, "arm64", ""},
 		{arm64, "", ""},
 		{standIn, "amd64", ""},
-		{arm64, "amd64", "is a Windows PE image for arm64, not a program for windows/amd64: build it with GOOS=windows GOARCH=amd64"},
-		{i386, "", "is a Windows PE image for 386, not a program for windows/amd64 or windows/arm64"},
-		{mac, "amd64", "is a Mach-O executable for darwin/amd64, not a program for windows/amd64: build it with GOOS=windows GOARCH=amd64 (for Kubernetes, KUBE_BUILD_PLATFORMS=windows/amd64)"},
+		{arm64, "amd64", "is a PE image for windows/arm64, but the node is windows/amd64: build it with GOOS=windows GOARCH=amd64"},
+		{i386, "", "is a PE image for windows/386, not a program for windows/amd64 or windows/arm64"},
+		{mac, "amd64", "is a Mach-O executable for darwin/amd64, but the node is windows/amd64: build it with GOOS=windows GOARCH=amd64 (for Kubernetes, KUBE_BUILD_PLATFORMS=windows/amd64)"},
 	}
 	for _, tt := range tests {
 		err := CheckWindows(tt.path, tt.arch)

@@ -18,8 +18,8 @@ const (
 	factsPowerShellKey = `SOFTWARE\Microsoft\PowerShell\3\PowerShellEngine`
 )
 
-// nodeFacts reports the OS, its build, the host name and the account the
-// agent runs as.
+// nodeFacts reports the OS, its build, the processor architecture, the
+// host name and the account the agent runs as.
 func nodeFacts(_ context.Context, w winos.OS, _ ops.NodeFactsRequest) (ops.NodeFactsResponse, error) {
 	var f ops.NodeFactsResponse
 	var err error
@@ -31,6 +31,9 @@ func nodeFacts(_ context.Context, w winos.OS, _ ops.NodeFactsRequest) (ops.NodeF
 		return f, fmt.Errorf("read the current user: %w", err)
 	}
 	f.Username, f.IsAdmin = user.Name, user.Admin
+	if f.Arch, err = w.Arch(); err != nil {
+		return f, fmt.Errorf("read the processor architecture: %w", err)
+	}
 	// DisplayVersion is missing before 20H2 and a value may be missing on
 	// a trimmed image: missing values stay empty.
 	for _, v := range []struct {

@@ -51,9 +51,37 @@ func TestNodeFacts(t *testing.T) {
 			want := ops.NodeFactsResponse{
 				Hostname: "WIN-SIMNODE01", ProductName: "Windows Server 2022 Datacenter", DisplayVersion: "21H2",
 				CurrentBuild: "20348", UBR: 2227, Username: `WIN-SIMNODE01\` + tc.user, IsAdmin: tc.isAdmin, PSVersion: "5.1.20348.1",
+				Arch: "amd64",
 			}
 			if facts != want {
 				t.Errorf("facts = %+v\nwant    %+v", facts, want)
+			}
+		})
+	}
+}
+
+// The architecture is the machine's, and an ARM64 machine has the
+// folder swdt looks for before any agent runs: the two agree.
+func TestNodeFactsArch(t *testing.T) {
+	t.Parallel()
+	for _, arch := range []string{"arm64", "amd64"} {
+		t.Run(arch, func(t *testing.T) {
+			ts := simnode.StartTest(t)
+			n := ts.Node()
+			if err := n.SetArch(arch); err != nil {
+				t.Fatal(err)
+			}
+			facts, err := agent.Call(setupCtx(t), n.OS(), ops.NodeFacts, ops.NodeFactsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inspect, err := agent.Call(setupCtx(t), n.OS(), ops.ProvisionInspect, ops.ProvisionInspectRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, serr := n.OS().Stat(simnode.ARM32Folder)
+			if facts.Arch != arch || inspect.Arch != arch || (serr == nil && fi.IsDir) != (arch == "arm64") {
+				t.Errorf("facts say %q, inspect %q, %s exists: %v; want %s", facts.Arch, inspect.Arch, simnode.ARM32Folder, serr == nil, arch)
 			}
 		})
 	}

@@ -44,6 +44,11 @@ func provisionInspect(ctx context.Context, w winos.OS, req ops.ProvisionInspectR
 			return resp, nil
 		}
 	}
+	arch, err := w.Arch()
+	if err != nil {
+		return resp, fmt.Errorf("read the processor architecture: %w", err)
+	}
+	resp.Arch = arch
 	var queue []string
 	for _, t := range req.Targets {
 		info, err := provisionFileFacts(w, t.Destination, true, t.Known)

@@ -2,12 +2,15 @@ package hotswap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/swdt/internal/binfmt"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/redact"
 	"sigs.k8s.io/swdt/pkg/source"
 )
 
@@ -212,6 +215,13 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		default:
 			step.Action, step.Reason = ActionUnchanged, "same SHA-256"
 		}
+		if step.Action == ActionUpdate {
+			if err := checkProgram(it, inspect.Arch); err != nil {
+				step.Action, step.Reason = ActionFailed, err.Error()+"; nothing was sent"
+				plan.Steps = append(plan.Steps, step)
+				continue
+			}
+		}
 		if drift := inspect.Drift[i]; len(drift) > 0 && step.Service.Exists && it.Reconfigure != nil && step.Action != ActionFailed {
 			step.Drift = drift
 			if prev, ok := inspect.Current[i]; ok {
@@ -246,6 +256,24 @@ func MakePlan(items []Item, inspect ops.ProvisionInspectResponse) (*Plan, error)
 		return nil, err
 	}
 	return plan, nil
+}
+
+// checkProgram refuses an item's build that cannot run on the node: a
+// program for another OS, or a PE image for another architecture than
+// arch (the node's; "" accepts amd64 and arm64). It applies to a
+// service's binary and to any destination ending in .exe; a build whose
+// file cannot be read is left to the upload to report.
+func checkProgram(it Item, arch string) error {
+	if it.Source == nil || it.Source.Path == "" || (it.Service == "" && !strings.HasSuffix(strings.ToLower(it.Destination), ".exe")) {
+		return nil
+	}
+	err := binfmt.CheckWindows(it.Source.Path, arch)
+	var nw *binfmt.NotForWindowsError
+	if errors.As(err, &nw) {
+		nw.Path = "its build " + redact.URLs(it.Source.Ref)
+		return nw
+	}
+	return nil
 }
 
 // fileOnly plans an item that feeds no service (a plain file push): it is

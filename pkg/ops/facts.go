@@ -22,6 +22,9 @@ type NodeFactsResponse struct {
 	Username string `json:"username"`
 	// IsAdmin is true when the session holds Administrator rights.
 	IsAdmin bool `json:"isAdmin"`
+	// Arch is the machine's processor architecture as a GOARCH name
+	// ("amd64", "arm64"): the programs it runs must be built for it.
+	Arch string `json:"arch"`
 	// PSVersion is Windows PowerShell's installed version, e.g.
 	// "5.1.20348.1" (the registry's PowerShellEngine key), which runs
 	// Chocolatey's install script; empty when it is not installed. The

@@ -138,6 +138,9 @@ type ProvisionInspectResponse struct {
 	// as it is now, as a register request: what a run restores when the
 	// service does not come up with the new one.
 	Current map[int]ServiceRegisterRequest `json:"current,omitempty"`
+	// Arch is the machine's processor architecture, as NodeFacts reports
+	// it: each binary is checked against it before it is staged.
+	Arch string `json:"arch,omitempty"`
 }
 
 // FilesRemoveRequest lists files to delete; missing files are not an error.

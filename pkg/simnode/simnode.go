@@ -273,6 +273,14 @@ func ParseKubeletSetup(s string) (KubeletSetup, error) {
 	return machine.ParseKubeletSetup(s)
 }
 
+// ARM32Folder is machine.ARM32Folder.
+const ARM32Folder = machine.ARM32Folder
+
+// ParseArch is machine.ParseArch.
+func ParseArch(s string) (string, error) {
+	return machine.ParseArch(s)
+}
+
 // ParseLanguageMode is simos.ParseLanguageMode.
 func ParseLanguageMode(s string) (string, error) {
 	return simos.ParseLanguageMode(s)

@@ -30,6 +30,10 @@ type OS interface {
 	Hostname() (string, error)
 	// CurrentUser is the account the agent runs as.
 	CurrentUser() (User, error)
+	// Arch is the machine's own processor architecture as a GOARCH name
+	// ("amd64", "arm64"), whatever the agent's: an amd64 agent that
+	// Windows on ARM runs under emulation still reports arm64.
+	Arch() (string, error)
 
 	// Service reads one service; a missing service is
 	// ErrServiceDoesNotExist.

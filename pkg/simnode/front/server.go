@@ -66,6 +66,9 @@ type Options struct {
 	// state). Server 2019 keeps a deleted file's name while another
 	// program holds it open (the SharedOpen fault).
 	Release string
+	// Arch, when set, makes the machine one of that processor
+	// architecture ("amd64", "arm64") at New.
+	Arch string
 	// ScannerHold, when positive, plays a virus scanner that holds every
 	// freshly written or just-run executable that long (scanner.go).
 	ScannerHold time.Duration
@@ -146,7 +149,7 @@ func New(opts Options) (*Server, error) {
 		accounts[strings.ToLower(a.Name)] = a
 	}
 	m, err := machine.Open(machine.Config{Dir: opts.StateDir, Hostname: opts.Hostname, Bare: opts.Bare, Delays: delays, Log: log,
-		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode, Release: opts.Release,
+		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode, Release: opts.Release, Arch: opts.Arch,
 		ScannerHold: opts.ScannerHold, KubeletSetup: opts.KubeletSetup, Accounts: slices.Collect(maps.Values(accounts)),
 		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset}})
 	if err != nil {

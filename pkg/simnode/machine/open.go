@@ -32,6 +32,9 @@ type Config struct {
 	// Release, when set, makes the machine that Windows Server release
 	// (Server2019 or Server2022; release.go).
 	Release string
+	// Arch, when set, makes the machine one of that architecture
+	// (arch.go).
+	Arch string
 	// ScannerHold, when positive, plays a virus scanner (scanner.go).
 	ScannerHold time.Duration
 	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
@@ -75,6 +78,11 @@ func Open(cfg Config) (*Machine, error) {
 	}
 	if cfg.Release != "" {
 		if err := m.setRelease(cfg.Release); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Arch != "" {
+		if err := m.setArch(cfg.Arch); err != nil {
 			return nil, err
 		}
 	}

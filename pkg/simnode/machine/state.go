@@ -45,6 +45,8 @@ const (
 type State struct {
 	// Hostname is the computer name.
 	Hostname string `json:"hostname"`
+	// Arch is the processor architecture (arch.go): "" is amd64.
+	Arch string `json:"arch,omitempty"`
 	// Services by lower-case name.
 	Services map[string]*Service `json:"services"`
 	// Processes by PID: service processes and stand-alone ones such as

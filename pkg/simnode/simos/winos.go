@@ -56,6 +56,8 @@ func winErr(op, target string, err error) error {
 
 func (o simOS) Hostname() (string, error) { return o.n.Hostname(), nil }
 
+func (o simOS) Arch() (string, error) { return o.n.Arch(), nil }
+
 func (o simOS) CurrentUser() (winos.User, error) {
 	owner := o.n.Account().Name
 	if o.n.IsAdmin() {
