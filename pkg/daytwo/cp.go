@@ -93,7 +93,7 @@ func Copy(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, src
 		return rep, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	defer n.Close()
-	c := &copier{ctx: ctx, n: n, rep: rep, opts: opts, warn: warn, limits: opts.Limits.orDefault()}
+	c := &copier{ctx: ctx, n: n, spec: spec, rep: rep, opts: opts, warn: warn, limits: opts.Limits.orDefault()}
 	if toNode {
 		err = c.toNode(src, dst)
 	} else {
@@ -118,6 +118,9 @@ func notExist(err error) error {
 type copier struct {
 	ctx  context.Context
 	n    *node.Node
+	spec *v1alpha1.Node
+	// arch is the node's architecture, once a program was checked.
+	arch string
 	rep  *CopyReport
 	opts CopyOptions
 	warn func(string)
@@ -199,6 +202,9 @@ func (c *copier) uploadDir(src, dst string) error {
 }
 
 func (c *copier) upload(src string, size int64, dst string) error {
+	if err := c.checkProgram(src, dst); err != nil {
+		return err
+	}
 	f, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("%s (on this machine): %w", src, err)
