@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,15 @@ func tempDir(t *testing.T) string {
 		}
 	})
 	return dir
+}
+
+// The machine's architecture is one swdt builds for; this test binary
+// runs natively under Wine and on an x64 or ARM64 Windows built for it.
+func TestWindowsArch(t *testing.T) {
+	arch, err := New().Arch()
+	if err != nil || (arch != "amd64" && arch != "arm64") || (onWine() && arch != runtime.GOARCH) {
+		t.Errorf("Arch() = %q, %v; this test is %s", arch, err, runtime.GOARCH)
+	}
 }
 
 func TestWindowsHostnameAndUser(t *testing.T) {
