@@ -50,7 +50,7 @@ func Run[T any](ctx context.Context, nodes []v1alpha1.Node, limit int,
 		n := &nodes[i]
 		results[i].Node = n.Name
 		if !acquire(ctx, sem) {
-			results[i].Err = fmt.Errorf("not started: %w", ctx.Err())
+			results[i].Err = notStarted(ctx.Err())
 			continue
 		}
 		wg.Go(func() {
@@ -60,6 +60,32 @@ func Run[T any](ctx context.Context, nodes []v1alpha1.Node, limit int,
 	}
 	wg.Wait()
 	return results
+}
+
+// NotStartedError is a node that Run never started: the context ended
+// first (Ctrl-C), so nothing was done on it.
+type NotStartedError struct {
+	// Err is the context's error.
+	Err error
+}
+
+func (e *NotStartedError) Error() string {
+	if errors.Is(e.Err, context.Canceled) {
+		return "interrupted before it started: nothing was changed on the node"
+	}
+	return fmt.Sprintf("not started (%v): nothing was changed on the node", e.Err)
+}
+
+// Unwrap returns the context's error.
+func (e *NotStartedError) Unwrap() error { return e.Err }
+
+// notStarted is the *NotStartedError of err, with exit code 130 when it
+// was cancelled (Ctrl-C).
+func notStarted(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return exitcode.WithCode(exitcode.Interrupted, &NotStartedError{Err: err})
+	}
+	return &NotStartedError{Err: err}
 }
 
 // acquire takes a slot, or reports false once ctx is done (checked first:

@@ -170,8 +170,8 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 		t.Errorf("fn ran %d times after cancel, want 1", calls.Load())
 	}
 	for _, r := range res[1:] {
-		if !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "not started") {
-			t.Errorf("node %s: err = %v, want not started: context canceled", r.Node, r.Err)
+		if !errors.Is(r.Err, context.Canceled) || r.Err.Error() != "interrupted before it started: nothing was changed on the node" || exitcode.Code(r.Err) != exitcode.Interrupted {
+			t.Errorf("node %s: err = %v, want it interrupted before it started, nothing changed", r.Node, r.Err)
 		}
 	}
 }

@@ -1,8 +1,12 @@
 package hotswap
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
+
+	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
 // ItemError is why an item failed or was rolled back (Result.Err): what
@@ -49,8 +53,44 @@ func (e *SwapFailure) MissingPipe(name string) bool {
 // untouched is what a failure before the swap leaves.
 const untouched = "no service was touched"
 
-// errInterrupted is a run interrupted before its swap.
-var errInterrupted = errors.New("interrupted before the swap")
+// InterruptedError is a run on one node that its context's end (Ctrl-C)
+// cut short before its swap began: nothing was changed on the node, or
+// nothing after the repair of an unfinished swap, which a first Ctrl-C
+// lets finish. Its message says so instead of the context's error,
+// which it wraps.
+type InterruptedError struct {
+	// During says when it was cut short: "while connecting", "during
+	// the inspect", "while staging".
+	During string
+	// Repaired is set when the run repaired an unfinished swap first.
+	Repaired bool
+	// Err is the context's error, or what it ended.
+	Err error
+}
+
+func (e *InterruptedError) Error() string {
+	if e.Repaired {
+		return fmt.Sprintf("interrupted %s, after repairing the unfinished swap: nothing else was changed on the node", e.During)
+	}
+	return fmt.Sprintf("interrupted %s, before the swap: nothing was changed on the node", e.During)
+}
+
+// Unwrap returns the context's error.
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// Interrupted is err, which ctx's end caused (during says when), as an
+// *InterruptedError with exit code 130; an error ctx did not cause, as
+// it is.
+func Interrupted(ctx context.Context, during string, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return exitcode.WithCode(exitcode.Interrupted, &InterruptedError{During: during, Err: err})
+}
+
+// errGivenUp is a swap given up while it ran on the node (opts.Abort: a
+// second Ctrl-C).
+var errGivenUp = errors.New("given up at the second Ctrl-C while the swap ran on the node")
 
 // setErr makes err the result's error, typed and as text.
 func (res *Result) setErr(err error) { res.Err, res.Error = err, err.Error() }

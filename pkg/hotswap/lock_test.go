@@ -3,6 +3,7 @@ package hotswap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -32,6 +33,8 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 	sibling := ops.LockOwner{RunID: "sibling", Host: host, PID: os.Getpid(), PIDSpace: space, Command: "swdt kubernetes"}
 	setLive(sibling.RunID, true)
 	defer setLive(sibling.RunID, false)
+	aborted, abort := context.WithCancel(context.Background())
+	abort()
 	unfinished := &ops.UnfinishedSwap{Journal: ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z",
 		Request: ops.ServiceSwapRequest{Items: []ops.SwapItem{{Service: "kubelet", Destination: `C:\k\kubelet.exe`}}}}}
 	tests := []struct {
@@ -43,6 +46,8 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 		// wantBreak is the RunID the run asked to break.
 		wantBreak string
 		wantSaid  string
+		// neverSaid is what the steps must not say ("": anything goes).
+		neverSaid string
 		// needsStart skips the case where processes' start times cannot
 		// be read.
 		needsStart bool
@@ -70,6 +75,15 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 			},
 			wantCalls: "lock+inspect recover recover recover inspect swap+unlock",
 			wantSaid:  "trying again"},
+		{name: "a repair given up at the second Ctrl-C says so, not that it tries again",
+			opts: Options{Abort: aborted},
+			setup: func(f *fakeNode) {
+				f.unfinished = unfinished
+				f.recoverErrs = []error{errors.New("connection lost")}
+			},
+			wantCalls: "lock+inspect recover unlock",
+			wantErr:   ": given up at the second Ctrl-C; nothing else was done",
+			neverSaid: "trying again"},
 		{name: "a repair the node refuses stops the run",
 			setup: func(f *fakeNode) {
 				f.unfinished = unfinished
@@ -121,6 +135,9 @@ func TestRunLocksAndRepairsFirst(t *testing.T) {
 			}
 			if !strings.Contains(obs.said(), tt.wantSaid) {
 				t.Errorf("steps do not say %q:\n%s", tt.wantSaid, obs.said())
+			}
+			if tt.neverSaid != "" && strings.Contains(obs.said()+"\n"+fmt.Sprint(err), tt.neverSaid) {
+				t.Errorf("the run says %q: %v\n%s", tt.neverSaid, err, obs.said())
 			}
 			liveRuns.Lock()
 			if len(liveRuns.ids) != 1 || !liveRuns.ids[sibling.RunID] {

@@ -2,6 +2,7 @@ package hotswap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -93,15 +94,27 @@ func recoverSwap(ctx context.Context, n Node, req ops.SwapRecoverRequest, budget
 		if err == nil || opFailed(err, "") {
 			return resp, err
 		}
+		if opts.Abort.Err() != nil {
+			return resp, errRepairGivenUp
+		}
+		if rctx.Err() != nil {
+			return resp, fmt.Errorf("%w (gave up after %d tries in %s)", err, attempt, budget.Round(time.Second))
+		}
 		if attempt == 1 {
 			opts.Observer.Step(fmt.Sprintf("the node did not answer the repair (%v); trying again for up to %s", err, budget.Round(time.Second)))
 		}
 		if retry.Sleep(rctx, delay) != nil {
+			if opts.Abort.Err() != nil {
+				return resp, errRepairGivenUp
+			}
 			return resp, fmt.Errorf("%w (gave up after %d tries in %s)", err, attempt, budget.Round(time.Second))
 		}
 		delay = min(2*delay, 15*time.Second)
 	}
 }
+
+// errRepairGivenUp is a repair given up at the second Ctrl-C.
+var errRepairGivenUp = errors.New("given up at the second Ctrl-C")
 
 // repairFirst repairs the unfinished swap that inspect found, before the
 // run plans anything.

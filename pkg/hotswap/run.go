@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/internal/words"
+	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/hashcache"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -308,7 +309,7 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 	)
 	if opts.DryRun {
 		if found, err = inspect(); err != nil {
-			return nil, err
+			return nil, Interrupted(ctx, "during the inspect", err)
 		}
 	} else {
 		if caps.UploadsAhead {
@@ -354,7 +355,11 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 		}
 		opts.Observer.Step("inspecting " + words.Count(len(items), "provisioner"))
 		if lock, found, err = lockAndInspect(ctx, n, owner, staged, targets, opts); err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				// The op may have taken the lock before it was cut short.
+				(&heldLock{n: n, owner: owner}).release()
+			}
+			return nil, Interrupted(ctx, "during the inspect", err)
 		}
 		defer lock.release()
 		remember(found)
@@ -368,6 +373,9 @@ func Run(ctx context.Context, n Node, items []Item, opts Options) (*Report, erro
 			return nil, err
 		}
 		if found, err = inspect(); err != nil {
+			if ctx.Err() != nil {
+				return nil, exitcode.WithCode(exitcode.Interrupted, &InterruptedError{During: "during the inspect", Repaired: true, Err: err})
+			}
 			return nil, err
 		}
 	}

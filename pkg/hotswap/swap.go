@@ -81,15 +81,16 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 		return nil, nil
 	}
 	ready := r.stage(ctx, updates, missingDirs)
-	if len(ready) == 0 {
-		r.reconfigure(ctx, nil)
-		r.serviceSteps(ctx)
+	if ctx.Err() != nil {
+		// Interrupted while staging: nothing was changed yet, and what
+		// was staged goes.
+		r.interrupted(ctx, cutShort(ctx, r, updates, ready))
 		r.finish()
 		return nil, nil
 	}
-	if ctx.Err() != nil {
-		// Interrupted while staging: no service was touched yet.
-		r.abandon(ready, errInterrupted)
+	if len(ready) == 0 {
+		r.reconfigure(ctx, nil)
+		r.serviceSteps(ctx)
 		r.finish()
 		return nil, nil
 	}
@@ -152,6 +153,12 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 			return nil, nil
 		}
 		r.fold = nil
+		if err != nil && r.opts.Abort.Err() != nil {
+			// The second Ctrl-C: no repair is tried (it would be cut
+			// short at once); the next run repairs what the swap left.
+			r.givenUp(req, staged)
+			return nil, nil
+		}
 		if err != nil {
 			r.lock.renew()
 			finished := r.repairAfter(ctx, req, staged, err)
@@ -171,7 +178,7 @@ func (r *swapRun) swap(ctx context.Context, staged []Item) (map[string]ops.FileI
 			return nil, nil
 		}
 		if ctx.Err() != nil {
-			r.abandon(staged, errInterrupted)
+			r.interrupted(ctx, staged)
 			return nil, nil
 		}
 		if err := reorder(r.plan, staged); err != nil {
@@ -622,7 +629,7 @@ func (r *swapRun) repairAfter(ctx context.Context, req ops.ServiceSwapRequest, s
 		switch {
 		case err != nil:
 			ie.Left = []string{"repair failed too: " + err.Error()}
-			ie.Advice = "run swdt again to repair the node, or check the services (Get-Service " + strings.Join(req.StartOrder, ",") + ")"
+			ie.Advice = "run " + r.opts.Command + " again to repair the node, or check the services (Get-Service " + strings.Join(swapServices(req, staged), ",") + ")"
 		case !resp.Found:
 			ie.Left = []string{"nothing had been changed on the node"}
 		default:
@@ -656,6 +663,62 @@ func (r *swapRun) stagedPaths(staged []Item) []string {
 		}
 	}
 	return paths
+}
+
+// cutShort are the updates that ctx's end cut short while staging: those
+// staged (ready) and those whose upload it ended. An update that failed
+// for another reason keeps its error.
+func cutShort(ctx context.Context, r *swapRun, updates []Step, ready []Item) []Item {
+	var cut []Item
+	for _, s := range updates {
+		if slices.ContainsFunc(ready, func(it Item) bool { return it.key() == s.Item.key() }) || errors.Is(r.result(s.Item).Err, ctx.Err()) {
+			cut = append(cut, s.Item)
+		}
+	}
+	return cut
+}
+
+// interrupted ends a run that ctx's end cut short before its swap: the
+// items cut short, and every service change planned, fail with an
+// *InterruptedError, and what they staged is removed.
+func (r *swapRun) interrupted(ctx context.Context, cut []Item) {
+	err := Interrupted(ctx, "while staging", ctx.Err())
+	removeQuietly(r.n, r.stagedPaths(cut)...)
+	for _, it := range cut {
+		r.fail(it, err)
+	}
+	for _, s := range r.plan.Steps {
+		if s.Action == ActionReconfigure && !r.result(s.Item).Reconfigured {
+			r.fail(s.Item, err)
+		}
+	}
+}
+
+// givenUp fails the items of the swap op req that opts.Abort cut short,
+// saying what the node may be left with and what to do: the agent was
+// ended mid-swap, and its journal makes the next run repair it first.
+func (r *swapRun) givenUp(req ops.ServiceSwapRequest, staged []Item) {
+	services := swapServices(req, staged)
+	for _, it := range staged {
+		r.fail(it, &ItemError{Err: errGivenUp,
+			Left:   []string{"the swap may be unfinished there (a service stopped, or the new binary not yet verified)"},
+			Advice: fmt.Sprintf("run %s again: it repairs an unfinished swap before anything else; or check the services (Get-Service %s)", r.opts.Command, strings.Join(services, ","))})
+	}
+}
+
+// swapServices are the services the swap op req starts, or the staged
+// items' own when it starts none (a service the run registers after).
+func swapServices(req ops.ServiceSwapRequest, staged []Item) []string {
+	if len(req.StartOrder) > 0 {
+		return req.StartOrder
+	}
+	var services []string
+	for _, it := range staged {
+		if it.Service != "" && !slices.Contains(services, it.Service) {
+			services = append(services, it.Service)
+		}
+	}
+	return services
 }
 
 // abandon removes what the items left on the node and fails them with

@@ -480,7 +480,7 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 	}
 	conn, err := n.connection(ctx)
 	if err != nil {
-		return out, err
+		return out, hotswap.Interrupted(ctx, "while connecting", err)
 	}
 	obs := r.opts.Observer.Node(n.spec.Name)
 	defer obs.End()

@@ -162,6 +162,9 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 
 	swapOpts := opts.Swap
 	swapOpts.DryRun = opts.DryRun
+	if swapOpts.Command == "" {
+		swapOpts.Command = "swdt wins"
+	}
 	swapOpts.BeforeSwap = func(ctx context.Context) error {
 		stopped, err := n.StopWinsOrphans(ctx)
 		d.StoppedOrphans = len(stopped)
