@@ -77,8 +77,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		if _, done := a.patches[it.key()]; done {
 			continue
 		}
-		ref, size, err := tr.Store.Open(known.SHA256)
-		if err != nil {
+		if !tr.Store.Has(known.SHA256) {
 			continue
 		}
 		pctx, pcancel := context.WithCancel(actx)
@@ -87,9 +86,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			defer ref.Close()
 			defer pcancel()
-			p.out.finish(p.build(pctx, tr, ref, size, it))
+			p.out.finish(tr.patch(pctx, p.out, p.base, it, p.report))
 		}()
 		if it.Source.SHA256 != "" {
 			a.keepCopy(actx, tr.Store, p, it)
@@ -134,16 +132,6 @@ func (a *Ahead) Resolved(items []Item) {
 		}
 		a.keepCopy(a.ctx, a.store, p, it)
 	}
-}
-
-// build writes the patch of the item's source against ref to p.out.
-func (p *aheadPatch) build(ctx context.Context, tr Transfer, ref io.ReaderAt, size int64, it Item) error {
-	src, err := it.Source.Open()
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	return tr.diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
 }
 
 // report passes the source bytes read so far on to the upload's
