@@ -131,6 +131,7 @@ func (s *Store) AcquireIndex(ctx context.Context, digest string) (x *Index, rele
 			if b.f != nil {
 				b.f.Close()
 			}
+			b.x.free()
 		}
 	})
 	select {

@@ -126,6 +126,7 @@ func (s *Store) SaveIndex(ctx context.Context, digest string) error {
 			return err
 		}
 		s.share.indexesBuilt.Add(1)
+		defer x.free()
 		return s.saveIndex(p, x)
 	})
 }
