@@ -305,17 +305,21 @@ func (p *sharedPatch) finish(err error) {
 }
 
 // finished keeps a small patch made without error for later callers
-// (the oldest kept one is then forgotten), and forgets one that is not;
-// either is freed once nobody reads it.
+// (the oldest kept one is then forgotten); another stays shared while it
+// is read, and its last reader frees it.
 func (s *Store) finished(p *sharedPatch) {
 	sh := &s.share
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	p.mu.Lock()
 	keep := p.err == nil && p.file == nil && p.n <= keptSize
+	idle := p.users == 0
 	p.mu.Unlock()
 	if !keep {
-		s.forgetLocked(p)
+		// Shared while it is read (its last reader frees it).
+		if idle {
+			s.forgetLocked(p)
+		}
 		return
 	}
 	if sh.patches[p.key] != p {

@@ -157,3 +157,50 @@ func TestIndexSharedWhileHeld(t *testing.T) {
 		t.Errorf("stats %+v, want one index built, one loaded", st)
 	}
 }
+
+// PutIndexed keeps a copy and its index from one read of the source, and
+// keeps nothing of a source that is not the digest it was given.
+func TestPutIndexed(t *testing.T) {
+	t.Parallel()
+	b := randomBytes(5, 2<<20)
+	tests := []struct {
+		name      string
+		digest    string
+		putBefore bool // the copy is kept already, without its index
+		wantErr   error
+		want      StoreStats // after PutIndexed and one AcquireIndex
+	}{
+		{name: "a new build", digest: sum(b), want: StoreStats{Copies: 1, IndexesBuilt: 1, IndexesLoaded: 1}},
+		{name: "a copy kept without its index", digest: sum(b), putBefore: true, want: StoreStats{Copies: 1, IndexesBuilt: 1, IndexesLoaded: 1}},
+		{name: "a source changed since it was hashed", digest: sum(b[1:]), wantErr: ErrReference},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := &Store{Dir: t.TempDir()}
+			if tc.putBefore {
+				if err := s.Put(tc.digest, bytes.NewReader(b), int64(len(b))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := s.PutIndexed(context.Background(), tc.digest, bytes.NewReader(b), int64(len(b)))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("PutIndexed: %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				if s.Has(tc.digest) {
+					t.Error("a copy that is not its digest was kept")
+				}
+				return
+			}
+			if _, release, err := s.AcquireIndex(context.Background(), tc.digest); err != nil {
+				t.Fatal(err)
+			} else {
+				release()
+			}
+			if st := s.Stats(); st != tc.want {
+				t.Errorf("stats %+v, want %+v", st, tc.want)
+			}
+		})
+	}
+}

@@ -131,6 +131,75 @@ func (s *Store) SaveIndex(ctx context.Context, digest string) error {
 	})
 }
 
+// PutIndexed is Put and SaveIndex in one read of src: the copy is
+// hashed and indexed as it is written, and kept only when its SHA-256 is
+// digest (a source that changed since it was hashed wraps ErrReference).
+// A copy already kept only gets its index, if it lacks one. Callers that
+// put the same digest at once (the nodes of a run) wait for one copy.
+func (s *Store) PutIndexed(ctx context.Context, digest string, src io.ReaderAt, size int64) error {
+	p, err := s.path(digest)
+	if err != nil {
+		return err
+	}
+	kept := false
+	err = s.once("put/"+digest, func() error {
+		if fi, err := os.Stat(p); err == nil && fi.Size() == size {
+			now := time.Now()
+			kept = true
+			return os.Chtimes(p, now, now)
+		}
+		return s.putIndexed(ctx, p, digest, src, size)
+	})
+	if err == nil && kept {
+		err = s.SaveIndex(ctx, digest)
+	}
+	return err
+}
+
+func (s *Store) putIndexed(ctx context.Context, p, digest string, src io.ReaderAt, size int64) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", s.Dir, err)
+	}
+	tmp, err := os.CreateTemp(s.Dir, ".put-*")
+	if err != nil {
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	x, err := NewIndex(ctx, teeReaderAt{r: src, w: tmp}, size, digest)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		x.free()
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	s.share.copies.Add(1)
+	s.share.indexesBuilt.Add(1)
+	_ = s.saveIndex(p, x) // a failed save only costs the next patch a read of the copy
+	x.free()
+	return s.prune(p)
+}
+
+// teeReaderAt writes what is read from r to w at the same offsets.
+type teeReaderAt struct {
+	r io.ReaderAt
+	w io.WriterAt
+}
+
+func (t teeReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := t.r.ReadAt(p, off)
+	if n > 0 {
+		if _, werr := t.w.WriteAt(p[:n], off); werr != nil {
+			// Nothing read counts: the index stops.
+			return 0, fmt.Errorf("write the copy: %w", werr)
+		}
+	}
+	return n, err
+}
+
 // saveIndex writes x beside the copy at p.
 func (s *Store) saveIndex(p string, x *Index) error {
 	tmp, err := os.CreateTemp(s.Dir, ".idx-*")

@@ -97,19 +97,19 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 	return a
 }
 
-// keepCopy starts copying the item's source into the store, and then
-// indexing it, for the next run's patch.
+// keepCopy starts copying the item's source into the store and indexing
+// it, for the next run's patch.
 func (a *Ahead) keepCopy(ctx context.Context, store *delta.Store, p *aheadPatch, it Item) {
 	p.keeping = true
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(p.kept)
-		keep(ctx, store, it)
-		// Its index too, for the next run's patch, once this run's
-		// patch no longer needs the CPU.
+		// Once this run's patch no longer needs the CPU: the copy and
+		// its index, in one read of the source, for the next run's
+		// patch.
 		p.out.ended()
-		_ = store.SaveIndex(ctx, it.Source.SHA256)
+		keep(ctx, store, it)
 	}()
 }
 
@@ -268,28 +268,15 @@ func (a *Ahead) kept(it Item) func() {
 	return func() { <-p.kept }
 }
 
-// keep copies the item's source into the store, for the next run's patch; a
-// failure only costs that patch.
+// keep copies the item's source into the store and indexes it, in one
+// read, for the next run's patch; a failure only costs that patch.
 func keep(ctx context.Context, s *delta.Store, it Item) {
 	f, err := it.Source.Open()
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	_ = s.Put(it.Source.SHA256, ctxReaderAt{ctx: ctx, r: f}, it.Source.Size)
-}
-
-// ctxReaderAt stops reading once ctx is done.
-type ctxReaderAt struct {
-	ctx context.Context
-	r   io.ReaderAt
-}
-
-func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.ReadAt(p, off)
+	_ = s.PutIndexed(ctx, it.Source.SHA256, f, it.Source.Size)
 }
 
 // errDropped ends an encoding nobody will read.

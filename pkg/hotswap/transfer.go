@@ -29,20 +29,18 @@ type Transfer struct {
 	Indexes *Indexes
 }
 
-// diff writes the patch of src against the store's copy of base: with
-// its index kept by Indexes, else the one the store shares between the
-// nodes of the run (saved in the store, else made now and saved).
+// diff writes the patch of src against the store's copy of base, with
+// the index the store shares between the nodes of the run: the one
+// Indexes keeps (waited for while it is built), else the saved one, else
+// one made now and saved.
 func (t Transfer) diff(ctx context.Context, w io.Writer, base string, src io.Reader) error {
-	x := t.Indexes.index(ctx, base)
-	if x == nil {
-		var release func()
-		var err error
-		if x, release, err = t.Store.AcquireIndex(ctx, base); err != nil {
-			return err
-		}
-		defer release()
+	t.Indexes.index(ctx, base)
+	x, release, err := t.Store.AcquireIndex(ctx, base)
+	if err != nil {
+		return err
 	}
-	_, err := x.Diff(ctx, w, src)
+	defer release()
+	_, err = x.Diff(ctx, w, src)
 	return err
 }
 
@@ -184,14 +182,7 @@ func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f, err := it.Source.Open()
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		if s.Put(it.Source.SHA256, f, it.Source.Size) == nil {
-			_ = s.SaveIndex(context.Background(), it.Source.SHA256)
-		}
+		keep(context.Background(), s, it)
 	}()
 	return func() { <-done }
 }
