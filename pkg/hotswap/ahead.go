@@ -153,15 +153,23 @@ func (a *Ahead) stop() {
 	}
 }
 
-// Close stops what is still running and waits for it.
+// Close stops the patches still being made, waits for the copies of the
+// sources kept for the next run's patch (the context Prepare was given
+// still stops them), and returns once nothing runs: the swap does not
+// wait for those copies, the run's end does.
 func (a *Ahead) Close() {
 	if a == nil {
 		return
 	}
-	a.cancel()
 	for _, p := range a.patches {
 		p.drop()
 	}
+	for _, p := range a.patches {
+		if p.keeping {
+			<-p.kept
+		}
+	}
+	a.cancel()
 	a.wg.Wait()
 }
 
@@ -258,14 +266,10 @@ func (a *Ahead) inline(it Item, base string) bool {
 	return err == nil && whole
 }
 
-// kept returns a function that waits for the item's source to be copied into
-// the store when the Ahead started that copy, else nil.
-func (a *Ahead) kept(it Item) func() {
-	if a == nil || a.patches[it.key()] == nil || !a.patches[it.key()].keeping {
-		return nil
-	}
-	p := a.patches[it.key()]
-	return func() { <-p.kept }
+// keeps reports whether the Ahead copies the item's source into the
+// store (Close waits for that copy).
+func (a *Ahead) keeps(it Item) bool {
+	return a != nil && a.patches[it.key()] != nil && a.patches[it.key()].keeping
 }
 
 // keep copies the item's source into the store and indexes it, in one

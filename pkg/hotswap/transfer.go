@@ -123,9 +123,7 @@ func stageEncoded(ctx context.Context, n Node, it Item, current ops.FileInfo, op
 		sent, err := stagePlain(ctx, n, it, progress)
 		return upload{}, sent, TransferPlain, err
 	}
-	if wait := opts.Ahead.kept(it); wait != nil {
-		defer wait()
-	} else {
+	if !opts.Ahead.keeps(it) {
 		defer keepWhileSending(tr.Store, it)()
 	}
 	if tr.Store != nil && current.Exists && current.SHA256 != "" {
