@@ -226,7 +226,11 @@ func (s *Store) Patch(ctx context.Context, base, target string, open func() (io.
 	p.mu.Unlock()
 	sh.mu.Unlock()
 	// A caller that is gone stops reading; the stream says why.
-	stop := context.AfterFunc(ctx, func() { p.cond.Broadcast() })
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.cond.Broadcast()
+	})
 	return &patchReader{s: s, p: p, ctx: ctx, stop: stop, progress: progress}, nil
 }
 
