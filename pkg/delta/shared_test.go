@@ -204,3 +204,43 @@ func TestPutIndexed(t *testing.T) {
 		})
 	}
 }
+
+// A node that gives up (its context ends) stops reading the shared
+// patch; the others still get all of it, made once.
+func TestPatchReaderGone(t *testing.T) {
+	t.Parallel()
+	old := randomBytes(6, 1<<20)
+	next := bytes.Clone(old)
+	copy(next[1000:], "a change")
+	s := &Store{Dir: t.TempDir()}
+	if err := s.Put(sum(old), bytes.NewReader(old), int64(len(old))); err != nil {
+		t.Fatal(err)
+	}
+	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(next)), nil }
+	gone, cancel := context.WithCancel(context.Background())
+	r1, err := s.Patch(gone, sum(old), sum(next), open, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	r2, err := s.Patch(context.Background(), sum(old), sum(next), open, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	cancel()
+	if _, err := io.ReadAll(r1); !errors.Is(err, context.Canceled) {
+		t.Errorf("the node that gave up read on: %v", err)
+	}
+	p, err := io.ReadAll(r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := Apply(&out, bytes.NewReader(old), int64(len(old)), bytes.NewReader(p)); err != nil || !bytes.Equal(out.Bytes(), next) {
+		t.Fatalf("the other node's patch does not rebuild the file (%v)", err)
+	}
+	if st := s.Stats(); st.Patches != 1 {
+		t.Errorf("%d patches made, want 1", st.Patches)
+	}
+}
