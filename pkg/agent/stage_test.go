@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -223,5 +224,39 @@ func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
 	}
 	if n.Exists(staged) || n.Exists(item.Encoded) {
 		t.Error("the bomb or what it decoded to was left on the node")
+	}
+}
+
+// BenchmarkDecodePatch256 is the node's work for a 256 MB rebuild sent
+// as a patch (28 bytes changed in the middle): the swap op decodes it into
+// the staged file, writing and hashing it in one pass. Run with TMPDIR on
+// a tmpfs to measure without a disk.
+func BenchmarkDecodePatch256(b *testing.B) {
+	const dest = `C:\k\tool.exe`
+	const staged = dest + ".swdt-new-run1"
+	old := make([]byte, 256<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{37}), old)
+	nw := bytes.Clone(old)
+	copy(nw[len(nw)/2:], "a small change in the middle")
+	var patch bytes.Buffer
+	if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
+		b.Fatal(err)
+	}
+	ts := simnode.StartTest(b)
+	n := ts.Node()
+	if err := n.WriteFile(dest, old); err != nil {
+		b.Fatal(err)
+	}
+	item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
+	b.SetBytes(int64(len(nw)))
+	for b.Loop() {
+		b.StopTimer()
+		if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, _, err := agent.DecodeStaged(n.OS(), item); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"sync"
 )
 
 // A patch is a zstd stream (Level fastest, 4 MiB window) whose content is
@@ -123,7 +124,7 @@ func LoadIndex(r io.Reader, ref io.ReaderAt, size int64) (*Index, error) {
 	if err != nil || int64(n) != size {
 		return nil, fmt.Errorf("%w: the saved index is of %d bytes, the reference has %d", ErrReferenceSize, n, size)
 	}
-	idx := &index{tab: make([]uint64, 1<<b), bits: uint(b)}
+	idx := &index{tab: newTable(uint(b), false), bits: uint(b)}
 	buf := make([]byte, 8<<10)
 	for i := 0; i < len(idx.tab); {
 		m := min(len(buf), (len(idx.tab)-i)*8)
@@ -177,7 +178,7 @@ type index struct {
 func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want string) (*index, error) {
 	n := max(size/stride, 1)
 	b := min(uint(bits.Len64(uint64(n))), maxTabBits)
-	idx := &index{tab: make([]uint64, 1<<b), bits: b}
+	idx := &index{tab: newTable(b, true), bits: b}
 	// The SHA-256 runs beside the indexing, a buffer behind it: two
 	// buffers take turns, each handed to the hasher once indexed.
 	h := sha256.New()
@@ -223,6 +224,43 @@ func indexReference(ctx context.Context, ref io.ReaderAt, size int64, want strin
 		return nil, fmt.Errorf("%w: SHA-256 %s, want %s", ErrReference, got, want)
 	}
 	return idx, nil
+}
+
+// spare is the table of the last index freed, kept for the next index
+// of the same size: a run that loads the index of the node's file and
+// then builds the new build's (about the same size) reuses the memory of
+// the first rather than holding both until the garbage collector runs.
+var spare struct {
+	sync.Mutex
+	tab []uint64
+}
+
+// newTable returns a table of 1<<bits entries, zeroed when clean.
+func newTable(bits uint, clean bool) []uint64 {
+	spare.Lock()
+	t := spare.tab
+	if len(t) == 1<<bits {
+		spare.tab = nil
+	}
+	spare.Unlock()
+	if len(t) != 1<<bits {
+		return make([]uint64, 1<<bits)
+	}
+	if clean {
+		clear(t)
+	}
+	return t
+}
+
+// free hands the index's table to the next index; x must not be used
+// after.
+func (x *Index) free() {
+	if x == nil || x.idx == nil || x.idx.tab == nil {
+		return
+	}
+	spare.Lock()
+	spare.tab, x.idx.tab = x.idx.tab, nil
+	spare.Unlock()
 }
 
 func (x *index) slot(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> (64 - x.bits) }

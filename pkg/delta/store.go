@@ -19,7 +19,9 @@ const DefaultStoreSize = 2 << 30
 // Store keeps local copies of binaries swdt put on nodes, by SHA-256, so
 // that the next push to a node holding one can be a patch against it. It
 // is bounded: Put removes the least recently used copies beyond MaxBytes.
-// Copies are shared by every node that holds the same bytes. Beside a
+// Copies are shared by every node that holds the same bytes, and so are
+// their indexes and the patches made against them while they are in use
+// (AcquireIndex, Patch): a run over many nodes makes each once. Beside a
 // copy may lie its index (SaveIndex; at most half the copy's size, not
 // counted in MaxBytes), removed with it.
 type Store struct {
@@ -27,6 +29,9 @@ type Store struct {
 	Dir string
 	// MaxBytes bounds the copies' total size (0: DefaultStoreSize).
 	MaxBytes int64
+
+	// share is what the Store's callers share (shared.go).
+	share shared
 }
 
 var digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -60,6 +65,16 @@ func (s *Store) Open(digest string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
+// Has reports whether the store holds a copy whose SHA-256 is digest.
+func (s *Store) Has(digest string) bool {
+	p, err := s.path(digest)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // indexSuffix names the saved index of a copy: its digest and this.
 const indexSuffix = ".idx"
 
@@ -75,6 +90,7 @@ func (s *Store) Index(ctx context.Context, digest string, ref io.ReaderAt, size 
 		x, lerr := LoadIndex(f, ref, size)
 		f.Close()
 		if lerr == nil {
+			s.share.indexesLoaded.Add(1)
 			return x, nil
 		}
 	}
@@ -82,31 +98,106 @@ func (s *Store) Index(ctx context.Context, digest string, ref io.ReaderAt, size 
 	if err != nil {
 		return nil, err
 	}
+	s.share.indexesBuilt.Add(1)
 	_ = s.saveIndex(p, x)
 	return x, nil
 }
 
 // SaveIndex indexes the copy whose SHA-256 is digest and saves the index
 // beside it, unless it is there: the next patch against the copy loads
-// it rather than reading the copy to index it.
+// it rather than reading the copy to index it. Callers that ask at once
+// (the nodes of a run) wait for one index.
 func (s *Store) SaveIndex(ctx context.Context, digest string) error {
 	p, err := s.path(digest)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(p + indexSuffix); err == nil {
-		return nil
-	}
-	f, size, err := s.Open(digest)
+	return s.once("index/"+digest, func() error {
+		if _, err := os.Stat(p + indexSuffix); err == nil {
+			return nil
+		}
+		f, size, err := s.Open(digest)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		x, err := NewIndex(ctx, f, size, digest)
+		if err != nil {
+			return err
+		}
+		s.share.indexesBuilt.Add(1)
+		defer x.free()
+		return s.saveIndex(p, x)
+	})
+}
+
+// PutIndexed is Put and SaveIndex in one read of src: the copy is
+// hashed and indexed as it is written, and kept only when its SHA-256 is
+// digest (a source that changed since it was hashed wraps ErrReference).
+// A copy already kept only gets its index, if it lacks one. Callers that
+// put the same digest at once (the nodes of a run) wait for one copy.
+func (s *Store) PutIndexed(ctx context.Context, digest string, src io.ReaderAt, size int64) error {
+	p, err := s.path(digest)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	x, err := NewIndex(ctx, f, size, digest)
-	if err != nil {
-		return err
+	kept := false
+	err = s.once("put/"+digest, func() error {
+		if fi, err := os.Stat(p); err == nil && fi.Size() == size {
+			now := time.Now()
+			kept = true
+			return os.Chtimes(p, now, now)
+		}
+		return s.putIndexed(ctx, p, digest, src, size)
+	})
+	if err == nil && kept {
+		err = s.SaveIndex(ctx, digest)
 	}
-	return s.saveIndex(p, x)
+	return err
+}
+
+func (s *Store) putIndexed(ctx context.Context, p, digest string, src io.ReaderAt, size int64) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", s.Dir, err)
+	}
+	tmp, err := os.CreateTemp(s.Dir, ".put-*")
+	if err != nil {
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	x, err := NewIndex(ctx, teeReaderAt{r: src, w: tmp}, size, digest)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		x.free()
+		return fmt.Errorf("keep a copy for patches: %w", err)
+	}
+	s.share.copies.Add(1)
+	s.share.indexesBuilt.Add(1)
+	_ = s.saveIndex(p, x) // a failed save only costs the next patch a read of the copy
+	x.free()
+	return s.prune(p)
+}
+
+// teeReaderAt writes what is read from r to w at the same offsets.
+type teeReaderAt struct {
+	r io.ReaderAt
+	w io.WriterAt
+}
+
+func (t teeReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := t.r.ReadAt(p, off)
+	if n > 0 {
+		if _, werr := t.w.WriteAt(p[:n], off); werr != nil {
+			// Nothing read counts: the index stops.
+			return 0, fmt.Errorf("write the copy: %w", werr)
+		}
+	}
+	return n, err
 }
 
 // saveIndex writes x beside the copy at p.
@@ -130,12 +221,17 @@ func (s *Store) saveIndex(p string, x *Index) error {
 
 // Put copies size bytes of src into the store as digest (a copy, never a
 // link: a build that rewrites its output in place must not change what is
-// kept), then prunes.
+// kept), then prunes. Callers that put the same digest at once (the nodes
+// of a run) wait for one copy.
 func (s *Store) Put(digest string, src io.ReaderAt, size int64) error {
 	p, err := s.path(digest)
 	if err != nil {
 		return err
 	}
+	return s.once("put/"+digest, func() error { return s.put(p, src, size) })
+}
+
+func (s *Store) put(p string, src io.ReaderAt, size int64) error {
 	if fi, err := os.Stat(p); err == nil && fi.Size() == size {
 		now := time.Now()
 		return os.Chtimes(p, now, now)
@@ -158,6 +254,7 @@ func (s *Store) Put(digest string, src io.ReaderAt, size int64) error {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("keep a copy for patches: %w", err)
 	}
+	s.share.copies.Add(1)
 	return s.prune(p)
 }
 

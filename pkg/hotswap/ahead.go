@@ -77,8 +77,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		if _, done := a.patches[it.key()]; done {
 			continue
 		}
-		ref, size, err := tr.Store.Open(known.SHA256)
-		if err != nil {
+		if !tr.Store.Has(known.SHA256) {
 			continue
 		}
 		pctx, pcancel := context.WithCancel(actx)
@@ -87,9 +86,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			defer ref.Close()
 			defer pcancel()
-			p.out.finish(p.build(pctx, tr, ref, size, it))
+			p.out.finish(tr.patch(pctx, p.out, p.base, it, p.report))
 		}()
 		if it.Source.SHA256 != "" {
 			a.keepCopy(actx, tr.Store, p, it)
@@ -99,19 +97,19 @@ func Prepare(ctx context.Context, items []Item, opts Options) *Ahead {
 	return a
 }
 
-// keepCopy starts copying the item's source into the store, and then
-// indexing it, for the next run's patch.
+// keepCopy starts copying the item's source into the store and indexing
+// it, for the next run's patch.
 func (a *Ahead) keepCopy(ctx context.Context, store *delta.Store, p *aheadPatch, it Item) {
 	p.keeping = true
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(p.kept)
-		keep(ctx, store, it)
-		// Its index too, for the next run's patch, once this run's
-		// patch no longer needs the CPU.
+		// Once this run's patch no longer needs the CPU: the copy and
+		// its index, in one read of the source, for the next run's
+		// patch.
 		p.out.ended()
-		_ = store.SaveIndex(ctx, it.Source.SHA256)
+		keep(ctx, store, it)
 	}()
 }
 
@@ -136,16 +134,6 @@ func (a *Ahead) Resolved(items []Item) {
 	}
 }
 
-// build writes the patch of the item's source against ref to p.out.
-func (p *aheadPatch) build(ctx context.Context, tr Transfer, ref io.ReaderAt, size int64, it Item) error {
-	src, err := it.Source.Open()
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	return tr.diff(ctx, p.out, ref, size, p.base, &countingReader{r: src, progress: p.report})
-}
-
 // report passes the source bytes read so far on to the upload's
 // progress, once Run took the patch.
 func (p *aheadPatch) report(read int64) {
@@ -165,15 +153,23 @@ func (a *Ahead) stop() {
 	}
 }
 
-// Close stops what is still running and waits for it.
+// Close stops the patches still being made, waits for the copies of the
+// sources kept for the next run's patch (the context Prepare was given
+// still stops them), and returns once nothing runs: the swap does not
+// wait for those copies, the run's end does.
 func (a *Ahead) Close() {
 	if a == nil {
 		return
 	}
-	a.cancel()
 	for _, p := range a.patches {
 		p.drop()
 	}
+	for _, p := range a.patches {
+		if p.keeping {
+			<-p.kept
+		}
+	}
+	a.cancel()
 	a.wg.Wait()
 }
 
@@ -270,38 +266,21 @@ func (a *Ahead) inline(it Item, base string) bool {
 	return err == nil && whole
 }
 
-// kept returns a function that waits for the item's source to be copied into
-// the store when the Ahead started that copy, else nil.
-func (a *Ahead) kept(it Item) func() {
-	if a == nil || a.patches[it.key()] == nil || !a.patches[it.key()].keeping {
-		return nil
-	}
-	p := a.patches[it.key()]
-	return func() { <-p.kept }
+// keeps reports whether the Ahead copies the item's source into the
+// store (Close waits for that copy).
+func (a *Ahead) keeps(it Item) bool {
+	return a != nil && a.patches[it.key()] != nil && a.patches[it.key()].keeping
 }
 
-// keep copies the item's source into the store, for the next run's patch; a
-// failure only costs that patch.
+// keep copies the item's source into the store and indexes it, in one
+// read, for the next run's patch; a failure only costs that patch.
 func keep(ctx context.Context, s *delta.Store, it Item) {
 	f, err := it.Source.Open()
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	_ = s.Put(it.Source.SHA256, ctxReaderAt{ctx: ctx, r: f}, it.Source.Size)
-}
-
-// ctxReaderAt stops reading once ctx is done.
-type ctxReaderAt struct {
-	ctx context.Context
-	r   io.ReaderAt
-}
-
-func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.ReadAt(p, off)
+	_ = s.PutIndexed(ctx, it.Source.SHA256, f, it.Source.Size)
 }
 
 // errDropped ends an encoding nobody will read.

@@ -266,14 +266,13 @@ func TestPrepareBeforeDigest(t *testing.T) {
 					t.Fatalf("the patch rebuilds %d bytes (%v), not the source", got.Len(), err)
 				}
 			}
-			wait := a.kept(it)
-			if (wait != nil) != tc.wantKept {
-				t.Fatalf("a copy kept: %v, want %v", wait != nil, tc.wantKept)
+			if keeps := a.keeps(it); keeps != tc.wantKept {
+				t.Fatalf("a copy kept: %v, want %v", keeps, tc.wantKept)
 			}
-			if wait == nil {
+			if !tc.wantKept {
 				return
 			}
-			wait()
+			a.Close() // waits for the copy
 			f, size, err := store.Open(sha(tc.content))
 			if err != nil {
 				t.Fatalf("the store has no copy under the resolved digest: %v", err)

@@ -2,7 +2,6 @@ package hotswap
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 
@@ -26,13 +25,14 @@ type Indexes struct {
 	closed   bool
 }
 
-// builtIndex is one index, ready once ready is closed.
+// builtIndex is one index, ready once ready is closed: the store's,
+// shared with the other nodes of the run (delta.Store.AcquireIndex).
 type builtIndex struct {
-	ready  chan struct{}
-	cancel context.CancelFunc
-	x      *delta.Index // nil when building failed
-	f      *os.File
-	users  int // destinations using it
+	ready   chan struct{}
+	cancel  context.CancelFunc
+	x       *delta.Index // nil when building failed
+	release func()
+	users   int // destinations using it
 }
 
 // NewIndexes makes an empty Indexes.
@@ -70,16 +70,11 @@ func (c *Indexes) Keep(ctx context.Context, store *delta.Store, destination, dig
 	c.byDigest[digest] = b
 	c.building.Go(func() {
 		defer close(b.ready)
-		f, size, err := store.Open(digest)
+		x, release, err := store.AcquireIndex(bctx, digest)
 		if err != nil {
 			return
 		}
-		x, err := store.Index(bctx, digest, f, size)
-		if err != nil {
-			f.Close()
-			return
-		}
-		b.x, b.f = x, f
+		b.x, b.release = x, release
 	})
 }
 
@@ -96,8 +91,8 @@ func (c *Indexes) releaseLocked(digest string) {
 	b.cancel()
 	c.building.Go(func() {
 		<-b.ready
-		if b.f != nil {
-			b.f.Close()
+		if b.release != nil {
+			b.release()
 		}
 	})
 }

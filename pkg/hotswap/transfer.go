@@ -29,18 +29,42 @@ type Transfer struct {
 	Indexes *Indexes
 }
 
-// diff writes the patch of src against the store's copy of base (size
-// bytes, open as ref): with its index kept by Indexes, else the one saved
-// in the store, else one made now (and saved).
-func (t Transfer) diff(ctx context.Context, w io.Writer, ref io.ReaderAt, size int64, base string, src io.Reader) error {
-	x := t.Indexes.index(ctx, base)
-	if x == nil {
-		var err error
-		if x, err = t.Store.Index(ctx, base, ref, size); err != nil {
+// diff writes the patch of src against the store's copy of base, with
+// the index the store shares between the nodes of the run: the one
+// Indexes keeps (waited for while it is built), else the saved one, else
+// one made now and saved.
+func (t Transfer) diff(ctx context.Context, w io.Writer, base string, src io.Reader) error {
+	t.Indexes.index(ctx, base)
+	x, release, err := t.Store.AcquireIndex(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = x.Diff(ctx, w, src)
+	return err
+}
+
+// patch writes the patch of the item's source against the store's copy
+// of base to w. A source whose digest is known is patched once for every
+// node of the run (delta.Store.Patch, whose index is the one Indexes
+// holds, if any), the others reading the same patch; progress gets the
+// source bytes read.
+func (t Transfer) patch(ctx context.Context, w io.Writer, base string, it Item, progress func(int64)) error {
+	if it.Source.SHA256 == "" {
+		src, err := it.Source.Open()
+		if err != nil {
 			return err
 		}
+		defer src.Close()
+		return t.diff(ctx, w, base, &countingReader{r: src, progress: progress})
 	}
-	_, err := x.Diff(ctx, w, src)
+	open := func() (io.ReadCloser, error) { return it.Source.Open() }
+	r, err := t.Store.Patch(ctx, base, it.Source.SHA256, open, progress)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
 	return err
 }
 
@@ -99,9 +123,7 @@ func stageEncoded(ctx context.Context, n Node, it Item, current ops.FileInfo, op
 		sent, err := stagePlain(ctx, n, it, progress)
 		return upload{}, sent, TransferPlain, err
 	}
-	if wait := opts.Ahead.kept(it); wait != nil {
-		defer wait()
-	} else {
+	if !opts.Ahead.keeps(it) {
 		defer keepWhileSending(tr.Store, it)()
 	}
 	if tr.Store != nil && current.Exists && current.SHA256 != "" {
@@ -110,8 +132,7 @@ func stageEncoded(ctx context.Context, n Node, it Item, current ops.FileInfo, op
 			// Small enough to travel in the swap op's request.
 			return upload{encoding: ops.EncodingPatch, data: data}, int64(len(data)), TransferPatch, nil
 		}
-		if f, _, oerr := tr.Store.Open(current.SHA256); oerr == nil {
-			f.Close()
+		if tr.Store.Has(current.SHA256) {
 			sent, perr := sendPatch(ctx, n, it, current.SHA256, opts, progress, ahead)
 			wire += sent
 			if perr == nil {
@@ -134,13 +155,8 @@ func stageEncoded(ctx context.Context, n Node, it Item, current ops.FileInfo, op
 // patch made ahead, which the first attempt sends.
 func sendPatch(ctx context.Context, n Node, it Item, base string, opts Options, progress func(int64), ahead io.ReadCloser) (int64, error) {
 	tr := opts.Transfer
-	return sendEncoded(ctx, n, it, progress, ahead, func(ctx context.Context, w io.Writer, src io.Reader, _ *delta.Meter) error {
-		ref, size, err := tr.Store.Open(base)
-		if err != nil {
-			return err
-		}
-		defer ref.Close()
-		return tr.diff(ctx, w, ref, size, base, src)
+	return sendEncoded(ctx, n, it, progress, ahead, func(ctx context.Context, w io.Writer, _ io.Reader, _ *delta.Meter) error {
+		return tr.patch(ctx, w, base, it, progress)
 	})
 }
 
@@ -164,14 +180,7 @@ func keepWhileSending(s *delta.Store, it Item) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f, err := it.Source.Open()
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		if s.Put(it.Source.SHA256, f, it.Source.Size) == nil {
-			_ = s.SaveIndex(context.Background(), it.Source.SHA256)
-		}
+		keep(context.Background(), s, it)
 	}()
 	return func() { <-done }
 }

@@ -62,7 +62,7 @@ func sourceFile(t *testing.T, name string, content []byte) *source.File {
 	return &source.File{Ref: p, Path: p, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}
 }
 
-func connect(t *testing.T, ts *simnode.TestServer) *node.Node {
+func connect(t testing.TB, ts *simnode.TestServer) *node.Node {
 	t.Helper()
 	cfg, err := node.RemoteConfig(ts.Credentials())
 	if err != nil {
