@@ -83,6 +83,23 @@ type Observer interface {
 	Upload(item Item) func(sent int64)
 }
 
+// SwapObserver is an Observer that is also told when the node's services
+// are about to change (a reconfiguration or the swap itself): before
+// that, an interrupt changes nothing; from then on the first one lets the
+// swap finish.
+type SwapObserver interface {
+	Observer
+	Swapping()
+}
+
+// swapping tells o, when it is a SwapObserver, that the services are about
+// to change.
+func swapping(o Observer) {
+	if s, ok := o.(SwapObserver); ok {
+		s.Swapping()
+	}
+}
+
 // Options tune a run.
 type Options struct {
 	// Force replaces binaries even when they are unchanged.

@@ -89,6 +89,7 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 		return nil, nil
 	}
 	if len(ready) == 0 {
+		swapping(r.opts.Observer)
 		r.reconfigure(ctx, nil)
 		r.serviceSteps(ctx)
 		r.finish()
@@ -104,6 +105,7 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 	if err := reorder(r.plan, ready); err != nil {
 		return nil, err
 	}
+	swapping(r.opts.Observer)
 	r.reconfigure(ctx, ready)
 	files, down := r.swap(ctx, ready)
 	if r.refusedFold {

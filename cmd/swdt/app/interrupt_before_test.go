@@ -49,6 +49,9 @@ func TestInterruptDuringTheInspect(t *testing.T) {
 		strings.Contains(got, "context canceled") {
 		t.Errorf("exit %d, want %d saying nothing was changed on node sim (and not context canceled):\n%s", code, exitcode.Interrupted, got)
 	}
+	if strings.Contains(got, "a swap in progress finishes first") || !strings.Contains(got, "no swap was in progress") {
+		t.Errorf("the first Ctrl-C during the inspect spoke of a swap in progress:\n%s", got)
+	}
 	if fx.tryContent(kubeletExe) == "MZ kubelet v2\n" {
 		t.Error("the kubelet was swapped although the run was interrupted before the swap")
 	}

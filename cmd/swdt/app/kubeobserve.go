@@ -16,10 +16,11 @@ type kubeObserver struct {
 	progress *ui.Progress
 
 	mu sync.Mutex
-	// busy counts the nodes being swapped now; cut is set when Ctrl-C
-	// came while one was.
-	busy int
-	cut  bool
+	// busy counts the nodes being run now, swaps those whose services
+	// are changing (hotswap.SwapObserver); cut is set when Ctrl-C came
+	// while a node was being run.
+	busy, swaps int
+	cut         bool
 }
 
 // interrupted records that Ctrl-C came, and whether it cut a swap short.
@@ -29,11 +30,12 @@ func (o *kubeObserver) interrupted() {
 	o.cut = o.cut || o.busy > 0
 }
 
-// swapping reports whether a node is being swapped now.
+// swapping reports whether a node's services are being swapped now (not
+// while it is inspected or staged: an interrupt then changes nothing).
 func (o *kubeObserver) swapping() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.busy > 0
+	return o.swaps > 0
 }
 
 // cutShort reports whether Ctrl-C came while a node was being swapped.
@@ -56,11 +58,25 @@ func (o *kubeObserver) Node(name string) provision.NodeObserver {
 	o.mu.Lock()
 	o.busy++
 	o.mu.Unlock()
-	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{}, done: func() {
-		o.mu.Lock()
-		o.busy--
-		o.mu.Unlock()
-	}}
+	var swapped bool
+	return &kubeNodeObserver{node: name, progress: o.progress, transfers: map[string]*ui.Transfer{},
+		swap: func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if !swapped {
+				swapped = true
+				o.swaps++
+			}
+		},
+		done: func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.busy--
+			if swapped {
+				swapped = false
+				o.swaps--
+			}
+		}}
 }
 
 // kubeNodeObserver shows one node's run: the plan, its steps and a
@@ -71,9 +87,13 @@ type kubeNodeObserver struct {
 
 	mu        sync.Mutex
 	transfers map[string]*ui.Transfer
-	// done tells the kubeObserver that this node's run ended.
-	done func()
+	// swap and done tell the kubeObserver that this node's services are
+	// about to change, and that its run ended.
+	swap, done func()
 }
+
+// Swapping implements hotswap.SwapObserver.
+func (o *kubeNodeObserver) Swapping() { o.swap() }
 
 func (o *kubeNodeObserver) Planned(plan *hotswap.Plan) {
 	var b strings.Builder
