@@ -248,6 +248,11 @@ func Deploy(ctx context.Context, n Node, spec *v1alpha1.WinsSpec, opts Options) 
 	if errors.As(r.Err, &sf) && (sf.MissingPipe(ops.WinsPipe) || sf.MissingPipe(ops.WinsProxyPipe)) {
 		d.Error += "; " + NoBridgeAdvice
 	}
+	if ctx.Err() != nil {
+		// Interrupted: the deploy is reported, the bridge left unchecked.
+		report.Checks = []Check{{Name: CheckVerify, Detail: "not checked: interrupted; run swdt wins verify to check the bridge"}}
+		return report, nil
+	}
 	observe.Step("verifying the bridge")
 	checks, err := verify(ctx, n, p, opts.Deep)
 	if err != nil {

@@ -146,6 +146,13 @@ func TestSecondInterruptGivesUp(t *testing.T) {
 			if !strings.Contains(errOut.String(), "interrupted again: giving up") {
 				t.Errorf("stderr does not say it gave up:\n%s", errOut.String())
 			}
+			// What follows the second Ctrl-C speaks of the swap, not of
+			// ops or contexts.
+			for _, internal := range []string{"context canceled", "op service-swap", "op wins-verify", "cmd.exe", "trying again"} {
+				if strings.Contains(errOut.String(), internal) {
+					t.Errorf("stderr says %q after the second Ctrl-C:\n%s", internal, errOut.String())
+				}
+			}
 		})
 	}
 }
