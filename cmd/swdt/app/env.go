@@ -11,13 +11,24 @@ import (
 	"sigs.k8s.io/swdt/pkg/vm"
 )
 
-// connect dials a node with the run's logger, warnings routed to warn and,
-// on a terminal, a prompt for an encrypted key's passphrase.
+// connect dials a node with the run's logger, warnings routed to warn,
+// on a terminal a prompt for an encrypted key's passphrase, and the
+// agent's upload on first contact shown as a transfer.
 func (e *env) connect(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
+	return e.dial(ctx, spec, warn, true)
+}
+
+// connectQuiet is connect for the verbs whose stderr is a program's own
+// (exec, ssh -- CMD): nothing of swdt's shows there but errors.
+func (e *env) connectQuiet(ctx context.Context, spec *v1alpha1.Node, warn func(msg string)) (*node.Node, error) {
+	return e.dial(ctx, spec, warn, false)
+}
+
+func (e *env) dial(ctx context.Context, spec *v1alpha1.Node, warn func(msg string), transfers bool) (*node.Node, error) {
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
 	opts := node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
 		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}
-	if e.ui.Format() != ui.FormatJSON {
+	if transfers && e.ui.Format() != ui.FormatJSON {
 		opts.Transfer = func(label string, total int64) (func(int64), func()) {
 			t := e.sharedProgress().Transfer(label, total)
 			return t.Update, t.End

@@ -82,7 +82,7 @@ func runExec(ctx context.Context, e *env, args []string, timeout time.Duration) 
 	if jsonOut {
 		stdout, stderr = &captured, &captured
 	}
-	code, err := daytwo.Exec(ctx, spec, e.connect, command, daytwo.ExecOptions{
+	code, err := daytwo.Exec(ctx, spec, e.connectQuiet, command, daytwo.ExecOptions{
 		Timeout: timeout, Stdout: stdout, Stderr: stderr, Warn: func(msg string) { e.ui.Warn("%s", msg) }})
 	if jsonOut {
 		err = firstErr(err, report.PrintCommand(e.ui, report.KindExec, spec.Name, strings.Join(command, " "), code, captured.String(), err))

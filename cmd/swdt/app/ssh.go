@@ -95,7 +95,7 @@ func runSSH(ctx context.Context, e *env, before, after []string) error {
 		}()
 		opts.Resize = resize
 	}
-	status, err := daytwo.Shell(ctx, spec, e.connect, opts, func(msg string) { e.ui.Warn("%s", msg) })
+	status, err := daytwo.Shell(ctx, spec, e.connectQuiet, opts, func(msg string) { e.ui.Warn("%s", msg) })
 	if jsonOut {
 		err = firstErr(err, report.PrintCommand(e.ui, report.KindSSH, spec.Name, command, status, captured.String(), err))
 	}
