@@ -93,7 +93,7 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 	swap := f.swap.options()
 	swap.Abort = abort
 	opts := rollout.Options{Cluster: c, Resolver: f.download.resolver(f.cacheDir, false), Swap: swap, DryRun: f.dryRun,
-		Connect: rollout.SSHConnector(c, spec, node.ConnectOptions{Logger: e.ui.Logger(), Passphrase: e.passphrase, NodeFile: e.configPath}),
+		Connect:  rollout.SSHConnector(c, spec, node.ConnectOptions{Logger: e.ui.Logger(), Passphrase: e.passphrase, NodeFile: e.configPath}),
 		Observer: rolloutObserver{progress}}
 	rep, err := rollout.Run(ctx, spec, opts)
 	if rep != nil {
