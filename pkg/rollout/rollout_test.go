@@ -221,8 +221,8 @@ func (c *concurrency) Warn(string) {}
 // changes nothing; maxUnavailable 1 and 2 take every Node to the new
 // build, never more than that many at once; an interrupted rollout
 // resumes from its state in the cluster; a build that fails its health
-// check on the third Node is rolled back there and the rollout stops,
-// two Nodes on the new build and the rest untouched.
+// check on the third Node is rolled back there, the Node uncordoned, and
+// the rollout stops, two Nodes on the new build and the rest untouched.
 func TestRollout(t *testing.T) {
 	fx := newFleet(t, 5)
 	ctx := t.Context()
@@ -318,7 +318,9 @@ func TestRollout(t *testing.T) {
 			}
 		}
 		check := v1alpha1.HealthCheck{Command: []string{"cmd.exe", "/c", "type", `C:\k\ready`}}
-		rep, err := rollout.Run(ctx, fx.rolloutOf("v1.37.6", 1, check), fx.options(fx.cl.Kubeconfig, nil))
+		spec := fx.rolloutOf("v1.37.6", 1, check)
+		spec.Spec.Kubernetes.Rollout.Drain = &v1alpha1.DrainSpec{}
+		rep, err := rollout.Run(ctx, spec, fx.options(fx.cl.Kubeconfig, nil))
 		want := []string{rollout.ResultUpdated, rollout.ResultUpdated, rollout.ResultRolledBack, rollout.ResultUntouched, rollout.ResultUntouched}
 		if !errors.Is(err, rollout.ErrStopped) || !equal(results(rep), want) || !strings.Contains(rep.Stopped, fx.names[2]) {
 			t.Fatalf("rollout = %+v, %v; want %v", rep, err, want)
@@ -336,6 +338,9 @@ func TestRollout(t *testing.T) {
 		for _, n := range rep.Nodes {
 			if n.Kubelet == "" {
 				t.Errorf("the report does not say what Node %s runs: %+v", n.Node, n)
+			}
+			if fx.node(n.Node).Spec.Unschedulable {
+				t.Errorf("Node %s is left cordoned (%s)", n.Node, n.Result)
 			}
 		}
 	})

@@ -68,7 +68,7 @@ func (r *run) swapNode(ctx context.Context, name string) NodeReport {
 	if rep.Failures() > 0 {
 		// The engine rolled back what failed its start or health checks.
 		err := fmt.Errorf("the swap failed on Node %s: %s", name, failures(rep))
-		return fail(resultOf(rep), errors.Join(err, r.backAsBefore(ctx, c, name, before)))
+		return fail(r.rolledBack(ctx, c, name, before, rep, err))
 	}
 	if !changed(rep) {
 		out.Result = ResultUnchanged
@@ -83,7 +83,7 @@ func (r *run) swapNode(ctx context.Context, name string) NodeReport {
 				hotswap.Undo(ctx, n, rep, rep.Results[i].Name, err.Error(), opts)
 			}
 			out.Provisioners = provisioners(rep)
-			return fail(resultOf(rep), errors.Join(err, r.backAsBefore(ctx, c, name, before)))
+			return fail(r.rolledBack(ctx, c, name, before, rep, err))
 		}
 		out.Result = ResultUpdated
 	}
@@ -115,6 +115,19 @@ func (r *run) confirm(ctx context.Context, c *cluster.Cluster, name string, befo
 		return fmt.Errorf("the cluster did not confirm the swap within %s: %w", r.gate, err)
 	}
 	return nil
+}
+
+// rolledBack finishes a Node whose swap was rolled back because of why:
+// once the cluster sees the old kubelet again, a Node whose every item is
+// back as it was goes back into service (uncordoned). It returns the
+// Node's result and error.
+func (r *run) rolledBack(ctx context.Context, c *cluster.Cluster, name string, before cluster.NodeState, rep *hotswap.Report, why error) (string, error) {
+	result := resultOf(rep)
+	err := r.backAsBefore(ctx, c, name, before)
+	if result == ResultRolledBack && err == nil {
+		err = r.uncordon(ctx, name)
+	}
+	return result, errors.Join(why, err)
 }
 
 // backAsBefore waits, after a rollback, for the Node to report the
