@@ -84,10 +84,12 @@ type Options struct {
 	PollEvery time.Duration
 }
 
-// Results of a Node in a report.
+// Results of a Node in a report: the words of every swdt report
+// (changed, unchanged, would-change, rolled-back, failed) and the
+// rollout's own.
 const (
-	// ResultUpdated: swapped and confirmed by the cluster.
-	ResultUpdated = "updated"
+	// ResultChanged: swapped and confirmed by the cluster.
+	ResultChanged = "changed"
 	// ResultUnchanged: the Node had the build already.
 	ResultUnchanged = "unchanged"
 	// ResultDoneBefore: an earlier run of this rollout did it (resume).
@@ -101,8 +103,8 @@ const (
 	ResultInterrupted = "interrupted"
 	// ResultUntouched: the rollout stopped before this Node.
 	ResultUntouched = "untouched"
-	// ResultPlanned: what --dry-run would swap.
-	ResultPlanned = "planned"
+	// ResultWouldChange: what --dry-run would swap.
+	ResultWouldChange = "would-change"
 )
 
 // Report is the outcome of a rollout.
@@ -131,8 +133,8 @@ type Report struct {
 type NodeReport struct {
 	// Node is the Node's name.
 	Node string `json:"node"`
-	// Result is updated, unchanged, done-before, rolled-back, failed,
-	// interrupted, untouched or planned.
+	// Result is changed, unchanged, done-before, rolled-back, failed,
+	// interrupted, untouched or would-change.
 	Result string `json:"result"`
 	// Kubelet is the kubeletVersion the Node reports now.
 	Kubelet string `json:"kubelet,omitempty"`
@@ -313,7 +315,7 @@ func (r *run) roll(ctx context.Context) {
 			continue
 		}
 		if r.opts.DryRun {
-			r.set(i, func(n *NodeReport) { n.Result = ResultPlanned })
+			r.set(i, func(n *NodeReport) { n.Result = ResultWouldChange })
 			continue
 		}
 		select {

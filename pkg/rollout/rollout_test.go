@@ -250,7 +250,7 @@ func TestRollout(t *testing.T) {
 		opts := fx.options(fx.cl.Kubeconfig, nil)
 		opts.DryRun = true
 		rep, err := rollout.Run(ctx, fx.rolloutOf("v1.37.1", 1), opts)
-		if err != nil || !equal(results(rep), repeat(rollout.ResultPlanned, 5)) || rep.Selector != pool+"=roll,kubernetes.io/os=windows" {
+		if err != nil || !equal(results(rep), repeat(rollout.ResultWouldChange, 5)) || rep.Selector != pool+"=roll,kubernetes.io/os=windows" {
 			t.Fatalf("dry run = %+v, %v", rep, err)
 		}
 		if got := fx.versions(); !equal(got, repeat("v1.37.2", 5)) || fx.state("workers") != nil {
@@ -265,7 +265,7 @@ func TestRollout(t *testing.T) {
 		t.Run(fmt.Sprintf("maxUnavailable %d", tc.maxUnavailable), func(t *testing.T) {
 			obs := &concurrency{}
 			rep, err := rollout.Run(ctx, fx.rolloutOf(tc.version, tc.maxUnavailable), fx.options(fx.cl.Kubeconfig, obs))
-			if err != nil || !equal(results(rep), repeat(rollout.ResultUpdated, 5)) || rep.Resumed || rep.Stopped != "" {
+			if err != nil || !equal(results(rep), repeat(rollout.ResultChanged, 5)) || rep.Resumed || rep.Stopped != "" {
 				t.Fatalf("rollout = %+v, %v", rep, err)
 			}
 			if got := fx.versions(); !equal(got, repeat(tc.version, 5)) {
@@ -291,7 +291,7 @@ func TestRollout(t *testing.T) {
 			}
 		}}
 		rep, err := rollout.Run(rctx, fx.rolloutOf("v1.37.5", 1), fx.options(fx.cl.Kubeconfig, obs))
-		if err == nil || rep == nil || rep.Nodes[0].Result != rollout.ResultUpdated || rep.Nodes[1].Result != rollout.ResultInterrupted ||
+		if err == nil || rep == nil || rep.Nodes[0].Result != rollout.ResultChanged || rep.Nodes[1].Result != rollout.ResultInterrupted ||
 			!equal(results(rep)[2:], repeat(rollout.ResultUntouched, 3)) || !strings.Contains(rep.Stopped, "run swdt rollout again to resume") {
 			t.Fatalf("interrupted rollout = %+v, %v", rep, err)
 		}
@@ -299,7 +299,7 @@ func TestRollout(t *testing.T) {
 			t.Fatalf("state after the interruption: %+v", cm)
 		}
 		rep, err = rollout.Run(ctx, fx.rolloutOf("v1.37.5", 1), fx.options(fx.cl.Kubeconfig, nil))
-		if err != nil || !rep.Resumed || !equal(results(rep), append([]string{rollout.ResultDoneBefore}, repeat(rollout.ResultUpdated, 4)...)) {
+		if err != nil || !rep.Resumed || !equal(results(rep), append([]string{rollout.ResultDoneBefore}, repeat(rollout.ResultChanged, 4)...)) {
 			t.Fatalf("resumed rollout = %+v, %v", rep, err)
 		}
 		if got := fx.versions(); !equal(got, repeat("v1.37.5", 5)) {
@@ -321,7 +321,7 @@ func TestRollout(t *testing.T) {
 		spec := fx.rolloutOf("v1.37.6", 1, check)
 		spec.Spec.Kubernetes.Rollout.Drain = &v1alpha1.DrainSpec{}
 		rep, err := rollout.Run(ctx, spec, fx.options(fx.cl.Kubeconfig, nil))
-		want := []string{rollout.ResultUpdated, rollout.ResultUpdated, rollout.ResultRolledBack, rollout.ResultUntouched, rollout.ResultUntouched}
+		want := []string{rollout.ResultChanged, rollout.ResultChanged, rollout.ResultRolledBack, rollout.ResultUntouched, rollout.ResultUntouched}
 		if !errors.Is(err, rollout.ErrStopped) || !equal(results(rep), want) || !strings.Contains(rep.Stopped, fx.names[2]) {
 			t.Fatalf("rollout = %+v, %v; want %v", rep, err, want)
 		}
@@ -397,7 +397,7 @@ func TestRolloutDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = rollout.Run(ctx, spec, fx.options(fx.cl.Kubeconfig, nil))
-	if err != nil || rep.Nodes[0].Result != rollout.ResultUpdated || rep.Nodes[0].Evicted != 1 {
+	if err != nil || rep.Nodes[0].Result != rollout.ResultChanged || rep.Nodes[0].Evicted != 1 {
 		t.Fatalf("drain: %+v, %v", rep, err)
 	}
 	if _, err := pods.Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

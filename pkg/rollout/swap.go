@@ -85,7 +85,7 @@ func (r *run) swapNode(ctx context.Context, name string) NodeReport {
 			out.Provisioners = provisioners(rep)
 			return fail(r.rolledBack(ctx, c, name, before, rep, err))
 		}
-		out.Result = ResultUpdated
+		out.Result = ResultChanged
 	}
 	if err := r.uncordon(ctx, name); err != nil {
 		return fail(ResultFailed, err)

@@ -127,7 +127,7 @@ func rolloutNode(res *config.Result) (*v1alpha1.Node, error) {
 // rolled reports whether the rollout took some Node to the build.
 func rolled(rep *rollout.Report) bool {
 	for _, n := range rep.Nodes {
-		if n.Result == rollout.ResultUpdated || n.Result == rollout.ResultDoneBefore || n.Result == rollout.ResultUnchanged {
+		if n.Result == rollout.ResultChanged || n.Result == rollout.ResultDoneBefore || n.Result == rollout.ResultUnchanged {
 			return true
 		}
 	}

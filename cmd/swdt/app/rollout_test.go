@@ -86,7 +86,7 @@ func TestRolloutCommand(t *testing.T) {
 		t.Fatalf("--dry-run -o json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	if doc.Kind != "RolloutReport" || len(doc.Nodes) != 2 || doc.Nodes[0].Node != "win-a" || doc.Nodes[1].Node != "win-b" ||
-		doc.Nodes[0].Result != rollout.ResultPlanned || doc.MaxUnavailable != 1 {
+		doc.Nodes[0].Result != rollout.ResultWouldChange || doc.MaxUnavailable != 1 {
 		t.Errorf("--dry-run -o json = %+v", doc)
 	}
 	code, out, errOut = run("-c", file, "--dry-run")
