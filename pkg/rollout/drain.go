@@ -138,6 +138,9 @@ func (r *run) uncordon(ctx context.Context, name string) error {
 }
 
 func (r *run) setUnschedulable(ctx context.Context, name string, on bool) error {
+	// An interrupted run still puts a Node it drained back into service.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
 	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
 	_, err := r.opts.Cluster.Client().CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {

@@ -20,16 +20,19 @@ import (
 func (r *run) swapNode(ctx context.Context, name string) NodeReport {
 	out := NodeReport{Node: name}
 	step := func(msg string) { r.opts.Observer.Step(name, msg) }
+	interrupted := func(err error) NodeReport {
+		// The state keeps the Node swapping: a resumed run does it again.
+		out.Result, out.Error = ResultInterrupted, err.Error()
+		return out
+	}
 	fail := func(result string, err error) NodeReport {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("interrupted on Node %s: %w", name, err))
+		}
 		out.Result, out.Error = result, err.Error()
 		if serr := r.state.update(ctx, name, func(ns *NodeState) { ns.Phase, ns.Error = PhaseFailed, out.Error }); serr != nil {
 			out.Error += "; " + serr.Error()
 		}
-		return out
-	}
-	interrupted := func(err error) NodeReport {
-		// The state keeps the Node swapping: a resumed run does it again.
-		out.Result, out.Error = ResultInterrupted, err.Error()
 		return out
 	}
 	if err := r.state.update(ctx, name, func(ns *NodeState) { ns.Phase, ns.Error = PhaseSwapping, "" }); err != nil {
