@@ -222,7 +222,9 @@ func (c *concurrency) Warn(string) {}
 // build, never more than that many at once; an interrupted rollout
 // resumes from its state in the cluster; a build that fails its health
 // check on the third Node is rolled back there, the Node uncordoned, and
-// the rollout stops, two Nodes on the new build and the rest untouched.
+// the rollout stops, two Nodes on the new build and the rest untouched;
+// a build the cluster does not confirm (another kubeletVersion) is undone
+// on the first Node.
 func TestRollout(t *testing.T) {
 	fx := newFleet(t, 5)
 	ctx := t.Context()
@@ -342,6 +344,28 @@ func TestRollout(t *testing.T) {
 			if fx.node(n.Node).Spec.Unschedulable {
 				t.Errorf("Node %s is left cordoned (%s)", n.Node, n.Result)
 			}
+		}
+	})
+
+	t.Run("a build the cluster does not confirm is undone on the first Node", func(t *testing.T) {
+		before := fx.versions()
+		spec := fx.rolloutOf("v1.37.7", 1)
+		// The build reports another version than the provisioner says.
+		if err := os.WriteFile(spec.Spec.Kubernetes.Provisioners[0].SourceURL, simnode.KubeletBinary("v1.36.9"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spec.Spec.Kubernetes.Rollout.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+		rep, err := rollout.Run(ctx, spec, fx.options(fx.cl.Kubeconfig, nil))
+		want := append([]string{rollout.ResultRolledBack}, repeat(rollout.ResultUntouched, 4)...)
+		if !errors.Is(err, rollout.ErrStopped) || !equal(results(rep), want) ||
+			!strings.Contains(rep.Nodes[0].Error, "the cluster did not confirm the swap within 5s") || !strings.Contains(rep.Nodes[0].Error, "not v1.37.7") {
+			t.Fatalf("rollout = %+v, %v; want %v", rep, err, want)
+		}
+		if p := rep.Nodes[0].Provisioners; len(p) != 1 || p[0].Action != hotswap.ActionRolledBack {
+			t.Errorf("the first Node's kubelet: %+v, want rolled-back", p)
+		}
+		if got := fx.versions(); !equal(got, before) || rep.Nodes[0].Kubelet != before[0] {
+			t.Errorf("Nodes report %v (report: %s), want %v as before", got, rep.Nodes[0].Kubelet, before)
 		}
 	})
 }
