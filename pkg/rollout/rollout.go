@@ -150,13 +150,12 @@ type NodeReport struct {
 
 // Provisioner is one provisioner's result on a Node.
 type Provisioner struct {
+	// Name is the provisioner's; Action what the swap did with it
+	// (updated, unchanged, rolled-back, failed); Error why it failed.
 	Name   string         `json:"name"`
 	Action hotswap.Action `json:"action"`
 	Error  string         `json:"error,omitempty"`
 }
-
-// Failed reports whether the rollout did not go through every Node.
-func (r *Report) Failed() bool { return r.Stopped != "" }
 
 // ErrStopped is what Run's error matches when a Node failed and the
 // rollout stopped there (the report says where).
