@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +16,9 @@ import (
 
 // SSHConnector reaches each Node over SSH with the node file's
 // credentials, on the address the cluster reports for it (its
-// InternalIP, else its Hostname address; port 22 unless ~/.ssh/config
-// says otherwise for it). The Kubernetes API transport, which needs no
+// InternalIP, else its Hostname address), on the port of the file's
+// credentials.hostname when it sets one (its host part is not used),
+// else 22 or what ~/.ssh/config says for the address. The Kubernetes API transport, which needs no
 // SSH, is another Connector.
 func SSHConnector(c *cluster.Cluster, spec *v1alpha1.Node, opts node.ConnectOptions) Connector {
 	return ConnectFunc(func(ctx context.Context, name string, warn func(string)) (*node.Node, error) {
@@ -26,6 +29,11 @@ func SSHConnector(c *cluster.Cluster, spec *v1alpha1.Node, opts node.ConnectOpti
 		addr := nodeAddress(n)
 		if addr == "" {
 			return nil, fmt.Errorf("Node %s reports no InternalIP or Hostname address to reach it over SSH", name)
+		}
+		if creds := spec.Spec.Credentials; creds.Hostname != "" {
+			// The file's hostname gives the port: Nodes' sshd listen alike.
+			_, port := creds.HostPort()
+			addr = net.JoinHostPort(addr, strconv.Itoa(port))
 		}
 		one := *spec
 		one.Name = name

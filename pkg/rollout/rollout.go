@@ -131,8 +131,8 @@ type Report struct {
 
 // NodeReport is one Node's part of a rollout.
 type NodeReport struct {
-	// Node is the Node's name.
-	Node string `json:"node"`
+	// Name is the Node's name.
+	Name string `json:"name"`
 	// Result is changed, unchanged, done-before, rolled-back, failed,
 	// interrupted, untouched or would-change.
 	Result string `json:"result"`
@@ -178,7 +178,7 @@ func Run(ctx context.Context, spec *v1alpha1.Node, opts Options) (*Report, error
 	}
 	r.report.Nodes = make([]NodeReport, len(names))
 	for i, name := range names {
-		r.report.Nodes[i] = NodeReport{Node: name, Result: ResultUntouched}
+		r.report.Nodes[i] = NodeReport{Name: name, Result: ResultUntouched}
 	}
 	r.report.MaxUnavailable, err = v1alpha1.MaxUnavailable(r.spec.MaxUnavailable, len(names))
 	if err != nil {
@@ -308,7 +308,7 @@ func (r *run) roll(ctx context.Context) {
 	slots := make(chan struct{}, r.report.MaxUnavailable)
 	var wg sync.WaitGroup
 	for i := range r.report.Nodes {
-		name := r.report.Nodes[i].Node
+		name := r.report.Nodes[i].Name
 		if r.state.done(name) {
 			r.set(i, func(n *NodeReport) { n.Result = ResultDoneBefore })
 			continue
@@ -371,7 +371,7 @@ func (r *run) readNodes(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	for i := range r.report.Nodes {
-		n, err := r.opts.Cluster.Client().CoreV1().Nodes().Get(ctx, r.report.Nodes[i].Node, metav1.GetOptions{})
+		n, err := r.opts.Cluster.Client().CoreV1().Nodes().Get(ctx, r.report.Nodes[i].Name, metav1.GetOptions{})
 		if err != nil {
 			continue
 		}

@@ -275,7 +275,7 @@ func TestRollout(t *testing.T) {
 			}
 			for _, n := range rep.Nodes {
 				if n.Kubelet != tc.version {
-					t.Errorf("report: Node %s runs %q, want %s", n.Node, n.Kubelet, tc.version)
+					t.Errorf("report: Node %s runs %q, want %s", n.Name, n.Kubelet, tc.version)
 				}
 			}
 			if obs.most < 1 || obs.most > int(tc.maxUnavailable) {
@@ -339,10 +339,10 @@ func TestRollout(t *testing.T) {
 		}
 		for _, n := range rep.Nodes {
 			if n.Kubelet == "" {
-				t.Errorf("the report does not say what Node %s runs: %+v", n.Node, n)
+				t.Errorf("the report does not say what Node %s runs: %+v", n.Name, n)
 			}
-			if fx.node(n.Node).Spec.Unschedulable {
-				t.Errorf("Node %s is left cordoned (%s)", n.Node, n.Result)
+			if fx.node(n.Name).Spec.Unschedulable {
+				t.Errorf("Node %s is left cordoned (%s)", n.Name, n.Result)
 			}
 		}
 	})

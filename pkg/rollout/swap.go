@@ -18,7 +18,7 @@ import (
 // hot-swap, the cluster's check, a rollback when either fails, uncordon.
 // Its state in the cluster follows each step.
 func (r *run) swapNode(ctx context.Context, name string) NodeReport {
-	out := NodeReport{Node: name}
+	out := NodeReport{Name: name}
 	step := func(msg string) { r.opts.Observer.Step(name, msg) }
 	interrupted := func(err error) NodeReport {
 		// The state keeps the Node swapping: a resumed run does it again.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,13 +14,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/rollout"
 	"sigs.k8s.io/swdt/pkg/ui"
+	"sigs.k8s.io/swdt/pkg/ui/report"
 )
-
-// rolloutJSON is `swdt rollout -o json` output.
-type rolloutJSON struct {
-	docMeta
-	*rollout.Report
-}
 
 type rolloutFlags struct {
 	dryRun   bool
@@ -87,7 +81,7 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 		return fmt.Errorf("spec.kubernetes.rollout: %w", err)
 	}
 	progress := e.ui.NewProgress()
-	abort, stop := e.interrupts(progress.Warn)
+	abort, stop := e.interrupts(progress.Warn, nil)
 	defer stop()
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
 	swap := f.swap.options()
@@ -97,7 +91,7 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 		Observer: rolloutObserver{progress}}
 	rep, err := rollout.Run(ctx, spec, opts)
 	if rep != nil {
-		if perr := printRollout(e.ui, rep); perr != nil {
+		if perr := report.PrintRollout(e.ui, rep); perr != nil {
 			return perr
 		}
 	}
@@ -132,18 +126,6 @@ func rolled(rep *rollout.Report) bool {
 		}
 	}
 	return false
-}
-
-func printRollout(u *ui.UI, rep *rollout.Report) error {
-	heading := fmt.Sprintf("rollout %s of %s to the Nodes %s of %s, %d at a time", rep.Name, strings.Join(rep.Provisioners, ", "), rep.Selector, rep.Server, rep.MaxUnavailable)
-	if rep.Resumed {
-		heading += " (resumed)"
-	}
-	nodes := make([]ui.RolloutNode, 0, len(rep.Nodes))
-	for _, n := range rep.Nodes {
-		nodes = append(nodes, ui.RolloutNode{Node: n.Node, Result: n.Result, Kubelet: n.Kubelet, Ready: string(n.Ready), Note: n.Error})
-	}
-	return u.Rollout(rolloutJSON{docMeta: meta("RolloutReport"), Report: rep}, heading, nodes, rep.Stopped)
 }
 
 // rolloutObserver shows each Node's steps.

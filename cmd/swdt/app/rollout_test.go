@@ -85,7 +85,7 @@ func TestRolloutCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); code != exitcode.OK || err != nil {
 		t.Fatalf("--dry-run -o json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
-	if doc.Kind != "RolloutReport" || len(doc.Nodes) != 2 || doc.Nodes[0].Node != "win-a" || doc.Nodes[1].Node != "win-b" ||
+	if doc.Kind != "RolloutReport" || len(doc.Nodes) != 2 || doc.Nodes[0].Name != "win-a" || doc.Nodes[1].Name != "win-b" ||
 		doc.Nodes[0].Result != rollout.ResultWouldChange || doc.MaxUnavailable != 1 {
 		t.Errorf("--dry-run -o json = %+v", doc)
 	}
@@ -117,4 +117,49 @@ func TestRolloutCommand(t *testing.T) {
 	if code, _, errOut = run("-c", plain); code != exitcode.Usage || !strings.Contains(errOut, "spec.kubernetes.rollout") {
 		t.Errorf("without a rollout section: exit %d\n%s", code, errOut)
 	}
+}
+
+// A rollout file validates without a hostname, and says where its nodes
+// come from.
+func TestValidateRolloutFile(t *testing.T) {
+	file := rolloutFile(t, t.TempDir(), filepath.Join(t.TempDir(), "kubeconfig"))
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errb}, []string{"config", "validate", "--no-color", "-c", file})
+	if code != exitcode.OK || !strings.Contains(out.String(), "workers  each Node the rollout selects  1 (kubelet)") {
+		t.Errorf("config validate: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
+
+// rolloutFile writes a rollout of the build the join fixture's node was
+// joined with, over the Nodes of its team: after the join, every Node has
+// it (unchanged).
+func (fx *joinFixture) rolloutFile(t *testing.T) string {
+	t.Helper()
+	c := fx.ts.Credentials()
+	file := filepath.Join(fx.dir, "rollout.yaml")
+	doc := fmt.Sprintf(`apiVersion: windows.k8s.io/v1alpha1
+kind: Node
+metadata:
+  name: team
+spec:
+  credentials:
+    hostname: %q
+    username: %s
+    privateKey: %q
+    knownHostsFile: %q
+  kubernetes:
+    provisioners:
+    - name: kubelet
+      version: v1.37.2
+      sourceURL: ./kubelet.exe
+      destination: 'C:\k\kubelet.exe'
+    rollout:
+      kubeconfig: %q
+      selector:
+        matchLabels: {example.com/team: sig-windows}
+`, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile, fx.cl.Kubeconfig)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
