@@ -11,6 +11,16 @@ import (
 // KindRollout is the kind of swdt rollout's document.
 const KindRollout = "RolloutReport"
 
+// The rollout's own results of a Node, beside the shared words.
+const (
+	// DoneBefore: an earlier run of the same rollout did it.
+	DoneBefore = rollout.ResultDoneBefore
+	// Interrupted: the run was cut short on it; a resumed run does it.
+	Interrupted = rollout.ResultInterrupted
+	// Untouched: the rollout stopped before it.
+	Untouched = rollout.ResultUntouched
+)
+
 // Rollout is the -o json document of swdt rollout: the rollout's report,
 // each Node with its result in the shared words (changed, unchanged,
 // would-change, rolled-back, failed) or the rollout's own (done-before,
