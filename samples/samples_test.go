@@ -23,7 +23,7 @@ func TestSamplesLoad(t *testing.T) {
 	if err != nil || len(files) < 5 {
 		t.Fatalf("samples: %v %v", files, err)
 	}
-	nodes := map[string]int{"full.yaml": 1, "minimal.yaml": 1, "node.yaml": 1, "two-nodes.yaml": 2, "wins.yaml": 1, "vm.yaml": 2}
+	nodes := map[string]int{"full.yaml": 1, "minimal.yaml": 1, "node.yaml": 1, "two-nodes.yaml": 2, "wins.yaml": 1, "vm.yaml": 2, "rollout.yaml": 1}
 	for _, f := range files {
 		t.Run(f, func(t *testing.T) {
 			res, err := config.Load(f)
@@ -39,6 +39,11 @@ func TestSamplesLoad(t *testing.T) {
 			if f == "wins.yaml" && res.Nodes[0].Spec.Wins == nil {
 				t.Error("no spec.wins")
 			}
+			if f == "rollout.yaml" {
+				if n := res.Nodes[0]; n.Spec.Kubernetes.Rollout == nil || n.Spec.Credentials.Hostname != "" {
+					t.Errorf("want spec.kubernetes.rollout and no hostname: %+v", n.Spec)
+				}
+			}
 			if f == "vm.yaml" {
 				for _, n := range res.Nodes {
 					if n.Spec.VM == nil || n.Spec.Credentials.Hostname != "" {
@@ -53,7 +58,10 @@ func TestSamplesLoad(t *testing.T) {
 // password and passwordEnv exclude each other; full.yaml sets passwordEnv.
 // Its VM is a libvirt one, and the hyperv block goes only with provider
 // hyperv (vm.yaml has one).
-var notInFull = map[string]bool{"spec.credentials.password": true, "spec.vm.hyperv": true, "spec.vm.hyperv.host": true}
+// maxUnavailable's Go fields are not the file's: it is a number or a
+// string.
+var notInFull = map[string]bool{"spec.credentials.password": true, "spec.vm.hyperv": true, "spec.vm.hyperv.host": true,
+	"spec.kubernetes.rollout.maxUnavailable.type": true, "spec.kubernetes.rollout.maxUnavailable.intVal": true, "spec.kubernetes.rollout.maxUnavailable.strVal": true}
 
 // TestFullUsesEveryField checks that full.yaml sets every field of the
 // Node API, so a new field cannot be added without a sample.

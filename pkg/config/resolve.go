@@ -43,6 +43,9 @@ func resolvePaths(n *v1alpha1.Node, dir string) []pathProblem {
 		resolve(&j.Kubeconfig, "spec.kubernetes.join.kubeconfig")
 		resolve(&j.ContainerdConfig, "spec.kubernetes.join.containerdConfig")
 	}
+	if r := n.Spec.Kubernetes.Rollout; r != nil {
+		resolve(&r.Kubeconfig, "spec.kubernetes.rollout.kubeconfig")
+	}
 	if w := n.Spec.Wins; w != nil && v1alpha1.IsLocalPathSource(w.SourceURL) {
 		resolve(&w.SourceURL, "spec.wins.sourceURL")
 	}

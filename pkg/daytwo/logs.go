@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // LogsOptions are what Logs reads and how often.
@@ -136,8 +136,7 @@ func Logs(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opt
 // connectionLost reports whether err is the node's connection failing,
 // not the op.
 func connectionLost(err error) bool {
-	var de *remote.DialError
-	return errors.Is(err, remote.ErrConnectionLost) || errors.As(err, &de)
+	return node.ConnectionLost(err)
 }
 
 // NodeServices are the services swdt manages on a node, as its node file

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // rebootPoll is the pause between two tries to reach a rebooting node,
@@ -80,7 +79,7 @@ func Reboot(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, o
 	opts.Step("rebooting")
 	start := time.Now()
 	if _, err := n.Reboot(ctx, ops.NodeRebootRequest{}); err != nil {
-		if !opts.Wait || !errors.Is(err, remote.ErrConnectionLost) {
+		if !opts.Wait || !errors.Is(err, node.ErrConnectionLost) {
 			return rep, fmt.Errorf("node %s: reboot: %w", spec.Name, err)
 		}
 		// Windows may end sshd before the op's answer is out.
@@ -173,11 +172,10 @@ func reconnect(ctx context.Context, n *node.Node) error {
 	var last error
 	err := retry.Poll(ctx, rebootPoll, func(ctx context.Context) (bool, error) {
 		err := n.Reconnect(ctx)
-		var de *remote.DialError
 		switch {
 		case err == nil:
 			return true, nil
-		case !errors.As(err, &de) && ctx.Err() == nil:
+		case !node.Unreachable(err) && ctx.Err() == nil:
 			return false, err
 		}
 		last = err

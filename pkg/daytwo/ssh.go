@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/node"
 )
 
 // Shell runs an interactive session with a terminal on the node spec (its
@@ -16,7 +16,7 @@ import (
 // does not fit (0xC000013A after Ctrl-C on Windows...), a lost
 // connection or the end of ctx is an error naming the node. warn receives
 // what the user must see about the connection, naming the node.
-func Shell(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opts remote.ShellOptions, warn func(msg string)) (int, error) {
+func Shell(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, opts node.ShellOptions, warn func(msg string)) (int, error) {
 	n, err := connect(ctx, spec, func(msg string) { warn("node " + spec.Name + ": " + msg) })
 	if err != nil {
 		return 0, fmt.Errorf("node %s: %w", spec.Name, err)

@@ -51,7 +51,13 @@ type Forwarder interface {
 // Terminal is a connection that runs an interactive session with a
 // terminal on the node (swdt ssh).
 type Terminal interface {
-	Shell(ctx context.Context, opts remote.ShellOptions) (int, error)
+	Shell(ctx context.Context, opts ShellOptions) (int, error)
+}
+
+// UnixDialer is a connection that opens streams to unix sockets of the
+// machine it reaches (libvirtd's, for a qemu+ssh URI).
+type UnixDialer interface {
+	DialUnix(ctx context.Context, socketPath string) (net.Conn, error)
 }
 
 // Redialer is a connection that tells when it ends and dials again (swdt
@@ -69,6 +75,7 @@ var (
 	_ Forwarder    = (*remote.Client)(nil)
 	_ Terminal     = (*remote.Client)(nil)
 	_ Redialer     = (*remote.Client)(nil)
+	_ UnixDialer   = (*remote.Client)(nil)
 )
 
 // Capabilities is what a node can do beyond the ops and file calls every
@@ -95,10 +102,14 @@ type Capabilities struct {
 	// QuickStat: the connection is a QuickStater; without it a file is
 	// described by Stat.
 	QuickStat bool
-	// PortForward, Terminal, Redial: the connection is a Forwarder, a
-	// Terminal, a Redialer; without one, the verb that needs it (swdt
-	// port-forward, ssh, reboot) fails saying so.
-	PortForward, Terminal, Redial bool
+	// PortForward, Terminal, Redial, UnixSockets: the connection is a
+	// Forwarder, a Terminal, a Redialer, a UnixDialer; without one, what
+	// needs it (swdt port-forward, ssh, reboot --wait, a qemu+ssh
+	// hypervisor) fails saying so.
+	PortForward, Terminal, Redial, UnixSockets bool
+	// SSH: the connection is SSH (*remote.Client). Without it, a verb
+	// that fails for want of one of the above says that it needs SSH.
+	SSH bool
 }
 
 // extras are the optional interfaces of a node's connection, asked once
@@ -111,6 +122,8 @@ type extras struct {
 	forward Forwarder
 	term    Terminal
 	redial  Redialer
+	unix    UnixDialer
+	ssh     bool
 }
 
 func extrasOf(c Conn) extras {
@@ -122,6 +135,8 @@ func extrasOf(c Conn) extras {
 	x.forward, _ = c.(Forwarder)
 	x.term, _ = c.(Terminal)
 	x.redial, _ = c.(Redialer)
+	x.unix, _ = c.(UnixDialer)
+	_, x.ssh = c.(*remote.Client)
 	return x
 }
 
@@ -133,6 +148,7 @@ func (n *Node) Capabilities() Capabilities {
 		Encoding: true, Attachments: true,
 		OpsAhead: x.ahead != nil, UploadsAhead: x.uploads != nil, LinkRTT: x.meter != nil,
 		QuickStat: x.quick != nil, PortForward: x.forward != nil, Terminal: x.term != nil, Redial: x.redial != nil,
+		UnixSockets: x.unix != nil, SSH: x.ssh,
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/remote"
@@ -62,4 +64,30 @@ func Dial(ctx context.Context, spec v1alpha1.Node, host string, opts ConnectOpti
 	n := New(spec.Name, client, opts.Logger)
 	n.Timeouts, n.Waiting, n.Transfer = opts.Timeouts, opts.Waiting, opts.Transfer
 	return n, nil
+}
+
+// DialHost connects over SSH to a machine that is not a node of the file:
+// a hypervisor host (pkg/vm), given as [user@]host[:port] or an
+// ~/.ssh/config alias. Its keys and user come from there (or ssh-agent);
+// its host key is checked as creds says for the node (knownHostsFile,
+// hostKeyPolicy). Reaching it is bounded by dialTimeout and ctx. The Node
+// is named host and logs to opts.Logger.
+func DialHost(ctx context.Context, host string, creds v1alpha1.CredentialsSpec, dialTimeout time.Duration, opts ConnectOptions) (*Node, error) {
+	cfg := remote.Config{
+		Host:           host,
+		KnownHostsFile: creds.KnownHostsFile,
+		HostKeyPolicy:  string(creds.HostKeyPolicy),
+		DialTimeout:    dialTimeout,
+		Logger:         opts.Logger,
+		Warn:           opts.Warn,
+		Passphrase:     opts.Passphrase,
+	}
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		cfg.User, cfg.Host = host[:i], host[i+1:]
+	}
+	client, err := remote.Dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(host, client, opts.Logger), nil
 }

@@ -61,3 +61,28 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDialHost: a hypervisor host given as user@host:port is reached
+// with the key ~/.ssh/config names and the node's host key policy, and
+// its SSH connection can do everything, unix sockets included.
+func TestDialHost(t *testing.T) {
+	ts := simnode.StartTest(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	writeFile(t, filepath.Join(home, ".ssh", "config"), "Host 127.0.0.1\n  IdentityFile "+ts.KeyFile+"\n")
+	creds := v1alpha1.CredentialsSpec{KnownHostsFile: filepath.Join(t.TempDir(), "known_hosts"), HostKeyPolicy: v1alpha1.HostKeyPolicyAcceptNew}
+	n, err := node.DialHost(t.Context(), ts.User()+"@"+ts.Addr(), creds, 0, node.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if facts, err := n.Facts(t.Context()); err != nil || !strings.HasPrefix(facts.CurrentBuild, "20348") {
+		t.Fatalf("Facts = %+v, %v", facts, err)
+	}
+	want := node.Capabilities{Encoding: true, Attachments: true, OpsAhead: true, UploadsAhead: true, LinkRTT: true, QuickStat: true,
+		PortForward: true, Terminal: true, Redial: true, UnixSockets: true, SSH: true}
+	if got := n.Capabilities(); got != want || n.Name != ts.User()+"@"+ts.Addr() {
+		t.Errorf("Capabilities = %+v, name %q; want %+v", got, n.Name, want)
+	}
+}

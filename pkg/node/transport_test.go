@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -49,10 +52,50 @@ func TestCapabilities(t *testing.T) {
 	if got, want := n.Capabilities(), (node.Capabilities{Encoding: true, Attachments: true}); got != want {
 		t.Errorf("Capabilities = %+v, want %+v", got, want)
 	}
-	if _, err := n.DialTCP(context.Background(), "127.0.0.1:80"); err == nil || !strings.Contains(err.Error(), "cannot forward ports") {
-		t.Errorf("DialTCP: %v, want the connection cannot forward ports", err)
+	if _, err := n.DialTCP(context.Background(), "127.0.0.1:80"); err == nil || !strings.Contains(err.Error(), "cannot forward ports") ||
+		!strings.Contains(err.Error(), "swdt port-forward needs an SSH connection to the node") {
+		t.Errorf("DialTCP: %v, want the connection cannot forward ports, and that port-forward needs SSH", err)
+	}
+	if _, err := n.Shell(context.Background(), node.ShellOptions{}); err == nil || !strings.Contains(err.Error(), "swdt ssh needs an SSH connection to the node") {
+		t.Errorf("Shell: %v, want that swdt ssh needs SSH", err)
 	}
 	if rtt, ok := n.LinkRTT(); ok {
 		t.Errorf("LinkRTT = %s, true on a connection that does not measure it", rtt)
+	}
+}
+
+// TestOnlyTransportsImportRemote: workflows and engines reach nodes
+// through this package and never speak SSH (DESIGN.md §3.1); only the
+// node API, the transports and simnode (the SSH server twin) import
+// pkg/remote.
+func TestOnlyTransportsImportRemote(t *testing.T) {
+	const remotePkg = "sigs.k8s.io/swdt/pkg/remote"
+	allowed := func(pkg string) bool {
+		for _, p := range []string{"sigs.k8s.io/swdt/pkg/node", remotePkg, "sigs.k8s.io/swdt/pkg/kubeconn", "sigs.k8s.io/swdt/pkg/simnode"} {
+			if pkg == p || strings.HasPrefix(pkg, p+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "sigs.k8s.io/swdt/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	listed := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		listed++
+		if allowed(f[0]) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp == remotePkg {
+				t.Errorf("%s imports %s: reach the node through pkg/node (its Conn, capabilities and errors)", f[0], remotePkg)
+			}
+		}
+	}
+	if listed < 20 {
+		t.Fatalf("go list named %d packages:\n%s", listed, out)
 	}
 }

@@ -2,12 +2,10 @@ package vm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/node"
-	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // OpenFunc opens the hypervisor of a node's spec.vm (Open, or a test's
@@ -41,8 +39,7 @@ func ConnectNode(ctx context.Context, spec v1alpha1.Node, opts node.ConnectOptio
 		n, err = node.Dial(ctx, spec, ip, opts)
 		// Only an SSH server that does not answer (yet) is worth waiting
 		// for; a refused key or a changed host key will not go away.
-		var dialErr *remote.DialError
-		return errors.As(err, &dialErr), err
+		return node.Unreachable(err), err
 	}
 	timeout := v1alpha1.DefaultVMAddressTimeout
 	if t := spec.Spec.VM.AddressTimeout; t != nil {

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // hypervHost is what a Hyper-V VM is driven through: the Hyper-V ops of
@@ -55,11 +54,11 @@ func openHyperV(ctx context.Context, spec *v1alpha1.VMSpec, creds v1alpha1.Crede
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, opts.dialTimeout())
 		defer cancel()
-		client, err := remote.Dial(dctx, sshHopConfig(host, creds, opts))
+		h, err := node.DialHost(dctx, host, creds, opts.dialTimeout(), opts.hop(opts.logger().With("vm", spec.Name)))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: ssh to %s: %w", v.Describe(), ErrUnreachable, host, err)
 		}
-		v.host = node.New(host, client, opts.logger().With("vm", spec.Name))
+		v.host = h
 	}
 	if _, err := v.Status(ctx); err != nil {
 		_ = v.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -13,7 +14,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
-	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/node"
 )
 
 // systemSocketDir is where a system libvirtd (or the modular virt*d
@@ -97,7 +98,7 @@ func (t libvirtTarget) dial(ctx context.Context, creds v1alpha1.CredentialsSpec,
 		}
 		return conn, nil, nil
 	}
-	client, err := remote.Dial(ctx, sshHopConfig(t.sshHost, creds, opts))
+	client, err := node.DialHost(ctx, t.sshHost, creds, opts.dialTimeout(), opts.hop(opts.Logger))
 	if err != nil {
 		return nil, nil, fmt.Errorf("ssh to %s: %w", t.sshHost, err)
 	}
@@ -122,21 +123,9 @@ func dialFirst(sockets []string, dial func(path string) (net.Conn, error)) (net.
 	return nil, fmt.Errorf("no libvirt socket answered (%s): %w", strings.Join(sockets, ", "), errors.Join(errs...))
 }
 
-// sshHopConfig is the SSH configuration for a hypervisor host given as
-// [user@]host[:port] or an ~/.ssh/config alias: keys and user come from
-// there (or ssh-agent), host keys are checked as for the node.
-func sshHopConfig(host string, creds v1alpha1.CredentialsSpec, opts Options) remote.Config {
-	cfg := remote.Config{
-		Host:           host,
-		KnownHostsFile: creds.KnownHostsFile,
-		HostKeyPolicy:  string(creds.HostKeyPolicy),
-		DialTimeout:    opts.dialTimeout(),
-		Logger:         opts.Logger,
-		Warn:           opts.Warn,
-		Passphrase:     opts.Passphrase,
-	}
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		cfg.User, cfg.Host = host[:i], host[i+1:]
-	}
-	return cfg
+// hop is the connection options of an SSH hop to a hypervisor host:
+// keys and user come from ~/.ssh/config (or ssh-agent), host keys are
+// checked as for the node.
+func (o Options) hop(logger *slog.Logger) node.ConnectOptions {
+	return node.ConnectOptions{Logger: logger, Warn: o.Warn, Passphrase: o.Passphrase}
 }

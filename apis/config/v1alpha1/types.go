@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Node describes one Windows node that swdt drives over SSH: how to reach
@@ -158,6 +159,60 @@ type KubernetesSpec struct {
 	// service that joins the cluster this section names. Extension.
 	// +optional
 	Join *JoinSpec `json:"join,omitempty"`
+	// Rollout makes the file a template for many Nodes of a cluster
+	// (swdt rollout): its provisioners are swapped on every Node the
+	// selector picks, a few at a time, each gated by the cluster.
+	// Extension.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// RolloutSpec says which Nodes of a cluster a rollout swaps, how many at
+// once, and what it does around each swap (docs/rollout.md).
+type RolloutSpec struct {
+	// Kubeconfig is the cluster's kubeconfig on this machine. Default:
+	// $KUBECONFIG, else ~/.kube/config.
+	// +optional
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context is the kubeconfig context. Default: its current context.
+	// +optional
+	Context string `json:"context,omitempty"`
+	// Selector picks the Nodes to roll, by their labels; Nodes whose
+	// kubernetes.io/os is not windows are never picked. Default: every
+	// Windows Node (kubernetes.io/os=windows).
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Provisioners names the provisioners of spec.kubernetes.provisioners
+	// the rollout swaps. Default: all of them.
+	// +optional
+	Provisioners []string `json:"provisioners,omitempty"`
+	// MaxUnavailable is how many Nodes are swapped at once: a number, or
+	// a percentage of the selected Nodes (rounded down, at least 1).
+	// Default: 1.
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// Drain, when set, cordons each Node and evicts its pods (respecting
+	// PodDisruptionBudgets) before its swap, and uncordons it after.
+	// +optional
+	Drain *DrainSpec `json:"drain,omitempty"`
+	// Timeout bounds the cluster's check of each Node after its swap:
+	// the new kubeletVersion, a Lease renewal, Ready as before.
+	// Default: 1m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// DrainSpec says how a Node is drained before its swap.
+type DrainSpec struct {
+	// Timeout bounds the drain of one Node: evictions a
+	// PodDisruptionBudget refuses are retried until then, and the
+	// rollout stops when a pod is still there. Default: 5m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// GracePeriodSeconds overrides each evicted pod's termination grace
+	// period. Default: the pod's own.
+	// +optional
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // JoinSpec names the cluster a node joins and how it appears there.

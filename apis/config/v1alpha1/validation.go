@@ -42,7 +42,9 @@ func ValidateNode(n *Node) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateNodeName(n.Name, field.NewPath("metadata", "name"))...)
 	spec := field.NewPath("spec")
-	errs = append(errs, validateCredentials(&n.Spec.Credentials, n.Spec.VM != nil, spec.Child("credentials"))...)
+	// A node with spec.vm leaves its address to the hypervisor, a rollout
+	// takes each Node's from the cluster.
+	errs = append(errs, validateCredentials(&n.Spec.Credentials, n.Spec.VM != nil || n.Spec.Kubernetes.Rollout != nil, spec.Child("credentials"))...)
 	errs = append(errs, validateSetup(&n.Spec.Setup, spec.Child("setup"))...)
 	errs = append(errs, validateKubernetes(&n.Spec.Kubernetes, spec.Child("kubernetes"))...)
 	if n.Spec.Wins != nil {
@@ -66,8 +68,9 @@ func validateNodeName(name string, p *field.Path) field.ErrorList {
 	return nil
 }
 
-// validateCredentials checks c; hasVM says spec.vm is set, so that the
-// hostname may be left to the hypervisor.
+// validateCredentials checks c; hasVM says the address comes from
+// elsewhere (spec.vm's hypervisor, or the cluster for a rollout), so that
+// the hostname may be left out.
 func validateCredentials(c *CredentialsSpec, hasVM bool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Hostname != "" || !hasVM {
@@ -199,6 +202,9 @@ func validateKubernetes(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	}
 	if k.Join != nil {
 		errs = append(errs, validateJoin(k, p.Child("join"))...)
+	}
+	if k.Rollout != nil {
+		errs = append(errs, validateRollout(k, p.Child("rollout"))...)
 	}
 	return errs
 }

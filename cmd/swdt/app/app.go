@@ -153,6 +153,7 @@ into their services, and deploy rancher/wins.`,
 		newSSHCommand(e),
 		newRebootCommand(e),
 		newVMCommand(e),
+		newRolloutCommand(e),
 	)
 	return root
 }

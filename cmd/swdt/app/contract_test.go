@@ -171,7 +171,8 @@ func contractInvocations(t *testing.T) []invocation {
 	}
 	if !testing.Short() {
 		jf := newJoinFixture(t)
-		invs = append(invs, invocation{command: "join", args: []string{"join", "-c", jf.config}})
+		invs = append(invs, invocation{command: "join", args: []string{"join", "-c", jf.config}},
+			invocation{command: "rollout", args: []string{"rollout", "-c", jf.rolloutFile(t), "--cache-dir", filepath.Join(jf.dir, "cache")}})
 	}
 	return invs
 }
@@ -265,7 +266,7 @@ func TestJSONContract(t *testing.T) {
 		t.Errorf("config init -o json: exit %d, want %d and a refusal\n%s%s", code, exitcode.Usage, out, errOut)
 	}
 	for c := range rows {
-		if c == "join" && testing.Short() {
+		if (c == "join" || c == "rollout") && testing.Short() {
 			continue
 		}
 		t.Errorf("swdt %s is in %s but the test does not run it", c, referenceDoc)

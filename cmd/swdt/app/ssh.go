@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/daytwo"
 	"sigs.k8s.io/swdt/pkg/exitcode"
-	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/ui/report"
 )
@@ -71,10 +71,10 @@ func runSSH(ctx context.Context, e *env, before, after []string) error {
 	if jsonOut {
 		stdout = &captured
 	}
-	opts := remote.ShellOptions{Command: command, Term: os.Getenv("TERM"), Stdin: e.streams.In, Stdout: stdout}
+	opts := node.ShellOptions{Command: command, Term: os.Getenv("TERM"), Stdin: e.streams.In, Stdout: stdout}
 	if t := e.ui.Terminal(e.streams.In); t != nil && !jsonOut {
 		if size, err := t.Size(); err == nil {
-			opts.Size = remote.WindowSize(size)
+			opts.Size = node.WindowSize(size)
 		}
 		restore, err := t.Raw()
 		if err != nil {
@@ -83,11 +83,11 @@ func runSSH(ctx context.Context, e *env, before, after []string) error {
 		defer restore()
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		resize := make(chan remote.WindowSize)
+		resize := make(chan node.WindowSize)
 		go func() {
 			for sz := range t.Resizes(rctx) {
 				select {
-				case resize <- remote.WindowSize(sz):
+				case resize <- node.WindowSize(sz):
 				case <-rctx.Done():
 					return
 				}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
@@ -131,6 +132,9 @@ func metadata(t reflect.Type) *jsonschema.Schema {
 		return s
 	case reflect.TypeFor[metav1.ListMeta]():
 		return &jsonschema.Schema{Type: "object", AdditionalProperties: jsonschema.FalseSchema}
+	case reflect.TypeFor[intstr.IntOrString]():
+		return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string", Pattern: `^[0-9]+%$`}},
+			Description: "A number, or a percentage such as 25%."}
 	case reflect.TypeFor[metav1.Duration]():
 		return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`,
 			Description: "A duration such as 90s, 3m or 1h30m."}
@@ -183,14 +187,16 @@ func refine(defs jsonschema.Definitions) error {
 		}
 		f.refine(s)
 	}
-	// A node with spec.vm may leave the hostname to its hypervisor.
+	// A node with spec.vm may leave the hostname to its hypervisor, a
+	// rollout to the cluster.
 	creds, spec := defs["CredentialsSpec"], defs["NodeSpec"]
 	if creds == nil || spec == nil {
 		return fmt.Errorf("the schema has no CredentialsSpec or NodeSpec: update refine for the Node API's types")
 	}
 	creds.Required = slices.DeleteFunc(creds.Required, func(r string) bool { return r == "hostname" })
 	withHostname := withProps(&jsonschema.Schema{}, prop{"credentials", &jsonschema.Schema{Required: []string{"hostname"}}})
-	spec.AnyOf = []*jsonschema.Schema{{Required: []string{"vm"}}, withHostname}
+	withRollout := withProps(&jsonschema.Schema{Required: []string{"kubernetes"}}, prop{"kubernetes", &jsonschema.Schema{Required: []string{"rollout"}}})
+	spec.AnyOf = []*jsonschema.Schema{{Required: []string{"vm"}}, withHostname, withRollout}
 	check := defs["HealthCheck"]
 	if check == nil {
 		return fmt.Errorf("the schema has no HealthCheck: update refine for the Node API's types")

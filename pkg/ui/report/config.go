@@ -56,8 +56,11 @@ func PrintConfig(u *ui.UI, path string, res *config.Result, err error) error {
 			provs += " (" + strings.Join(s.Provisioners, ", ") + ")"
 		}
 		host := s.Host + ":" + strconv.Itoa(s.Port)
-		if s.Host == "" {
+		switch {
+		case s.Host == "" && s.VM != "":
 			host = "from the " + s.VM + " VM"
+		case s.Host == "":
+			host = "each Node the rollout selects"
 		}
 		rows = append(rows, []string{s.Name, host, provs})
 	}

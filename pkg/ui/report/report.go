@@ -75,7 +75,8 @@ const (
 )
 
 // Results lists every word a result may be.
-var Results = []string{Changed, Unchanged, WouldChange, RolledBack, Failed, Passed, OK, InSync, OutOfSync, Listening, Removed}
+var Results = []string{Changed, Unchanged, WouldChange, RolledBack, Failed, Passed, OK, InSync, OutOfSync, Listening, Removed,
+	DoneBefore, Interrupted, Untouched}
 
 // checkResult maps a check's outcome to the shared vocabulary.
 func checkResult(ok bool) string {
