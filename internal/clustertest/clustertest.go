@@ -235,6 +235,12 @@ func (c *Cluster) start(bins map[string]string) error {
 		"--authorization-mode=Node,RBAC",
 		"--enable-bootstrap-token-auth=true",
 		"--enable-admission-plugins=NodeRestriction",
+		// As kubeadm: the kubelet's address is its InternalIP (a simulated
+		// node's hostname does not resolve).
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		// As kubeadm: privileged (and HostProcess) pods are allowed; Pod
+		// Security admission decides per namespace.
+		"--allow-privileged=true",
 		"--profiling=false",
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 	); err != nil {

@@ -116,14 +116,17 @@ func (h *podHost) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("container %q of pod %s/%s is not running on node %s", container, ns, name, h.k.name), http.StatusNotFound)
 		return
 	}
+	// The kubelet API's parameters (the API server's are stdin, stdout,
+	// stderr, tty).
 	q := r.URL.Query()
+	set := func(name string) bool { return q.Get(name) == "1" || q.Get(name) == "true" }
 	resp, err := h.stream.GetExec(&runtimeapi.ExecRequest{
 		ContainerId: ns + "/" + name + "/" + container,
 		Cmd:         q["command"],
-		Tty:         q.Get("tty") == "1" || q.Get("tty") == "true",
-		Stdin:       q.Get("stdin") == "1" || q.Get("stdin") == "true",
-		Stdout:      q.Get("stdout") == "1" || q.Get("stdout") == "true",
-		Stderr:      q.Get("stderr") == "1" || q.Get("stderr") == "true",
+		Tty:         set("tty"),
+		Stdin:       set("input"),
+		Stdout:      set("output"),
+		Stderr:      set("error"),
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
