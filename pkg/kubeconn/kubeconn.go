@@ -60,7 +60,7 @@ const (
 	managedBy      = "swdt"
 	// LabelEnforce is Pod Security admission's enforce label; a
 	// HostProcess pod needs the privileged level.
-	LabelEnforce = "pod-security.kubernetes.io/enforce"
+	LabelEnforce    = "pod-security.kubernetes.io/enforce"
 	levelPrivileged = "privileged"
 )
 
