@@ -506,3 +506,19 @@ func StartCRI(t testing.TB) string {
 	}
 	return "tcp://" + strings.TrimSpace(line)
 }
+
+// UserKubeconfig writes a kubeconfig for user (a client certificate with
+// that common name and no group) and returns its path: a user with only
+// the rights a test binds to it.
+func (c *Cluster) UserKubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	stem := "user-" + user
+	if err := c.pki.issue(stem, pkix.Name{CommonName: user}, clientAuth, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.Dir, stem+".kubeconfig")
+	if err := writeKubeconfig(path, user, c.Server, c.pki.path("ca.crt"), c.pki.path(stem+".crt"), c.pki.path(stem+".key")); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

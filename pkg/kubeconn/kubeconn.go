@@ -150,13 +150,14 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("read Node %s: %w", o.Node, err)
 	}
-	if err := c.ensureNamespace(ctx); err != nil {
+	level, err := c.ensureNamespace(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.ensureServiceAccount(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.ensurePod(ctx); err != nil {
+	if err := c.ensurePod(ctx, level); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -189,7 +190,11 @@ func (e *PodSecurityError) Error() string {
 // Unwrap returns the API server's refusal.
 func (e *PodSecurityError) Unwrap() error { return e.Err }
 
-func (c *Conn) ensureNamespace(ctx context.Context) error {
+// ensureNamespace creates the namespace, labelled for the privileged
+// Pod Security level, unless it exists; it returns the level an existing
+// one enforces ("" when its label does not say). Pod Security admission
+// itself judges the pod (ensurePod).
+func (c *Conn) ensureNamespace(ctx context.Context) (string, error) {
 	nss := c.client.CoreV1().Namespaces()
 	ns, err := nss.Get(ctx, c.opts.Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -198,17 +203,14 @@ func (c *Conn) ensureNamespace(ctx context.Context) error {
 			"pod-security.kubernetes.io/warn": levelPrivileged, "pod-security.kubernetes.io/audit": levelPrivileged,
 		}}}
 		if _, err := nss.Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", c.opts.Namespace, err)
+			return "", fmt.Errorf("create namespace %s: %w", c.opts.Namespace, err)
 		}
-		return nil
+		return levelPrivileged, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read namespace %s: %w", c.opts.Namespace, err)
+		return "", fmt.Errorf("read namespace %s: %w", c.opts.Namespace, err)
 	}
-	if level := ns.Labels[LabelEnforce]; level != "" && level != levelPrivileged {
-		return &PodSecurityError{Namespace: c.opts.Namespace, Level: level}
-	}
-	return nil
+	return ns.Labels[LabelEnforce], nil
 }
 
 func (c *Conn) ensureServiceAccount(ctx context.Context) error {
@@ -254,8 +256,9 @@ func (c *Conn) podSpec() *corev1.Pod {
 }
 
 // ensurePod creates the node's pod unless it runs, and waits for it to
-// run.
-func (c *Conn) ensurePod(ctx context.Context) error {
+// run. level is the Pod Security level the namespace enforces, for the
+// error when admission refuses the pod.
+func (c *Conn) ensurePod(ctx context.Context, level string) error {
 	pods := c.client.CoreV1().Pods(c.opts.Namespace)
 	p, err := pods.Get(ctx, c.pod, metav1.GetOptions{})
 	switch {
@@ -267,8 +270,8 @@ func (c *Conn) ensurePod(ctx context.Context) error {
 			}
 		}
 		_, err := pods.Create(ctx, c.podSpec(), metav1.CreateOptions{})
-		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity") {
-			return &PodSecurityError{Namespace: c.opts.Namespace, Err: err}
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity") {
+			return &PodSecurityError{Namespace: c.opts.Namespace, Level: level, Err: err}
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create pod %s/%s on node %s: %w", c.opts.Namespace, c.pod, c.opts.Node, err)

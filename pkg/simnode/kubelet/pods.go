@@ -52,11 +52,53 @@ type podHost struct {
 	mu sync.Mutex
 	// running are the pods it runs, by namespace/name.
 	running map[string]*corev1.Pod
+	// conns are the open connections to the port: a kubelet that stops
+	// drops them, exec streams included (http.Server.Close leaves
+	// hijacked ones open).
+	conns map[*trackedConn]struct{}
 }
 
 // connKey holds an exec request's connection in its context: cutting the
 // stream closes it.
 type connKey struct{}
+
+// trackedConn is a connection to the kubelet's port that says when it
+// closes, whichever side closed it (the stream's reader closes it on
+// EOF).
+type trackedConn struct {
+	net.Conn
+	once   sync.Once
+	closed chan struct{}
+	h      *podHost
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		close(c.closed)
+		c.h.mu.Lock()
+		delete(c.h.conns, c)
+		c.h.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// trackingListener wraps each accepted connection in a trackedConn.
+type trackingListener struct {
+	net.Listener
+	h *podHost
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, closed: make(chan struct{}), h: l.h}
+	l.h.mu.Lock()
+	l.h.conns[tc] = struct{}{}
+	l.h.mu.Unlock()
+	return tc, nil
+}
 
 // startPods listens on the kubelet's port (a free one on 127.0.0.1, the
 // Node's InternalIP) and serves exec until ctx ends.
@@ -69,7 +111,7 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 	if err != nil {
 		return nil, fmt.Errorf("listen on the kubelet port: %w", err)
 	}
-	h := &podHost{k: k, exec: exec, port: l.Addr().(*net.TCPAddr).Port, running: map[string]*corev1.Pod{}}
+	h := &podHost{k: k, exec: exec, port: l.Addr().(*net.TCPAddr).Port, running: map[string]*corev1.Pod{}, conns: map[*trackedConn]struct{}{}}
 	cfg := streaming.DefaultConfig
 	cfg.BaseURL = &url.URL{Scheme: "https", Host: l.Addr().String(), Path: "/cri/"}
 	cfg.StreamIdleTimeout = 10 * time.Minute
@@ -85,18 +127,35 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 		Handler:           mux,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 30 * time.Second,
-		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
-	go func() { _ = h.srv.ServeTLS(l, "", "") }()
+	go func() { _ = h.srv.ServeTLS(trackingListener{Listener: l, h: h}, "", "") }()
 	go func() {
 		<-ctx.Done()
-		h.srv.Close()
+		h.close()
 	}()
 	return h, nil
 }
 
-// close stops serving and closes every exec stream.
-func (h *podHost) close() { h.srv.Close() }
+// close stops serving and closes every connection, exec streams
+// included.
+func (h *podHost) close() {
+	h.srv.Close()
+	h.mu.Lock()
+	conns := make([]*trackedConn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
 
 // serveExec is the kubelet API's /exec/{namespace}/{pod}/{container}
 // (and with the pod's UID before the container): the request is handed
@@ -162,9 +221,20 @@ func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader
 	if errw != nil {
 		stderr = errw
 	}
+	// The command's session ends with its stream's connection, as an
+	// SSH session's does.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	cut := func() {}
-	if c, ok := ctx.Value(connKey{}).(net.Conn); ok {
+	if c, ok := ctx.Value(connKey{}).(*trackedConn); ok {
 		cut = func() { c.Close() }
+		go func() {
+			select {
+			case <-c.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	if status := h.exec(ctx, cmd, in, stdout, stderr, cut); status != 0 {
 		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", status), Code: status}
