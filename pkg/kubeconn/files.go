@@ -78,6 +78,10 @@ func (c *Conn) call(ctx context.Context, req filescript.Request, data io.Reader,
 		return filescript.Reply{}, fmt.Errorf("%s %s: %w", req.Op, req.Path, err)
 	}
 	var r filescript.Reply
+	if !w.done && status == 0 {
+		// No status and no reply: the stream dropped (Exec).
+		return r, fmt.Errorf("%s %s on node %s: %w (it ended with no status and no reply)", req.Op, req.Path, c.opts.Node, ErrStreamLost)
+	}
 	if !w.done || json.Unmarshal(w.line.Bytes(), &r) != nil {
 		return r, fmt.Errorf("%s %s on node %s: the file script gave no reply (exit status %d): %s", req.Op, req.Path, c.opts.Node, status,
 			strings.TrimSpace(stderr.String()))

@@ -13,12 +13,14 @@
 package kubeconn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -314,8 +316,61 @@ func argv(cmd string) []string {
 
 // Exec runs one command line in the node's pod with stdin streamed to it
 // and returns its exit status.
+//
+// pods/exec reports a success by sending no status at all (the
+// streaming protocols up to v5), so a stream that drops looks like a
+// command that exited 0. An op of the agent always prints its result
+// line: an op that "succeeds" without one lost its stream
+// (ErrStreamLost), as the file script's reply tells its calls.
 func (c *Conn) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	return c.run(ctx, argv(cmd), stdin, stdout, stderr)
+	args := argv(cmd)
+	if len(args) != 3 || args[1] != "op" {
+		return c.run(ctx, args, stdin, stdout, stderr)
+	}
+	seen := &markerWatch{}
+	status, err := c.run(ctx, args, stdin, io.MultiWriter(stdout, seen.side(0)), io.MultiWriter(stderr, seen.side(1)))
+	if err == nil && status == 0 && !seen.found() {
+		return -1, fmt.Errorf("exec in pod %s/%s on node %s: %w (it ended with no status and no result line; the op may or may not have completed)",
+			c.opts.Namespace, c.pod, c.opts.Node, ErrStreamLost)
+	}
+	return status, err
+}
+
+// markerWatch looks for ops.ResultMarker in two streams, across writes.
+type markerWatch struct {
+	mu    sync.Mutex
+	tails [2][]byte
+	seen  bool
+}
+
+type markerSide struct {
+	w *markerWatch
+	i int
+}
+
+func (w *markerWatch) side(i int) io.Writer { return markerSide{w, i} }
+
+func (s markerSide) Write(p []byte) (int, error) {
+	w := s.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen {
+		return len(p), nil
+	}
+	buf := append(w.tails[s.i], p...)
+	if bytes.Contains(buf, []byte(ops.ResultMarker)) {
+		w.seen = true
+		return len(p), nil
+	}
+	keep := min(len(buf), len(ops.ResultMarker)-1)
+	w.tails[s.i] = append([]byte(nil), buf[len(buf)-keep:]...)
+	return len(p), nil
+}
+
+func (w *markerWatch) found() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
 }
 
 // run execs argv through pods/exec: WebSocket first, SPDY when the API

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/remote"
 )
 
@@ -25,7 +27,8 @@ func testContext(t *testing.T) context.Context {
 // TestOpsThroughPodsExec: a node reached by its Node name only, through
 // the real API server's pods/exec proxied to its (simulated) kubelet:
 // the agent is delivered over the exec stream and verified, ops run,
-// files go both ways, and no SSH connection is ever opened.
+// files go both ways, a stream cut mid-op is told from a success, and no
+// SSH connection is ever opened.
 func TestOpsThroughPodsExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -64,6 +67,21 @@ func TestOpsThroughPodsExec(t *testing.T) {
 	}
 	if _, err := n.Stat(ctx, `C:\k\missing.exe`); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Stat of a missing file: %v, want fs.ErrNotExist", err)
+	}
+
+	// The kubelet's side of the stream is cut while the op runs: pods/exec
+	// then ends with no status, as a success does, and only the missing
+	// result line tells; the agent runs on to the end of its op.
+	hold := simnode.AgentHold{Op: ops.FilesRemove.Name, Call: "Remove", Cut: true}
+	if err := ts.SetFaults(simnode.Faults{HoldAgent: &hold}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.RemoveFiles(ctx, []string{`C:\k\new\kubelet.exe`})
+	if !errors.Is(err, kubeconn.ErrStreamLost) || ts.Node().HoldsReached() != 1 {
+		t.Fatalf("RemoveFiles with its stream cut: %v (holds reached %d), want kubeconn.ErrStreamLost", err, ts.Node().HoldsReached())
+	}
+	if _, err := n.Stat(ctx, `C:\k\new\kubelet.exe`); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat after the cut op: %v, want the file removed by the agent that ran on", err)
 	}
 	if got := ts.Connections(); got != 0 {
 		t.Errorf("simnode saw %d SSH connections, want none", got)

@@ -136,11 +136,18 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 	}
 	go func() { _ = h.srv.ServeTLS(trackingListener{Listener: l, h: h}, "", "") }()
 	go func() {
-		<-ctx.Done()
+		// A kubelet's port goes with its process: a stopped service
+		// serves nothing more and drops its streams.
+		for k.wait(ctx, processWatch) {
+		}
 		h.close()
 	}()
 	return h, nil
 }
+
+// processWatch is how often the pod runner looks whether the kubelet's
+// process still runs.
+const processWatch = 20 * time.Millisecond
 
 // close stops serving and closes every connection, exec streams
 // included.
@@ -168,6 +175,10 @@ func (h *podHost) serveExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name, container := parts[0], parts[1], parts[len(parts)-1]
+	if !h.k.alive() {
+		http.Error(w, "the kubelet is stopping", http.StatusServiceUnavailable)
+		return
+	}
 	h.mu.Lock()
 	pod := h.running[ns+"/"+name]
 	h.mu.Unlock()
