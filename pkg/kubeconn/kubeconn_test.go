@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
-	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/remote"
+	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
 var _ node.Conn = (*kubeconn.Conn)(nil)
