@@ -129,6 +129,18 @@ func TestRefusedByPodSecurity(t *testing.T) {
 			if _, err := kubeconn.Dial(ctx, opts); err != nil {
 				t.Fatalf("Dial once the namespace is labelled as the error says: %v", err)
 			}
+			// Reset leaves a namespace swdt did not create, deleting only
+			// what it put there.
+			if found, err := kubeconn.Reset(ctx, opts); err != nil || !found {
+				t.Fatalf("Reset: %v, %v", found, err)
+			}
+			n, err = c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil || n.DeletionTimestamp != nil {
+				t.Errorf("namespace %s after Reset: %v, %v; want it kept", ns, n.DeletionTimestamp, err)
+			}
+			if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, kubeconn.ServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("service account after Reset: %v, want it deleted", err)
+			}
 		})
 	}
 }
