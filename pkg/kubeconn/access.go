@@ -51,7 +51,7 @@ type AccessError struct {
 
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("your kubeconfig's user may not %s; nothing was changed: ask a cluster administrator to bind you a role with them "+
-		"(docs/rollout.md, \"RBAC a user needs\", has the ClusterRole and Role)", strings.Join(e.Missing, ", "))
+		"(docs/rollout.md, \"RBAC a user needs\", has a ClusterRole with them)", strings.Join(e.Missing, ", "))
 }
 
 // checkAccess asks the API server (SelfSubjectAccessReview) whether the
