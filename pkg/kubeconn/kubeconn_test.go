@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/node"
@@ -36,6 +39,21 @@ func TestOpsThroughPodsExec(t *testing.T) {
 	c := clustertest.Start(t)
 	ts := c.StartKubeletNode(t, "win-01")
 	ctx := testContext(t)
+	// A Node the cluster does not have, and one whose kubelet never runs
+	// the pod: each said, with where to look.
+	if _, err := kubeconn.Dial(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: "win-99"}); err == nil || !strings.Contains(err.Error(), "the cluster has no Node win-99") {
+		t.Errorf("Dial to a Node the cluster lacks: %v", err)
+	}
+	ghost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-ghost", Labels: map[string]string{corev1.LabelOSStable: "windows"}}}
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, ghost, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kubeconn.Dial(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: "win-ghost", PodTimeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "swdt-agent-win-ghost on node win-ghost is Pending, not Running") ||
+		!strings.Contains(err.Error(), "kubectl describe pod -n swdt-system swdt-agent-win-ghost") {
+		t.Errorf("Dial to a Node whose kubelet never runs the pod: %v", err)
+	}
+
 	conn, err := kubeconn.Dial(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: "win-01"})
 	if err != nil {
 		t.Fatal(err)
