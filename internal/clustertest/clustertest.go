@@ -188,6 +188,9 @@ func (c *Cluster) start(bins map[string]string) error {
 		{"apiserver", pkix.Name{CommonName: "kube-apiserver"}, true},
 		{"admin", pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}}, false},
 		{"controller-manager", pkix.Name{CommonName: "system:kube-controller-manager"}, false},
+		// What the API server presents to kubelets (exec, logs), as
+		// kubeadm names it.
+		{"apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}}, false},
 	}
 	for _, ct := range certs {
 		usage, ips, dns := clientAuth, []net.IP(nil), []string(nil)
@@ -241,6 +244,8 @@ func (c *Cluster) start(bins map[string]string) error {
 		// As kubeadm: privileged (and HostProcess) pods are allowed; Pod
 		// Security admission decides per namespace.
 		"--allow-privileged=true",
+		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
 		"--profiling=false",
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 	); err != nil {

@@ -89,6 +89,11 @@ func (c *Conn) call(ctx context.Context, req filescript.Request, data io.Reader,
 	if !r.OK {
 		return r, replyError(req, r)
 	}
+	if status != 0 {
+		// The script replied, then failed (a read cut short).
+		return r, fmt.Errorf("%s %s on node %s: the file script exited with status %d after its reply: %s", req.Op, req.Path, c.opts.Node, status,
+			strings.TrimSpace(stderr.String()))
+	}
 	if w.extra != nil {
 		return r, fmt.Errorf("%s %s on node %s: %w", req.Op, req.Path, c.opts.Node, w.extra)
 	}

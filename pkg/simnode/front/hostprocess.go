@@ -30,7 +30,7 @@ func (s *Server) RunHostProcess(ctx context.Context, argv []string, stdin io.Rea
 	case len(argv) == 3 && argv[1] == "op" && ops.IsAgentPath(argv[0]):
 		return s.runAgent(ctx, hostProcessAccount, argv[0], argv[2], stdin, stdout, stderr, cut)
 	case filescript.IsArgv(argv):
-		return s.fileCall(stdin, stdout)
+		return s.fileCall(stdin, stdout, stderr)
 	}
 	io.Copy(io.Discard, stdin)
 	word := ""
@@ -42,7 +42,7 @@ func (s *Server) RunHostProcess(ctx context.Context, argv []string, stdin io.Rea
 }
 
 // fileCall plays filescript's files.ps1 against the machine as SYSTEM.
-func (s *Server) fileCall(stdin io.Reader, stdout io.Writer) int {
+func (s *Server) fileCall(stdin io.Reader, stdout, stderr io.Writer) int {
 	n := s.node(hostProcessAccount)
 	in := bufio.NewReader(stdin)
 	line, err := in.ReadBytes('\n')
@@ -137,6 +137,8 @@ func (s *Server) fileCall(stdin io.Reader, stdout io.Writer) int {
 			return 1
 		}
 		if _, err := io.Copy(stdout, f); err != nil {
+			// As PowerShell prints the exception that ends the script.
+			fmt.Fprintf(stderr, "read %s: %v\r\n", req.Path, err)
 			return 1
 		}
 		return 0

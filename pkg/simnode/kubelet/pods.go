@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -107,6 +108,17 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 	if err != nil {
 		return nil, err
 	}
+	// Callers authenticate with a client certificate of the cluster's CA
+	// (the API server's --kubelet-client-certificate), as kubeadm's
+	// kubelets require (authentication.x509.clientCAFile: the CA).
+	raw, err := k.readFile(k.flags.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read %s for the cluster's CA: %w", k.flags.kubeconfig, err)
+	}
+	clientCAs, err := clusterCA(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.flags.kubeconfig, err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on the kubelet port: %w", err)
@@ -124,8 +136,9 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 	mux.HandleFunc("/exec/", h.serveExec)
 	mux.Handle("/cri/", h.stream)
 	h.srv = &http.Server{
-		Handler:           mux,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Handler: mux,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs},
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if tc, ok := c.(*tls.Conn); ok {
@@ -363,6 +376,24 @@ func (h *podHost) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.running, key)
+}
+
+// clusterCA is the CA of the cluster a kubeconfig's current context
+// names.
+func clusterCA(kubeconfig []byte) (*x509.CertPool, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil {
+		return nil, errors.New("no cluster for the current context")
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cfg.Clusters[kctx.Cluster].CertificateAuthorityData) {
+		return nil, errors.New("no CA certificate in the cluster's certificate-authority-data")
+	}
+	return pool, nil
 }
 
 // selfSigned is the kubelet's serving certificate, self-signed as a
