@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/internal/winpath"
 	"sigs.k8s.io/swdt/pkg/kubeconn/filescript"
 	"sigs.k8s.io/swdt/pkg/ops"
@@ -31,6 +32,8 @@ type replySplitter struct {
 	done  bool
 	rest  io.Writer
 	extra error
+	// n counts the bytes after the reply.
+	n int64
 }
 
 func (w *replySplitter) Write(p []byte) (int, error) {
@@ -56,13 +59,48 @@ func (w *replySplitter) Write(p []byte) (int, error) {
 		if _, err := w.rest.Write(p); err != nil {
 			return 0, err
 		}
+		w.n += int64(len(p))
 	}
 	return n, nil
 }
 
-// call runs one file call with data after the request (nil: none) and
-// what follows the reply written to out (nil: nothing may follow).
-func (c *Conn) call(ctx context.Context, req filescript.Request, data io.Reader, out io.Writer) (filescript.Reply, error) {
+// fileRetry is how a file call whose stream was lost is tried again:
+// every call may be (a write starts again from its first byte, a read is
+// reread), which the SFTP path gets from its reconnect.
+var fileRetry = retry.Policy{Tries: 3, Pause: 100 * time.Millisecond, ShouldRetry: func(err error) bool { return errors.Is(err, ErrStreamLost) }}
+
+// call runs one file call, again when its stream is lost; data opens
+// what follows the request (nil: nothing). Nothing may follow the reply
+// (Download reads).
+func (c *Conn) call(ctx context.Context, req filescript.Request, data func() (io.Reader, error)) (filescript.Reply, error) {
+	var r filescript.Reply
+	err := fileRetry.Do(ctx, func(ctx context.Context, try int) error {
+		var in io.Reader
+		if data != nil {
+			d, err := data()
+			if err != nil {
+				return err
+			}
+			in = d
+		}
+		var err error
+		r, err = c.callOnce(ctx, req, in, nil)
+		if try > 1 && req.Op == filescript.OpRemove && r.Kind == filescript.KindNotFound {
+			// The lost try removed it.
+			return nil
+		}
+		return err
+	})
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		err = ex.Err
+	}
+	return r, err
+}
+
+// callOnce runs one file call with data after the request (nil: none)
+// and what follows the reply written to out (nil: nothing may follow).
+func (c *Conn) callOnce(ctx context.Context, req filescript.Request, data io.Reader, out io.Writer) (filescript.Reply, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
 		return filescript.Reply{}, err
@@ -88,6 +126,9 @@ func (c *Conn) call(ctx context.Context, req filescript.Request, data io.Reader,
 	}
 	if !r.OK {
 		return r, replyError(req, r)
+	}
+	if len(r.Entries) == 1 && req.Op == filescript.OpRead && req.Offset+w.n != r.Entries[0].Size {
+		return r, fmt.Errorf("%s %s on node %s: %w (got %d of %d bytes)", req.Op, req.Path, c.opts.Node, ErrStreamLost, req.Offset+w.n, r.Entries[0].Size)
 	}
 	if status != 0 {
 		// The script replied, then failed (a read cut short).
@@ -143,7 +184,7 @@ func (f fileInfo) Sys() any           { return nil }
 
 // Stat describes a file; a missing one matches fs.ErrNotExist.
 func (c *Conn) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error) {
-	r, err := c.call(ctx, filescript.Request{Op: filescript.OpStat, Path: remotePath}, nil, nil)
+	r, err := c.call(ctx, filescript.Request{Op: filescript.OpStat, Path: remotePath}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +196,7 @@ func (c *Conn) Stat(ctx context.Context, remotePath string) (fs.FileInfo, error)
 
 // ReadDir lists a directory.
 func (c *Conn) ReadDir(ctx context.Context, remotePath string) ([]fs.FileInfo, error) {
-	r, err := c.call(ctx, filescript.Request{Op: filescript.OpReadDir, Path: remotePath}, nil, nil)
+	r, err := c.call(ctx, filescript.Request{Op: filescript.OpReadDir, Path: remotePath}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +209,13 @@ func (c *Conn) ReadDir(ctx context.Context, remotePath string) ([]fs.FileInfo, e
 
 // Remove deletes a file.
 func (c *Conn) Remove(ctx context.Context, remotePath string) error {
-	_, err := c.call(ctx, filescript.Request{Op: filescript.OpRemove, Path: remotePath}, nil, nil)
+	_, err := c.call(ctx, filescript.Request{Op: filescript.OpRemove, Path: remotePath}, nil)
 	return err
 }
 
 // MkdirAll creates a directory and its parents.
 func (c *Conn) MkdirAll(ctx context.Context, remotePath string) error {
-	_, err := c.call(ctx, filescript.Request{Op: filescript.OpMkdir, Path: remotePath}, nil, nil)
+	_, err := c.call(ctx, filescript.Request{Op: filescript.OpMkdir, Path: remotePath}, nil)
 	return err
 }
 
@@ -211,8 +252,12 @@ func (c *Conn) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePa
 	if err := c.MkdirAll(ctx, winpath.Dir(remotePath)); err != nil {
 		return err
 	}
-	in := &counter{r: io.NewSectionReader(src, 0, size), progress: progress}
-	if _, err := c.call(ctx, filescript.Request{Op: filescript.OpWrite, Path: ops.PartPath(remotePath), To: remotePath}, in, nil); err != nil {
+	var in *counter
+	open := func() (io.Reader, error) {
+		in = &counter{r: io.NewSectionReader(src, 0, size), progress: progress}
+		return in, nil
+	}
+	if _, err := c.call(ctx, filescript.Request{Op: filescript.OpWrite, Path: ops.PartPath(remotePath), To: remotePath}, open); err != nil {
 		return fmt.Errorf("upload to %s on node %s: %w", remotePath, c.opts.Node, err)
 	}
 	if in.sent() != size {
@@ -224,38 +269,58 @@ func (c *Conn) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePa
 // UploadStream sends what open returns, up to EOF, to remotePath itself
 // and returns the bytes sent.
 func (c *Conn) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(sent int64)) (int64, error) {
-	r, err := open()
-	if err != nil {
-		return 0, err
+	var in *counter
+	var last io.Closer
+	defer func() {
+		if last != nil {
+			last.Close()
+		}
+	}()
+	reopen := func() (io.Reader, error) {
+		if last != nil {
+			last.Close()
+		}
+		r, err := open()
+		if err != nil {
+			return nil, err
+		}
+		last = r
+		in = &counter{r: r, progress: progress}
+		return in, nil
 	}
-	defer r.Close()
-	in := &counter{r: r, progress: progress}
-	if _, err := c.call(ctx, filescript.Request{Op: filescript.OpWrite, Path: remotePath}, in, nil); err != nil {
-		return in.sent(), fmt.Errorf("upload to %s on node %s: %w", remotePath, c.opts.Node, err)
+	if _, err := c.call(ctx, filescript.Request{Op: filescript.OpWrite, Path: remotePath}, reopen); err != nil {
+		sent := int64(0)
+		if in != nil {
+			sent = in.sent()
+		}
+		return sent, fmt.Errorf("upload to %s on node %s: %w", remotePath, c.opts.Node, err)
 	}
 	return in.sent(), nil
 }
 
-// Download copies a file's content to w.
+// Download copies a file's content to w, each byte once: a read cut
+// short is read again from where it stopped.
 func (c *Conn) Download(ctx context.Context, remotePath string, w io.Writer) error {
-	n := &countWriter{w: w}
-	r, err := c.call(ctx, filescript.Request{Op: filescript.OpRead, Path: remotePath}, nil, n)
-	if err != nil {
+	cw := &offsetWriter{w: w}
+	err := fileRetry.Do(ctx, func(ctx context.Context, _ int) error {
+		_, err := c.callOnce(ctx, filescript.Request{Op: filescript.OpRead, Path: remotePath, Offset: cw.n}, nil, cw)
 		return err
+	})
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		err = ex.Err
 	}
-	if len(r.Entries) == 1 && r.Entries[0].Size != n.n {
-		return fmt.Errorf("download %s from node %s: got %d of %d bytes", remotePath, c.opts.Node, n.n, r.Entries[0].Size)
-	}
-	return nil
+	return err
 }
 
-type countWriter struct {
+// offsetWriter counts what it passes on.
+type offsetWriter struct {
 	w io.Writer
 	n int64
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
+func (o *offsetWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.n += int64(n)
 	return n, err
 }

@@ -1,6 +1,6 @@
 # swdt: the file calls of the Kubernetes API transport (pkg/kubeconn), one per run.
 # language: full
-# The request is one JSON line on stdin ({"op","path","to"}); a write's bytes
+# The request is one JSON line on stdin ({"op","path","to","offset"}); a write's bytes
 # follow it to EOF. The reply is one JSON line on stdout; a read's bytes follow it.
 $ErrorActionPreference = 'Stop'
 $in = [Console]::OpenStandardInput()
@@ -65,6 +65,7 @@ try {
         'read' {
             $f = [System.IO.File]::OpenRead($p)
             try {
+                if ($null -ne $req.offset) { [void]$f.Seek([long]$req.offset, [System.IO.SeekOrigin]::Begin) }
                 Send-Reply @{ ok = $true; entries = @(Get-Entry $item) }
                 $f.CopyTo($out)
                 $out.Flush()

@@ -48,6 +48,9 @@ type Request struct {
 	// To, for a write, is where the file is renamed once written whole
 	// (replacing a file there): an upload through a staged name.
 	To string `json:"to,omitempty"`
+	// Offset, for a read, is where the bytes after the reply start (a
+	// read cut short is read again from there).
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // Entry describes a file or directory.

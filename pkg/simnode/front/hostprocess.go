@@ -128,11 +128,14 @@ func (s *Server) fileCall(stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		f, err := n.Open(req.Path)
+		f, err := n.OpenFile(req.Path)
 		if err != nil {
 			return fail(err)
 		}
 		defer f.Close()
+		if _, err := f.Seek(req.Offset, io.SeekStart); err != nil {
+			return fail(err)
+		}
 		if reply(filescript.Reply{OK: true, Entries: []filescript.Entry{entry(fi)}}) != 0 {
 			return 1
 		}

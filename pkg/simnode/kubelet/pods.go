@@ -73,14 +73,38 @@ type trackedConn struct {
 	h      *podHost
 }
 
+// Close ends the connection as a server that is done with it: its
+// output finished (FIN), it reads what the peer still sends until the
+// peer closes too. Closing a socket with unread input makes the kernel
+// reset the connection, and the peer then drops what it had received and
+// not yet read: the exec's last output and its status.
 func (c *trackedConn) Close() error {
+	c.ended()
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		if err := tcp.CloseWrite(); err == nil {
+			_ = tcp.SetReadDeadline(time.Now().Add(lingerLimit))
+			_, _ = io.Copy(io.Discard, tcp)
+		}
+	}
+	return c.Conn.Close()
+}
+
+// lingerLimit bounds how long a closed connection waits for its peer.
+const lingerLimit = 5 * time.Second
+
+// abort drops the connection at once, as a link that fails does.
+func (c *trackedConn) abort() error {
+	c.ended()
+	return c.Conn.Close()
+}
+
+func (c *trackedConn) ended() {
 	c.once.Do(func() {
 		close(c.closed)
 		c.h.mu.Lock()
 		delete(c.h.conns, c)
 		c.h.mu.Unlock()
 	})
-	return c.Conn.Close()
 }
 
 // trackingListener wraps each accepted connection in a trackedConn.
@@ -173,7 +197,7 @@ func (h *podHost) close() {
 	}
 	h.mu.Unlock()
 	for _, c := range conns {
-		c.Close()
+		c.abort()
 	}
 }
 
@@ -251,7 +275,7 @@ func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader
 	defer cancel()
 	cut := func() {}
 	if c, ok := ctx.Value(connKey{}).(*trackedConn); ok {
-		cut = func() { c.Close() }
+		cut = func() { c.abort() }
 		go func() {
 			select {
 			case <-c.closed:
@@ -260,7 +284,15 @@ func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader
 			}
 		}()
 	}
-	if status := h.exec(ctx, cmd, in, stdout, stderr, cut); status != 0 {
+	status := h.exec(ctx, cmd, in, stdout, stderr, cut)
+	// The command's output ends (EOF on each stream) before its status
+	// is sent, as a runtime closes a finished process's pipes.
+	for _, w := range []io.WriteCloser{out, errw} {
+		if w != nil {
+			w.Close()
+		}
+	}
+	if status != 0 {
 		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", status), Code: status}
 	}
 	return nil
