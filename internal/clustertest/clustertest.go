@@ -188,6 +188,9 @@ func (c *Cluster) start(bins map[string]string) error {
 		{"apiserver", pkix.Name{CommonName: "kube-apiserver"}, true},
 		{"admin", pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}}, false},
 		{"controller-manager", pkix.Name{CommonName: "system:kube-controller-manager"}, false},
+		// What the API server presents to kubelets (exec, logs), as
+		// kubeadm names it.
+		{"apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}}, false},
 	}
 	for _, ct := range certs {
 		usage, ips, dns := clientAuth, []net.IP(nil), []string(nil)
@@ -235,6 +238,14 @@ func (c *Cluster) start(bins map[string]string) error {
 		"--authorization-mode=Node,RBAC",
 		"--enable-bootstrap-token-auth=true",
 		"--enable-admission-plugins=NodeRestriction",
+		// As kubeadm: the kubelet's address is its InternalIP (a simulated
+		// node's hostname does not resolve).
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		// As kubeadm: privileged (and HostProcess) pods are allowed; Pod
+		// Security admission decides per namespace.
+		"--allow-privileged=true",
+		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
 		"--profiling=false",
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 	); err != nil {
@@ -499,4 +510,20 @@ func StartCRI(t testing.TB) string {
 		t.Fatalf("crifake: %v: %s", err, stderr.String())
 	}
 	return "tcp://" + strings.TrimSpace(line)
+}
+
+// UserKubeconfig writes a kubeconfig for user (a client certificate with
+// that common name and no group) and returns its path: a user with only
+// the rights a test binds to it.
+func (c *Cluster) UserKubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	stem := "user-" + user
+	if err := c.pki.issue(stem, pkix.Name{CommonName: user}, clientAuth, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.Dir, stem+".kubeconfig")
+	if err := writeKubeconfig(path, user, c.Server, c.pki.path("ca.crt"), c.pki.path(stem+".crt"), c.pki.path(stem+".key")); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/agent"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode/machine"
 )
 
 // AgentVersion is the version the in-process agent reports.
@@ -22,7 +23,7 @@ const AgentVersion = "simnode"
 // the session does.
 func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) int {
 	if path, name, ok := ops.ParseCommandLine(command); ok {
-		return cs.runAgent(ctx, ch, path, name)
+		return cs.srv.runAgent(ctx, cs.account, path, name, ch, ch, ch.Stderr(), func() { cs.conn.Close() })
 	}
 	first := strings.Fields(command)
 	word := ""
@@ -43,34 +44,35 @@ func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) i
 
 // runAgent is what running the uploaded swdt-agent.exe does on a node:
 // simnode runs the same handlers (pkg/agent) in-process, against its
-// simulated Windows layer (Node.OS). The agent must have been uploaded to
-// path first, as on Windows, where a missing program cannot be started.
+// simulated Windows layer (Node.OS), as account. The agent must have been
+// uploaded to path first, as on Windows, where a missing program cannot be
+// started. cut drops the connection the op came on (an AgentHold's Cut).
 //
 // Like OpenSSH for Windows, which does not end a non-PTY command when
 // its client goes away, the handler runs on to the end of its op when the
 // session ends (agentOS); only an AgentHold with Dies kills it.
-func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name string) int {
-	n := cs.srv.node(cs.account)
+func (s *Server) runAgent(ctx context.Context, account machine.Account, path, name string, stdin io.Reader, stdout, stderr io.Writer, cut func()) int {
+	n := s.node(account)
 	if fi, err := n.Stat(path); err != nil || fi.IsDir {
-		io.Copy(io.Discard, ch)
-		fmt.Fprintf(ch.Stderr(), "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", path)
+		io.Copy(io.Discard, stdin)
+		fmt.Fprintf(stderr, "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", path)
 		return 1
 	}
-	if !cs.srv.m.TrustedAgent(path) {
+	if !s.m.TrustedAgent(path) {
 		// Whatever these bytes are, they are not swdt-agent: on Windows
 		// they would have run with the session's rights.
-		io.Copy(io.Discard, ch)
-		cs.srv.m.RanUntrusted(path)
-		cs.srv.log.Warn("ran untrusted program "+path, "user", cs.account.Name)
-		fmt.Fprintf(ch.Stderr(), "simnode: ran untrusted program %s (its bytes are not swdt-agent's)\r\n", path)
+		io.Copy(io.Discard, stdin)
+		s.m.RanUntrusted(path)
+		s.log.Warn("ran untrusted program "+path, "user", account.Name)
+		fmt.Fprintf(stderr, "simnode: ran untrusted program %s (its bytes are not swdt-agent's)\r\n", path)
 		return 1
 	}
-	stdin, err := io.ReadAll(ch)
+	in, err := io.ReadAll(stdin)
 	if err != nil {
 		return 1
 	}
-	m := cs.srv.m
-	log := cs.srv.log.With("op", name, "user", cs.account.Name)
+	m := s.m
+	log := s.log.With("op", name, "user", account.Name)
 	start := time.Now()
 	faults := m.Faults()
 	lat := faults.OpLatencyMS[name]
@@ -82,27 +84,27 @@ func (cs *connState) runAgent(ctx context.Context, ch ssh.Channel, path, name st
 	}
 	if slices.Contains(faults.FailOps, name) && m.TakeFailOp(name) {
 		line, _ := ops.FormatEnvelope(ops.Envelope{Error: &ops.EnvelopeError{Kind: ops.KindInjected, Message: "op " + name + " failed: injected by simnode's faults"}})
-		ch.Write(line)
+		stdout.Write(line)
 		log.Info("op failed", "kind", ops.KindInjected)
 		return 1
 	}
-	if cs.srv.wine != nil {
-		status := cs.srv.wine.RunAgent(ctx, path, name, stdin, ch, ch.Stderr())
+	if s.wine != nil {
+		status := s.wine.RunAgent(ctx, path, name, in, stdout, stderr)
 		log.Info("op", "status", status, "duration", time.Since(start), "wine", true)
 		return status
 	}
-	w, ctx, end := n.Agent(ctx, name, func() { cs.conn.Close() })
+	w, ctx, end := n.Agent(ctx, name, cut)
 	defer end()
 	self := agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}
 	if ops.Streams(name) {
 		// A program's output reaches the client as it is written.
-		status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(stdin), ch, ch.Stderr())
+		status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(in), stdout, stderr)
 		log.Info("op", "status", status, "duration", time.Since(start))
 		return status
 	}
 	var out bytes.Buffer
-	status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(stdin), &out, ch.Stderr())
-	if _, err := ch.Write(out.Bytes()); err != nil {
+	status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(in), &out, stderr)
+	if _, err := stdout.Write(out.Bytes()); err != nil {
 		return 1
 	}
 	log.Info("op", "status", status, "duration", time.Since(start))

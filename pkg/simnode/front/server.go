@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -148,10 +150,21 @@ func New(opts Options) (*Server, error) {
 	for _, a := range opts.Accounts {
 		accounts[strings.ToLower(a.Name)] = a
 	}
+	// The kubelet's pods run commands on the server, which exists only
+	// once the machine is open (a kubelet resumed by Open execs later).
+	var self atomic.Pointer[Server]
+	hostExec := func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, cut func()) int {
+		s := self.Load()
+		if s == nil {
+			fmt.Fprintln(stderr, "simnode: the node is still starting")
+			return 1
+		}
+		return s.RunHostProcess(ctx, argv, stdin, stdout, stderr, cut)
+	}
 	m, err := machine.Open(machine.Config{Dir: opts.StateDir, Hostname: opts.Hostname, Bare: opts.Bare, Delays: delays, Log: log,
 		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode, Release: opts.Release, Arch: opts.Arch,
 		ScannerHold: opts.ScannerHold, KubeletSetup: opts.KubeletSetup, Accounts: slices.Collect(maps.Values(accounts)),
-		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset}})
+		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset, Exec: hostExec}})
 	if err != nil {
 		return nil, fmt.Errorf("simnode: %w", err)
 	}
@@ -177,6 +190,7 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	s.config.AddHostKey(hostKey)
+	self.Store(s)
 	m.OnReboot(s.dropConns)
 	if wn != nil {
 		if err := wn.StartServer(); err != nil {

@@ -6,6 +6,9 @@
 // taints, status posted NotReady for a missing network plugin, its Lease
 // renewed), after validating its configuration as kubelet.exe does.
 //
-// It runs no pods, no container runtime and serves no port; it must never
-// touch the machine but through machine.Node's methods.
+// Given a HostExec (Daemon.Exec), it also runs the HostProcess pods bound
+// to its Node and serves exec into them on its port through the upstream
+// CRI streaming server (pods.go); it runs no other pods and no container
+// runtime. It must never touch the machine but through machine.Node's
+// methods and HostExec.
 package kubelet

@@ -54,6 +54,10 @@ type Daemon struct {
 	// (negative: behind): the kubelet's times (Lease renewals, status
 	// heartbeats) are the node's, as a real kubelet's are.
 	ClockOffset time.Duration
+	// Exec, when set, makes the kubelet run the HostProcess pods bound to
+	// its Node and serve exec into them on its port (pods.go); without it
+	// the kubelet runs no pods and serves no port.
+	Exec HostExec
 }
 
 // Start validates the kubelet's configuration, as kubelet.exe does before
@@ -74,7 +78,7 @@ func (d Daemon) Start(p machine.DaemonStart) (run func(ctx context.Context), exi
 	if err != nil {
 		return nil, ""
 	}
-	k := &simKubelet{n: p.System, log: p.Log, stderr: p.Stderr, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args), clock: d.ClockOffset}
+	k := &simKubelet{n: p.System, log: p.Log, stderr: p.Stderr, service: p.Service, pid: p.PID, version: v, flags: parseKubeletFlags(p.Args), clock: d.ClockOffset, exec: d.Exec}
 	klog(k.stderr, 'I', k.pid, "server.go:530", fmt.Sprintf("\"Kubelet version\" kubeletVersion=%q", v))
 	return k.run, ""
 }
@@ -213,6 +217,10 @@ type simKubelet struct {
 	name    string
 	// clock is the node clock's offset from the host's.
 	clock time.Duration
+	// exec runs a command in a HostProcess pod (nil: no pods); pods is
+	// the pod runner once the kubelet has a client.
+	exec HostExec
+	pods *podHost
 }
 
 // now is the node's time.
@@ -250,6 +258,15 @@ func (k *simKubelet) run(ctx context.Context) {
 		}
 		client = c
 	}
+	if k.exec != nil {
+		h, err := k.startPods(ctx, k.exec)
+		if err != nil {
+			k.logf("%v", err)
+			return
+		}
+		k.pods = h
+		defer h.close()
+	}
 	var node *corev1.Node
 	lastStatus := time.Time{}
 	for k.wait(ctx, kubeletLeaseEvery) {
@@ -270,6 +287,11 @@ func (k *simKubelet) run(ctx context.Context) {
 		}
 		if err := k.renewLease(ctx, client, node); err != nil {
 			k.logf("renew lease: %v", err)
+		}
+		if k.pods != nil {
+			if err := k.pods.sync(ctx, client); err != nil {
+				k.logf("sync pods: %v", err)
+			}
 		}
 	}
 }
@@ -429,6 +451,9 @@ func (k *simKubelet) postStatus(ctx context.Context, client kubernetes.Interface
 		MachineID:               k.name,
 	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: k.name}, {Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	if k.pods != nil {
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(k.pods.port)
+	}
 	n.Status.Capacity = corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("2"),
 		corev1.ResourceMemory: resource.MustParse("4Gi"),
