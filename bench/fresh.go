@@ -175,12 +175,20 @@ func (b *bench) kubeletBuild(p *pusher, l link, rtt time.Duration, bps float64, 
 var tripsLink = link{name: "long RTT", bitsPerSec: 10e9, rtt: 200 * time.Millisecond}
 
 // roundTrips counts the round trips the code pays on each path, to set
-// beside the floors' counts: through tripsLink, a first contact (one run,
-// a new simnode and cache), a warm rebuild and a --watch rebuild (rounds
-// each), each time divided by the round trip (the bytes taken off; what
-// is left of local work counts as a part of a trip).
-func (b *bench) roundTrips(pair [2]string, rounds int) error {
+// beside the floors' counts: through tripsLink, with a 1 MB file and its
+// rebuild (a few bytes changed), so that local work is small, a first
+// contact (one run, a new simnode and cache) and OpenSSH's sftp -b
+// putting the same file to the same node, a warm rebuild and a --watch
+// rebuild (rounds each), each time divided by the round trip (the bytes
+// taken off; what is left of local work counts as a part of a trip).
+func (b *bench) roundTrips(rounds int) error {
 	fmt.Fprintf(os.Stderr, "bench: round trips through %s\n", tripsLink)
+	one := b.file("trips.exe", 1<<20)
+	v, err := b.variant(one, "trips-v2.exe")
+	if err != nil {
+		return err
+	}
+	pair := [2]string{one, v}
 	sim, err := b.startSimnode("trips", "--start-delay", "0", "--stop-delay", "0")
 	if err != nil {
 		return err
@@ -206,7 +214,12 @@ func (b *bench) roundTrips(pair [2]string, rounds int) error {
 		return err
 	}
 	agent := agentSize(sim)
-	b.add(fmt.Sprintf("round trips, %s: first contact, one run", tripsLink), fmt.Sprintf("%s (%s; the floor counts %d)", trips(first.wall, 2*agent+first.bytesSent), secs(first.wall), tripsFirst), "")
+	b.add(fmt.Sprintf("round trips, %s: first contact of a 1 MB build, one run", tripsLink), fmt.Sprintf("%s (%s; the floor counts %d)", trips(first.wall, 2*agent+first.bytesSent), secs(first.wall), tripsFirst), "")
+	sftp, err := b.sftpPut(node, pair[0], "/C:/trips-sftp.bin")
+	if err != nil {
+		return err
+	}
+	b.add(fmt.Sprintf("round trips, %s: OpenSSH sftp -b put of the same file, one run", tripsLink), fmt.Sprintf("%s (%s)", trips(sftp, 1<<20), secs(sftp)), "")
 	// The store keeps a copy of both builds (a fixed level); then each
 	// run is a warm rebuild with the defaults.
 	if _, err := b.swdtIn(cache, b.config("trips", []*simnode{node}, pair[1]), "--settle", "0", "--compress", "1"); err != nil {

@@ -284,7 +284,7 @@ func (b *bench) linkRuns(rounds int) error {
 	defer sd.stop()
 	p := &pusher{b: b, cache: filepath.Join(b.dir, "linkcache"), direct: sim, rcur: map[string]string{}, large: large}
 	pair := [2]string{v1, v2}
-	if err := b.roundTrips(pair, min(rounds, 3)); err != nil {
+	if err := b.roundTrips(min(rounds, 3)); err != nil {
 		return err
 	}
 	b.add("link runs: file", fmt.Sprintf("%s, %.1f MB (GOOS=windows build of ./cmd/swdt, stripped; the second build has a statement added to one function)", filepath.Base(v2), float64(fi.Size())/1e6), "")
