@@ -44,15 +44,18 @@ const cipher = "aes128-gcm@openssh.com"
 // change, so an unstripped build neither compresses nor patches well
 // (docs/benchmarks.md has that figure too).
 func (b *bench) buildPE() (string, string, error) {
-	const file, anchor = "cmd/swdt/app/version.go", "func currentVersion() versionInfo {\n"
+	// The statement goes first in currentVersion, whatever it returns.
+	const file, anchor = "cmd/swdt/app/version.go", "\nfunc currentVersion() "
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return "", "", fmt.Errorf("the source to change for the second build: %w", err)
 	}
-	if !bytes.Contains(src, []byte(anchor)) {
+	at := bytes.Index(src, []byte(anchor))
+	if at < 0 {
 		return "", "", fmt.Errorf("%s no longer has %q: change the bench's source edit", file, strings.TrimSpace(anchor))
 	}
-	changed := bytes.Replace(src, []byte(anchor), []byte(anchor+"\tif len(commit) > 12 {\n\t\tcommit = commit[:12]\n\t}\n"), 1)
+	eol := at + 1 + bytes.IndexByte(src[at+1:], '\n') + 1 // after the line that opens it
+	changed := append(append(append([]byte(nil), src[:eol]...), "\tif len(commit) > 12 {\n\t\tcommit = commit[:12]\n\t}\n"...), src[eol:]...)
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return "", "", err
