@@ -154,8 +154,10 @@ schema: ## regenerate schemas/node.schema.json from the Node API's types (a test
 	$(GO) run ./hack/genschema -api apis/config/v1alpha1 -o schemas/node.schema.json
 
 # BENCHFLAGS pass options to the bench, e.g. BENCHFLAGS='-rounds 3 -big-mb 64'.
+# With SWDT_CLUSTER_BIN set (the cluster tier's cache), the bench also pushes
+# its two Windows builds of kubelet as a build straight from make.
 BENCHFLAGS ?=
-bench: build ## measure swdt against OpenSSH sftp, rsync and the protocol floor on loopback and emulated links (docs/benchmarks.md)
+bench: build ## measure swdt against OpenSSH sftp, rsync and each path's floor on loopback and emulated links (docs/benchmarks.md)
 	@command -v rsync >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends rsync; }
 	$(GO) run ./bench -swdt $(BIN)/swdt -simnode $(BIN)/simnode $(BENCHFLAGS)

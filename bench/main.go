@@ -95,6 +95,10 @@ type options struct {
 	only          string
 	shapes        string
 	dir           string
+	kubelet       string
+	wideNodes     int
+	scaleMB       string
+	scaleNodes    string
 }
 
 func run() error {
@@ -106,9 +110,13 @@ func run() error {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every measurement (each contender once per round, order rotated)")
 	flag.IntVar(&o.largeMB, "large-mb", 128, "size in MB of the large rebuild pushed through the VPN link")
-	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one) or loop (the loopback rebuild loop)")
+	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one), loop (the loopback rebuild loop) or scaling (patches by file size and node count)")
 	flag.StringVar(&o.shapes, "shapes", "", "the link shapes to run, comma-separated (LAN, VPN, slow; default all)")
 	flag.StringVar(&o.dir, "dir", memDir(), "where the bench keeps its files, and the simnodes' and sshd's file systems")
+	flag.StringVar(&o.kubelet, "kubelet", kubeletBuilds(), "two Windows builds of kubelet.exe, comma-separated, for the VPN row of a build straight from a build (default: those in $SWDT_CLUSTER_BIN when there; none: no row)")
+	flag.IntVar(&o.wideNodes, "wide-nodes", 30, "nodes of the wide fan-out (0: none)")
+	flag.StringVar(&o.scaleMB, "scale-mb", "16,64,256", "file sizes in MB of the scaling table (patches on loopback)")
+	flag.StringVar(&o.scaleNodes, "scale-nodes", "1,4,10", "node counts of the scaling table")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -143,14 +151,16 @@ type bench struct {
 	out  []figure
 }
 
-// figure is one printed measurement.
+// figure is one printed measurement, with the 1-minute load average
+// when it was taken.
 type figure struct {
-	name, value, goal string
+	name, value, goal, load string
 }
 
 func (b *bench) add(name, value, goal string) {
-	b.out = append(b.out, figure{name, value, goal})
-	fmt.Fprintf(os.Stderr, "  %s: %s\n", name, value)
+	load, _, _ := strings.Cut(loadAverage(), " ")
+	b.out = append(b.out, figure{name, value, goal, load})
+	fmt.Fprintf(os.Stderr, "  %s: %s (load %s)\n", name, value, load)
 }
 
 func (b *bench) all() error {
@@ -162,13 +172,14 @@ func (b *bench) all() error {
 	defer func() { b.add("load average (1 / 5 / 15 min) at the end", loadAverage(), "") }()
 	if b.o.only != "" {
 		part, ok := map[string]func() error{
-			"links":  func() error { return b.linkRuns(b.o.rounds) },
-			"sshd":   func() error { return b.debianSSHD(b.o.rounds) },
-			"fanout": b.parallel,
-			"loop":   b.loopOnly,
+			"links":   func() error { return b.linkRuns(b.o.rounds) },
+			"sshd":    func() error { return b.debianSSHD(b.o.rounds) },
+			"fanout":  b.parallel,
+			"loop":    b.loopOnly,
+			"scaling": b.scaling,
 		}[b.o.only]
 		if !ok {
-			return fmt.Errorf("-only %s: want links, sshd, fanout or loop", b.o.only)
+			return fmt.Errorf("-only %s: want links, sshd, fanout, loop or scaling", b.o.only)
 		}
 		if err := part(); err != nil {
 			return err
@@ -180,6 +191,9 @@ func (b *bench) all() error {
 		return err
 	}
 	if err := b.parallel(); err != nil {
+		return err
+	}
+	if err := b.scaling(); err != nil {
 		return err
 	}
 	if err := b.debianSSHD(b.o.rounds); err != nil {
@@ -446,24 +460,47 @@ func (b *bench) parallel() error {
 		{"200 ms services", "par", nil},
 		{"instant services", "inst", []string{"--start-delay", "0", "--stop-delay", "0"}},
 	} {
-		if err := b.fanOut(v.name, v.prefix, v.flags); err != nil {
+		if err := b.fanOut(v.name, v.prefix, v.flags, b.o.nodes); err != nil {
 			return err
 		}
+	}
+	if b.o.wideNodes > 0 {
+		// A wide fan-out: a small cluster's Windows pool.
+		return b.fanOut("200 ms services", "wide", nil, b.o.wideNodes)
 	}
 	return nil
 }
 
+// kubeletBuilds is the -kubelet default: kubelet.exe and kubelet-dev.exe
+// in $SWDT_CLUSTER_BIN (the cluster tier's cache of Windows builds of
+// kubelet), when both are there.
+func kubeletBuilds() string {
+	dir := os.Getenv("SWDT_CLUSTER_BIN")
+	if dir == "" {
+		return ""
+	}
+	var builds []string
+	for _, name := range []string{"kubelet.exe", "kubelet-dev.exe"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return ""
+		}
+		builds = append(builds, p)
+	}
+	return strings.Join(builds, ",")
+}
+
 // fanOut measures one node against N, simnodes started with flags, and
 // the CPU time swdt and the simnodes spent in each run.
-func (b *bench) fanOut(name, prefix string, flags []string) error {
-	fmt.Fprintf(os.Stderr, "bench: %d nodes in parallel, %s\n", b.o.nodes, name)
+func (b *bench) fanOut(name, prefix string, flags []string, nodes int) error {
+	fmt.Fprintf(os.Stderr, "bench: %d nodes in parallel, %s\n", nodes, name)
 	var sims []*simnode
 	defer func() {
 		for _, s := range sims {
 			s.stop()
 		}
 	}()
-	for i := 0; i < b.o.nodes; i++ {
+	for i := 0; i < nodes; i++ {
 		s, err := b.startSimnode(fmt.Sprintf("%s%d", prefix, i), flags...)
 		if err != nil {
 			return err
@@ -506,12 +543,12 @@ func (b *bench) fanOut(name, prefix string, flags []string) error {
 		return fmt.Sprintf("%s; CPU medians: swdt %s, simnodes %s (%d cores)", wall, secs(swdt.med()), secs(sim.med()), runtime.NumCPU())
 	}
 	b.add(fmt.Sprintf("%s: 1 node, 1 MB swap", name), cpu(one, oneCPU, oneSim), "")
-	b.add(fmt.Sprintf("%s: %d nodes, 1 MB swap each", name, b.o.nodes), cpu(many, manyCPU, manySim), "")
+	b.add(fmt.Sprintf("%s: %d nodes, 1 MB swap each", name, nodes), cpu(many, manyCPU, manySim), "")
 	goal := ""
-	if flags == nil {
+	if flags == nil && nodes == b.o.nodes {
 		goal = "<= 1.5"
 	}
-	b.add(fmt.Sprintf("%s: ratio %d nodes / 1 node (medians)", name, b.o.nodes), ratio(many.med(), one.med()), goal)
+	b.add(fmt.Sprintf("%s: ratio %d nodes / 1 node (medians)", name, nodes), ratio(many.med(), one.med()), goal)
 	return nil
 }
 
@@ -559,9 +596,9 @@ const clockTicks = 100
 func (b *bench) print() {
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEASUREMENT\tVALUE\tGOAL")
+	fmt.Fprintln(tw, "MEASUREMENT\tVALUE\tGOAL\tLOAD (1 min)")
 	for _, f := range b.out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.name, f.value, f.goal)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.name, f.value, f.goal, f.load)
 	}
 	tw.Flush()
 }
@@ -656,8 +693,19 @@ func (s *simnode) stop() {
 // config writes a node file with one kubelet provisioner fed by source
 // on every simnode.
 func (b *bench) config(name string, sims []*simnode, source string) string {
+	sources := make([]string, len(sims))
+	for i := range sources {
+		sources[i] = source
+	}
+	return b.configEach(name, sims, sources)
+}
+
+// configEach writes a node file with one kubelet provisioner on every
+// simnode, the i-th fed by sources[i].
+func (b *bench) configEach(name string, sims []*simnode, sources []string) string {
 	var buf bytes.Buffer
 	for i, s := range sims {
+		source := sources[i]
 		fmt.Fprintf(&buf, `---
 apiVersion: windows.k8s.io/v1alpha1
 kind: Node

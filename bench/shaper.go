@@ -35,6 +35,15 @@ func (l link) bdp() int { return int(l.bitsPerSec / 8 * l.rtt.Seconds()) }
 // behind a queue of about twice the bandwidth-delay product, then delays
 // them by half the round-trip time. This kernel has no sch_netem, so the
 // shaping is done in user space; probe checks what it achieves.
+//
+// The kernel completes a loopback connect at once; on the link, TCP's
+// handshake costs what the shaper charges instead (handshake): the
+// client's SYN reaches the server half a round trip after connect (t0),
+// the SYN-ACK is back at t0+RTT, when connect returns and the client may
+// send, and the client's ACK reaches the server at t0+1.5 RTT, when its
+// accept returns and it may send. So the client's first bytes arrive no
+// earlier than t0+1.5 RTT, and the server's reach the client no earlier
+// than t0+2 RTT.
 type shaper struct {
 	l      link
 	target string
@@ -72,16 +81,25 @@ func (s *shaper) serve() {
 			_ = c.Close()
 			continue
 		}
+		toServer, toClient := s.handshake(time.Now())
 		go func() {
 			var both sync.WaitGroup
 			both.Add(2)
-			go func() { defer both.Done(); s.pipe(c, up) }()
-			go func() { defer both.Done(); s.pipe(up, c) }()
+			go func() { defer both.Done(); s.pipe(c, up, toServer) }()
+			go func() { defer both.Done(); s.pipe(up, c, toClient) }()
 			both.Wait()
 			_ = c.Close()
 			_ = up.Close()
 		}()
 	}
+}
+
+// handshake is when each direction of a connection accepted at t0 may
+// first put bytes on the link: the client once its connect returns, one
+// round trip after t0; the server once its accept returns, when the
+// client's ACK arrives, half a round trip later.
+func (s *shaper) handshake(t0 time.Time) (toServer, toClient time.Time) {
+	return t0.Add(s.l.rtt), t0.Add(s.l.rtt * 3 / 2)
 }
 
 // chunk is a segment in flight: its bytes and when it leaves the link.
@@ -90,12 +108,13 @@ type chunk struct {
 	at time.Time
 }
 
-// pipe shapes one direction. The reader stamps each segment with the
-// time its last byte leaves the bottleneck plus half the RTT; the writer
-// delivers it then. Bytes held (in the queue or on the wire) are bounded
+// pipe shapes one direction, whose sender may first send at open. The
+// reader stamps each segment with the time its last byte leaves the
+// bottleneck (never before open) plus half the RTT; the writer delivers
+// it then. Bytes held (in the queue or on the wire) are bounded
 // by the BDP in flight plus a queue of 2 BDP; past that the reader stops
 // reading, and TCP's flow control pushes back on the sender.
-func (s *shaper) pipe(src, dst net.Conn) {
+func (s *shaper) pipe(src, dst net.Conn, open time.Time) {
 	const seg = 16 << 10
 	limit := max(3*s.l.bdp(), 4*seg)
 	var (
@@ -105,7 +124,7 @@ func (s *shaper) pipe(src, dst net.Conn) {
 		queue  = make(chan chunk, 4096)
 		oneWay = s.l.rtt / 2
 		perB   = time.Duration(float64(time.Second) * 8 / s.l.bitsPerSec)
-		free   time.Time // when the bottleneck is free again
+		free   = open // when the bottleneck is free again
 	)
 	done := make(chan struct{})
 	go func() {

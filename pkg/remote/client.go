@@ -361,7 +361,7 @@ type conn struct {
 	sftp   *sftp.Client
 
 	rttMu sync.Mutex
-	rtt   time.Duration // 0 until probeRTT has an answer
+	rtt   time.Duration // 0 until probeRTT has its answer
 	// rttDone is closed when probeRTT has its answer or failed.
 	rttDone chan struct{}
 
@@ -548,25 +548,52 @@ func (cn *conn) takeSpare() *ssh.Session {
 	return sp.s
 }
 
-// probeRTT measures the connection's round-trip time once, right after
-// the handshake and alongside the first op: one keepalive@openssh.com
-// request, which every server answers (with a failure, which is an answer).
+// rttSamples is how many round trips probeRTT times. Load on either
+// machine only adds to a sample (a process waiting for a core), so one
+// sample on a busy machine can take loopback for a distant link; the
+// least of several is the link's.
+const rttSamples = 5
+
+// probeRTT measures the connection's round-trip time, right after the
+// handshake and alongside the first op: rttSamples keepalive@openssh.com
+// requests in turn, which every server answers (with a failure, which is
+// an answer), and the least of their times.
 func (cn *conn) probeRTT() {
 	defer close(cn.rttDone)
-	start := time.Now()
-	if _, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+	rtt, ok := leastRTT(rttSamples, time.Now, func() error {
+		_, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil)
+		return err
+	})
+	if !ok {
 		return
 	}
 	cn.rttMu.Lock()
-	cn.rtt = max(time.Since(start), time.Nanosecond)
+	cn.rtt = rtt
 	cn.rttMu.Unlock()
+}
+
+// leastRTT times up to n calls of roundTrip, one after the other, with
+// now, and returns the least time (at least 1 ns); ok is false when the
+// first call fails. A later failure ends the samples.
+func leastRTT(n int, now func() time.Time, roundTrip func() error) (rtt time.Duration, ok bool) {
+	for range n {
+		start := now()
+		if err := roundTrip(); err != nil {
+			break
+		}
+		d := max(now().Sub(start), time.Nanosecond)
+		if !ok || d < rtt {
+			rtt, ok = d, true
+		}
+	}
+	return rtt, ok
 }
 
 // WaitRTT is RTT once the current connection's measure has its answer:
 // it waits for it until ctx is done (ok false then, as when the measure
-// failed or there is no connection). The measure is one round trip
-// started as the connection is made, so after an op it has its answer,
-// unless the machine is too busy to have run it yet.
+// failed or there is no connection). The measure is rttSamples round
+// trips started as the connection is made, so after an op or two it has
+// its answer, unless the machine is too busy to have run them yet.
 func (c *Client) WaitRTT(ctx context.Context) (rtt time.Duration, ok bool) {
 	cn, err := c.live()
 	if cn == nil || err != nil {

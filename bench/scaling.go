@@ -1,0 +1,118 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// scaling patches a file of each -scale-mb size to each -scale-nodes
+// count of simnodes on loopback (--compress 1: on loopback auto sends
+// files as they are), the store holding both the file and its rebuild (a
+// few bytes changed in the middle), and reports the median time and peak
+// RSS of each: how a patch's cost grows with the file's size and the
+// number of nodes.
+func (b *bench) scaling() error {
+	sizes, err := ints(b.o.scaleMB)
+	if err != nil {
+		return fmt.Errorf("-scale-mb: %w", err)
+	}
+	counts, err := ints(b.o.scaleNodes)
+	if err != nil {
+		return fmt.Errorf("-scale-nodes: %w", err)
+	}
+	most := 0
+	for _, n := range counts {
+		most = max(most, n)
+	}
+	for _, mb := range sizes {
+		if err := b.scaleSize(mb, counts, most); err != nil {
+			return fmt.Errorf("scaling, %d MB: %w", mb, err)
+		}
+	}
+	return nil
+}
+
+// scaleSize is one size of scaling on most simnodes, each node count the
+// first ones of them.
+func (b *bench) scaleSize(mb int, counts []int, most int) error {
+	fmt.Fprintf(os.Stderr, "bench: scaling, %d MB patched to %v nodes\n", mb, counts)
+	a := b.file(fmt.Sprintf("scale-%d.exe", mb), mb<<20)
+	av, err := b.variant(a, fmt.Sprintf("scale-%d-v2.exe", mb))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(a)
+	defer os.Remove(av)
+	var sims []*simnode
+	defer func() {
+		for _, s := range sims {
+			s.stop()
+			os.RemoveAll(s.state)
+		}
+	}()
+	for i := range most {
+		s, err := b.startSimnode(fmt.Sprintf("scale%d-%d", mb, i), "--start-delay", "0", "--stop-delay", "0")
+		if err != nil {
+			return err
+		}
+		sims = append(sims, s)
+	}
+	cache := filepath.Join(b.dir, fmt.Sprintf("scale-cache-%d", mb))
+	defer os.RemoveAll(cache)
+	// Both builds pushed once with a fixed level, so that the store keeps
+	// a copy of each; every node then holds the rebuild.
+	for _, f := range []string{a, av} {
+		if _, err := b.swdtIn(cache, b.config("scale", sims, f), "--settle", "0", "--compress", "1", "--force"); err != nil {
+			return err
+		}
+	}
+	cur := make([]string, most)
+	for i := range cur {
+		cur[i] = av
+	}
+	wall := map[int]series{}
+	rss := map[int]rssSeries{}
+	for round := range b.o.rounds {
+		for i := range counts {
+			n := counts[(i+round)%len(counts)]
+			sources := make([]string, n)
+			for j := range sources {
+				sources[j] = a
+				if cur[j] == a {
+					sources[j] = av
+				}
+			}
+			r, err := b.swdtIn(cache, b.configEach("scale", sims[:n], sources), "--settle", "0", "--compress", "1")
+			if err != nil {
+				return err
+			}
+			if r.action != "updated" || r.transfer != "patch" {
+				return fmt.Errorf("%d nodes: %s, sent %s; want updated, as a patch", n, r.action, r.transfer)
+			}
+			copy(cur, sources)
+			wall[n], rss[n] = append(wall[n], r.wall), append(rss[n], r.maxRSSKB)
+		}
+	}
+	for _, n := range counts {
+		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1)", mb, n), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
+	}
+	return nil
+}
+
+// ints reads comma-separated positive integers.
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: want positive integers, comma-separated", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
