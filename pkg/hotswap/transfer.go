@@ -80,12 +80,13 @@ func (t Transfer) plain(rtt time.Duration, ok bool) bool {
 // rttWait bounds the wait for the link's measure.
 const rttWait = 5 * time.Second
 
-// linkRTT is the link's measured round trip. The measure is one round
-// trip started as the connection was made, so by the time files are
-// staged it has its answer, unless the machine was too busy to take it
-// yet: then it is waited for (up to rttWait) rather than the link taken
-// for an unknown one, which would encode files a local link sends as
-// they are. A node that does not measure its link has no answer.
+// linkRTT is the link's measured round trip. The measure is the least of
+// five round trips taken in turn from when the connection was made (a
+// loaded machine delays some, never all), so by the time files are staged
+// it usually has its answer; when not, it is waited for (up to rttWait)
+// rather than the link taken for an unknown one, which would encode files
+// a local link sends as they are. A node that does not measure its link
+// has no answer.
 func linkRTT(ctx context.Context, n Node) (time.Duration, bool) {
 	if rtt, ok := n.LinkRTT(); ok || !n.Capabilities().LinkRTT {
 		return rtt, ok
