@@ -429,8 +429,8 @@ func (c *Conn) Close() error { return nil }
 
 // Reset deletes what Dial created for every node: the namespace when swdt
 // created it (with its pods and service account), else swdt's pods and
-// service account in it. With o.Node set it deletes only that node's pod.
-// It reports whether there was anything to delete.
+// service account in it. It reports whether there was anything to
+// delete.
 func Reset(ctx context.Context, o Options) (bool, error) {
 	o = o.withDefaults()
 	cfg, err := restConfig(o)
@@ -440,16 +440,6 @@ func Reset(ctx context.Context, o Options) (bool, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return false, err
-	}
-	if o.Node != "" {
-		err := client.CoreV1().Pods(o.Namespace).Delete(ctx, PodName(o.Node), metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("delete pod %s/%s: %w", o.Namespace, PodName(o.Node), err)
-		}
-		return true, nil
 	}
 	ns, err := client.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -483,4 +473,29 @@ func Reset(ctx context.Context, o Options) (bool, error) {
 		return found, fmt.Errorf("delete service account %s/%s: %w", o.Namespace, ServiceAccount, err)
 	}
 	return found, nil
+}
+
+// ResetNode deletes the pod Dial created for o.Node only, keeping the
+// namespace and what other nodes use. It reports whether there was one.
+func ResetNode(ctx context.Context, o Options) (bool, error) {
+	o = o.withDefaults()
+	if o.Node == "" {
+		return false, errors.New("kubeconn: no Node name")
+	}
+	cfg, err := restConfig(o)
+	if err != nil {
+		return false, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	err = client.CoreV1().Pods(o.Namespace).Delete(ctx, PodName(o.Node), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete pod %s/%s: %w", o.Namespace, PodName(o.Node), err)
+	}
+	return true, nil
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // TestSeveralNodesAndReset: each node of a cluster is reached through a
-// pod pinned to it, at once, each op landing on its own node; Reset then
-// deletes the namespace swdt created.
+// pod pinned to it, at once, each op landing on its own node; ResetNode
+// deletes one node's pod only, and Reset then the namespace swdt created.
 func TestSeveralNodesAndReset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -63,7 +63,7 @@ func TestSeveralNodesAndReset(t *testing.T) {
 		}
 	}
 	// One Node's reset deletes its pod only.
-	if found, err := kubeconn.Reset(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: names[0]}); err != nil || !found {
+	if found, err := kubeconn.ResetNode(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: names[0]}); err != nil || !found {
 		t.Fatalf("Reset of Node %s: %v, %v; want its pod deleted", names[0], found, err)
 	}
 	if p, err := c.Client.CoreV1().Pods(kubeconn.DefaultNamespace).Get(ctx, kubeconn.PodName(names[0]), metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
