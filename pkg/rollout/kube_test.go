@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,7 +32,8 @@ import (
 // maxUnavailable 2 takes every Node to the build with no SSH connection
 // opened; an interrupted rollout resumes; a build failing its readiness
 // check on the third Node is rolled back there and the rollout stops;
-// --reset then removes the state and swdt's namespace.
+// Reset then removes the state, and swdt's namespace once no other
+// rollout's state is kept there.
 func TestRolloutThroughKubernetesAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -171,9 +173,29 @@ func TestRolloutThroughKubernetesAPI(t *testing.T) {
 		noSSH()
 	})
 
-	t.Run("reset removes the state and swdt's namespace", func(t *testing.T) {
+	t.Run("reset removes the state, then swdt's namespace once no other rollout's state is kept there", func(t *testing.T) {
+		cms := cl.Client.CoreV1().ConfigMaps(rollout.Namespace)
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: rollout.ConfigMapName("canary"), Labels: map[string]string{rollout.LabelRollout: "canary"}}}
+		if _, err := cms.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		rep, err := rollout.Reset(ctx, specOf("v1.37.6", 1), options(nil), kopts)
-		if err != nil || !rep.State || !rep.Namespace || len(rep.Kept) != 0 {
+		if err != nil || !rep.State || rep.Namespace || !equal(rep.Kept, []string{"canary"}) || !equal(rep.Pods, names) {
+			t.Fatalf("Reset beside another rollout's state = %+v, %v", rep, err)
+		}
+		if _, err := cms.Get(ctx, rollout.ConfigMapName("workers"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the rollout's state after the reset: %v, want it deleted", err)
+		}
+		for _, name := range names {
+			if p, err := cl.Client.CoreV1().Pods(rollout.Namespace).Get(ctx, kubeconn.PodName(name), metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+				t.Errorf("the agent pod of Node %s after the reset: not being deleted", name)
+			}
+		}
+		if err := cms.Delete(ctx, other.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = rollout.Reset(ctx, specOf("v1.37.6", 1), options(nil), kopts)
+		if err != nil || rep.State || !rep.Namespace || len(rep.Kept) != 0 {
 			t.Fatalf("Reset = %+v, %v", rep, err)
 		}
 		ns, err := cl.Client.CoreV1().Namespaces().Get(ctx, rollout.Namespace, metav1.GetOptions{})

@@ -14,16 +14,16 @@ import (
 // ResetReport says what Reset deleted.
 type ResetReport struct {
 	// State is true when the rollout's state ConfigMap was deleted.
-	State bool `json:"state"`
+	State bool
 	// Namespace is true when swdt's namespace was reset (kubeconn.Reset:
 	// deleted when swdt created it, else swdt's pods and account in it).
-	Namespace bool `json:"namespace"`
+	Namespace bool
 	// Kept names the other rollouts whose state keeps the namespace; the
 	// pods of the Nodes this rollout selects are deleted instead (Pods).
-	Kept []string `json:"kept,omitempty"`
+	Kept []string
 	// Pods are the Nodes whose agent pod was deleted while the namespace
 	// was kept.
-	Pods []string `json:"pods,omitempty"`
+	Pods []string
 }
 
 // Reset removes what the rollout of spec left in the cluster: its state

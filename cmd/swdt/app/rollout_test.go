@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/rollout"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
@@ -31,8 +32,6 @@ kind: Node
 metadata:
   name: workers
 spec:
-  credentials:
-    username: Administrator
   kubernetes:
     provisioners:
     - name: kubelet
@@ -53,8 +52,8 @@ spec:
 
 // swdt rollout: --dry-run selects the Windows Nodes of the pool and
 // changes nothing, in JSON and as a table; a user without the rights is
-// refused (exit 1) before anything changes; a file without a rollout
-// section is a usage error.
+// refused (exit 1) before anything changes; --reset deletes the state and
+// swdt's namespace; a file without a rollout section is a usage error.
 func TestRolloutCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -110,6 +109,22 @@ func TestRolloutCommand(t *testing.T) {
 		t.Errorf("as a Node's user: exit %d\n%s", code, errOut)
 	}
 
+	// --reset deletes the rollout's state and swdt's namespace.
+	if _, err := cl.Client.CoreV1().Namespaces().Create(ctx, kubeconn.NewNamespace(rollout.Namespace), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Client.CoreV1().ConfigMaps(rollout.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: rollout.ConfigMapName("workers"),
+		Labels: map[string]string{rollout.LabelRollout: "workers"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run("-c", rolloutFile(t, dir, cl.Kubeconfig), "--reset")
+	if code != exitcode.OK || !strings.Contains(out+errOut, "deleted its state") {
+		t.Errorf("--reset: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if ns, err := cl.Client.CoreV1().Namespaces().Get(ctx, rollout.Namespace, metav1.GetOptions{}); err == nil && ns.DeletionTimestamp == nil {
+		t.Errorf("namespace %s after --reset: not being deleted", rollout.Namespace)
+	}
+
 	plain := filepath.Join(dir, "plain.yaml")
 	if err := os.WriteFile(plain, []byte(nodeHeader("win", simnode.StartTest(t).Credentials())), 0o600); err != nil {
 		t.Fatal(err)
@@ -157,6 +172,7 @@ spec:
       kubeconfig: %q
       selector:
         matchLabels: {example.com/team: sig-windows}
+      transport: SSH
 `, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile, fx.cl.Kubeconfig)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
