@@ -26,7 +26,7 @@ func (a access) String() string {
 }
 
 // needed is every right Dial, the calls and Reset use (docs/rollout.md,
-// "RBAC a user needs").
+// "What a user needs").
 var needed = []access{
 	{verb: "get", resource: "nodes"},
 	{verb: "get", resource: "namespaces"},
@@ -70,7 +70,7 @@ type AccessError struct {
 
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("your kubeconfig's user may not %s; nothing was changed: ask a cluster administrator to bind you a role with them "+
-		"(docs/rollout.md, \"RBAC a user needs\", has a ClusterRole with them)", strings.Join(e.Missing, ", "))
+		"(docs/rollout.md, \"What a user needs\", has a ClusterRole with them)", strings.Join(e.Missing, ", "))
 }
 
 // checkAccess asks the API server (SelfSubjectAccessReview) whether the

@@ -50,7 +50,7 @@ pod on it and pods/exec; the kubeconfig is all it needs) or over SSH
 
 A Node that fails is rolled back and the rollout stops there: the Nodes
 after it are left untouched. The rollout's state is kept in the cluster
-(ConfigMap swdt/swdt-rollout-NAME): run the command again to resume an
+(ConfigMap swdt-system/swdt-rollout-NAME): run the command again to resume an
 interrupted rollout where it stopped, from any machine. --reset removes
 what the rollout left in the cluster: its state, and swdt's namespace with
 the transport's pods (only the selected Nodes' pods while another rollout's
