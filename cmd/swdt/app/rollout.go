@@ -90,7 +90,8 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 	if err != nil {
 		return fmt.Errorf("spec.kubernetes.rollout: %w", err)
 	}
-	kopts := kubeconn.Options{Kubeconfig: rs.Kubeconfig, Context: rs.Context, Image: rs.Image}
+	// The transport reads the very kubeconfig and context the rollout does.
+	kopts := kubeconn.Options{Kubeconfig: c.Source, Context: c.Context, Image: rs.Image}
 	if f.reset {
 		return resetRollout(ctx, e, spec, rollout.Options{Cluster: c}, kopts)
 	}
