@@ -31,7 +31,8 @@ import (
 // carrying the stream), from a node file with no SSH credentials:
 // maxUnavailable 2 takes every Node to the build with no SSH connection
 // opened; an interrupted rollout resumes; a build failing its readiness
-// check on the third Node is rolled back there and the rollout stops;
+// check on the third Node, each Node drained first (swdt's agent pods
+// kept), is rolled back there and the rollout stops;
 // Reset then removes the state, and swdt's namespace once no other
 // rollout's state is kept there.
 func TestRolloutThroughKubernetesAPI(t *testing.T) {
@@ -53,7 +54,7 @@ func TestRolloutThroughKubernetesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kopts := kubeconn.Options{Kubeconfig: cl.Kubeconfig}
+	kopts := kubeconn.Options{Kubeconfig: cl.Kubeconfig, PodTimeout: 30 * time.Second}
 	options := func(obs rollout.Observer) rollout.Options {
 		return rollout.Options{Cluster: c, Connect: rollout.KubeConnector(kopts, nil), Access: rollout.KubeRights(),
 			Resolver: &source.Resolver{CacheDir: filepath.Join(dir, "cache")}, Observer: obs, PollEvery: 100 * time.Millisecond,
@@ -159,7 +160,11 @@ func TestRolloutThroughKubernetesAPI(t *testing.T) {
 			}
 		}
 		check := v1alpha1.HealthCheck{Command: []string{"cmd.exe", "/c", "type", `C:\k\ready`}}
-		rep, err := rollout.Run(ctx, specOf("v1.37.6", 1, check), options(nil))
+		// Drained first: swdt's own agent pods, there from the runs
+		// before, stay.
+		spec := specOf("v1.37.6", 1, check)
+		spec.Spec.Kubernetes.Rollout.Drain = &v1alpha1.DrainSpec{}
+		rep, err := rollout.Run(ctx, spec, options(nil))
 		want := []string{rollout.ResultChanged, rollout.ResultChanged, rollout.ResultRolledBack, rollout.ResultUntouched, rollout.ResultUntouched}
 		if !errors.Is(err, rollout.ErrStopped) || !equal(results(rep), want) || !strings.Contains(rep.Stopped, names[2]) {
 			t.Fatalf("rollout = %+v, %v; want %v", rep, err, want)
@@ -169,6 +174,14 @@ func TestRolloutThroughKubernetesAPI(t *testing.T) {
 		}
 		if b, _ := nodes[names[2]].Node().ReadFile(clustertest.KubeletPath); string(b) != string(simnode.KubeletBinary("v1.37.5")) {
 			t.Errorf("the third Node's kubelet.exe holds %q, want the build it had", b)
+		}
+		for _, n := range rep.Nodes {
+			if n.Evicted != 0 {
+				t.Errorf("the drain of Node %s evicted %d pods, want swdt's own agent pod kept", n.Name, n.Evicted)
+			}
+			if nd, err := cl.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err != nil || nd.Spec.Unschedulable {
+				t.Errorf("Node %s is left cordoned (%s): %v", n.Name, n.Result, err)
+			}
 		}
 		noSSH()
 	})
