@@ -26,7 +26,7 @@ func (a access) String() string {
 }
 
 // needed is every right Dial, the calls and Reset use (docs/rollout.md,
-// "RBAC a user needs").
+// "What a user needs").
 var needed = []access{
 	{verb: "get", resource: "nodes"},
 	{verb: "get", resource: "namespaces"},
@@ -41,6 +41,25 @@ var needed = []access{
 	{verb: "create", resource: "pods", subresource: "exec", namespaced: true},
 }
 
+// Rights are the rights Dial, the calls and Reset need, as a
+// SelfSubjectAccessReview asks them, the namespaced ones in namespace
+// (DefaultNamespace when empty): a workflow that reaches many nodes checks
+// them with its own before anything changes.
+func Rights(namespace string) []authorizationv1.ResourceAttributes {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	out := make([]authorizationv1.ResourceAttributes, 0, len(needed))
+	for _, a := range needed {
+		attrs := authorizationv1.ResourceAttributes{Verb: a.verb, Resource: a.resource, Subresource: a.subresource}
+		if a.namespaced {
+			attrs.Namespace = namespace
+		}
+		out = append(out, attrs)
+	}
+	return out
+}
+
 // AccessError lists the rights the kubeconfig's user lacks.
 type AccessError struct {
 	// Namespace is the transport's namespace; Missing the rights, as
@@ -51,18 +70,18 @@ type AccessError struct {
 
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("your kubeconfig's user may not %s; nothing was changed: ask a cluster administrator to bind you a role with them "+
-		"(docs/rollout.md, \"RBAC a user needs\", has a ClusterRole with them)", strings.Join(e.Missing, ", "))
+		"(docs/rollout.md, \"What a user needs\", has a ClusterRole with them)", strings.Join(e.Missing, ", "))
 }
 
 // checkAccess asks the API server (SelfSubjectAccessReview) whether the
 // user may do each thing the transport does, before it does any of them.
 func (c *Conn) checkAccess(ctx context.Context) error {
 	var missing []string
-	for _, a := range needed {
-		attrs := &authorizationv1.ResourceAttributes{Verb: a.verb, Resource: a.resource, Subresource: a.subresource}
+	rights := Rights(c.opts.Namespace)
+	for i, a := range needed {
+		attrs := &rights[i]
 		where := "cluster-wide"
 		if a.namespaced {
-			attrs.Namespace = c.opts.Namespace
 			where = "in namespace " + c.opts.Namespace
 		}
 		r, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{

@@ -192,6 +192,17 @@ func (e *PodSecurityError) Error() string {
 // Unwrap returns the API server's refusal.
 func (e *PodSecurityError) Unwrap() error { return e.Err }
 
+// NewNamespace is the namespace name as swdt creates it: labelled as
+// swdt's (Reset deletes it) and for the privileged Pod Security level, so
+// that the HostProcess pods are admitted in it. A workflow that keeps
+// objects of its own there creates it so too.
+func NewNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		LabelManagedBy: managedBy, LabelEnforce: levelPrivileged,
+		"pod-security.kubernetes.io/warn": levelPrivileged, "pod-security.kubernetes.io/audit": levelPrivileged,
+	}}}
+}
+
 // ensureNamespace creates the namespace, labelled for the privileged
 // Pod Security level, unless it exists; it returns the level an existing
 // one enforces ("" when its label does not say). Pod Security admission
@@ -200,11 +211,7 @@ func (c *Conn) ensureNamespace(ctx context.Context) (string, error) {
 	nss := c.client.CoreV1().Namespaces()
 	ns, err := nss.Get(ctx, c.opts.Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.opts.Namespace, Labels: map[string]string{
-			LabelManagedBy: managedBy, LabelEnforce: levelPrivileged,
-			"pod-security.kubernetes.io/warn": levelPrivileged, "pod-security.kubernetes.io/audit": levelPrivileged,
-		}}}
-		if _, err := nss.Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := nss.Create(ctx, NewNamespace(c.opts.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("create namespace %s: %w", c.opts.Namespace, err)
 		}
 		return levelPrivileged, nil
@@ -422,7 +429,8 @@ func (c *Conn) Close() error { return nil }
 
 // Reset deletes what Dial created for every node: the namespace when swdt
 // created it (with its pods and service account), else swdt's pods and
-// service account in it. It reports whether there was anything to delete.
+// service account in it. It reports whether there was anything to
+// delete.
 func Reset(ctx context.Context, o Options) (bool, error) {
 	o = o.withDefaults()
 	cfg, err := restConfig(o)
@@ -465,4 +473,29 @@ func Reset(ctx context.Context, o Options) (bool, error) {
 		return found, fmt.Errorf("delete service account %s/%s: %w", o.Namespace, ServiceAccount, err)
 	}
 	return found, nil
+}
+
+// ResetNode deletes the pod Dial created for o.Node only, keeping the
+// namespace and what other nodes use. It reports whether there was one.
+func ResetNode(ctx context.Context, o Options) (bool, error) {
+	o = o.withDefaults()
+	if o.Node == "" {
+		return false, errors.New("kubeconn: no Node name")
+	}
+	cfg, err := restConfig(o)
+	if err != nil {
+		return false, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	err = client.CoreV1().Pods(o.Namespace).Delete(ctx, PodName(o.Node), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete pod %s/%s: %w", o.Namespace, PodName(o.Node), err)
+	}
+	return true, nil
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // TestSeveralNodesAndReset: each node of a cluster is reached through a
-// pod pinned to it, at once, each op landing on its own node; Reset then
-// deletes the namespace swdt created.
+// pod pinned to it, at once, each op landing on its own node; ResetNode
+// deletes one node's pod only, and Reset then the namespace swdt created.
 func TestSeveralNodesAndReset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -61,6 +61,19 @@ func TestSeveralNodesAndReset(t *testing.T) {
 		if pinned[kubeconn.PodName(name)] != name {
 			t.Errorf("pods and their nodes: %v, want %s on %s", pinned, kubeconn.PodName(name), name)
 		}
+	}
+	// One Node's reset deletes its pod only.
+	if found, err := kubeconn.ResetNode(ctx, kubeconn.Options{Kubeconfig: c.Kubeconfig, Node: names[0]}); err != nil || !found {
+		t.Fatalf("Reset of Node %s: %v, %v; want its pod deleted", names[0], found, err)
+	}
+	if p, err := c.Client.CoreV1().Pods(kubeconn.DefaultNamespace).Get(ctx, kubeconn.PodName(names[0]), metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+		t.Errorf("pod %s after its Node's Reset: not being deleted", p.Name)
+	}
+	if p, err := c.Client.CoreV1().Pods(kubeconn.DefaultNamespace).Get(ctx, kubeconn.PodName(names[1]), metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("pod of Node %s after the Reset of Node %s: %v, want it kept", names[1], names[0], err)
+	}
+	if ns, err := c.Client.CoreV1().Namespaces().Get(ctx, kubeconn.DefaultNamespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("namespace %s after the Reset of Node %s: %v, want it kept", kubeconn.DefaultNamespace, names[0], err)
 	}
 	opts := kubeconn.Options{Kubeconfig: c.Kubeconfig}
 	if found, err := kubeconn.Reset(ctx, opts); err != nil || !found {

@@ -76,7 +76,7 @@ func TestRefusedWithoutRBAC(t *testing.T) {
 			if len(tc.rules) > 0 && len(ae.Missing) != len(tc.wantMissing) {
 				t.Errorf("missing %q, want only %q", ae.Missing, tc.wantMissing)
 			}
-			if !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), "RBAC a user needs") {
+			if !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), "What a user needs") {
 				t.Errorf("error %q does not say that nothing changed and where the rights are documented", err)
 			}
 			if _, err := c.Client.CoreV1().Namespaces().Get(ctx, kubeconn.DefaultNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

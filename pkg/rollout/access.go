@@ -15,9 +15,9 @@ import (
 type Right = authorizationv1.ResourceAttributes
 
 // Rights lists what a rollout does in the cluster: read and select the
-// Nodes and their Leases, keep its state in a ConfigMap of the swdt
+// Nodes and their Leases, keep its state in a ConfigMap of swdt's
 // namespace (creating the namespace), and with drain cordon Nodes and
-// evict their pods.
+// evict their pods. The transport's rights come on top (KubeRights).
 func Rights(drain bool) []Right {
 	rights := []Right{
 		{Verb: "list", Resource: "nodes"},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/swdt/internal/retry"
+	"sigs.k8s.io/swdt/pkg/kubeconn"
 )
 
 // DefaultDrainTimeout bounds a Node's drain when the drain section sets
@@ -26,7 +27,7 @@ const DefaultDrainTimeout = 5 * time.Minute
 // does not allow: that one is asked again until the drain's timeout. It
 // then waits for the evicted pods to be gone, and returns how many it
 // evicted. DaemonSet pods, mirror pods and finished pods stay, as with
-// kubectl drain --ignore-daemonsets.
+// kubectl drain --ignore-daemonsets, and so does swdt's agent pod.
 func (r *run) drainNode(ctx context.Context, name string) (int, error) {
 	timeout := DefaultDrainTimeout
 	if r.drain.Timeout != nil {
@@ -78,6 +79,11 @@ func (r *run) evictable(ctx context.Context, name string) ([]corev1.Pod, error) 
 			continue
 		}
 		if c := metav1.GetControllerOf(&p); c != nil && c.Kind == "DaemonSet" {
+			continue
+		}
+		if p.Namespace == Namespace && p.Name == kubeconn.PodName(name) {
+			// swdt's own agent pod (the Kubernetes transport): the swap
+			// runs through it.
 			continue
 		}
 		out = append(out, p)

@@ -4,7 +4,7 @@
 // optionally draining each Node first, and gates each on the cluster (the
 // new kubeletVersion, a Lease renewal, Ready as before). A Node that
 // fails is rolled back and the rollout stops there. Its state lives in
-// the cluster (a ConfigMap in the swdt namespace), so that a rollout cut
+// the cluster (a ConfigMap in swdt-system), so that a rollout cut
 // short resumes where it stopped (docs/rollout.md).
 //
 // It reaches each Node through a Connector, whatever the transport, and

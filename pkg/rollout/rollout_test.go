@@ -239,7 +239,7 @@ func TestRollout(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := rollout.Run(ctx, fx.rolloutOf("v1.37.1", 1), fx.options(kc, nil))
-		if err == nil || rep != nil || !strings.Contains(err.Error(), "may not") || !strings.Contains(err.Error(), "configmaps in namespace swdt") ||
+		if err == nil || rep != nil || !strings.Contains(err.Error(), "may not") || !strings.Contains(err.Error(), "configmaps in namespace "+rollout.Namespace) ||
 			!strings.Contains(err.Error(), "nothing was changed") {
 			t.Fatalf("Run as a Node's user = %+v, %v; want a refusal naming the missing rights", rep, err)
 		}

@@ -15,15 +15,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"sigs.k8s.io/swdt/pkg/kubeconn"
 )
 
 // The rollout's state lives in the cluster, not on the machine that runs
-// swdt: a ConfigMap swdt-rollout-NAME in the swdt namespace, whose key
+// swdt: a ConfigMap swdt-rollout-NAME in swdt's namespace, whose key
 // state holds a State as JSON. Another machine with the same node file
 // and build resumes from it.
 const (
-	// Namespace holds swdt's objects in the cluster.
-	Namespace = "swdt"
+	// Namespace holds swdt's objects in the cluster: the rollouts'
+	// state and the Kubernetes transport's pods, in one namespace that
+	// allows them (kubeconn.NewNamespace).
+	Namespace = kubeconn.DefaultNamespace
 	// StateKey is the ConfigMap's key of the state.
 	StateKey = "state"
 	// LabelRollout marks the ConfigMap with the rollout's name.
@@ -196,9 +200,11 @@ func (s *store) save(ctx context.Context) error {
 	return nil
 }
 
-// ensureNamespace creates the swdt namespace when it does not exist.
+// ensureNamespace creates swdt's namespace when it does not exist, as
+// the Kubernetes transport creates it: labelled as swdt's and for the
+// privileged Pod Security level that its HostProcess pods need.
 func ensureNamespace(ctx context.Context, client kubernetes.Interface) error {
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
+	_, err := client.CoreV1().Namespaces().Create(ctx, kubeconn.NewNamespace(Namespace), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", Namespace, err)
 	}

@@ -60,6 +60,9 @@ func SetDefaults_Node(n *Node) {
 	if v := n.Spec.VM; v != nil {
 		setDefaultsVM(v, &n.ObjectMeta)
 	}
+	if r := n.Spec.Kubernetes.Rollout; r != nil && r.Transport == "" {
+		r.Transport = TransportKubernetes
+	}
 	if n.Spec.Setup.EnableRDP == nil {
 		enable := true
 		n.Spec.Setup.EnableRDP = &enable

@@ -167,8 +167,22 @@ type KubernetesSpec struct {
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
 
+// Transport says how swdt reaches each Node of a rollout.
+type Transport string
+
+const (
+	// TransportKubernetes reaches each Node through the Kubernetes API: a
+	// HostProcess pod on the Node and pods/exec. It needs only the
+	// kubeconfig, no SSH.
+	TransportKubernetes Transport = "Kubernetes"
+	// TransportSSH reaches each Node over SSH, with spec.credentials, at
+	// the address the cluster reports for it.
+	TransportSSH Transport = "SSH"
+)
+
 // RolloutSpec says which Nodes of a cluster a rollout swaps, how many at
-// once, and what it does around each swap (docs/rollout.md).
+// once, how it reaches them, and what it does around each swap
+// (docs/rollout.md).
 type RolloutSpec struct {
 	// Kubeconfig is the cluster's kubeconfig on this machine. Default:
 	// $KUBECONFIG, else ~/.kube/config.
@@ -200,6 +214,18 @@ type RolloutSpec struct {
 	// Default: 1m.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Transport is how each Node is reached: Kubernetes (through the API
+	// server: a HostProcess pod and pods/exec; spec.credentials must be
+	// empty) or SSH (spec.credentials, at the address the cluster
+	// reports for the Node). Default: Kubernetes.
+	// +optional
+	Transport Transport `json:"transport,omitempty"`
+	// Image is the HostProcess pod's image, with the Kubernetes
+	// transport only: a copy of the upstream HostProcess base image for
+	// clusters that pull from their own registry. Default:
+	// mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // DrainSpec says how a Node is drained before its swap.

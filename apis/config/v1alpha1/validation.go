@@ -47,6 +47,9 @@ func ValidateNode(n *Node) field.ErrorList {
 	errs = append(errs, validateCredentials(&n.Spec.Credentials, n.Spec.VM != nil || n.Spec.Kubernetes.Rollout != nil, spec.Child("credentials"))...)
 	errs = append(errs, validateSetup(&n.Spec.Setup, spec.Child("setup"))...)
 	errs = append(errs, validateKubernetes(&n.Spec.Kubernetes, spec.Child("kubernetes"))...)
+	if r := n.Spec.Kubernetes.Rollout; r != nil {
+		errs = append(errs, validateTransport(r, &n.Spec.Credentials, spec)...)
+	}
 	if n.Spec.Wins != nil {
 		errs = append(errs, validateWins(n.Spec.Wins, spec.Child("wins"))...)
 	}

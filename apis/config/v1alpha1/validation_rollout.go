@@ -47,6 +47,31 @@ func validateRollout(k *KubernetesSpec, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateTransport checks the rollout's transport against what it uses:
+// the Kubernetes transport reaches Nodes through the API server and
+// takes no SSH credentials; SSH takes them and has no pod image.
+func validateTransport(r *RolloutSpec, c *CredentialsSpec, spec *field.Path) field.ErrorList {
+	p := spec.Child("kubernetes", "rollout")
+	var errs field.ErrorList
+	switch r.Transport {
+	case TransportKubernetes:
+		if *c != (CredentialsSpec{}) {
+			errs = append(errs, field.Forbidden(spec.Child("credentials"),
+				"the Kubernetes transport reaches each Node through the API server and uses no SSH credentials: remove spec.credentials, or set spec.kubernetes.rollout.transport: SSH"))
+		}
+		if r.Image != "" && (hasSpaceOrControl(r.Image) || strings.HasPrefix(r.Image, "-")) {
+			errs = append(errs, field.Invalid(p.Child("image"), r.Image, "must be an image reference, such as registry.example.com/windows-host-process-containers-base-image:v1.0.0"))
+		}
+	case TransportSSH:
+		if r.Image != "" {
+			errs = append(errs, field.Forbidden(p.Child("image"), "the SSH transport runs no pod: remove image, or set transport: Kubernetes"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("transport"), r.Transport, []Transport{TransportKubernetes, TransportSSH}))
+	}
+	return errs
+}
+
 // provisionerNamed is the provisioner of k called name (as Windows
 // compares names), or nil.
 func provisionerNamed(k *KubernetesSpec, name string) *ProvisionerSpec {

@@ -51,11 +51,61 @@ func TestValidateRollout(t *testing.T) {
 			if tt.noHostname {
 				n.Spec.Credentials.Hostname = ""
 			}
+			if tt.rollout.Transport == "" {
+				tt.rollout.Transport = TransportSSH
+			}
 			n.Spec.Kubernetes.Rollout = &tt.rollout
 			if got := summarize(ValidateNode(n)); !slices.Equal(got, tt.want) {
 				t.Errorf("errors = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestValidateTransport(t *testing.T) {
+	tests := []struct {
+		name    string
+		rollout RolloutSpec
+		// creds keeps spec.credentials' username.
+		creds bool
+		want  []string
+	}{
+		{name: "Kubernetes, no credentials", rollout: RolloutSpec{Transport: TransportKubernetes}},
+		{name: "Kubernetes with its own image", rollout: RolloutSpec{Transport: TransportKubernetes, Image: "registry.example.com/hpc-base:v1.0.0"}},
+		{name: "Kubernetes with credentials", rollout: RolloutSpec{Transport: TransportKubernetes}, creds: true,
+			want: []string{"FieldValueForbidden spec.credentials"}},
+		{name: "Kubernetes, an image with a space", rollout: RolloutSpec{Transport: TransportKubernetes, Image: "a b"},
+			want: []string{"FieldValueInvalid spec.kubernetes.rollout.image"}},
+		{name: "SSH with credentials", rollout: RolloutSpec{Transport: TransportSSH}, creds: true},
+		{name: "SSH with an image", rollout: RolloutSpec{Transport: TransportSSH, Image: "registry.example.com/hpc-base:v1.0.0"}, creds: true,
+			want: []string{"FieldValueForbidden spec.kubernetes.rollout.image"}},
+		{name: "an unknown transport", rollout: RolloutSpec{Transport: "WinRM"},
+			want: []string{"FieldValueNotSupported spec.kubernetes.rollout.transport"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := validNode()
+			n.Name = "windows-workers"
+			n.Spec.Kubernetes.Provisioners = n.Spec.Kubernetes.Provisioners[:1]
+			n.Spec.Wins = nil
+			n.Spec.Setup.AuthorizedKeys = nil
+			n.Spec.Credentials = CredentialsSpec{}
+			if tt.creds {
+				n.Spec.Credentials.Username = "Administrator"
+			}
+			n.Spec.Kubernetes.Rollout = &tt.rollout
+			if got := summarize(ValidateNode(n)); !slices.Equal(got, tt.want) {
+				t.Errorf("errors = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultTransport(t *testing.T) {
+	n := &Node{Spec: NodeSpec{Kubernetes: KubernetesSpec{Rollout: &RolloutSpec{}}}}
+	SetDefaults_Node(n)
+	if got := n.Spec.Kubernetes.Rollout.Transport; got != TransportKubernetes {
+		t.Errorf("default transport = %q, want %q", got, TransportKubernetes)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/cluster"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/rollout"
 	"sigs.k8s.io/swdt/pkg/ui"
@@ -19,6 +21,7 @@ import (
 
 type rolloutFlags struct {
 	dryRun   bool
+	reset    bool
 	swap     swapFlags
 	download downloadFlags
 	cacheDir string
@@ -31,7 +34,10 @@ func newRolloutCommand(e *env) *cobra.Command {
 		Short: "Swap a build across the Windows Nodes of a cluster, a few at a time",
 		Long: `Swap the provisioners of the -c file on every Node its
 spec.kubernetes.rollout selects (always kubernetes.io/os=windows), at most
-maxUnavailable at a time, in the order of their names:
+maxUnavailable at a time, in the order of their names. Each Node is reached
+through the Kubernetes API (transport: Kubernetes, the default: a HostProcess
+pod on it and pods/exec; the kubeconfig is all it needs) or over SSH
+(transport: SSH, with spec.credentials):
 
   1. check that the kubeconfig's user may do all of it; nothing changes
      otherwise;
@@ -44,14 +50,16 @@ maxUnavailable at a time, in the order of their names:
 
 A Node that fails is rolled back and the rollout stops there: the Nodes
 after it are left untouched. The rollout's state is kept in the cluster
-(ConfigMap swdt/swdt-rollout-NAME): run the command again to resume an
-interrupted rollout where it stopped, from any machine. See
-docs/rollout.md.
+(ConfigMap swdt-system/swdt-rollout-NAME): run the command again to resume an
+interrupted rollout where it stopped, from any machine. --reset removes
+what the rollout left in the cluster: its state, and swdt's namespace with
+the transport's pods (only the selected Nodes' pods while another rollout's
+state is kept there). See docs/rollout.md.
 
 Exit codes: 0 every Node runs the build, 1 failure (nothing rolled, or
 the user lacks a right), 2 usage or config error, 3 the rollout stopped
 after some Nodes, 130 interrupted (run it again to resume).`,
-		Example: "  swdt rollout -c rollout.yaml --dry-run\n  swdt rollout -c rollout.yaml\n  swdt rollout -c rollout.yaml -o json",
+		Example: "  swdt rollout -c rollout.yaml --dry-run\n  swdt rollout -c rollout.yaml\n  swdt rollout -c rollout.yaml -o json\n  swdt rollout -c rollout.yaml --reset",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRollout(cmd.Context(), e, f)
@@ -59,6 +67,8 @@ after some Nodes, 130 interrupted (run it again to resume).`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", false, "select the Nodes and say what would be rolled; change nothing")
+	fl.BoolVar(&f.reset, "reset", false, "remove the rollout's state and the transport's namespace and pods from the cluster; the Nodes are not touched")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "reset")
 	f.swap.add(fl)
 	f.download.add(fl)
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where downloaded sources are cached (default: <user cache dir>/swdt)")
@@ -80,15 +90,24 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 	if err != nil {
 		return fmt.Errorf("spec.kubernetes.rollout: %w", err)
 	}
+	// The transport reads the very kubeconfig and context the rollout does.
+	kopts := kubeconn.Options{Kubeconfig: c.Source, Context: c.Context, Image: rs.Image}
+	if f.reset {
+		return resetRollout(ctx, e, spec, rollout.Options{Cluster: c}, kopts)
+	}
 	progress := e.ui.NewProgress()
 	abort, stop := e.interrupts(progress.Warn, nil)
 	defer stop()
-	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
 	swap := f.swap.options()
 	swap.Abort = abort
 	opts := rollout.Options{Cluster: c, Resolver: f.download.resolver(f.cacheDir, false), Swap: swap, DryRun: f.dryRun,
-		Connect:  rollout.SSHConnector(c, spec, node.ConnectOptions{Logger: e.ui.Logger(), Passphrase: e.passphrase, NodeFile: e.configPath}),
 		Observer: rolloutObserver{progress}}
+	if rs.Transport == v1alpha1.TransportSSH {
+		e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
+		opts.Connect = rollout.SSHConnector(c, spec, node.ConnectOptions{Logger: e.ui.Logger(), Passphrase: e.passphrase, NodeFile: e.configPath})
+	} else {
+		opts.Connect, opts.Access = rollout.KubeConnector(kopts, e.ui.Logger()), rollout.KubeRights()
+	}
 	rep, err := rollout.Run(ctx, spec, opts)
 	if rep != nil {
 		if perr := report.PrintRollout(e.ui, rep); perr != nil {
@@ -102,6 +121,28 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 		return exitcode.WithCode(exitcode.Partial, err)
 	}
 	return err
+}
+
+// resetRollout removes what the rollout left in the cluster and says what.
+func resetRollout(ctx context.Context, e *env, spec *v1alpha1.Node, opts rollout.Options, kopts kubeconn.Options) error {
+	rep, err := rollout.Reset(ctx, spec, opts, kopts)
+	if err != nil {
+		return fmt.Errorf("reset rollout %s: %w", spec.Name, err)
+	}
+	state := "no state was kept"
+	if rep.State {
+		state = "deleted its state (ConfigMap " + rollout.Namespace + "/" + rollout.ConfigMapName(spec.Name) + ")"
+	}
+	switch {
+	case len(rep.Kept) > 0:
+		e.ui.Success("rollout %s: %s; deleted the agent pods of %d Node(s); namespace %s kept for the state of %s",
+			spec.Name, state, len(rep.Pods), rollout.Namespace, strings.Join(rep.Kept, ", "))
+	case rep.Namespace:
+		e.ui.Success("rollout %s: %s; removed swdt's pods and account from namespace %s, and the namespace when swdt created it", spec.Name, state, rollout.Namespace)
+	default:
+		e.ui.Success("rollout %s: %s; namespace %s was not there", spec.Name, state, rollout.Namespace)
+	}
+	return nil
 }
 
 // rolloutNode is the one document of the file with a rollout section.

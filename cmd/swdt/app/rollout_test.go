@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
@@ -31,8 +32,6 @@ kind: Node
 metadata:
   name: workers
 spec:
-  credentials:
-    username: Administrator
   kubernetes:
     provisioners:
     - name: kubelet
@@ -53,7 +52,9 @@ spec:
 
 // swdt rollout: --dry-run selects the Windows Nodes of the pool and
 // changes nothing, in JSON and as a table; a user without the rights is
-// refused (exit 1) before anything changes; a file without a rollout
+// refused (exit 1) before anything changes; a file with no credentials
+// rolls a Node through the Kubernetes API, with no SSH connection; --reset
+// then deletes the state and swdt's namespace; a file without a rollout
 // section is a usage error.
 func TestRolloutCommand(t *testing.T) {
 	if testing.Short() {
@@ -106,8 +107,41 @@ func TestRolloutCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = run("-c", rolloutFile(t, dir, kc))
-	if code != exitcode.Failure || !strings.Contains(errOut, "may not") || !strings.Contains(errOut, "nothing was changed") {
+	// The default transport's rights are checked with the rollout's own.
+	if code != exitcode.Failure || !strings.Contains(errOut, "may not") || !strings.Contains(errOut, "nothing was changed") ||
+		!strings.Contains(errOut, "create pods/exec in namespace swdt-system") {
 		t.Errorf("as a Node's user: exit %d\n%s", code, errOut)
+	}
+
+	// The default transport, from the command: a Node reached through
+	// its kubelet only, the file naming no credentials.
+	ts := cl.StartKubeletNode(t, "win-k")
+	if _, err := cl.Client.CoreV1().Nodes().Patch(ctx, "win-k", types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/pool":"kube"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kfile := rolloutFile(t, dir, cl.Kubeconfig)
+	raw, err = os.ReadFile(kfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kfile, []byte(strings.Replace(string(raw), "example.com/pool: canary", "example.com/pool: kube", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run("-c", kfile, "--cache-dir", filepath.Join(dir, "cache"))
+	if n, err := cl.Client.CoreV1().Nodes().Get(ctx, "win-k", metav1.GetOptions{}); code != exitcode.OK || err != nil || n.Status.NodeInfo.KubeletVersion != "v1.37.3" {
+		t.Errorf("rollout through the Kubernetes API: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if got := ts.Connections(); got != 0 {
+		t.Errorf("the Node saw %d SSH connections, want none", got)
+	}
+
+	// --reset deletes the rollout's state and swdt's namespace.
+	code, out, errOut = run("-c", kfile, "--reset")
+	if code != exitcode.OK || !strings.Contains(out+errOut, "deleted its state") {
+		t.Errorf("--reset: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if ns, err := cl.Client.CoreV1().Namespaces().Get(ctx, rollout.Namespace, metav1.GetOptions{}); err == nil && ns.DeletionTimestamp == nil {
+		t.Errorf("namespace %s after --reset: not being deleted", rollout.Namespace)
 	}
 
 	plain := filepath.Join(dir, "plain.yaml")
@@ -157,6 +191,7 @@ spec:
       kubeconfig: %q
       selector:
         matchLabels: {example.com/team: sig-windows}
+      transport: SSH
 `, c.Hostname, c.Username, c.PrivateKey, c.KnownHostsFile, fx.cl.Kubeconfig)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)

@@ -172,6 +172,9 @@ func refine(defs jsonschema.Definitions) error {
 		{"CredentialsSpec", "hostKeyPolicy", func(s *jsonschema.Schema) {
 			s.Enum = []any{v1alpha1.HostKeyPolicyStrict, v1alpha1.HostKeyPolicyAcceptNew, v1alpha1.HostKeyPolicyInsecure}
 		}},
+		{"RolloutSpec", "transport", func(s *jsonschema.Schema) {
+			s.Enum = []any{v1alpha1.TransportKubernetes, v1alpha1.TransportSSH}
+		}},
 		{"VMSpec", "provider", func(s *jsonschema.Schema) {
 			s.Enum = []any{v1alpha1.VMProviderLibvirt, v1alpha1.VMProviderHyperV}
 		}},
@@ -188,13 +191,15 @@ func refine(defs jsonschema.Definitions) error {
 		f.refine(s)
 	}
 	// A node with spec.vm may leave the hostname to its hypervisor, a
-	// rollout to the cluster.
+	// rollout to the cluster (whose Kubernetes transport takes no
+	// credentials at all).
 	creds, spec := defs["CredentialsSpec"], defs["NodeSpec"]
 	if creds == nil || spec == nil {
 		return fmt.Errorf("the schema has no CredentialsSpec or NodeSpec: update refine for the Node API's types")
 	}
 	creds.Required = slices.DeleteFunc(creds.Required, func(r string) bool { return r == "hostname" })
-	withHostname := withProps(&jsonschema.Schema{}, prop{"credentials", &jsonschema.Schema{Required: []string{"hostname"}}})
+	spec.Required = slices.DeleteFunc(spec.Required, func(r string) bool { return r == "credentials" })
+	withHostname := withProps(&jsonschema.Schema{Required: []string{"credentials"}}, prop{"credentials", &jsonschema.Schema{Required: []string{"hostname"}}})
 	withRollout := withProps(&jsonschema.Schema{Required: []string{"kubernetes"}}, prop{"kubernetes", &jsonschema.Schema{Required: []string{"rollout"}}})
 	spec.AnyOf = []*jsonschema.Schema{{Required: []string{"vm"}}, withHostname, withRollout}
 	check := defs["HealthCheck"]
