@@ -91,6 +91,11 @@ func Connect(kubeconfig, contextName string) (*Cluster, error) {
 
 func newCluster(cfg *rest.Config, kc *clientcmdapi.Cluster, source, contextName string) (*Cluster, error) {
 	cfg.Timeout = 30 * time.Second
+	// client-go's default (5 requests a second, bursts of 10) is for
+	// controllers; a rollout watches several Nodes and their Leases at
+	// once, and a wait cut short by the limiter would hide why the Node
+	// was not ready. kubectl allows as much.
+	cfg.QPS, cfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -120,7 +121,7 @@ func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every ti
 			return true, nil
 		case err == nil:
 			last, read, lastErr = st, true, nil
-		case ctx.Err() == nil:
+		case !waitEnding(ctx, err):
 			// A failure of its own, not the end of the wait cutting a
 			// read short.
 			lastErr = err
@@ -136,6 +137,17 @@ func (c *Cluster) WaitNode(ctx context.Context, name string, want Want, every ti
 		return last, fmt.Errorf("node %s: %w", name, err)
 	}
 	return last, &UnmetError{Node: name, Missing: missing(last, want)}
+}
+
+// waitEnding reports whether err is the end of the wait cutting a read
+// short: the context is done, or client-go's rate limiter refused to wait
+// past its deadline (golang.org/x/time/rate says so only in words).
+func waitEnding(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	_, bounded := ctx.Deadline()
+	return bounded && strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // UnmetError is WaitNode's error when the cluster answered but the Node

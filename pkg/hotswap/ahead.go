@@ -43,6 +43,8 @@ type aheadPatch struct {
 	kept    chan struct{}
 	keeping bool
 
+	// mu guards read, progress and claimed: the patch was taken by Run,
+	// or dropped, and is not taken again.
 	mu       sync.Mutex
 	read     int64
 	progress func(int64)
@@ -175,6 +177,10 @@ func (a *Ahead) Close() {
 
 // drop stops making the patch and frees what it holds.
 func (p *aheadPatch) drop() {
+	// A patch that was done before it was dropped is not taken later.
+	p.mu.Lock()
+	p.claimed = true
+	p.mu.Unlock()
 	p.cancel()
 	p.out.drop()
 }
