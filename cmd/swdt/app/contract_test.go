@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
 
@@ -206,6 +207,9 @@ func runContract(t *testing.T, args []string, stopAfterALine bool) (int, string,
 // node's, its result, one document per line when it streams, and its
 // exit codes, of success and of a usage or node-file problem.
 func TestJSONContract(t *testing.T) {
+	// The invocations give swdt a cache of their own (XDG_CACHE_HOME); the
+	// control plane's binaries stay where they were built.
+	t.Setenv("SWDT_CLUSTER_BIN", clustertest.BinDir())
 	rows := map[string]contractRow{}
 	for _, r := range readContract(t) {
 		if _, dup := rows[r.command]; dup {
