@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"testing"
 	"time"
 )
@@ -62,7 +61,7 @@ func TestFixtureStopsAndCleansUp(t *testing.T) {
 	if len(order) != 2 || order[0] != 2 || order[1] != 1 {
 		t.Errorf("cleanups ran in order %v, want [2 1]", order)
 	}
-	if errors.Is(fx.Context().Err(), nil) {
+	if fx.Context().Err() == nil {
 		t.Error("the fixture's context is not done after close")
 	}
 }
