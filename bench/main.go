@@ -25,6 +25,10 @@
 //     and rsync -z over ssh to Debian's sshd, the protocol floor, a rebuild
 //     swapped by swdt --watch, and on the VPN a large rebuild (links.go;
 //     -only links runs just these).
+//   - swdt rollout through the Kubernetes API over 1, 10 and 30 Nodes by
+//     maxUnavailable, against the cluster tier's control plane with the
+//     Nodes' simulated kubelets in this process, when $SWDT_CLUSTER_BIN
+//     has it (rollout.go; -only rollout runs just this).
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
