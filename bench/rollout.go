@@ -27,7 +27,6 @@ import (
 // times the time of one Node alone, and the peak RSS of one Node alone.
 func (b *bench) rolloutScale() (err error) {
 	if reason := clusterMissing(); reason != "" {
-		fmt.Fprintf(os.Stderr, "bench: rollout scale skipped: %s\n", reason)
 		b.add("rollout scale", "skipped: "+reason, "")
 		return nil
 	}
