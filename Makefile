@@ -155,7 +155,8 @@ schema: ## regenerate schemas/node.schema.json from the Node API's types (a test
 
 # BENCHFLAGS pass options to the bench, e.g. BENCHFLAGS='-rounds 3 -big-mb 64'.
 # With SWDT_CLUSTER_BIN set (the cluster tier's cache), the bench also pushes
-# its two Windows builds of kubelet as a build straight from make.
+# its two Windows builds of kubelet as a build straight from make, and times
+# swdt rollout over 1, 10 and 30 Nodes (skipped, saying why, without it).
 BENCHFLAGS ?=
 bench: build ## measure swdt against OpenSSH sftp, rsync and each path's floor on loopback and emulated links (docs/benchmarks.md)
 	@command -v rsync >/dev/null || { sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \

@@ -25,6 +25,10 @@
 //     and rsync -z over ssh to Debian's sshd, the protocol floor, a rebuild
 //     swapped by swdt --watch, and on the VPN a large rebuild (links.go;
 //     -only links runs just these).
+//   - swdt rollout through the Kubernetes API over 1, 10 and 30 Nodes by
+//     maxUnavailable, against the cluster tier's control plane with the
+//     Nodes' simulated kubelets in this process, when $SWDT_CLUSTER_BIN
+//     has it (rollout.go; -only rollout runs just this).
 //
 // It runs the built binaries as a user would (make bench builds them),
 // generates its files in a temporary directory and removes it afterwards.
@@ -99,6 +103,9 @@ type options struct {
 	wideNodes     int
 	scaleMB       string
 	scaleNodes    string
+	rolloutNodes  string
+	rolloutMax    string
+	rolloutRounds int
 }
 
 func run() error {
@@ -110,13 +117,16 @@ func run() error {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every measurement (each contender once per round, order rotated)")
 	flag.IntVar(&o.largeMB, "large-mb", 128, "size in MB of the large rebuild pushed through the VPN link")
-	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one), loop (the loopback rebuild loop) or scaling (patches by file size and node count)")
+	flag.StringVar(&o.only, "only", "", "run only one part: links (the link runs), sshd (the Debian sshd comparison), fanout (N nodes vs one), loop (the loopback rebuild loop) scaling (patches by file size and node count) or rollout (swdt rollout by Node count and maxUnavailable; needs $SWDT_CLUSTER_BIN)")
 	flag.StringVar(&o.shapes, "shapes", "", "the link shapes to run, comma-separated (LAN, VPN, slow; default all)")
 	flag.StringVar(&o.dir, "dir", memDir(), "where the bench keeps its files, and the simnodes' and sshd's file systems")
 	flag.StringVar(&o.kubelet, "kubelet", kubeletBuilds(), "two Windows builds of kubelet.exe, comma-separated, for the VPN row of a build straight from a build (default: those in $SWDT_CLUSTER_BIN when there; none: no row)")
 	flag.IntVar(&o.wideNodes, "wide-nodes", 30, "nodes of the wide fan-out (0: none)")
 	flag.StringVar(&o.scaleMB, "scale-mb", "16,64,256", "file sizes in MB of the scaling table (patches on loopback)")
 	flag.StringVar(&o.scaleNodes, "scale-nodes", "1,4,10", "node counts of the scaling table")
+	flag.StringVar(&o.rolloutNodes, "rollout-nodes", "1,10,30", "Node counts of the rollout scale table (swdt rollout through the Kubernetes API; 1 is the goal's base)")
+	flag.StringVar(&o.rolloutMax, "rollout-max", "1,2,5", "maxUnavailable values of the rollout scale table (each where not above the Node count)")
+	flag.IntVar(&o.rolloutRounds, "rollout-rounds", 2, "rollouts timed per row of the rollout scale table")
 	flag.Parse()
 	for _, p := range []*string{&o.swdt, &o.simnode} {
 		abs, err := filepath.Abs(*p)
@@ -177,9 +187,10 @@ func (b *bench) all() error {
 			"fanout":  b.parallel,
 			"loop":    b.loopOnly,
 			"scaling": b.scaling,
+			"rollout": b.rolloutScale,
 		}[b.o.only]
 		if !ok {
-			return fmt.Errorf("-only %s: want links, sshd, fanout, loop or scaling", b.o.only)
+			return fmt.Errorf("-only %s: want links, sshd, fanout, loop, scaling or rollout", b.o.only)
 		}
 		if err := part(); err != nil {
 			return err
@@ -194,6 +205,9 @@ func (b *bench) all() error {
 		return err
 	}
 	if err := b.scaling(); err != nil {
+		return err
+	}
+	if err := b.rolloutScale(); err != nil {
 		return err
 	}
 	if err := b.debianSSHD(b.o.rounds); err != nil {
