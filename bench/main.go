@@ -138,11 +138,24 @@ func run() error {
 	if _, err := exec.LookPath("sftp"); err != nil {
 		return errors.New("OpenSSH's sftp client is needed for the baseline (apt-get install openssh-client)")
 	}
+	parent := o.dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	for _, d := range sweepLeftovers(parent, processAlive) {
+		fmt.Fprintf(os.Stderr, "removed %s, which a bench that was killed left\n", d)
+	}
 	dir, err := os.MkdirTemp(o.dir, "swdt-bench-")
 	if err != nil {
 		return err
 	}
-	if !o.keep {
+	if err := claimDir(dir); err != nil {
+		return err
+	}
+	if o.keep {
+		// Kept on purpose: no later bench sweeps it.
+		defer os.Remove(filepath.Join(dir, pidFile))
+	} else {
 		defer os.RemoveAll(dir)
 	}
 	self, err := os.Executable()
@@ -665,6 +678,7 @@ func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	state := filepath.Join(b.dir, name)
 	args := append([]string{"--listen", "127.0.0.1:0", "--state-dir", state, "--authorized-key", b.key + ".pub"}, flags...)
 	cmd := exec.Command(b.o.simnode, args...)
+	diesWithBench(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -90,6 +90,7 @@ AllowUsers %s
 		return nil, err
 	}
 	s.cmd = exec.Command(sshdPath, "-D", "-e", "-f", config)
+	diesWithBench(s.cmd)
 	log, err := os.Create(filepath.Join(dir, "sshd.log"))
 	if err != nil {
 		return nil, err
