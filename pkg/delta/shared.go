@@ -167,6 +167,9 @@ func (s *Store) openIndexed(ctx context.Context, digest string) (*Index, *os.Fil
 type sharedPatch struct {
 	key    string
 	cancel context.CancelFunc
+	// ended is closed when the goroutine making the patch has returned
+	// (it may save an index into the store until then).
+	ended chan struct{}
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -210,13 +213,14 @@ func (s *Store) Patch(ctx context.Context, base, target string, open func() (io.
 	}
 	if p == nil {
 		pctx, cancel := context.WithCancel(context.Background())
-		p = &sharedPatch{key: key, cancel: cancel}
+		p = &sharedPatch{key: key, cancel: cancel, ended: make(chan struct{})}
 		p.cond = sync.NewCond(&p.mu)
 		if sh.patches == nil {
 			sh.patches = map[string]*sharedPatch{}
 		}
 		sh.patches[key] = p
 		go func() {
+			defer close(p.ended)
 			p.finish(s.makePatch(pctx, p, base, open))
 			s.finished(p)
 		}()
@@ -429,7 +433,6 @@ func (r *patchReader) Close() error {
 	r.stop()
 	sh := &r.s.share
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	p := r.p
 	p.mu.Lock()
 	p.users--
@@ -441,6 +444,12 @@ func (r *patchReader) Close() error {
 			delete(sh.patches, p.key)
 		}
 		p.free()
+	}
+	sh.mu.Unlock()
+	if idle && !kept {
+		// The last reader gone: the patch stops, and nothing of it
+		// writes to the store once Close returns.
+		<-p.ended
 	}
 	return nil
 }
