@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package main
 
@@ -16,6 +16,11 @@ func processAlive(pid int) bool {
 }
 
 // diesWithBench makes cmd's process end when the bench does, however it
-// ends (where the system offers it: Linux's parent-death signal), so that
-// a killed bench leaves no simnode or sshd running.
-func diesWithBench(cmd *exec.Cmd) { setParentDeathSignal(cmd) }
+// ends (Linux's parent-death signal), so that a killed bench leaves no
+// simnode or sshd running.
+func diesWithBench(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
