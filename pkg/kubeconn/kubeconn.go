@@ -125,6 +125,19 @@ func restConfig(o Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// clientFor is o's REST config and a client of it.
+func clientFor(o Options) (*rest.Config, *kubernetes.Clientset, error) {
+	cfg, err := restConfig(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, client, nil
+}
+
 // Dial checks that the kubeconfig's user may do what the transport needs
 // (changing nothing when it may not), then ensures the namespace, the
 // service account and the node's HostProcess pod, and waits for the pod
@@ -134,11 +147,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if o.Node == "" {
 		return nil, errors.New("kubeconn: no Node name")
 	}
-	cfg, err := restConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	cfg, client, err := clientFor(o)
 	if err != nil {
 		return nil, err
 	}
@@ -433,11 +442,7 @@ func (c *Conn) Close() error { return nil }
 // delete.
 func Reset(ctx context.Context, o Options) (bool, error) {
 	o = o.withDefaults()
-	cfg, err := restConfig(o)
-	if err != nil {
-		return false, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	_, client, err := clientFor(o)
 	if err != nil {
 		return false, err
 	}
@@ -482,11 +487,7 @@ func ResetNode(ctx context.Context, o Options) (bool, error) {
 	if o.Node == "" {
 		return false, errors.New("kubeconn: no Node name")
 	}
-	cfg, err := restConfig(o)
-	if err != nil {
-		return false, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	_, client, err := clientFor(o)
 	if err != nil {
 		return false, err
 	}
