@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -19,6 +20,8 @@ import (
 // accepts one user with a password, by the password or the
 // keyboard-interactive method. Its sessions answer "exec" by writing the
 // command back on stdout and exiting 0; that is enough to prove a login.
+// With SFTP set they also serve the SFTP subsystem (pkg/sftp's server,
+// on this machine's file system).
 type GoServer struct {
 	// Addr is 127.0.0.1:port.
 	Addr string
@@ -30,6 +33,25 @@ type GoServer struct {
 	// KeyboardInteractiveOnly turns the password method off, so only
 	// keyboard-interactive can log in. Set it before the first connection.
 	KeyboardInteractiveOnly atomic.Bool
+
+	// SFTP makes sessions serve the "sftp" subsystem; SFTPOnlyWhenAsked
+	// serves it only to a request that asked for an answer, as a server
+	// that could not start it and says nothing to a request that did not.
+	// Set them before the first connection.
+	SFTP, SFTPOnlyWhenAsked atomic.Bool
+
+	mu sync.Mutex
+	// subsystemReplies holds the want-reply flag of every subsystem
+	// request, in order.
+	subsystemReplies []bool
+}
+
+// SubsystemReplies returns, in order, whether each subsystem request the
+// server got asked for an answer.
+func (s *GoServer) SubsystemReplies() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bool(nil), s.subsystemReplies...)
 }
 
 // StartGoServer starts a GoServer for the duration of the test.
@@ -72,14 +94,14 @@ func StartGoServer(t testing.TB, user, password string) *GoServer {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				serveGo(c, cfg)
+				s.serve(c, cfg)
 			}()
 		}
 	}()
 	return s
 }
 
-func serveGo(c net.Conn, cfg *ssh.ServerConfig) {
+func (s *GoServer) serve(c net.Conn, cfg *ssh.ServerConfig) {
 	defer c.Close()
 	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
 	if err != nil {
@@ -99,6 +121,12 @@ func serveGo(c net.Conn, cfg *ssh.ServerConfig) {
 		go func() {
 			defer ch.Close()
 			for r := range creqs {
+				if r.Type == "subsystem" {
+					if s.subsystem(ch, r) {
+						return
+					}
+					continue
+				}
 				if r.Type != "exec" {
 					_ = r.Reply(false, nil)
 					continue
@@ -117,6 +145,28 @@ func serveGo(c net.Conn, cfg *ssh.ServerConfig) {
 			}
 		}()
 	}
+}
+
+// subsystem answers a subsystem request on ch, recording whether it asked
+// for an answer, and reports whether it served SFTP on ch (to its end).
+func (s *GoServer) subsystem(ch ssh.Channel, r *ssh.Request) bool {
+	s.mu.Lock()
+	s.subsystemReplies = append(s.subsystemReplies, r.WantReply)
+	s.mu.Unlock()
+	var name struct{ Name string }
+	serve := ssh.Unmarshal(r.Payload, &name) == nil && name.Name == "sftp" && s.SFTP.Load() &&
+		(r.WantReply || !s.SFTPOnlyWhenAsked.Load())
+	_ = r.Reply(serve, nil)
+	if !serve {
+		return false
+	}
+	srv, err := sftp.NewServer(ch)
+	if err != nil {
+		return true
+	}
+	_ = srv.Serve()
+	_ = srv.Close()
+	return true
 }
 
 // Silent starts a TCP listener that accepts connections and never says a

@@ -134,6 +134,7 @@ func Run(ctx context.Context, w winos.OS, self Self, args []string, stdin io.Rea
 	env := run(ctx, w, invocation{Self: self, Stdout: stdout, Stderr: stderr}, args, stdin)
 	if fi, err := w.Stat(self.Path); err == nil {
 		env.ImageModTime = fi.ModTime.UnixNano()
+		env.ImageSize = fi.Size
 	}
 	line, err := ops.FormatEnvelope(env)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -127,18 +126,22 @@ const armDir = `C:\Windows\SysArm32`
 // ensureAgent makes sure the agent of the node's architecture is at its
 // content-addressed path under ops.AgentDir, with exactly the embedded
 // bytes, before anything runs it. ops.AgentDir is below C:\Program Files,
-// where only Administrators and SYSTEM may write, and the file found
-// there is read back and hashed the first time this process uses it
-// (verified names the path already checked): not trusted by its size,
-// nor by its own word. A file with other bytes is removed and the agent
-// uploaded again; an upload is read back and hashed too. fresh is true
-// when it uploaded the agent.
+// where only Administrators and SYSTEM may write. A file found there is
+// read back and hashed the first time this process uses it (verified
+// names the path already checked): not trusted by its size, nor by its
+// own word; one with other bytes is removed and the agent uploaded again.
+// What this process uploads over SFTP is not read back (DESIGN.md §3.4):
+// SSH's integrity check covers the bytes on their way, the rename puts the
+// whole file in place or none of it, and the agent's first run reports its
+// file's size and time (agentRan); an upload through another transport is
+// read back. fresh is true when it uploaded the agent.
 func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, fresh bool, err error) {
 	if path, ok := n.recordedAgent(ctx); ok {
 		return path, false, nil
 	}
+	look := n.lookForAgent(ctx)
 	goarch := "amd64"
-	if fi, err := n.conn.Stat(ctx, armDir); err == nil && fi.IsDir() {
+	if look.arm {
 		goarch = "arm64"
 	}
 	a, err := agentbin.For(goarch)
@@ -146,73 +149,175 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		return "", false, err
 	}
 	path = ops.AgentPath(a.SHA256)
-	fi, err := n.conn.Stat(ctx, path)
+	fi, err := look.agent[goarch].fi, look.agent[goarch].err
 	switch {
 	case err == nil && strings.EqualFold(path, verified):
 		n.confirmAgent(path)
 		return path, false, nil
 	case err == nil:
-		sum, rerr := n.remoteSHA256(ctx, path)
-		if rerr != nil {
-			return "", false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, rerr))
+		ok, err := n.verifyFound(ctx, path, fi, a)
+		if err != nil {
+			return "", false, err
 		}
-		if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
-			n.agentVerified(path, fi, sum)
-			n.confirmAgent(path)
+		if ok {
 			return path, false, nil
-		}
-		n.logger.Warn("the file at the agent's path is not this swdt's agent: replacing it", "path", path, "sha256", sum)
-		if err := n.conn.Remove(ctx, path); err != nil {
-			return "", false, fmt.Errorf("%s holds a file that is not swdt-agent (SHA-256 %s) and it cannot be removed: %w; "+
-				"remove it as an administrator and run again", path, sum, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", false, fmt.Errorf("look for swdt-agent at %s: %w", path, err)
 	}
-	if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
-		return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
-	}
-	var progress func(sent int64)
-	end := func() {}
-	if n.Transfer != nil {
-		progress, end = n.Transfer("node "+n.Name+": upload swdt-agent (first contact)", int64(len(a.Binary)))
-	}
-	err = n.conn.Upload(ctx, bytes.NewReader(a.Binary), int64(len(a.Binary)), path, progress)
-	end()
-	if err != nil {
-		// Another swdt may have delivered it meanwhile (its op running
-		// keeps the file from being replaced): verified below like ours.
-		if _, serr := n.conn.Stat(ctx, path); serr != nil {
-			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
+	if !look.dir {
+		if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
+			return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
 		}
 	}
-	sum, err := n.remoteSHA256(ctx, path)
+	var shown func(sent int64)
+	end := func() {}
+	size := int64(len(a.Binary))
+	if n.Transfer != nil {
+		shown, end = n.Transfer("node "+n.Name+": upload swdt-agent (first contact)", size)
+	}
+	var ahead sync.Once
+	progress := func(sent int64) {
+		if shown != nil {
+			shown(sent)
+		}
+		if sent == size {
+			// The first op's channel opens while the last bytes are
+			// acknowledged and the file is renamed into place.
+			ahead.Do(n.PrepareSession)
+		}
+	}
+	var old sync.WaitGroup
+	if look.dir {
+		// Older versions go while the upload streams: no round trip of
+		// their own.
+		old.Go(func() { n.removeOldAgents(ctx, path) })
+	}
+	err = n.conn.Upload(ctx, bytes.NewReader(a.Binary), size, path, progress)
+	end()
+	old.Wait()
 	if err != nil {
-		return "", false, fmt.Errorf("read back swdt-agent after uploading it to %s: %w", path, err)
+		// Another swdt may have delivered it meanwhile (its op running
+		// keeps the file from being replaced): verified like any file
+		// found there.
+		fi, serr := n.conn.Stat(ctx, path)
+		if serr != nil {
+			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
+		}
+		ok, verr := n.verifyFound(ctx, path, fi, a)
+		if verr != nil {
+			return "", false, verr
+		}
+		if !ok {
+			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
+		}
+		return path, true, nil
 	}
-	if sum != a.SHA256 {
-		_ = n.conn.Remove(ctx, path)
-		return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
-			path, sum, a.SHA256)
+	if !n.extras.exact {
+		// Another transport's upload (kubeconn's file script, through
+		// PowerShell) is read back.
+		sum, err := n.remoteSHA256(ctx, path)
+		if err != nil {
+			return "", false, fmt.Errorf("read back swdt-agent after uploading it to %s: %w", path, err)
+		}
+		if sum != a.SHA256 {
+			_ = n.conn.Remove(ctx, path)
+			return "", false, fmt.Errorf("swdt-agent uploaded to %s reads back with SHA-256 %s, not %s: the upload was corrupted and was removed; run again",
+				path, sum, a.SHA256)
+		}
 	}
-	if fi, err := n.conn.Stat(ctx, path); err == nil {
-		n.agentVerified(path, fi, sum)
-	}
-	// Its first run proves that it starts (the bytes are known good).
-	raw, err := n.exec(ctx, path, ops.AgentInfo.Name, ops.AgentInfoRequest{})
-	if err != nil {
-		return "", false, fmt.Errorf("run swdt-agent after uploading it to %s: %w", path, err)
-	}
-	var info ops.AgentInfoResponse
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return "", false, fmt.Errorf("op %s: decode result: %w", ops.AgentInfo.Name, err)
-	}
-	n.logger.Info("swdt-agent uploaded and verified", "path", path, "bytes", len(a.Binary), "goarch", goarch, "version", info.Version)
-	n.removeOldAgents(ctx, path)
+	n.agentUploaded(path, a)
+	n.logger.Info("swdt-agent uploaded", "path", path, "bytes", len(a.Binary), "goarch", goarch)
 	n.agentMu.Lock()
-	n.agentPath = path
+	n.agentPath, n.agentFresh = path, path
 	n.agentMu.Unlock()
 	return path, true, nil
+}
+
+// agentLook is what one round of looks on the node found: whether it is
+// Windows for ARM64, each architecture's agent file, and whether
+// ops.AgentDir exists.
+type agentLook struct {
+	arm   bool
+	dir   bool
+	agent map[string]statResult
+}
+
+// statResult is one Stat's answer.
+type statResult struct {
+	fi  fs.FileInfo
+	err error
+}
+
+// lookForAgent takes every look the delivery needs at once (armDir, the
+// agent path of each embedded architecture, ops.AgentDir), so that they
+// cost one round trip on a transport that answers requests in flight.
+func (n *Node) lookForAgent(ctx context.Context) agentLook {
+	look := agentLook{agent: map[string]statResult{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		fi, err := n.conn.Stat(ctx, armDir)
+		mu.Lock()
+		look.arm = err == nil && fi.IsDir()
+		mu.Unlock()
+	})
+	wg.Go(func() {
+		fi, err := n.conn.Stat(ctx, ops.AgentDir)
+		mu.Lock()
+		look.dir = err == nil && fi.IsDir()
+		mu.Unlock()
+	})
+	for _, goarch := range []string{"amd64", "arm64"} {
+		sum, err := agentbin.Digest(goarch)
+		if err != nil {
+			// Not embedded: For says so if the node needs it.
+			continue
+		}
+		wg.Go(func() {
+			fi, err := n.conn.Stat(ctx, ops.AgentPath(sum))
+			mu.Lock()
+			look.agent[goarch] = statResult{fi, err}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return look
+}
+
+// verifyFound reads back the file found at the agent's path and hashes
+// it: ok when it is the agent a (then confirmed and recorded); a file
+// with other bytes is removed (ok false, so that the caller uploads the
+// agent).
+func (n *Node) verifyFound(ctx context.Context, path string, fi fs.FileInfo, a agentbin.Agent) (ok bool, err error) {
+	sum, err := n.remoteSHA256(ctx, path)
+	if err != nil {
+		return false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, err))
+	}
+	if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
+		n.agentVerified(path, fi, sum)
+		n.confirmAgent(path)
+		return true, nil
+	}
+	n.logger.Warn("the file at the agent's path is not this swdt's agent: replacing it", "path", path, "sha256", sum)
+	if err := n.conn.Remove(ctx, path); err != nil {
+		return false, fmt.Errorf("%s holds a file that is not swdt-agent (SHA-256 %s) and it cannot be removed: %w; "+
+			"remove it as an administrator and run again", path, sum, err)
+	}
+	return false, nil
+}
+
+// agentUploaded records in the agent cache the agent a this process has
+// just put at path, its time still to come (ModTicks 0): the agent's first
+// run reports it, with its file's size (agentRan). Until then no process
+// trusts the record.
+func (n *Node) agentUploaded(path string, a agentbin.Agent) {
+	n.agentMu.Lock()
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if c != nil {
+		c.Remember(path, ops.FileInfo{Path: path, Exists: true, Size: int64(len(a.Binary)), SHA256: a.SHA256})
+	}
 }
 
 // NotAdminError is an SSH account that was denied access to
@@ -301,37 +406,71 @@ func (n *Node) agentKnown(path string, fi fs.FileInfo, sum string, size int64) b
 }
 
 // agentRan checks what the agent at path reported of its own file's
-// last-write time (full precision, ops.Envelope.ImageModTime) against the
-// record. SFTP version 3, which agentKnown compares with, shows whole
-// seconds only: the agent's first report after a verification makes the
-// record precise, and a later report that differs means the file changed
-// within the second SFTP shows since it was verified. The record is then
-// spoiled, so that the next delivery (in this process or another) reads
-// the file back before it runs it, and the user is warned.
-func (n *Node) agentRan(path string, imageModTime int64) {
-	if imageModTime <= 0 {
-		return
-	}
+// size and last-write time (full precision, ops.Envelope.ImageModTime)
+// against the record. SFTP version 3, which agentKnown compares with,
+// shows whole seconds only: the agent's first report after a verification
+// makes the record precise (and after this process's upload, which has no
+// time yet, gives it one). A later report that differs means the file
+// changed within the second SFTP shows since it was verified. The record
+// is then spoiled, so that the next delivery (in this process or another)
+// reads the file back before it runs it, and the user is warned.
+func (n *Node) agentRan(path string, imageModTime, imageSize int64) {
 	n.agentMu.Lock()
+	if strings.EqualFold(n.agentFresh, path) {
+		n.agentFresh = ""
+	}
 	c := n.agentCache
 	n.agentMu.Unlock()
-	if c == nil {
+	if c == nil || imageModTime <= 0 {
 		return
 	}
 	rec := c.Known(path)
-	if rec == nil || !rec.Exists || rec.ModTicks <= 0 || rec.ModTicks == imageModTime {
+	if rec == nil || !rec.Exists || rec.ModTicks < 0 || rec.ModTicks == imageModTime {
 		return
 	}
 	sec := int64(time.Second)
-	if rec.ModTicks%sec == 0 && rec.ModTicks/sec == imageModTime/sec {
+	if rec.ModTicks == 0 && (imageSize == 0 || imageSize == rec.Size) ||
+		rec.ModTicks%sec == 0 && rec.ModTicks/sec == imageModTime/sec {
 		rec.ModTicks = imageModTime
 		c.Remember(path, *rec)
 		return
 	}
-	n.logger.Warn("swdt-agent's file changed since it was read back and verified: the next run reads it back again before it runs it",
-		"path", path, "recorded", time.Unix(0, rec.ModTicks).UTC(), "now", time.Unix(0, imageModTime).UTC())
+	n.logger.Warn("swdt-agent's file changed since it was put in place and verified: the next run reads it back again before it runs it",
+		"path", path, "recorded", time.Unix(0, rec.ModTicks).UTC(), "now", time.Unix(0, imageModTime).UTC(), "size", imageSize)
 	rec.ModTicks = -1
 	c.Remember(path, *rec)
+	n.forgetVerified()
+}
+
+// agentSilent is an op whose agent at path printed no result. When this
+// process has just uploaded that file and not yet heard from it (fresh),
+// the upload is no longer trusted: the next delivery, in this process or
+// another, reads the file back (and replaces it if it is not the agent)
+// before anything runs it again.
+func (n *Node) agentSilent(path string) (fresh bool) {
+	n.agentMu.Lock()
+	fresh = strings.EqualFold(n.agentFresh, path)
+	if fresh {
+		n.agentFresh, n.agentPath = "", ""
+	}
+	c := n.agentCache
+	n.agentMu.Unlock()
+	if !fresh {
+		return false
+	}
+	if c != nil {
+		if rec := c.Known(path); rec != nil {
+			rec.ModTicks = -1
+			c.Remember(path, *rec)
+		}
+	}
+	n.forgetVerified()
+	return true
+}
+
+// forgetVerified drops this process's memo that the agent on the node's
+// machine was verified.
+func (n *Node) forgetVerified() {
 	if v, ok := deliveries.Load(strings.ToLower(n.conn.Addr())); ok {
 		v.(*machineDeliveries).setVerified("")
 	}
@@ -359,6 +498,8 @@ func (n *Node) remoteSHA256(ctx context.Context, path string) (string, error) {
 
 // removeOldAgents deletes other versions of the agent. One still running
 // (another swdt's op) cannot be deleted on Windows; it goes next time.
+// It runs while the new one's upload is under way: that upload's
+// temporary file is not an older version.
 func (n *Node) removeOldAgents(ctx context.Context, keep string) {
 	entries, err := n.conn.ReadDir(ctx, ops.AgentDir)
 	if err != nil {
@@ -367,7 +508,8 @@ func (n *Node) removeOldAgents(ctx context.Context, keep string) {
 	}
 	for _, e := range entries {
 		p := ops.AgentDir + `\` + e.Name()
-		if e.IsDir() || !strings.HasPrefix(e.Name(), "swdt-agent-") || strings.EqualFold(p, keep) {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), "swdt-agent-") || !strings.HasSuffix(strings.ToLower(e.Name()), ".exe") ||
+			strings.EqualFold(p, keep) {
 			continue
 		}
 		if err := n.conn.Remove(ctx, p); err != nil {

@@ -105,7 +105,7 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 func (n *Node) result(path, name string, status int, printed []byte, stdout, stderr string) (json.RawMessage, error) {
 	env, perr := ops.ParseEnvelope(printed)
 	if perr == nil {
-		n.agentRan(path, env.ImageModTime)
+		n.agentRan(path, env.ImageModTime, env.ImageSize)
 	}
 	stderr = tail(strings.TrimSpace(stderr), maxShownStderr)
 	if perr != nil {
@@ -113,7 +113,12 @@ func (n *Node) result(path, name string, status int, printed []byte, stdout, std
 		if detail == "" {
 			detail = tail(stdout, 2000)
 		}
-		return nil, &ops.Error{Op: name, Kind: ops.KindProtocol, Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
+		err := &ops.Error{Op: name, Kind: ops.KindProtocol, Message: fmt.Sprintf("%v (exit status %d)", perr, status), Stderr: detail}
+		if n.agentSilent(path) {
+			return nil, fmt.Errorf("%w\nswdt-agent was just uploaded to %s and did not answer as the agent: "+
+				"the next run reads it back and uploads it again if it is not; run again", err, path)
+		}
+		return nil, err
 	}
 	if !env.OK {
 		return nil, &ops.Error{Op: name, Kind: env.Error.Kind, Message: env.Error.Message, Stderr: stderr}

@@ -42,6 +42,13 @@ type QuickStater interface {
 	QuickStat(ctx context.Context, remotePath string) (fs.FileInfo, error)
 }
 
+// ExactUploader is a connection whose Upload puts exactly the bytes given
+// on the node, checked on their way (SFTP over SSH, whose MAC covers every
+// byte): the agent it uploads is not read back before it runs.
+type ExactUploader interface {
+	UploadsExact()
+}
+
 // Forwarder is a connection that opens TCP streams to addresses as the
 // node sees them (swdt port-forward).
 type Forwarder interface {
@@ -119,6 +126,7 @@ type extras struct {
 	uploads UploadsAhead
 	meter   LinkMeter
 	quick   QuickStater
+	exact   bool
 	forward Forwarder
 	term    Terminal
 	redial  Redialer
@@ -132,6 +140,7 @@ func extrasOf(c Conn) extras {
 	x.uploads, _ = c.(UploadsAhead)
 	x.meter, _ = c.(LinkMeter)
 	x.quick, _ = c.(QuickStater)
+	_, x.exact = c.(ExactUploader)
 	x.forward, _ = c.(Forwarder)
 	x.term, _ = c.(Terminal)
 	x.redial, _ = c.(Redialer)

@@ -68,9 +68,12 @@ type Node struct {
 	logger *slog.Logger
 
 	// agentMu guards agentPath, the agent's path on the node once it is
-	// known to be there ("" until then), and agentCache.
+	// known to be there ("" until then), agentFresh, the path this process
+	// uploaded the agent to and has not yet heard from (agentSilent), and
+	// agentCache.
 	agentMu    sync.Mutex
 	agentPath  string
+	agentFresh string
 	agentCache AgentCache
 }
 

@@ -73,6 +73,9 @@ type Envelope struct {
 	// in Unix nanoseconds at the file system's full precision (SFTP
 	// version 3 shows whole seconds only); 0 when unknown.
 	ImageModTime int64 `json:"imageModTime,omitempty"`
+	// ImageSize is the size of the agent's own executable; 0 when
+	// unknown.
+	ImageSize int64 `json:"imageSize,omitempty"`
 }
 
 // EnvelopeError is a failed op's typed error.

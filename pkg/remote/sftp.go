@@ -102,6 +102,11 @@ func (c *Client) Upload(ctx context.Context, src io.ReaderAt, size int64, remote
 	})
 }
 
+// UploadsExact marks that Upload puts exactly the bytes given on the node
+// (node.ExactUploader): SFTP writes what arrives, and SSH's MAC checks
+// every byte on its way.
+func (c *Client) UploadsExact() {}
+
 // uploadReader feeds an upload, stopping at ctx's end and reporting
 // progress. Size lets sftp pipeline the writes.
 type uploadReader struct {
@@ -267,11 +272,17 @@ func (c *Client) Stat(ctx context.Context, remotePath string) (fs.FileInfo, erro
 }
 
 // MkdirAll creates remotePath and any missing parents; an existing
-// directory is fine.
+// directory is fine. It is made for a directory the caller found missing:
+// one round trip when its parent exists.
 func (c *Client) MkdirAll(ctx context.Context, remotePath string) error {
 	op := fmt.Sprintf("create directory %s on %s", remotePath, c.t.addr)
 	return c.idempotent(ctx, op, func(ctx context.Context, sc *sftp.Client, attempt int, cn *conn) error {
 		p := SFTPPath(remotePath)
+		// Callers ask for a directory they found missing: its parent is
+		// usually there, and one MKDIR makes it.
+		if sc.Mkdir(p) == nil {
+			return nil
+		}
 		if err := sc.MkdirAll(p); err != nil {
 			// Lost a race with another creator: fine if it is a directory now.
 			if fi, serr := sc.Stat(p); serr == nil && fi.IsDir() {
