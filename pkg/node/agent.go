@@ -144,18 +144,19 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 	if look.arm {
 		goarch = "arm64"
 	}
-	a, err := agentbin.For(goarch)
+	// The digest and size only: the 7 MB binary is read for an upload.
+	want, err := embeddedAgent(goarch)
 	if err != nil {
 		return "", false, err
 	}
-	path = ops.AgentPath(a.SHA256)
+	path = ops.AgentPath(want.sum)
 	fi, err := look.agent[goarch].fi, look.agent[goarch].err
 	switch {
 	case err == nil && strings.EqualFold(path, verified):
 		n.confirmAgent(path)
 		return path, false, nil
 	case err == nil:
-		ok, err := n.verifyFound(ctx, path, fi, a)
+		ok, err := n.verifyFound(ctx, path, fi, want)
 		if err != nil {
 			return "", false, err
 		}
@@ -169,6 +170,10 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
 			return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
 		}
+	}
+	a, err := agentbin.For(goarch)
+	if err != nil {
+		return "", false, err
 	}
 	var shown func(sent int64)
 	end := func() {}
@@ -204,7 +209,7 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		if serr != nil {
 			return "", false, fmt.Errorf("upload swdt-agent to %s: %w", path, err)
 		}
-		ok, verr := n.verifyFound(ctx, path, fi, a)
+		ok, verr := n.verifyFound(ctx, path, fi, want)
 		if verr != nil {
 			return "", false, verr
 		}
@@ -226,7 +231,7 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 				path, sum, a.SHA256)
 		}
 	}
-	n.agentUploaded(path, a)
+	n.agentUploaded(path, want)
 	n.logger.Info("swdt-agent uploaded", "path", path, "bytes", len(a.Binary), "goarch", goarch)
 	n.agentMu.Lock()
 	n.agentPath, n.agentFresh = path, path
@@ -285,16 +290,36 @@ func (n *Node) lookForAgent(ctx context.Context) agentLook {
 	return look
 }
 
+// agentID is an embedded agent's digest and size, known without reading
+// its binary (agentbin.Digest, agentbin.Size).
+type agentID struct {
+	sum  string
+	size int64
+}
+
+// embeddedAgent is the agentID of the agent embedded for goarch.
+func embeddedAgent(goarch string) (agentID, error) {
+	sum, err := agentbin.Digest(goarch)
+	if err != nil {
+		return agentID{}, err
+	}
+	size, err := agentbin.Size(goarch)
+	if err != nil {
+		return agentID{}, err
+	}
+	return agentID{sum: sum, size: size}, nil
+}
+
 // verifyFound reads back the file found at the agent's path and hashes
-// it: ok when it is the agent a (then confirmed and recorded); a file
+// it: ok when it is the agent want (then confirmed and recorded); a file
 // with other bytes is removed (ok false, so that the caller uploads the
 // agent).
-func (n *Node) verifyFound(ctx context.Context, path string, fi fs.FileInfo, a agentbin.Agent) (ok bool, err error) {
+func (n *Node) verifyFound(ctx context.Context, path string, fi fs.FileInfo, want agentID) (ok bool, err error) {
 	sum, err := n.remoteSHA256(ctx, path)
 	if err != nil {
 		return false, n.notAdmin(fmt.Errorf("read back swdt-agent at %s to verify it: %w", path, err))
 	}
-	if sum == a.SHA256 && fi.Size() == int64(len(a.Binary)) {
+	if sum == want.sum && fi.Size() == want.size {
 		n.agentVerified(path, fi, sum)
 		n.confirmAgent(path)
 		return true, nil
@@ -307,16 +332,16 @@ func (n *Node) verifyFound(ctx context.Context, path string, fi fs.FileInfo, a a
 	return false, nil
 }
 
-// agentUploaded records in the agent cache the agent a this process has
-// just put at path, its time still to come (ModTicks 0): the agent's first
-// run reports it, with its file's size (agentRan). Until then no process
+// agentUploaded records in the agent cache the agent this process has just
+// put at path, its time still to come (ModTicks 0): the agent's first run
+// reports it, with its file's size (agentRan). Until then no process
 // trusts the record.
-func (n *Node) agentUploaded(path string, a agentbin.Agent) {
+func (n *Node) agentUploaded(path string, a agentID) {
 	n.agentMu.Lock()
 	c := n.agentCache
 	n.agentMu.Unlock()
 	if c != nil {
-		c.Remember(path, ops.FileInfo{Path: path, Exists: true, Size: int64(len(a.Binary)), SHA256: a.SHA256})
+		c.Remember(path, ops.FileInfo{Path: path, Exists: true, Size: a.size, SHA256: a.sum})
 	}
 }
 
@@ -359,20 +384,16 @@ func (n *Node) recordedAgent(ctx context.Context) (path string, ok bool) {
 	}
 	for _, goarch := range []string{"amd64", "arm64"} {
 		// The digest and size only: the binary is not read.
-		sum, err := agentbin.Digest(goarch)
+		want, err := embeddedAgent(goarch)
 		if err != nil {
 			continue
 		}
-		size, err := agentbin.Size(goarch)
-		if err != nil {
-			continue
-		}
-		path := ops.AgentPath(sum)
+		path := ops.AgentPath(want.sum)
 		if c.Known(path) == nil {
 			continue
 		}
 		fi, err := n.quickStat(ctx, path)
-		if err == nil && n.agentKnown(path, fi, sum, size) {
+		if err == nil && n.agentKnown(path, fi, want.sum, want.size) {
 			n.logger.Debug("swdt-agent has the size and time it had when an earlier run read it back", "path", path)
 			n.confirmAgent(path)
 			return path, true
