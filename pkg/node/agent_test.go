@@ -393,14 +393,7 @@ func TestAgentRecordFullPrecision(t *testing.T) {
 	cache := hashcache.Open(filepath.Join(t.TempDir(), "node.json"))
 	process := func(wantReads int64) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c := &readBackConn{countingConn: dial(t, ts), path: path}
-		n := node.New("winworker", c, nil)
-		n.RememberAgent(cache)
-		if _, err := n.Facts(ctx); err != nil {
-			t.Fatal(err)
-		}
+		c := process(t, ts, cache, path)
 		if got := c.reads.Load(); got != wantReads {
 			t.Errorf("the agent was read back %d times, want %d", got, wantReads)
 		}
@@ -438,19 +431,7 @@ func TestUploadedAgentRecord(t *testing.T) {
 	path := ops.AgentPath(a.SHA256)
 	ts := simnode.StartTest(t)
 	cache := hashcache.Open(filepath.Join(t.TempDir(), "node.json"))
-	process := func() *readBackConn {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c := &readBackConn{countingConn: dial(t, ts), path: path}
-		n := node.New("winworker", c, nil)
-		n.RememberAgent(cache)
-		if _, err := n.Facts(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	first := process()
+	first := process(t, ts, cache, path)
 	if got := first.reads.Load(); got != 0 {
 		t.Errorf("the upload was read back %d times, want 0", got)
 	}
@@ -462,7 +443,7 @@ func TestUploadedAgentRecord(t *testing.T) {
 	if got := cache.Known(path); got == nil || *got != want {
 		t.Fatalf("record after the upload %+v, want %+v", got, want)
 	}
-	next := process()
+	next := process(t, ts, cache, path)
 	if r, s := next.reads.Load(), next.sent.Load(); r != 0 || s != 0 {
 		t.Errorf("next process read the agent back %d times and sent %d bytes, want neither", r, s)
 	}
@@ -472,14 +453,23 @@ func TestUploadedAgentRecord(t *testing.T) {
 	pending := want
 	pending.ModTicks, pending.Size = 0, want.Size+1
 	cache.Remember(path, pending)
+	process(t, ts, cache, path)
+	if got := cache.Known(path); got == nil || got.ModTicks != -1 {
+		t.Errorf("record %+v after a report of another size, want it spoiled", got)
+	}
+}
+
+// process is one swdt process's first op on the node, with the agent cache
+// cache; its connection counts the read backs of the agent at path.
+func process(t *testing.T, ts *simnode.TestServer, cache *hashcache.File, path string) *readBackConn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n := node.New("winworker", dial(t, ts), nil)
+	c := &readBackConn{countingConn: dial(t, ts), path: path}
+	n := node.New("winworker", c, nil)
 	n.RememberAgent(cache)
 	if _, err := n.Facts(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := cache.Known(path); got == nil || got.ModTicks != -1 {
-		t.Errorf("record %+v after a report of another size, want it spoiled", got)
-	}
+	return c
 }
