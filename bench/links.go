@@ -127,11 +127,12 @@ const (
 	// tripsFirst: first contact to a node that has never seen swdt
 	// (§3.4, §4): connect; the agent: SFTP's start (the channel 1, the
 	// subsystem request and INIT sent together 1), the looks at
-	// C:\Windows\SysArm32, the agent's paths and its folder, at once 1, the
-	// folder's MKDIR 1, its upload to .swdt-part (open, close, rename: 3);
-	// the inspect op 2 (its channel opened during the upload); the staged
-	// build (open, close: 2); the swap op 2. Nothing is read back.
-	tripsFirst = tripsConnect + 2 + 1 + 1 + 3 + 2 + 2 + 2
+	// C:\Windows\SysArm32, the agent's paths and its folder, with the
+	// folder's MKDIR, at once 1, its upload straight to its path (open,
+	// close: 2); the inspect op 2 (its channel opened during the upload);
+	// the staged build (open, close: 2); the swap op 2. Nothing is read
+	// back.
+	tripsFirst = tripsConnect + 2 + 1 + 2 + 2 + 2 + 2
 )
 
 // floor is the protocol floor of a path of trips round trips that moves

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -131,10 +132,11 @@ const armDir = `C:\Windows\SysArm32`
 // names the path already checked): not trusted by its size, nor by its
 // own word; one with other bytes is removed and the agent uploaded again.
 // What this process uploads over SFTP is not read back (DESIGN.md §3.4):
-// SSH's integrity check covers the bytes on their way, the rename puts the
-// whole file in place or none of it, and the agent's first run reports its
-// file's size and time (agentRan); an upload through another transport is
-// read back. fresh is true when it uploaded the agent.
+// SSH's integrity check covers the bytes on their way, only a complete
+// upload is recorded or run (a partial file, the upload cut short, is read
+// back by the next delivery), and the agent's first run reports its file's
+// size and time (agentRan); an upload through another transport is read
+// back. fresh is true when it uploaded the agent.
 func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, fresh bool, err error) {
 	if path, ok := n.recordedAgent(ctx); ok {
 		return path, false, nil
@@ -167,7 +169,7 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		return "", false, fmt.Errorf("look for swdt-agent at %s: %w", path, err)
 	}
 	if !look.dir {
-		if err := n.conn.MkdirAll(ctx, ops.AgentDir); err != nil {
+		if err := look.mkdir(ctx, n.conn); err != nil {
 			return "", false, n.notAdmin(fmt.Errorf("create %s for swdt-agent: %w", ops.AgentDir, err))
 		}
 	}
@@ -188,7 +190,7 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		}
 		if sent == size {
 			// The first op's channel opens while the last bytes are
-			// acknowledged and the file is renamed into place.
+			// acknowledged and the file closed.
 			ahead.Do(n.PrepareSession)
 		}
 	}
@@ -198,7 +200,15 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		// their own.
 		old.Go(func() { n.removeOldAgents(ctx, path) })
 	}
-	err = n.conn.Upload(ctx, bytes.NewReader(a.Binary), size, path, progress)
+	// Straight to its path, with no staged name: a partial file (the
+	// upload cut short) has no record, so the next delivery reads it back
+	// and replaces it.
+	sent, err := n.conn.UploadStream(ctx, func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(a.Binary)), nil
+	}, path, progress)
+	if err == nil && sent != size {
+		err = fmt.Errorf("sent %d of %d bytes", sent, size)
+	}
 	end()
 	old.Wait()
 	if err != nil {
@@ -246,6 +256,20 @@ type agentLook struct {
 	arm   bool
 	dir   bool
 	agent map[string]statResult
+	// made has the answer of the MKDIR of ops.AgentDir sent with the
+	// looks, on SFTP, where a request in flight costs no round trip of its
+	// own (nil: none was sent). Its answer matters only when the folder
+	// was missing; where it was there, the MKDIR failed harmlessly.
+	made chan error
+}
+
+// mkdir makes ops.AgentDir, found missing: the MKDIR sent with the looks,
+// else one now.
+func (l agentLook) mkdir(ctx context.Context, conn Conn) error {
+	if l.made != nil {
+		return <-l.made
+	}
+	return conn.MkdirAll(ctx, ops.AgentDir)
 }
 
 // statResult is one Stat's answer.
@@ -256,9 +280,16 @@ type statResult struct {
 
 // lookForAgent takes every look the delivery needs at once (armDir, the
 // agent path of each embedded architecture, ops.AgentDir), so that they
-// cost one round trip on a transport that answers requests in flight.
+// cost one round trip on a transport that answers requests in flight, and
+// on SFTP sends the MKDIR of ops.AgentDir beside them (agentLook.made).
 func (n *Node) lookForAgent(ctx context.Context) agentLook {
 	look := agentLook{agent: map[string]statResult{}}
+	if n.extras.uploads != nil {
+		// A first contact finds the folder missing; the MKDIR is then
+		// answered by the time the looks are.
+		look.made = make(chan error, 1)
+		go func() { look.made <- n.conn.MkdirAll(ctx, ops.AgentDir) }()
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -31,21 +31,25 @@ type countingConn struct {
 	stall   bool
 }
 
-func (c *countingConn) Upload(ctx context.Context, src io.ReaderAt, size int64, remotePath string, progress func(int64)) error {
+func (c *countingConn) UploadStream(ctx context.Context, open func() (io.ReadCloser, error), remotePath string, progress func(int64)) (int64, error) {
 	if c.stall {
 		<-ctx.Done()
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
-	c.sent.Add(size)
+	src, err := open()
+	if err != nil {
+		return 0, err
+	}
+	data, err := io.ReadAll(src)
+	src.Close()
+	if err != nil {
+		return 0, err
+	}
+	c.sent.Add(int64(len(data)))
 	if c.corrupt {
-		data, err := io.ReadAll(io.NewSectionReader(src, 0, size))
-		if err != nil {
-			return err
-		}
 		data[len(data)/2] ^= 0xff
-		src = bytes.NewReader(data)
 	}
-	return c.Client.Upload(ctx, src, size, remotePath, progress)
+	return c.Client.UploadStream(ctx, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, remotePath, progress)
 }
 
 func dial(t *testing.T, ts *simnode.TestServer) *countingConn {
