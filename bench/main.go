@@ -47,6 +47,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -672,6 +673,9 @@ type simnode struct {
 	addr       string
 	state      string
 	knownHosts string
+	// ops is the agent's work on the node, from its log (started with
+	// -v); nil otherwise.
+	ops *opLog
 }
 
 func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
@@ -683,11 +687,15 @@ func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	cmd.Stderr = io.Discard
+	if slices.Contains(flags, "-v") {
+		s.ops = newOpLog()
+		cmd.Stderr = s.ops
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start simnode: %w", err)
 	}
-	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "address:"); ok {
