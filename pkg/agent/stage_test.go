@@ -229,8 +229,10 @@ func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
 
 // BenchmarkDecodePatch256 is the node's work for a 256 MB rebuild sent
 // as a patch (28 bytes changed in the middle): the swap op decodes it into
-// the staged file, writing and hashing it in one pass. Run with TMPDIR on
-// a tmpfs to measure without a disk.
+// the staged file, writing and hashing it in one pass, on NTFS, and on ReFS
+// cloning the copies and reading them back to hash them. Run with TMPDIR
+// on a tmpfs to measure without a disk, on XFS or Btrfs for simnode's
+// ReFS to share blocks on the host.
 func BenchmarkDecodePatch256(b *testing.B) {
 	const dest = `C:\k\tool.exe`
 	const staged = dest + ".swdt-new-run1"
@@ -242,22 +244,26 @@ func BenchmarkDecodePatch256(b *testing.B) {
 	if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
 		b.Fatal(err)
 	}
-	ts := simnode.StartTest(b)
-	n := ts.Node()
-	if err := n.WriteFile(dest, old); err != nil {
-		b.Fatal(err)
-	}
-	item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
-	b.SetBytes(int64(len(nw)))
-	for b.Loop() {
-		b.StopTimer()
-		if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if _, _, err := agent.DecodeStaged(n.OS(), item); err != nil {
-			b.Fatal(err)
-		}
+	for _, fs := range []string{simnode.NTFS, simnode.ReFS} {
+		b.Run(fs, func(b *testing.B) {
+			ts := simnode.StartTest(b, simnode.WithOptions(func(o *simnode.Options) { o.FileSystem = fs }))
+			n := ts.Node()
+			if err := n.WriteFile(dest, old); err != nil {
+				b.Fatal(err)
+			}
+			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
+			b.SetBytes(int64(len(nw)))
+			for b.Loop() {
+				b.StopTimer()
+				if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, _, err := agent.DecodeStaged(n.OS(), item); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
