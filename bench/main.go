@@ -104,6 +104,7 @@ type options struct {
 	wideNodes     int
 	scaleMB       string
 	scaleNodes    string
+	scaleFS       string
 	rolloutNodes  string
 	rolloutMax    string
 	rolloutRounds int
@@ -125,6 +126,7 @@ func run() error {
 	flag.IntVar(&o.wideNodes, "wide-nodes", 30, "nodes of the wide fan-out (0: none)")
 	flag.StringVar(&o.scaleMB, "scale-mb", "16,64,256", "file sizes in MB of the scaling table (patches on loopback)")
 	flag.StringVar(&o.scaleNodes, "scale-nodes", "1,4,10", "node counts of the scaling table")
+	flag.StringVar(&o.scaleFS, "scale-fs", "NTFS", "the scaling simnodes' file system: NTFS, or ReFS, which clones a patch's copies (the blocks are shared when -dir is on Btrfs or XFS)")
 	flag.StringVar(&o.rolloutNodes, "rollout-nodes", "1,10,30", "Node counts of the rollout scale table (swdt rollout through the Kubernetes API; 1 is the goal's base)")
 	flag.StringVar(&o.rolloutMax, "rollout-max", "1,2,5", "maxUnavailable values of the rollout scale table (each where not above the Node count)")
 	flag.IntVar(&o.rolloutRounds, "rollout-rounds", 2, "rollouts timed per row of the rollout scale table")

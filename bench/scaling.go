@@ -59,7 +59,7 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 		}
 	}()
 	for i := range most {
-		s, err := b.startSimnode(fmt.Sprintf("scale%d-%d", mb, i), "--start-delay", "0", "--stop-delay", "0", "-v")
+		s, err := b.startSimnode(fmt.Sprintf("scale%d-%d", mb, i), "--start-delay", "0", "--stop-delay", "0", "--file-system", b.o.scaleFS, "-v")
 		if err != nil {
 			return err
 		}
@@ -111,9 +111,13 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 			wall[n], rss[n] = append(wall[n], r.wall), append(rss[n], r.maxRSSKB)
 		}
 	}
+	fs := ""
+	if b.o.scaleFS != "NTFS" {
+		fs = ", " + b.o.scaleFS
+	}
 	for _, n := range counts {
-		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1)", mb, n), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
-		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes, the node's work (agent ops; service-swap, which decodes)", mb, n),
+		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1%s)", mb, n, fs), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
+		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes, the node's work (agent ops; service-swap, which decodes%s)", mb, n, fs),
 			fmt.Sprintf("median %s (%s of the run's median); service-swap median %s", secs(node[n].med()), share(node[n].med(), wall[n].med()), secs(swap[n].med())), "")
 	}
 	return nil
