@@ -10,9 +10,10 @@ import (
 )
 
 // TestCloneAppend: a file created on a ReFS C: takes whole clusters of
-// another file without copying them, after what was written before; a
-// misaligned offset, length or position is error 87 and leaves the file
-// as it was; NTFS cannot clone at all (Create returns no winos.Cloner).
+// another file without copying them, after what was written before, and
+// its markers are known without reading it again; a misaligned offset,
+// length or position is error 87 and leaves the file as it was; NTFS
+// cannot clone at all (Create returns no winos.Cloner).
 func TestCloneAppend(t *testing.T) {
 	t.Parallel()
 	const c = simnode.ReFSCluster
@@ -20,6 +21,7 @@ func TestCloneAppend(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i * 7 / c)
 	}
+	copy(src[c+100:], simnode.MarkerCrashOnStart)
 	tests := []struct {
 		name     string
 		fs       string
@@ -91,6 +93,10 @@ func TestCloneAppend(t *testing.T) {
 			}
 			if want = append(want, "tail"...); !bytes.Equal(got, want) {
 				t.Errorf("the file has %d bytes, want %d (equal: false)", len(got), len(want))
+			}
+			cache := ts.Node().CachedMarkers(`C:\k\new.exe`)
+			if has := bytes.Contains(want, []byte(simnode.MarkerCrashOnStart)); cache == nil || cache[simnode.MarkerCrashOnStart] != has {
+				t.Errorf("markers known %v, want the crash marker: %v", cache, has)
 			}
 		})
 	}

@@ -51,7 +51,6 @@ func (h *WriteHandle) CloneAppend(src *os.File, off, n int64) error {
 	if off < 0 || n <= 0 || off%c != 0 || n%c != 0 || pos%c != 0 || off+n > fi.Size() {
 		return FileErr("clone into", Path(h.key), CodeInvalidParameter)
 	}
-	h.unordered()
 	if err := hostClone(h.File, src, off, pos, n); err != nil {
 		_ = h.File.Truncate(pos)
 		return &FileError{Op: "clone into", Path: h.key, Err: err}
@@ -59,7 +58,29 @@ func (h *WriteHandle) CloneAppend(src *os.File, off, n int64) error {
 	if _, err := h.File.Seek(pos+n, io.SeekStart); err != nil {
 		return &FileError{Op: "clone into", Path: h.key, Err: err}
 	}
+	h.cloned(src, off, n)
 	return nil
+}
+
+// cloned follows a clone with the file's markers, as Write does: the
+// cloned bytes are read from src, which has them cached, so that
+// starting the program does not read the whole file again.
+func (h *WriteHandle) cloned(src *os.File, off, n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.markers == nil {
+		return
+	}
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		m, err := src.ReadAt(buf[:min(n, int64(len(buf)))], off)
+		if m == 0 && err != nil {
+			h.markers = nil
+			return
+		}
+		h.markers.write(buf[:m])
+		off, n = off+int64(m), n-int64(m)
+	}
 }
 
 // copyRange is the host's fallback for a clone: src's n bytes at off
