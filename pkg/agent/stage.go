@@ -67,14 +67,20 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo
 		return ops.FileInfo{}, err
 	}
 	var clone *cloneTarget
-	if it.Encoding == ops.EncodingPatch {
-		// On a volume that clones blocks, the staged file is read back
-		// where it took the reference's clusters: its digest is of what
-		// it holds. A file that cannot be opened again is copied.
-		if cl, ok := out.(winos.Cloner); ok && cl.ClusterSize() > 0 {
-			if back, err := w.Open(it.Staged); err == nil {
+	if cl, ok := out.(winos.Cloner); ok && cl.ClusterSize() > 0 && it.Encoding == ops.EncodingPatch {
+		clone = &cloneTarget{to: cl, cluster: cl.ClusterSize()}
+		// What is cloned is hashed as the reference holds it when only
+		// administrators can change the reference (who could change the
+		// destination itself: it is the destination); else it is read
+		// back from the staged file, so that the digest is of what the
+		// file holds. A file that cannot be opened again is copied.
+		if !lockedDown(w, it.Reference) {
+			back, err := w.Open(it.Staged)
+			if err != nil {
+				clone = nil
+			} else {
 				defer back.Close()
-				clone = &cloneTarget{to: cl, back: back, cluster: cl.ClusterSize()}
+				clone.back = back
 			}
 		}
 	}
@@ -175,8 +181,10 @@ type piece struct {
 // cloneTarget is a staged file on a volume that clones blocks.
 type cloneTarget struct {
 	to winos.Cloner
-	// back is the staged file open for reading: what was cloned is read
-	// back from it and hashed, so that the digest is of the file's bytes.
+	// back, when not nil, is the staged file open for reading: what was
+	// cloned is read back from it and hashed, so that the digest is of
+	// the file's bytes. When nil, the reference's bytes are hashed as they
+	// are cloned (only administrators can change them).
 	back    io.ReaderAt
 	cluster int64
 	// cloned counts the bytes cloned; refused is the volume's refusal,
@@ -251,13 +259,17 @@ func (sw *stagedWriter) setErr(err error) {
 }
 
 // cloneRange adds the reference's range p to the file, at pos, by cloning
-// it, and hashes it as the file now holds it (read back); a clone the
-// volume refuses is copied, and so is every later one.
+// it, and hashes it (as the reference or the file holds it, see
+// cloneTarget.back); a clone the volume refuses is copied, and so is
+// every later one.
 func (sw *stagedWriter) cloneRange(out io.Writer, p piece, pos int64, toHash chan<- []byte, hashed <-chan struct{}) error {
 	c := sw.clone
 	if c.refused == nil {
 		if c.refused = c.to.CloneAppend(p.src, p.off, p.n); c.refused == nil {
 			c.cloned += p.n
+			if c.back == nil {
+				return sw.pass(p.src, p.off, p.n, nil, toHash, hashed)
+			}
 			return sw.pass(c.back, pos, p.n, nil, toHash, hashed)
 		}
 	}

@@ -268,12 +268,22 @@ func BenchmarkDecodePatch256(b *testing.B) {
 }
 
 // cloneSpy is the node's file system, counting what the files it creates
-// clone; it can make their clones refused, or take the wrong clusters.
+// clone and the opens of readBack; it can make their clones refused, or
+// take the wrong clusters.
 type cloneSpy struct {
 	winos.OS
 	refuse, wrong bool
 	calls         int
 	cloned        int64
+	readBack      string
+	opens         int
+}
+
+func (s *cloneSpy) Open(path string) (winos.File, error) {
+	if path == s.readBack {
+		s.opens++
+	}
+	return s.OS.Open(path)
 }
 
 func (s *cloneSpy) Create(path string) (io.WriteCloser, error) {
@@ -308,9 +318,11 @@ func (c *spyCloner) CloneAppend(src winos.File, off, n int64) error {
 
 // TestDecodePatchClones: on a ReFS volume a patch's long copies from the
 // reference are cloned where they fall on the staged file's clusters,
-// and copied elsewhere; a refused clone is copied, and no more are tried;
-// the staged file's digest is of the bytes it holds, so a clone that
-// took the wrong clusters fails the decode. NTFS copies everything.
+// and copied elsewhere; a refused clone is copied, and no more are tried.
+// What is cloned is hashed as the reference holds it when only
+// administrators can change the reference; else the staged file is read
+// back, so that a clone that took the wrong clusters fails the decode.
+// NTFS copies everything.
 func TestDecodePatchClones(t *testing.T) {
 	t.Parallel()
 	const dest = `C:\k\tool.exe`
@@ -326,18 +338,22 @@ func TestDecodePatchClones(t *testing.T) {
 		fs         string
 		nw         []byte
 		spy        cloneSpy
+		usersWrite bool  // Users may change the reference
 		wantCloned int64 // at least
 		wantMax    int64 // at most
 		wantCalls  int   // -1: any
+		wantOpens  int   // of the staged file, to read it back
 		wantErr    string
 	}{
-		{name: "a change in place: both copies cloned", fs: simnode.ReFS, nw: changed,
+		{name: "a change in place: both copies cloned, hashed from the reference", fs: simnode.ReFS, nw: changed,
 			wantCloned: int64(len(old)) - 2*c, wantMax: int64(len(old)), wantCalls: 2},
+		{name: "a reference users may change: the clones are read back", fs: simnode.ReFS, nw: changed, usersWrite: true,
+			wantCloned: int64(len(old)) - 2*c, wantMax: int64(len(old)), wantCalls: 2, wantOpens: 1},
 		{name: "an insert: the copy after it is misaligned and copied", fs: simnode.ReFS, nw: inserted,
 			wantCloned: 4 << 20, wantMax: 4<<20 + c, wantCalls: 1},
 		{name: "the volume refuses: copied, no second try", fs: simnode.ReFS, nw: changed, spy: cloneSpy{refuse: true}, wantCalls: 1},
-		{name: "a clone of the wrong clusters is caught by the digest", fs: simnode.ReFS, nw: changed, spy: cloneSpy{wrong: true},
-			wantCloned: c, wantMax: int64(len(old)), wantCalls: -1, wantErr: "SHA-256"},
+		{name: "a clone of the wrong clusters, read back, is caught by the digest", fs: simnode.ReFS, nw: changed, spy: cloneSpy{wrong: true},
+			usersWrite: true, wantCloned: c, wantMax: int64(len(old)), wantCalls: -1, wantOpens: 1, wantErr: "SHA-256"},
 		{name: "NTFS copies", fs: simnode.NTFS, nw: changed},
 	}
 	for _, tc := range tests {
@@ -352,16 +368,24 @@ func TestDecodePatchClones(t *testing.T) {
 			if err := n.WriteFile(dest, old); err != nil {
 				t.Fatal(err)
 			}
+			if tc.usersWrite {
+				if err := n.SetACL(dest, &simnode.ACL{Entries: []simnode.ACE{{Identity: simnode.AccountUsers, Rights: "M"}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged,
 				SHA256: provSum(tc.nw), Size: int64(len(tc.nw))}
 			if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 			spy := tc.spy
-			spy.OS = n.OS()
+			spy.OS, spy.readBack = n.OS(), staged
 			_, _, err := agent.DecodeStaged(&spy, item)
 			if spy.cloned < tc.wantCloned || spy.cloned > tc.wantMax || (tc.wantCalls >= 0 && spy.calls != tc.wantCalls) {
 				t.Errorf("cloned %d bytes in %d calls, want %d to %d bytes in %d", spy.cloned, spy.calls, tc.wantCloned, tc.wantMax, tc.wantCalls)
+			}
+			if spy.opens != tc.wantOpens {
+				t.Errorf("the staged file was opened %d times to be read back, want %d", spy.opens, tc.wantOpens)
 			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
