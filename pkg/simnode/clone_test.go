@@ -17,21 +17,21 @@ import (
 func TestCloneAppend(t *testing.T) {
 	t.Parallel()
 	const c = simnode.ReFSCluster
-	src := make([]byte, 8*c)
-	for i := range src {
-		src[i] = byte(i * 7 / c)
-	}
-	copy(src[c+100:], simnode.MarkerCrashOnStart)
+	marker := simnode.MarkerCrashOnStart
 	tests := []struct {
-		name     string
-		fs       string
-		head     int // bytes written before the clone
+		name string
+		fs   string
+		head int // bytes written before the clone
+		// split makes the source hold no marker, and the written bytes
+		// end with a marker's start that its cluster 2 ends.
+		split    bool
 		off, n   int64
 		wantErr  winos.Errno // 0: cloned
 		noCloner bool
 	}{
 		{name: "whole clusters", fs: simnode.ReFS, off: 2 * c, n: 3 * c},
 		{name: "after a cluster written", fs: simnode.ReFS, head: c, off: c, n: 7 * c},
+		{name: "a marker across the written bytes and a clone of a source without markers", fs: simnode.ReFS, head: c, split: true, off: 2 * c, n: 3 * c},
 		{name: "the source's offset is misaligned", fs: simnode.ReFS, off: c + 1, n: c, wantErr: winos.ErrInvalidParameter},
 		{name: "the length is not whole clusters", fs: simnode.ReFS, off: 0, n: c + 512, wantErr: winos.ErrInvalidParameter},
 		{name: "the file's end is misaligned", fs: simnode.ReFS, head: 100, off: 0, n: c, wantErr: winos.ErrInvalidParameter},
@@ -41,6 +41,17 @@ func TestCloneAppend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			src := make([]byte, 8*c)
+			for i := range src {
+				src[i] = byte(i * 7 / c)
+			}
+			head := bytes.Repeat([]byte("h"), tt.head)
+			if tt.split {
+				copy(head[len(head)-13:], marker[:13])
+				copy(src[2*c:], marker[13:])
+			} else {
+				copy(src[c+100:], marker)
+			}
 			ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.FileSystem = tt.fs }))
 			w := ts.Node().OS()
 			if err := w.WriteFile(`C:\k\old.exe`, src); err != nil {
@@ -61,7 +72,6 @@ func TestCloneAppend(t *testing.T) {
 			if cl.ClusterSize() != c {
 				t.Errorf("cluster size %d, want %d", cl.ClusterSize(), c)
 			}
-			head := bytes.Repeat([]byte("h"), tt.head)
 			if _, err := cl.Write(head); err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +105,7 @@ func TestCloneAppend(t *testing.T) {
 				t.Errorf("the file has %d bytes, want %d (equal: false)", len(got), len(want))
 			}
 			cache := ts.Node().CachedMarkers(`C:\k\new.exe`)
-			if has := bytes.Contains(want, []byte(simnode.MarkerCrashOnStart)); cache == nil || cache[simnode.MarkerCrashOnStart] != has {
+			if has := bytes.Contains(want, []byte(marker)); cache == nil || cache[marker] != has {
 				t.Errorf("markers known %v, want the crash marker: %v", cache, has)
 			}
 		})

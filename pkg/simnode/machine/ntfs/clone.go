@@ -62,25 +62,55 @@ func (h *WriteHandle) CloneAppend(src *os.File, off, n int64) error {
 	return nil
 }
 
-// cloned follows a clone with the file's markers, as Write does: the
-// cloned bytes are read from src, which has them cached, so that
-// starting the program does not read the whole file again.
+// cloned follows a clone with the file's markers, as Write does, so
+// that starting the program does not read the whole file again: from the
+// ends of the cloned bytes alone when src is known to hold no marker, else
+// from all of them (read from src, which has them cached).
 func (h *WriteHandle) cloned(src *os.File, off, n int64) {
+	clean := h.v.knownClean(src)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.markers == nil {
 		return
 	}
-	buf := make([]byte, min(n, 1<<20))
-	for n > 0 {
-		m, err := src.ReadAt(buf[:min(n, int64(len(buf)))], off)
-		if m == 0 && err != nil {
+	read := func(off, n int64) []byte {
+		b := make([]byte, n)
+		if m, _ := src.ReadAt(b, off); int64(m) < n {
+			return nil
+		}
+		return b
+	}
+	const edge = markerOverlap
+	if clean && n > 2*edge {
+		head, tail := read(off, edge), read(off+n-edge, edge)
+		if head == nil || tail == nil {
 			h.markers = nil
 			return
 		}
-		h.markers.write(buf[:m])
-		off, n = off+int64(m), n-int64(m)
+		h.markers.skip(head, tail, n)
+		return
 	}
+	for n > 0 {
+		b := read(off, min(n, 1<<20))
+		if b == nil {
+			h.markers = nil
+			return
+		}
+		h.markers.write(b)
+		off, n = off+int64(len(b)), n-int64(len(b))
+	}
+}
+
+// knownClean reports whether the volume knows that f holds no marker.
+func (v *Volume) knownClean(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	found, ok := v.markers[markerKey{f.Name(), fi.Size(), fi.ModTime()}]
+	return ok && len(found) == 0
 }
 
 // copyRange is the host's fallback for a clone: src's n bytes at off
