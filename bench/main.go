@@ -47,6 +47,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -103,6 +104,7 @@ type options struct {
 	wideNodes     int
 	scaleMB       string
 	scaleNodes    string
+	scaleFS       string
 	rolloutNodes  string
 	rolloutMax    string
 	rolloutRounds int
@@ -124,6 +126,7 @@ func run() error {
 	flag.IntVar(&o.wideNodes, "wide-nodes", 30, "nodes of the wide fan-out (0: none)")
 	flag.StringVar(&o.scaleMB, "scale-mb", "16,64,256", "file sizes in MB of the scaling table (patches on loopback)")
 	flag.StringVar(&o.scaleNodes, "scale-nodes", "1,4,10", "node counts of the scaling table")
+	flag.StringVar(&o.scaleFS, "scale-fs", "NTFS", "the scaling simnodes' file system: NTFS, or ReFS, which clones a patch's copies (the blocks are shared when -dir is on Btrfs or XFS)")
 	flag.StringVar(&o.rolloutNodes, "rollout-nodes", "1,10,30", "Node counts of the rollout scale table (swdt rollout through the Kubernetes API; 1 is the goal's base)")
 	flag.StringVar(&o.rolloutMax, "rollout-max", "1,2,5", "maxUnavailable values of the rollout scale table (each where not above the Node count)")
 	flag.IntVar(&o.rolloutRounds, "rollout-rounds", 2, "rollouts timed per row of the rollout scale table")
@@ -672,6 +675,9 @@ type simnode struct {
 	addr       string
 	state      string
 	knownHosts string
+	// ops is the agent's work on the node, from its log (started with
+	// -v); nil otherwise.
+	ops *opLog
 }
 
 func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
@@ -683,11 +689,15 @@ func (b *bench) startSimnode(name string, flags ...string) (*simnode, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	cmd.Stderr = io.Discard
+	if slices.Contains(flags, "-v") {
+		s.ops = newOpLog()
+		cmd.Stderr = s.ops
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start simnode: %w", err)
 	}
-	s := &simnode{cmd: cmd, state: state, knownHosts: filepath.Join(state, "known_hosts")}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "address:"); ok {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // scaling patches a file of each -scale-mb size to each -scale-nodes
@@ -15,7 +16,9 @@ import (
 // files as they are), the store holding both the file and its rebuild (a
 // few bytes changed in the middle), and reports the median time and peak
 // RSS of each: how a patch's cost grows with the file's size and the
-// number of nodes.
+// number of nodes. It says how much of it is the node's work: the time
+// the agent's ops took on the node (simnode's log), the swap that decodes
+// the patch apart; with several nodes, the busiest node's.
 func (b *bench) scaling() error {
 	sizes, err := ints(b.o.scaleMB)
 	if err != nil {
@@ -56,7 +59,7 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 		}
 	}()
 	for i := range most {
-		s, err := b.startSimnode(fmt.Sprintf("scale%d-%d", mb, i), "--start-delay", "0", "--stop-delay", "0")
+		s, err := b.startSimnode(fmt.Sprintf("scale%d-%d", mb, i), "--start-delay", "0", "--stop-delay", "0", "--file-system", b.o.scaleFS, "-v")
 		if err != nil {
 			return err
 		}
@@ -75,7 +78,7 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 	for i := range cur {
 		cur[i] = av
 	}
-	wall := map[int]series{}
+	wall, node, swap := map[int]series{}, map[int]series{}, map[int]series{}
 	rss := map[int]rssSeries{}
 	for round := range b.o.rounds {
 		for i := range counts {
@@ -87,10 +90,20 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 					sources[j] = av
 				}
 			}
+			for _, s := range sims[:n] {
+				s.ops.reset()
+			}
 			r, err := b.swdtIn(cache, b.configEach("scale", sims[:n], sources), "--settle", "0", "--compress", "1")
 			if err != nil {
 				return err
 			}
+			var busiest, itsSwap time.Duration
+			for _, s := range sims[:n] {
+				if total, sw := s.ops.take("service-swap"); total > busiest {
+					busiest, itsSwap = total, sw
+				}
+			}
+			node[n], swap[n] = append(node[n], busiest), append(swap[n], itsSwap)
 			if r.action != "updated" || r.transfer != "patch" {
 				return fmt.Errorf("%d nodes: %s, sent %s; want updated, as a patch", n, r.action, r.transfer)
 			}
@@ -98,8 +111,14 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 			wall[n], rss[n] = append(wall[n], r.wall), append(rss[n], r.maxRSSKB)
 		}
 	}
+	fs := ""
+	if b.o.scaleFS != "NTFS" {
+		fs = ", " + b.o.scaleFS
+	}
 	for _, n := range counts {
-		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1)", mb, n), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
+		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1%s)", mb, n, fs), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
+		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes, the node's work (agent ops; service-swap, which decodes%s)", mb, n, fs),
+			fmt.Sprintf("median %s (%s of the run's median); service-swap median %s", secs(node[n].med()), share(node[n].med(), wall[n].med()), secs(swap[n].med())), "")
 	}
 	return nil
 }
@@ -115,4 +134,12 @@ func ints(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// share is part as a percentage of whole.
+func share(part, whole time.Duration) string {
+	if whole <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*part.Seconds()/whole.Seconds())
 }

@@ -148,6 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		kubeletSetup  = fs.String("kubelet-setup", "", "make the kubelet service run C:\\k\\kubelet.exe `way`: sc, nssm or nssm-powershell (PrepareNode.ps1's)")
 		release       = fs.String("windows-server", "", "make the node that Windows Server `release`: 2022 (a new state's) or 2019, whose deleted files keep their names while another program holds them open")
 		arch          = fs.String("arch", "", "the processor `architecture`: amd64 (default) or arm64")
+		fileSystem    = fs.String("file-system", "", "C:'s file `system`: NTFS (default) or ReFS, which clones blocks as a Dev Drive does (btrfs or XFS under the state directory share them; elsewhere they are copied)")
 		clockOffset   = fs.Duration("clock-offset", 0, "the node's clock runs this far ahead of the host's (negative: behind), as a VM's drifts; the simulated kubelet stamps its Lease with it")
 		verbose       = fs.Bool("v", false, "log connections and ops to stderr")
 		wine          = fs.Bool("wine", false, "run the uploaded agent and the services it registers under Wine, in a prefix in DIR/wine (see pkg/simnode/README.md)")
@@ -190,6 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			ShutdownGrace: *shutdownGrace, Boot: *bootTime},
 		ClockOffset: *clockOffset,
 		Release:     *release,
+		FileSystem:  *fileSystem,
 		Logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if *wine {

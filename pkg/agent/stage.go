@@ -66,8 +66,26 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo
 	if err != nil {
 		return ops.FileInfo{}, err
 	}
+	var clone *cloneTarget
+	if cl, ok := out.(winos.Cloner); ok && cl.ClusterSize() > 0 && it.Encoding == ops.EncodingPatch {
+		clone = &cloneTarget{to: cl, cluster: cl.ClusterSize()}
+		// What is cloned is hashed as the reference holds it when only
+		// administrators can change the reference (who could change the
+		// destination itself: it is the destination); else it is read
+		// back from the staged file, so that the digest is of what the
+		// file holds. A file that cannot be opened again is copied.
+		if !lockedDown(w, it.Reference) {
+			back, err := w.Open(it.Staged)
+			if err != nil {
+				clone = nil
+			} else {
+				defer back.Close()
+				clone.back = back
+			}
+		}
+	}
 	// The declared size bounds what is written, whatever the stream says.
-	dst := newStagedWriter(out, it.Size)
+	dst := newStagedWriter(out, it.Size, clone)
 	var size int64
 	switch it.Encoding {
 	case ops.EncodingZstd:
@@ -102,8 +120,9 @@ func decodeOne(w winos.OS, it ops.StageDecodeItem, data io.Reader) (ops.FileInfo
 
 // applyPatch rebuilds a file from the reference on the node and a patch.
 // A reference changed since swdt inspected it gives another digest, which
-// the caller reports.
-func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (int64, error) {
+// the caller reports. The writer is flushed (or stopped) before the
+// reference closes: it may still be cloning from it.
+func applyPatch(w winos.OS, reference string, dst *stagedWriter, patch io.Reader) (int64, error) {
 	if reference == "" {
 		return 0, errors.New("a patch needs its reference")
 	}
@@ -116,41 +135,80 @@ func applyPatch(w winos.OS, reference string, dst io.Writer, patch io.Reader) (i
 		return 0, err
 	}
 	defer ref.Close()
-	return delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
+	size, err := delta.Apply(dst, ref, st.Size, bufio.NewReaderSize(patch, 256<<10))
+	if err == nil {
+		err = dst.flush()
+	}
+	dst.stop()
+	return size, err
 }
 
 // stagedWriter writes a decoded file in blocks and computes its SHA-256:
 // the write of one block and its hash run beside each other and beside
 // the decode filling the next blocks, so that a decode costs about the
 // longest of the three (the hash, about 1.7 GB/s with SHA-NI) rather than
-// their sum. It takes at most size bytes: the write that would go past
-// them writes nothing and fails with errTooLong. Not safe for concurrent
-// use; stop must be called.
+// their sum. With a clone target, a patch's long copies from the
+// reference are cloned instead (CopyReference). It takes at most size
+// bytes: the write that would go past them writes nothing and fails with
+// errTooLong. Not safe for concurrent use; stop must be called.
 type stagedWriter struct {
 	h          hash.Hash
 	left, size int64
 	cur        []byte      // the block being filled; nil: take one from free
 	free       chan []byte // blocks ready to be filled
-	full       chan []byte // filled blocks, in order, for the writer
+	full       chan piece  // filled blocks and clones, in order, for the writer
 	done       chan struct{}
 	closed     bool // full is closed
+
+	// clone, when not nil, clones blocks of the reference (the writer's,
+	// once CopyReference has passed it one); scratch are the writer's
+	// buffers to read what it clones, or copies when a clone is refused.
+	clone   *cloneTarget
+	scratch [2][]byte
 
 	mu  sync.Mutex
 	err error // the first write error
 }
 
+// piece is what the writer adds to the file next: a filled block, or
+// (b nil) n bytes of the reference src at off, to clone.
+type piece struct {
+	b      []byte
+	src    winos.File
+	off, n int64
+}
+
+// cloneTarget is a staged file on a volume that clones blocks.
+type cloneTarget struct {
+	to winos.Cloner
+	// back, when not nil, is the staged file open for reading: what was
+	// cloned is read back from it and hashed, so that the digest is of
+	// the file's bytes. When nil, the reference's bytes are hashed as they
+	// are cloned (only administrators can change them).
+	back    io.ReaderAt
+	cluster int64
+	// cloned counts the bytes cloned; refused is the volume's refusal,
+	// after which the rest is copied (the writer's).
+	cloned  int64
+	refused error
+}
+
 // Blocks of the stagedWriter: a decode runs up to stagedBlocks-1 blocks
-// ahead of the disk.
+// ahead of the disk. A copy from the reference is cloned when it holds at
+// least minClone bytes of whole clusters.
 const (
 	stagedBlock  = 1 << 20
 	stagedBlocks = 4
+	minClone     = stagedBlock
 )
 
-func newStagedWriter(out io.Writer, size int64) *stagedWriter {
+// newStagedWriter writes out; clone, when not nil, is out on a volume
+// that clones blocks.
+func newStagedWriter(out io.Writer, size int64, clone *cloneTarget) *stagedWriter {
 	sw := &stagedWriter{
 		h: sha256.New(), left: size, size: size,
-		free: make(chan []byte, stagedBlocks), full: make(chan []byte, stagedBlocks),
-		done: make(chan struct{}),
+		free: make(chan []byte, stagedBlocks), full: make(chan piece, stagedBlocks),
+		done: make(chan struct{}), clone: clone,
 	}
 	for range stagedBlocks {
 		sw.free <- make([]byte, 0, stagedBlock)
@@ -172,19 +230,86 @@ func (sw *stagedWriter) drain(out io.Writer) {
 		}
 	}()
 	defer close(toHash)
-	for b := range sw.full {
+	var pos int64 // the file's length
+	for p := range sw.full {
+		if p.b == nil {
+			if sw.failed() == nil {
+				sw.setErr(sw.cloneRange(out, p, pos, toHash, hashed))
+				pos += p.n
+			}
+			continue
+		}
 		if sw.failed() == nil {
-			toHash <- b
-			_, err := out.Write(b)
+			toHash <- p.b
+			_, err := out.Write(p.b)
 			<-hashed
-			if err != nil {
-				sw.mu.Lock()
-				sw.err = err
-				sw.mu.Unlock()
+			sw.setErr(err)
+			pos += int64(len(p.b))
+		}
+		sw.free <- p.b[:0]
+	}
+}
+
+func (sw *stagedWriter) setErr(err error) {
+	if err != nil {
+		sw.mu.Lock()
+		sw.err = err
+		sw.mu.Unlock()
+	}
+}
+
+// cloneRange adds the reference's range p to the file, at pos, by cloning
+// it, and hashes it (as the reference or the file holds it, see
+// cloneTarget.back); a clone the volume refuses is copied, and so is
+// every later one.
+func (sw *stagedWriter) cloneRange(out io.Writer, p piece, pos int64, toHash chan<- []byte, hashed <-chan struct{}) error {
+	c := sw.clone
+	if c.refused == nil {
+		if c.refused = c.to.CloneAppend(p.src, p.off, p.n); c.refused == nil {
+			c.cloned += p.n
+			if c.back == nil {
+				return sw.pass(p.src, p.off, p.n, nil, toHash, hashed)
+			}
+			return sw.pass(c.back, pos, p.n, nil, toHash, hashed)
+		}
+	}
+	return sw.pass(p.src, p.off, p.n, out, toHash, hashed)
+}
+
+// pass reads r's n bytes at off and hashes them, and writes them to out
+// when it is not nil: the hash of a buffer runs beside the reading (and
+// writing) of the next.
+func (sw *stagedWriter) pass(r io.ReaderAt, off, n int64, out io.Writer, toHash chan<- []byte, hashed <-chan struct{}) error {
+	if sw.scratch[0] == nil {
+		sw.scratch = [2][]byte{make([]byte, stagedBlock), make([]byte, stagedBlock)}
+	}
+	pending := false
+	defer func() {
+		if pending {
+			<-hashed
+		}
+	}()
+	for i := 0; n > 0; i++ {
+		b := sw.scratch[i%2][:min(n, stagedBlock)]
+		if m, err := r.ReadAt(b, off); m < len(b) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read %d bytes at %d: %w", len(b), off, err)
+		}
+		if pending {
+			<-hashed
+		}
+		toHash <- b
+		pending = true
+		if out != nil {
+			if _, err := out.Write(b); err != nil {
+				return err
 			}
 		}
-		sw.free <- b[:0]
+		off, n = off+int64(len(b)), n-int64(len(b))
 	}
+	return nil
 }
 
 func (sw *stagedWriter) failed() error {
@@ -207,7 +332,7 @@ func (sw *stagedWriter) filled(n int) {
 	sw.cur = sw.cur[:len(sw.cur)+n]
 	sw.left -= int64(n)
 	if len(sw.cur) == cap(sw.cur) {
-		sw.full <- sw.cur
+		sw.full <- piece{b: sw.cur}
 		sw.cur = nil
 	}
 }
@@ -257,12 +382,52 @@ func (sw *stagedWriter) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
+// CopyReference adds n bytes of the reference ref at off: on a volume
+// that clones blocks, the whole clusters of them that fall on the file's
+// clusters are cloned (when they are at least minClone bytes), the rest
+// copied through the blocks.
+func (sw *stagedWriter) CopyReference(ref io.ReaderAt, off, n int64) (int64, error) {
+	src, ok := ref.(winos.File)
+	if sw.clone == nil || !ok {
+		return sw.ReadFrom(io.NewSectionReader(ref, off, n))
+	}
+	c := sw.clone.cluster
+	at := sw.size - sw.left // where the copy lands in the file
+	head := (c - at%c) % c
+	body := (n - head) / c * c
+	if (off-at)%c != 0 || body < minClone {
+		return sw.ReadFrom(io.NewSectionReader(ref, off, n))
+	}
+	m, err := sw.ReadFrom(io.NewSectionReader(ref, off, head))
+	if err != nil {
+		return m, err
+	}
+	if body > sw.left {
+		return m, sw.tooLong()
+	}
+	if err := sw.failed(); err != nil {
+		return m, err
+	}
+	sw.pushCur()
+	sw.full <- piece{src: src, off: off + head, n: body}
+	sw.left -= body
+	t, err := sw.ReadFrom(io.NewSectionReader(ref, off+head+body, n-head-body))
+	return m + body + t, err
+}
+
+// pushCur passes on the block being filled, if it holds anything.
+func (sw *stagedWriter) pushCur() {
+	if sw.cur != nil && len(sw.cur) > 0 {
+		sw.full <- piece{b: sw.cur}
+		sw.cur = nil
+	}
+}
+
 // flush writes what is left and waits for every block to be written; it
 // returns the first write error.
 func (sw *stagedWriter) flush() error {
-	if sw.cur != nil && len(sw.cur) > 0 {
-		sw.full <- sw.cur
-		sw.cur = nil
+	if !sw.closed {
+		sw.pushCur()
 	}
 	sw.stop()
 	return sw.failed()

@@ -51,7 +51,7 @@ func TestStagedWriter(t *testing.T) {
 			if tt.failAt > 0 {
 				out.n = tt.failAt
 			}
-			sw := newStagedWriter(out, tt.size)
+			sw := newStagedWriter(out, tt.size, nil)
 			defer sw.stop()
 			var err error
 			if tt.piece == 0 {

@@ -229,8 +229,10 @@ func TestDecodeBombStopsAtDeclaredSize(t *testing.T) {
 
 // BenchmarkDecodePatch256 is the node's work for a 256 MB rebuild sent
 // as a patch (28 bytes changed in the middle): the swap op decodes it into
-// the staged file, writing and hashing it in one pass. Run with TMPDIR on
-// a tmpfs to measure without a disk.
+// the staged file, writing and hashing it in one pass, on NTFS, and on ReFS
+// cloning the copies and reading them back to hash them. Run with TMPDIR
+// on a tmpfs to measure without a disk, on XFS or Btrfs for simnode's
+// ReFS to share blocks on the host.
 func BenchmarkDecodePatch256(b *testing.B) {
 	const dest = `C:\k\tool.exe`
 	const staged = dest + ".swdt-new-run1"
@@ -242,21 +244,164 @@ func BenchmarkDecodePatch256(b *testing.B) {
 	if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(nw)); err != nil {
 		b.Fatal(err)
 	}
-	ts := simnode.StartTest(b)
-	n := ts.Node()
-	if err := n.WriteFile(dest, old); err != nil {
-		b.Fatal(err)
+	for _, fs := range []string{simnode.NTFS, simnode.ReFS} {
+		b.Run(fs, func(b *testing.B) {
+			ts := simnode.StartTest(b, simnode.WithOptions(func(o *simnode.Options) { o.FileSystem = fs }))
+			n := ts.Node()
+			if err := n.WriteFile(dest, old); err != nil {
+				b.Fatal(err)
+			}
+			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
+			b.SetBytes(int64(len(nw)))
+			for b.Loop() {
+				b.StopTimer()
+				if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, _, err := agent.DecodeStaged(n.OS(), item); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged, SHA256: provSum(nw), Size: int64(len(nw))}
-	b.SetBytes(int64(len(nw)))
-	for b.Loop() {
-		b.StopTimer()
-		if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if _, _, err := agent.DecodeStaged(n.OS(), item); err != nil {
-			b.Fatal(err)
-		}
+}
+
+// cloneSpy is the node's file system, counting what the files it creates
+// clone and the opens of readBack; it can make their clones refused, or
+// take the wrong clusters.
+type cloneSpy struct {
+	winos.OS
+	refuse, wrong bool
+	calls         int
+	cloned        int64
+	readBack      string
+	opens         int
+}
+
+func (s *cloneSpy) Open(path string) (winos.File, error) {
+	if path == s.readBack {
+		s.opens++
+	}
+	return s.OS.Open(path)
+}
+
+func (s *cloneSpy) Create(path string) (io.WriteCloser, error) {
+	f, err := s.OS.Create(path)
+	if cl, ok := f.(winos.Cloner); ok && err == nil {
+		return &spyCloner{Cloner: cl, s: s}, nil
+	}
+	return f, err
+}
+
+type spyCloner struct {
+	winos.Cloner
+	s *cloneSpy
+}
+
+func (c *spyCloner) CloneAppend(src winos.File, off, n int64) error {
+	c.s.calls++
+	switch {
+	case c.s.refuse:
+		return &winos.Error{Op: "clone into", Code: winos.ErrInvalidParameter, Message: "refused"}
+	case c.s.wrong && off >= c.ClusterSize():
+		off -= c.ClusterSize()
+	case c.s.wrong:
+		off += c.ClusterSize()
+	}
+	err := c.Cloner.CloneAppend(src, off, n)
+	if err == nil {
+		c.s.cloned += n
+	}
+	return err
+}
+
+// TestDecodePatchClones: on a ReFS volume a patch's long copies from the
+// reference are cloned where they fall on the staged file's clusters,
+// and copied elsewhere; a refused clone is copied, and no more are tried.
+// What is cloned is hashed as the reference holds it when only
+// administrators can change the reference; else the staged file is read
+// back, so that a clone that took the wrong clusters fails the decode.
+// NTFS copies everything.
+func TestDecodePatchClones(t *testing.T) {
+	t.Parallel()
+	const dest = `C:\k\tool.exe`
+	const staged = dest + ".swdt-new-run1"
+	const c = simnode.ReFSCluster
+	old := make([]byte, 8<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{3}), old)
+	changed := bytes.Clone(old)
+	copy(changed[4<<20+100:], "a small change in the middle")
+	inserted := append(bytes.Clone(old[:4<<20+100]), append([]byte("5 more"), old[4<<20+100:]...)...)
+	tests := []struct {
+		name       string
+		fs         string
+		nw         []byte
+		spy        cloneSpy
+		usersWrite bool  // Users may change the reference
+		wantCloned int64 // at least
+		wantMax    int64 // at most
+		wantCalls  int   // -1: any
+		wantOpens  int   // of the staged file, to read it back
+		wantErr    string
+	}{
+		{name: "a change in place: both copies cloned, hashed from the reference", fs: simnode.ReFS, nw: changed,
+			wantCloned: int64(len(old)) - 2*c, wantMax: int64(len(old)), wantCalls: 2},
+		{name: "a reference users may change: the clones are read back", fs: simnode.ReFS, nw: changed, usersWrite: true,
+			wantCloned: int64(len(old)) - 2*c, wantMax: int64(len(old)), wantCalls: 2, wantOpens: 1},
+		{name: "an insert: the copy after it is misaligned and copied", fs: simnode.ReFS, nw: inserted,
+			wantCloned: 4 << 20, wantMax: 4<<20 + c, wantCalls: 1},
+		{name: "the volume refuses: copied, no second try", fs: simnode.ReFS, nw: changed, spy: cloneSpy{refuse: true}, wantCalls: 1},
+		{name: "a clone of the wrong clusters, read back, is caught by the digest", fs: simnode.ReFS, nw: changed, spy: cloneSpy{wrong: true},
+			usersWrite: true, wantCloned: c, wantMax: int64(len(old)), wantCalls: -1, wantOpens: 1, wantErr: "SHA-256"},
+		{name: "NTFS copies", fs: simnode.NTFS, nw: changed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := simnode.StartTest(t, simnode.WithOptions(func(o *simnode.Options) { o.FileSystem = tc.fs }))
+			n := ts.Node()
+			var patch bytes.Buffer
+			if _, err := delta.Diff(context.Background(), &patch, bytes.NewReader(old), int64(len(old)), "", bytes.NewReader(tc.nw)); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.WriteFile(dest, old); err != nil {
+				t.Fatal(err)
+			}
+			if tc.usersWrite {
+				if err := n.SetACL(dest, &simnode.ACL{Entries: []simnode.ACE{{Identity: simnode.AccountUsers, Rights: "M"}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			item := ops.StageDecodeItem{Encoded: staged + ".swdt-zst", Encoding: ops.EncodingPatch, Reference: dest, Staged: staged,
+				SHA256: provSum(tc.nw), Size: int64(len(tc.nw))}
+			if err := n.WriteFile(item.Encoded, patch.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			spy := tc.spy
+			spy.OS, spy.readBack = n.OS(), staged
+			_, _, err := agent.DecodeStaged(&spy, item)
+			if spy.cloned < tc.wantCloned || spy.cloned > tc.wantMax || (tc.wantCalls >= 0 && spy.calls != tc.wantCalls) {
+				t.Errorf("cloned %d bytes in %d calls, want %d to %d bytes in %d", spy.cloned, spy.calls, tc.wantCloned, tc.wantMax, tc.wantCalls)
+			}
+			if spy.opens != tc.wantOpens {
+				t.Errorf("the staged file was opened %d times to be read back, want %d", spy.opens, tc.wantOpens)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("decode: %v, want an error with %q", err, tc.wantErr)
+				}
+				if n.Exists(staged) {
+					t.Error("a staged file that failed its check was kept")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if got, err := n.ReadFile(staged); err != nil || !bytes.Equal(got, tc.nw) {
+				t.Errorf("the staged file is not the new build (%v)", err)
+			}
+		})
 	}
 }

@@ -635,12 +635,19 @@ func (s *swapRun) sealed(i int, st winos.FileInfo) bool {
 	if !s.items[i].decoded || prev == nil || st.Size != prev.Size || !st.ModTime.Equal(prev.ModTime) {
 		return false
 	}
-	staged := s.req.Items[i].Staged
-	owner, admin, err := adminsOwn(s.w, staged)
+	return lockedDown(s.w, s.req.Items[i].Staged)
+}
+
+// lockedDown reports whether Administrators or SYSTEM (or the agent's own
+// administrator account) own p and its DACL lets nobody else change it:
+// whoever can change its bytes is then an administrator. An error reading
+// the owner or DACL is false.
+func lockedDown(w winos.OS, p string) bool {
+	owner, admin, err := adminsOwn(w, p)
 	if err != nil || !admin {
 		return false
 	}
-	acl, err := s.w.ACL(staged)
+	acl, err := w.ACL(p)
 	if err != nil {
 		return false
 	}

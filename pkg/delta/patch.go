@@ -449,8 +449,16 @@ var (
 	ErrReferenceSize = errors.New("the patch was made against another file")
 )
 
+// ReferenceCopier is a destination of Apply that takes a copy from the
+// reference itself: n bytes of ref at off, in place of their reading and
+// writing (block cloning). It returns how many bytes it added.
+type ReferenceCopier interface {
+	CopyReference(ref io.ReaderAt, off, n int64) (int64, error)
+}
+
 // Apply writes to dst the file that patch makes of the reference (refSize
-// bytes) and returns its length. A damaged or truncated patch wraps
+// bytes) and returns its length; a dst that is a ReferenceCopier is handed
+// the copies from the reference. A damaged or truncated patch wraps
 // ErrPatch; one made against a reference of another size wraps
 // ErrReferenceSize. The result must still be verified by its SHA-256: a
 // patch applied to a same-size but different reference is not detected
@@ -499,7 +507,12 @@ func Apply(dst io.Writer, ref io.ReaderAt, refSize int64, patch io.Reader) (int6
 			if p < 0 || n > uint64(refSize) || p > refSize-int64(n) {
 				return written, fmt.Errorf("%w: copies %d bytes at %d of a %d-byte file", ErrPatch, n, p, refSize)
 			}
-			m, err := io.CopyBuffer(dst, io.NewSectionReader(ref, p, int64(n)), cbuf)
+			var m int64
+			if rc, ok := dst.(ReferenceCopier); ok {
+				m, err = rc.CopyReference(ref, p, int64(n))
+			} else {
+				m, err = io.CopyBuffer(dst, io.NewSectionReader(ref, p, int64(n)), cbuf)
+			}
 			written += m
 			if err != nil {
 				return written, fmt.Errorf("copy from the reference: %w", err)

@@ -195,6 +195,12 @@ const (
 	Server2019 = machine.Server2019
 	// Server2022 is machine.Server2022.
 	Server2022 = machine.Server2022
+	// NTFS is machine.NTFS.
+	NTFS = machine.NTFS
+	// ReFS is machine.ReFS.
+	ReFS = machine.ReFS
+	// ReFSCluster is machine.ReFSCluster.
+	ReFSCluster = machine.ReFSCluster
 	// PathAdminAuthorizedKeys is machine.PathAdminAuthorizedKeys.
 	PathAdminAuthorizedKeys = machine.PathAdminAuthorizedKeys
 	// PathChoco is machine.PathChoco.

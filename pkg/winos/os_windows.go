@@ -93,10 +93,14 @@ func (windowsOS) Open(path string) (File, error) {
 	return os.NewFile(uintptr(h), path), nil
 }
 
+// Create returns a Cloner on a volume that clones blocks (ReFS).
 func (windowsOS) Create(path string) (io.WriteCloser, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, winErr("create", path, err)
+	}
+	if c := cloneCluster(f); c > 0 {
+		return cloneFile{File: f, cluster: c}, nil
 	}
 	return f, nil
 }

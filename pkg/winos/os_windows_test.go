@@ -615,3 +615,60 @@ func TestWindowsConfigureServiceClearsDependencies(t *testing.T) {
 		t.Errorf("dependencies after ConfigureService without any = %q, %v; want none", svc.Dependencies, err)
 	}
 }
+
+// Create returns a Cloner exactly where the volume is ReFS (a Dev Drive
+// is one), and its CloneAppend puts the source's clusters after what was
+// written; on NTFS and under Wine, whose volumes do not clone blocks, it
+// returns a plain file and the agent copies.
+func TestWindowsCreateClonesOnlyOnReFS(t *testing.T) {
+	dir := tempDir(t)
+	w := New()
+	out, err := w.Create(filepath.Join(dir, "new.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var name [64]uint16
+	h := windows.Handle(out.(interface{ Fd() uintptr }).Fd())
+	if err := windows.GetVolumeInformationByHandle(h, nil, 0, nil, nil, nil, &name[0], uint32(len(name))); err != nil {
+		t.Fatal(err)
+	}
+	fsName := windows.UTF16ToString(name[:])
+	cl, ok := out.(Cloner)
+	if want := fsName == "ReFS" && !onWine(); ok != want {
+		t.Fatalf("Create on %s (Wine: %v) returned a Cloner: %v, want %v", fsName, onWine(), ok, want)
+	}
+	if !ok {
+		return
+	}
+	c := cl.ClusterSize()
+	src := make([]byte, 3*c)
+	for i := range src {
+		src[i] = byte(i / 512)
+	}
+	if err := w.WriteFile(filepath.Join(dir, "old.exe"), src); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Open(filepath.Join(dir, "old.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	head := bytes.Repeat([]byte("h"), int(c))
+	if _, err := cl.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.CloneAppend(ref, c, 2*c); err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	if _, err := cl.Write([]byte("tail")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "new.exe"))
+	if want := append(append(head, src[c:]...), "tail"...); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the file has %d bytes (%v), want %d", len(got), err, len(want))
+	}
+}

@@ -189,6 +189,23 @@ type File interface {
 	io.Closer
 }
 
+// Cloner is a file Create opened on a volume that can share clusters
+// between files (block cloning: ReFS, and so Dev Drive; NTFS cannot):
+// Create returns one there, and only there.
+type Cloner interface {
+	io.WriteCloser
+	// ClusterSize is the volume's cluster size in bytes: CloneAppend's
+	// offsets and lengths are multiples of it.
+	ClusterSize() int64
+	// CloneAppend extends the file by the n bytes of src at off, sharing
+	// src's clusters rather than copying them
+	// (FSCTL_DUPLICATE_EXTENTS_TO_FILE), and moves the file's offset
+	// past them. The file's length, off and n must be multiples of
+	// ClusterSize, and src a file Open opened on the same volume. A
+	// refusal leaves the file as it was: the caller copies instead.
+	CloneAppend(src File, off, n int64) error
+}
+
 // User is the account the agent runs as.
 type User struct {
 	// Name is DOMAIN\user.

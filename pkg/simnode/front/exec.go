@@ -104,9 +104,11 @@ func (s *Server) runAgent(ctx context.Context, account machine.Account, path, na
 	}
 	var out bytes.Buffer
 	status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(in), &out, stderr)
+	// Logged before the client has its result: a reader of the log (the
+	// bench) has the op's line by the time the client is done.
+	log.Info("op", "status", status, "duration", time.Since(start))
 	if _, err := stdout.Write(out.Bytes()); err != nil {
 		return 1
 	}
-	log.Info("op", "status", status, "duration", time.Since(start))
 	return status
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// Arch, when set, makes the machine one of that processor
 	// architecture ("amd64", "arm64") at New.
 	Arch string
+	// FileSystem is C:'s file system: machine.NTFS (the default) or
+	// machine.ReFS, which clones blocks (as a Dev Drive does).
+	FileSystem string
 	// ScannerHold, when positive, plays a virus scanner that holds every
 	// freshly written or just-run executable that long (scanner.go).
 	ScannerHold time.Duration
@@ -163,6 +166,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m, err := machine.Open(machine.Config{Dir: opts.StateDir, Hostname: opts.Hostname, Bare: opts.Bare, Delays: delays, Log: log,
 		AgentDigests: opts.AgentDigests, Faults: opts.Faults, HyperV: opts.HyperV, LanguageMode: opts.LanguageMode, Release: opts.Release, Arch: opts.Arch,
+		FileSystem:  opts.FileSystem,
 		ScannerHold: opts.ScannerHold, KubeletSetup: opts.KubeletSetup, Accounts: slices.Collect(maps.Values(accounts)),
 		Daemon: kubelet.Daemon{ClockOffset: opts.ClockOffset, Exec: hostExec}})
 	if err != nil {

@@ -329,3 +329,29 @@ func (n *Node) MayWriteSecurity(p string) error { return n.m.vol.WriteSecurity(n
 // CachedMarkers returns the markers the machine knows p holds without
 // reading it (found as it was written, followed through renames), or nil.
 func (n *Node) CachedMarkers(p string) map[string]bool { return n.m.vol.CachedMarkers(p) }
+
+// File systems of the machine's C: drive (Config.FileSystem).
+const (
+	NTFS = "NTFS"
+	// ReFS clones blocks (FSCTL_DUPLICATE_EXTENTS_TO_FILE), in clusters
+	// of ReFSCluster bytes (ReFS's default).
+	ReFS        = "ReFS"
+	ReFSCluster = 4096
+)
+
+// CloneFile is a file open for writing that can take another's blocks
+// when the volume clones them (ClusterSize is 0 on NTFS).
+type CloneFile interface {
+	io.WriteCloser
+	ClusterSize() int64
+	CloneAppend(src *os.File, off, n int64) error
+}
+
+// CreateCloning is Create, as a CloneFile.
+func (n *Node) CreateCloning(p string) (CloneFile, error) {
+	h, err := n.m.vol.OpenWriteAs(n.acct(), p, OpenFlags{Create: true, Trunc: true})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}

@@ -35,6 +35,8 @@ type Config struct {
 	// Arch, when set, makes the machine one of that architecture
 	// (arch.go).
 	Arch string
+	// FileSystem is C:'s file system: NTFS ("" too) or ReFS.
+	FileSystem string
 	// ScannerHold, when positive, plays a virus scanner (scanner.go).
 	ScannerHold time.Duration
 	// KubeletSetup, when set, makes the kubelet service run C:\k\kubelet.exe
@@ -58,6 +60,13 @@ func Open(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m.vol = ntfs.New(&m.mu, volumeHost{m}, m.fsRoot, cfg.ScannerHold, cfg.AgentDigests)
+	switch cfg.FileSystem {
+	case "", NTFS:
+	case ReFS:
+		m.vol.SetBlockCloning(ReFSCluster)
+	default:
+		return nil, fmt.Errorf("file system %q: want %s or %s", cfg.FileSystem, NTFS, ReFS)
+	}
 	m.daemon = cfg.Daemon
 	if cfg.Faults != nil {
 		f := *cfg.Faults

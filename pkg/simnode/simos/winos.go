@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"sort"
@@ -285,12 +286,30 @@ func (o simOS) Open(p string) (winos.File, error) {
 	return o.n.damageEncoded(p, f), nil
 }
 
+// Create returns a winos.Cloner on a ReFS volume, as Windows' does.
 func (o simOS) Create(p string) (io.WriteCloser, error) {
-	f, err := o.n.Create(p)
+	f, err := o.n.CreateCloning(p)
 	if err != nil {
 		return nil, winErr("create", p, err)
 	}
-	return f, nil
+	if f.ClusterSize() == 0 {
+		return f, nil
+	}
+	return cloneFile{f, p}, nil
+}
+
+// cloneFile is a file being written on a ReFS volume.
+type cloneFile struct {
+	machine.CloneFile
+	path string
+}
+
+func (f cloneFile) CloneAppend(src winos.File, off, n int64) error {
+	h, ok := src.(*os.File)
+	if !ok {
+		return winErr("clone into", f.path, errors.New("the source is not a file of this volume"))
+	}
+	return winErr("clone into", f.path, f.CloneFile.CloneAppend(h, off, n))
 }
 
 func (o simOS) WriteFile(p string, data []byte) error {

@@ -130,10 +130,24 @@ type markerStream struct {
 
 func newMarkerStream() *markerStream { return &markerStream{found: map[string]bool{}} }
 
+// markerOverlap is how far a marker (at most 32 bytes) spanning two
+// writes reaches into each.
+const markerOverlap = 31
+
+// skip follows n bytes (more than head and tail together) known to hold
+// no marker, head being the first markerOverlap of them and tail the
+// last: only a marker that crosses their edges can be found.
+func (s *markerStream) skip(head, tail []byte, n int64) {
+	s.write(head)
+	s.tail = s.tail[:0]
+	s.write(tail)
+	s.n += n - int64(len(head)+len(tail))
+}
+
 func (s *markerStream) write(p []byte) {
 	// A marker (at most 32 bytes) spanning two writes starts in the
 	// last 31 bytes of the first.
-	const overlap = 31
+	const overlap = markerOverlap
 	s.n += int64(len(p))
 	head := append(s.tail, p[:min(len(p), overlap)]...)
 	markersIn(s.found, head)

@@ -63,3 +63,37 @@ func TestMarkerStream(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkerStreamSkip: bytes known to hold no marker, followed by their
+// ends alone, give the markers a scan of the whole file finds: those that
+// cross into or out of them too, and none made up of head and tail.
+func TestMarkerStreamSkip(t *testing.T) {
+	clean := strings.Repeat("c", 40) + "SIMNODE-" + strings.Repeat("d", 100) + MarkerCrashOnStart[8:] + strings.Repeat("e", 40)
+	tests := []struct {
+		name         string
+		before, skip string
+		after        string
+	}{
+		{name: "none", before: "x", skip: clean, after: "y"},
+		{name: "a marker into the skipped bytes", before: "x" + MarkerHangOnStop[:10], skip: MarkerHangOnStop[10:] + clean, after: "y"},
+		{name: "a marker out of them", before: "x", skip: clean + MarkerExitOnStop[:20], after: MarkerExitOnStop[20:]},
+		{name: "head and tail would make one", before: "x", skip: strings.Repeat("z", markerOverlap-8) + "SIMNODE-" + strings.Repeat("z", 60) + MarkerWinsNoPipe[8:] + strings.Repeat("z", markerOverlap-len(MarkerWinsNoPipe[8:])), after: "y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newMarkerStream()
+			s.write([]byte(tt.before))
+			k := []byte(tt.skip)
+			s.skip(k[:markerOverlap], k[len(k)-markerOverlap:], int64(len(k)))
+			s.write([]byte(tt.after))
+			whole := tt.before + tt.skip + tt.after
+			want, err := findMarkers(strings.NewReader(whole))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(s.found, want) || s.n != int64(len(whole)) {
+				t.Errorf("found %v after %d bytes, want %v after %d", s.found, s.n, want, len(whole))
+			}
+		})
+	}
+}

@@ -32,6 +32,9 @@ type Volume struct {
 	untrusted []string
 	// agentDigests lists further trusted agent digests (see TrustedAgent).
 	agentDigests func() []string
+	// cluster is the cluster size of a ReFS volume, which can clone
+	// blocks; 0 on NTFS (clone.go).
+	cluster int64
 }
 
 // Host is what the volume needs of its machine; each method is called
