@@ -79,6 +79,7 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 		cur[i] = av
 	}
 	wall, node, swap := map[int]series{}, map[int]series{}, map[int]series{}
+	var sftpT series
 	rss := map[int]rssSeries{}
 	for round := range b.o.rounds {
 		for i := range counts {
@@ -109,11 +110,28 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 			}
 			copy(cur, sources)
 			wall[n], rss[n] = append(wall[n], r.wall), append(rss[n], r.maxRSSKB)
+			if n == 1 {
+				// sftp puts the same build to the same simnode, beside
+				// the patch (issue 37: a patch is to cost at most 0.7x).
+				d, err := b.sftpPut(sims[0], sources[0], "/C:/k/scale-sftp.bin")
+				if err != nil {
+					return fmt.Errorf("sftp -b put: %w", err)
+				}
+				sftpT = append(sftpT, d)
+			}
 		}
 	}
 	fs := ""
 	if b.o.scaleFS != "NTFS" {
 		fs = ", " + b.o.scaleFS
+	}
+	if len(sftpT) > 0 {
+		goal := ""
+		if mb == 256 {
+			goal = "<= 0.70"
+		}
+		b.add(fmt.Sprintf("scaling: %d MB to 1 node, OpenSSH sftp -b put of the same build to the same simnode", mb), sftpT.String(), "")
+		b.add(fmt.Sprintf("scaling: %d MB to 1 node, ratio patch / sftp -b (medians)", mb), ratio(wall[1].med(), sftpT.med()), goal)
 	}
 	for _, n := range counts {
 		b.add(fmt.Sprintf("scaling: %d MB patched to %d nodes (loopback, --compress 1%s)", mb, n, fs), fmt.Sprintf("%s; peak RSS %s", wall[n], rss[n]), "")
