@@ -110,6 +110,20 @@ func (b *bench) scaleSize(mb int, counts []int, most int) error {
 			}
 			copy(cur, sources)
 			wall[n], rss[n] = append(wall[n], r.wall), append(rss[n], r.maxRSSKB)
+			if n < most {
+				// The other nodes take the same build, untimed, so that
+				// every run is one pair of builds, as on a fleet that
+				// runs one build: nodes left on different builds would
+				// make the next run two patches, each with its index.
+				rest := make([]string, most-n)
+				for j := range rest {
+					rest[j] = sources[0]
+				}
+				if _, err := b.swdtIn(cache, b.configEach("scale", sims[n:], rest), "--settle", "0", "--compress", "1"); err != nil {
+					return fmt.Errorf("bring the other nodes to the same build: %w", err)
+				}
+				copy(cur[n:], rest)
+			}
 			if n == 1 {
 				// sftp puts the same build to the same simnode, beside
 				// the patch (issue 37: a patch is to cost at most 0.7x).
