@@ -231,7 +231,24 @@ func TestStartAhead(t *testing.T) {
 		return cn.ahead.cmd
 	}
 
+	// fresh makes the command held ahead as if started just now: on a
+	// loaded machine the steps between its start and its Exec may take
+	// longer than spareFresh, which is not what these cases are about.
+	fresh := func() {
+		t.Helper()
+		cn.spareMu.Lock()
+		a := cn.ahead
+		cn.spareMu.Unlock()
+		st := <-a.ready
+		if st == nil {
+			t.Fatal("the command could not be started ahead")
+		}
+		st.started = time.Now()
+		a.ready <- st
+	}
+
 	c.StartAhead(cmd)
+	fresh()
 	if got := run(cmd, "hello"); got != "hello" {
 		t.Fatalf("the command started ahead printed %q, want its input", got)
 	}
@@ -246,6 +263,7 @@ func TestStartAhead(t *testing.T) {
 	if held() != cmd {
 		t.Fatal("another command's Exec took the command started ahead")
 	}
+	fresh()
 	if got := run(cmd, "again"); got != "again" || held() != "" {
 		t.Fatalf("the command started ahead printed %q after another command (still held: %q)", got, held())
 	}
