@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -35,6 +36,7 @@ const (
 	maxLiteral = 1 << 20
 	repReach   = 16 // how far past a match's end the same offset is tried again
 	hashMul    = 0x100000001b3
+	equalChunk = 256 // bytes prefixLen compares at once
 )
 
 // ErrReference reports a reference whose SHA-256 is not the expected one:
@@ -606,9 +608,15 @@ func (c *pages) commonPrefix(p int64, b []byte) int {
 	return n
 }
 
+// prefixLen is how many leading bytes a and b have in common. Long runs
+// (a copy of the reference, most of a rebuild) are compared a chunk at a
+// time with bytes.Equal, which uses the CPU's vector instructions; the
+// chunk that differs is searched a word at a time.
 func prefixLen(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+equalChunk <= n && bytes.Equal(a[i:i+equalChunk], b[i:i+equalChunk]); i += equalChunk {
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
