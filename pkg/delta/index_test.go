@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -101,5 +102,81 @@ func TestSavedIndex(t *testing.T) {
 	}
 	if _, err := os.Stat(idx); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the index of a pruned copy is left: %v", err)
+	}
+}
+
+// The store's saved index is used where it is mapped (on systems that
+// map files), makes the patch the index it was saved from makes, and is
+// freed by unmapping it; an index saved by an earlier version (no
+// padding before its table) still loads, read rather than mapped, and is
+// saved again in the current version.
+func TestSavedIndexMapped(t *testing.T) {
+	ref := make([]byte, 1<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{10}), ref)
+	src := append(bytes.Clone(ref[:5000]), append([]byte("moved code"), ref[5000:]...)...)
+	sum := sha256.Sum256(ref)
+	digest := hex.EncodeToString(sum[:])
+	x, err := NewIndex(context.Background(), bytes.NewReader(ref), int64(len(ref)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if _, err := x.Diff(context.Background(), &want, bytes.NewReader(src)); err != nil {
+		t.Fatal(err)
+	}
+	var v2 bytes.Buffer
+	if err := x.Save(&v2); err != nil {
+		t.Fatal(err)
+	}
+	// Version 1: its magic, the same header, no padding.
+	hdr := v2.Bytes()[len(indexMagic):indexHeader]
+	hdr = hdr[:len(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(x.idx.bits)), uint64(len(ref))))]
+	v1 := append(append([]byte(indexMagicV1), hdr...), v2.Bytes()[indexHeader:]...)
+	for _, tc := range []struct {
+		name       string
+		saved      []byte
+		wantMapped bool
+	}{
+		{"saved now", v2.Bytes(), mapsFiles},
+		{"saved by version 1", v1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{Dir: t.TempDir()}
+			if err := s.Put(digest, bytes.NewReader(ref), int64(len(ref))); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(s.Dir, digest+indexSuffix), tc.saved, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, size, err := s.Open(digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			y, err := s.Index(context.Background(), digest, f, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Stats().IndexesLoaded; got != 1 {
+				t.Fatalf("indexes loaded = %d, want 1 (the saved one)", got)
+			}
+			if mapped := y.unmap != nil; mapped != tc.wantMapped {
+				t.Errorf("mapped = %v, want %v", mapped, tc.wantMapped)
+			}
+			var got bytes.Buffer
+			if _, err := y.Diff(context.Background(), &got, bytes.NewReader(src)); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Error("the loaded index makes another patch than the one saved")
+			}
+			if raw, _ := os.ReadFile(filepath.Join(s.Dir, digest+indexSuffix)); !bytes.Equal(raw, v2.Bytes()) {
+				t.Error("the saved index is not in the current version after it was loaded")
+			}
+			y.free()
+			if y.idx.tab != nil {
+				t.Error("the freed index still has its table")
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"os"
 	"sync"
 )
 
@@ -72,6 +73,9 @@ type Index struct {
 	idx  *index
 	ref  io.ReaderAt
 	size int64
+	// unmap, when set, releases the table: it is the saved index mapped
+	// into memory (loadIndexFile), not the heap's.
+	unmap func()
 }
 
 // NewIndex reads the reference (size bytes) once to index it, and checks
@@ -86,15 +90,23 @@ func NewIndex(ctx context.Context, ref io.ReaderAt, size int64, want string) (*I
 }
 
 // indexMagic starts a saved index: then uvarint(table bits), uvarint(the
-// reference's size), and the table, 8 bytes little-endian per entry.
-const indexMagic = "swdt-index-1\n"
+// reference's size), zeros up to indexHeader bytes, and the table, 8
+// bytes little-endian per entry. The table starts at a fixed, aligned
+// offset so that it can be used where it is mapped (loadIndexFile).
+// An index saved as version 1 (the same without the zeros) still loads.
+const (
+	indexMagic   = "swdt-index-2\n"
+	indexMagicV1 = "swdt-index-1\n"
+	indexHeader  = 64
+)
 
 // Save writes the index, for LoadIndex.
 func (x *Index) Save(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	_, _ = bw.WriteString(indexMagic)
-	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.idx.bits)))
-	_, _ = bw.Write(binary.AppendUvarint(nil, uint64(x.size)))
+	hdr := []byte(indexMagic)
+	hdr = binary.AppendUvarint(hdr, uint64(x.idx.bits))
+	hdr = binary.AppendUvarint(hdr, uint64(x.size))
+	_, _ = bw.Write(append(hdr, make([]byte, indexHeader-len(hdr))...))
 	var b [8]byte
 	for _, e := range x.idx.tab {
 		binary.LittleEndian.PutUint64(b[:], e)
@@ -115,18 +127,20 @@ func (x *Index) Save(w io.Writer) error {
 func LoadIndex(r io.Reader, ref io.ReaderAt, size int64) (*Index, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(indexMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != indexMagic {
+	if _, err := io.ReadFull(br, magic); err != nil || (string(magic) != indexMagic && string(magic) != indexMagicV1) {
 		return nil, fmt.Errorf("%w: not a saved index", ErrPatch)
 	}
-	b, err := binary.ReadUvarint(br)
-	if err != nil || b == 0 || b > maxTabBits {
-		return nil, fmt.Errorf("%w: a saved index of %d bits", ErrPatch, b)
+	cr := &countingByteReader{r: br, n: len(magic)}
+	b, err := readIndexHeader(cr, size)
+	if err != nil {
+		return nil, err
 	}
-	n, err := binary.ReadUvarint(br)
-	if err != nil || int64(n) != size {
-		return nil, fmt.Errorf("%w: the saved index is of %d bytes, the reference has %d", ErrReferenceSize, n, size)
+	if string(magic) == indexMagic {
+		if _, err := br.Discard(indexHeader - cr.n); err != nil {
+			return nil, fmt.Errorf("%w: the saved index is cut short", ErrPatch)
+		}
 	}
-	idx := &index{tab: newTable(uint(b), false), bits: uint(b)}
+	idx := &index{tab: newTable(b, false), bits: b}
 	buf := make([]byte, 8<<10)
 	for i := 0; i < len(idx.tab); {
 		m := min(len(buf), (len(idx.tab)-i)*8)
@@ -139,6 +153,79 @@ func LoadIndex(r io.Reader, ref io.ReaderAt, size int64) (*Index, error) {
 		}
 	}
 	return &Index{idx: idx, ref: ref, size: size}, nil
+}
+
+// readIndexHeader reads a saved index's table bits and reference size
+// after its magic, and checks them against the reference's size.
+func readIndexHeader(r io.ByteReader, size int64) (uint, error) {
+	b, err := binary.ReadUvarint(r)
+	if err != nil || b == 0 || b > maxTabBits {
+		return 0, fmt.Errorf("%w: a saved index of %d bits", ErrPatch, b)
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil || int64(n) != size {
+		return 0, fmt.Errorf("%w: the saved index is of %d bytes, the reference has %d", ErrReferenceSize, n, size)
+	}
+	return uint(b), nil
+}
+
+// countingByteReader counts the bytes read through it, from n.
+type countingByteReader struct {
+	r *bufio.Reader
+	n int
+}
+
+func (c *countingByteReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+// loadIndexFile is LoadIndex of the saved index f: where the system can,
+// its table is used where the file is mapped into memory, neither read
+// nor copied (a process that ends frees no heap for it), else it is read.
+// The file must not change while the index is used: the store replaces
+// a saved index by renaming a new one over it, never by writing it. old
+// reports an index saved by version 1, which is worth saving again.
+func loadIndexFile(f *os.File, ref io.ReaderAt, size int64) (x *Index, old bool, err error) {
+	if x, ok := mapIndex(f, ref, size); ok {
+		return x, false, nil
+	}
+	magic := make([]byte, len(indexMagicV1))
+	_, _ = f.ReadAt(magic, 0)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, false, fmt.Errorf("read the saved index: %w", err)
+	}
+	x, err = LoadIndex(f, ref, size)
+	return x, string(magic) == indexMagicV1, err
+}
+
+// mapIndex maps a version 2 saved index whose table has the size its
+// header says; ok is false when it cannot (another version, another
+// size, a system or byte order that does not allow it).
+func mapIndex(f *os.File, ref io.ReaderAt, size int64) (*Index, bool) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return nil, false // the table is little-endian
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() <= indexHeader || (fi.Size()-indexHeader)%8 != 0 {
+		return nil, false
+	}
+	hdr := make([]byte, indexHeader)
+	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr[:len(indexMagic)]) != indexMagic {
+		return nil, false
+	}
+	b, err := readIndexHeader(bytes.NewReader(hdr[len(indexMagic):]), size)
+	if err != nil || fi.Size() != indexHeader+8<<b {
+		return nil, false
+	}
+	tab, unmap, ok := mapTable(f, fi.Size(), indexHeader)
+	if !ok {
+		return nil, false
+	}
+	return &Index{idx: &index{tab: tab, bits: b}, ref: ref, size: size, unmap: unmap}, true
 }
 
 // Diff writes to dst a patch that turns the indexed reference into the
@@ -258,6 +345,11 @@ func newTable(bits uint, clean bool) []uint64 {
 // after.
 func (x *Index) free() {
 	if x == nil || x.idx == nil || x.idx.tab == nil {
+		return
+	}
+	if x.unmap != nil {
+		x.idx.tab = nil
+		x.unmap()
 		return
 	}
 	spare.Lock()

@@ -87,10 +87,13 @@ func (s *Store) Index(ctx context.Context, digest string, ref io.ReaderAt, size 
 		return nil, err
 	}
 	if f, err := os.Open(p + indexSuffix); err == nil {
-		x, lerr := LoadIndex(f, ref, size)
-		f.Close()
+		x, old, lerr := loadIndexFile(f, ref, size)
+		f.Close() // a mapped index stays mapped
 		if lerr == nil {
 			s.share.indexesLoaded.Add(1)
+			if old {
+				_ = s.saveIndex(p, x) // the next load maps it
+			}
 			return x, nil
 		}
 	}
