@@ -245,6 +245,10 @@ func (r *Resolver) storeHash(rec hashRecord) {
 	}
 }
 
+// hashFile returns the SHA-256 of the file at path and its length. The
+// file is read in large blocks while the block before is hashed, beside
+// it: a rebuild's hash under --watch is what its swap waits for, and the
+// SHA-256 alone is the most it should take.
 func hashFile(path string) (string, int64, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -252,12 +256,43 @@ func hashFile(path string) (string, int64, error) {
 	}
 	defer fh.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, fh)
-	if err != nil {
-		return "", 0, fmt.Errorf("read: %w", err)
+	// Two blocks take turns: one is read while the other is hashed.
+	blocks := make(chan []byte, 1)
+	free := make(chan []byte, 2)
+	free <- make([]byte, hashBlock)
+	free <- make([]byte, hashBlock)
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for b := range blocks {
+			h.Write(b)
+			free <- b[:cap(b)]
+		}
+	}()
+	var n int64
+	for {
+		b := <-free
+		m, rerr := io.ReadFull(fh, b)
+		if m > 0 {
+			blocks <- b[:m]
+			n += int64(m)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			close(blocks)
+			<-hashed
+			return "", 0, fmt.Errorf("read: %w", rerr)
+		}
 	}
+	close(blocks)
+	<-hashed
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// hashBlock is how much of a file hashFile reads at a time.
+const hashBlock = 1 << 20
 
 // notBuiltError is a local source that does not exist (a build not made
 // yet); it is fs.ErrNotExist to errors.Is.
