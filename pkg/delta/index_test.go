@@ -180,3 +180,46 @@ func TestSavedIndexMapped(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoadSavedIndex loads the saved index of a 128 MiB copy (a
+// 64 MiB table) as the store does (mapped where the system can) and by
+// reading it (LoadIndex, what the store did before).
+func BenchmarkLoadSavedIndex(b *testing.B) {
+	ref := make([]byte, 128<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{11}), ref)
+	sum := sha256.Sum256(ref)
+	digest := hex.EncodeToString(sum[:])
+	s := &Store{Dir: b.TempDir()}
+	if err := s.PutIndexed(context.Background(), digest, bytes.NewReader(ref), int64(len(ref))); err != nil {
+		b.Fatal(err)
+	}
+	f, size, err := s.Open(digest)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	saved := filepath.Join(s.Dir, digest+indexSuffix)
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			x, err := s.Index(context.Background(), digest, f, size)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x.free()
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			g, err := os.Open(saved)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, err := LoadIndex(g, f, size)
+			g.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			x.free()
+		}
+	})
+}
