@@ -83,12 +83,7 @@ func TestSavedIndex(t *testing.T) {
 	if err := os.WriteFile(idx, []byte("damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, size, err := s.Open(digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	y, err := s.Index(context.Background(), digest, f, size)
+	y, err := storeIndex(t, s, digest)
 	if err != nil || !bytes.Equal(patchWith(y), patchWith(x)) {
 		t.Fatalf("the store's index of a copy whose saved index is damaged: %v", err)
 	}
@@ -148,12 +143,7 @@ func TestSavedIndexMapped(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(s.Dir, digest+indexSuffix), tc.saved, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f, size, err := s.Open(digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			y, err := s.Index(context.Background(), digest, f, size)
+			y, err := storeIndex(t, s, digest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,4 +212,16 @@ func BenchmarkLoadSavedIndex(b *testing.B) {
 			x.free()
 		}
 	})
+}
+
+// storeIndex is the store's index of its copy digest (its copy open until
+// the test ends).
+func storeIndex(t *testing.T, s *Store, digest string) (*Index, error) {
+	t.Helper()
+	f, size, err := s.Open(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return s.Index(context.Background(), digest, f, size)
 }

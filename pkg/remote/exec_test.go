@@ -231,10 +231,9 @@ func TestStartAhead(t *testing.T) {
 		return cn.ahead.cmd
 	}
 
-	// fresh makes the command held ahead as if started just now: on a
-	// loaded machine the steps between its start and its Exec may take
-	// longer than spareFresh, which is not what these cases are about.
-	fresh := func() {
+	// started sets when the command held ahead started, to at(when it
+	// did).
+	started := func(at func(time.Time) time.Time) {
 		t.Helper()
 		cn.spareMu.Lock()
 		a := cn.ahead
@@ -243,8 +242,15 @@ func TestStartAhead(t *testing.T) {
 		if st == nil {
 			t.Fatal("the command could not be started ahead")
 		}
-		st.started = time.Now()
+		st.started = at(st.started)
 		a.ready <- st
+	}
+	// fresh makes the command held ahead as if started just now: on a
+	// loaded machine the steps between its start and its Exec may take
+	// longer than spareFresh, which is not what these cases are about.
+	fresh := func() {
+		t.Helper()
+		started(func(time.Time) time.Time { return time.Now() })
 	}
 
 	c.StartAhead(cmd)
@@ -273,15 +279,7 @@ func TestStartAhead(t *testing.T) {
 
 	// Started more than spareFresh ago: closed, and a session of its own.
 	c.StartAhead(cmd)
-	cn.spareMu.Lock()
-	a := cn.ahead
-	cn.spareMu.Unlock()
-	st := <-a.ready
-	if st == nil {
-		t.Fatal("the command could not be started ahead")
-	}
-	st.started = st.started.Add(-2 * spareFresh)
-	a.ready <- st
+	started(func(at time.Time) time.Time { return at.Add(-2 * spareFresh) })
 	if got := run(cmd, "fresh"); got != "fresh" || held() != "" {
 		t.Fatalf("after a stale start the command printed %q (still held: %q)", got, held())
 	}
@@ -299,7 +297,7 @@ func TestStartAhead(t *testing.T) {
 	ch <- sp
 	c.StartAhead(cmd)
 	cn.spareMu.Lock()
-	a = cn.ahead
+	a := cn.ahead
 	cn.spareMu.Unlock()
 	if st := <-a.ready; st == nil || st.s != stale {
 		t.Fatal("the command started ahead did not take the old spare")
