@@ -15,7 +15,7 @@ K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
 
 # swdt embeds the agent binaries it uploads to nodes (pkg/agentbin).
 AGENT_DIR := pkg/agentbin/dist
-AGENT_LDFLAGS := -s -w -X main.version=$(VERSION)
+AGENT_LDFLAGS := -s -w
 
 # The cluster test tier (internal/clustertest) runs the control plane of the
 # Kubernetes release hack/cluster/go.mod pins, built once into the user cache.

@@ -10,9 +10,6 @@ import (
 	"os/signal"
 )
 
-// version is set at build time (-ldflags -X main.version=...).
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:])

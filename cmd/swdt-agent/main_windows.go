@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -22,7 +21,7 @@ func run(ctx context.Context, args []string) int {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	self := agent.Self{Path: exe, Version: version, GOARCH: runtime.GOARCH}
+	self := agent.Self{Path: exe}
 	return agent.Run(ctx, winos.New(), self, args, os.Stdin, os.Stdout, os.Stderr)
 }
 

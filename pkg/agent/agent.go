@@ -25,14 +25,10 @@ import (
 	"sigs.k8s.io/swdt/pkg/winos"
 )
 
-// Self describes the running agent, for the agent-info op.
+// Self describes the running agent.
 type Self struct {
 	// Path is the agent executable's full path.
 	Path string
-	// Version is swdt's version the agent was built with.
-	Version string
-	// GOARCH is the agent's architecture.
-	GOARCH string
 }
 
 // invocation is one run of the agent as a handler sees it.
@@ -104,7 +100,7 @@ type entry struct {
 // handlers maps every op of the catalogue to its handler.
 var handlers = func() map[string]entry {
 	m := map[string]entry{}
-	for _, group := range [][]entry{infoOps, provisionOps, lockOps, setupOps, winsOps, dayTwoOps, hypervOps, restartOps, joinOps, probeOps, undoOps} {
+	for _, group := range [][]entry{provisionOps, lockOps, setupOps, winsOps, dayTwoOps, hypervOps, restartOps, joinOps, probeOps, undoOps} {
 		for _, e := range group {
 			if m[e.name].run != nil {
 				panic("agent: two handlers for op " + e.name)

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -53,39 +52,5 @@ func TestRunRejectsBadInvocations(t *testing.T) {
 				t.Errorf("exit %d, envelope %+v; want 1 and kind %s", code, env, tc.wantKind)
 			}
 		})
-	}
-}
-
-// agent-info hashes the agent's own executable, so swdt can check an
-// upload by running it.
-func TestAgentInfoHashesItself(t *testing.T) {
-	t.Parallel()
-	ts := simnode.StartTest(t)
-	path := ops.AgentDir + `\swdt-agent-0123456789abcdef.exe`
-	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Node().WriteFile(path, []byte("MZ agent")); err != nil {
-		t.Fatal(err)
-	}
-	want, _, _ := ts.Node().Hash(path)
-	var out bytes.Buffer
-	code := agent.Run(context.Background(), ts.Node().OS(), agent.Self{Path: path, Version: "v1", GOARCH: "arm64"},
-		[]string{"op", ops.AgentInfo.Name}, strings.NewReader("{}"), &out, io.Discard)
-	env, err := ops.ParseEnvelope(out.Bytes())
-	if err != nil || code != 0 || !env.OK {
-		t.Fatalf("exit %d, envelope %+v, err %v", code, env, err)
-	}
-	for _, w := range []string{want, `"version":"v1"`, `"goarch":"arm64"`} {
-		if !strings.Contains(string(env.Data), w) {
-			t.Errorf("agent-info %s lacks %s", env.Data, w)
-		}
-	}
-
-	// A missing executable is an error, not a made-up digest.
-	_, err = agent.Call(context.Background(), ts.Node().OS(), ops.AgentInfo, ops.AgentInfoRequest{})
-	var f *agent.Failure
-	if !errors.As(err, &f) || f.Kind != "not-found" {
-		t.Errorf("agent-info of a missing executable: %v, want a not-found failure", err)
 	}
 }

@@ -23,7 +23,7 @@ func Call[Req, Resp any](ctx context.Context, w winos.OS, op ops.Op[Req, Resp], 
 		return resp, fmt.Errorf("encode request: %w", err)
 	}
 	var out bytes.Buffer
-	Run(ctx, w, Self{Path: `C:\Program Files\swdt\swdt-agent-test.exe`, Version: "test", GOARCH: "amd64"}, []string{"op", op.Name}, bytes.NewReader(raw), &out, &out)
+	Run(ctx, w, Self{Path: `C:\Program Files\swdt\swdt-agent-test.exe`}, []string{"op", op.Name}, bytes.NewReader(raw), &out, &out)
 	env, err := ops.ParseEnvelope(out.Bytes())
 	if err != nil {
 		return resp, err

@@ -31,22 +31,3 @@ type NodeFactsResponse struct {
 	// op itself runs in swdt-agent, not in PowerShell.
 	PSVersion string `json:"psVersion"`
 }
-
-// AgentInfo reports the agent's own identity: the first op swdt runs after
-// uploading it, to prove the upload is intact and runs.
-var AgentInfo = register[AgentInfoRequest, AgentInfoResponse]("agent-info")
-
-// AgentInfoRequest takes no parameters.
-type AgentInfoRequest struct{}
-
-// AgentInfoResponse describes the running agent.
-type AgentInfoResponse struct {
-	// Path is the agent executable's full path.
-	Path string `json:"path"`
-	// SHA256 is the lower-case hex digest of that executable.
-	SHA256 string `json:"sha256"`
-	// Version is swdt's version the agent was built with.
-	Version string `json:"version"`
-	// GOARCH is the agent's architecture (amd64, arm64).
-	GOARCH string `json:"goarch"`
-}

@@ -20,7 +20,6 @@ func TestOpsRoundTrip(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{ops.AgentInfo.Name, func(t *testing.T) { roundTrip(t, ops.AgentInfo) }},
 		{ops.APIServerProbe.Name, func(t *testing.T) { roundTrip(t, ops.APIServerProbe) }},
 		{ops.AuthorizedKeysAdd.Name, func(t *testing.T) { roundTrip(t, ops.AuthorizedKeysAdd) }},
 		{ops.ChocoInstall.Name, func(t *testing.T) { roundTrip(t, ops.ChocoInstall) }},

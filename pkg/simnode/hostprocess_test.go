@@ -43,7 +43,7 @@ func TestRunHostProcess(t *testing.T) {
 			wantStatus: 1, wantOut: `"ok":false`},
 		{name: "unknown call", argv: filescript.Argv(), stdin: file(filescript.Request{Op: "chmod", Path: `C:\k`}, ""),
 			wantStatus: 1, wantOut: `"kind":"bad-request"`},
-		{name: "bytes that are not the agent", argv: []string{`C:\Program Files\swdt\swdt-agent-0123456789abcdef.exe`, "op", "agent-info"},
+		{name: "bytes that are not the agent", argv: []string{`C:\Program Files\swdt\swdt-agent-0123456789abcdef.exe`, "op", "node-facts"},
 			wantStatus: 1, wantErr: "untrusted program"},
 		{name: "any other program", argv: []string{"whoami.exe"}, wantStatus: 1, wantErr: "'whoami.exe' is not recognized"},
 	}

@@ -103,8 +103,6 @@ const (
 	AccountTrustedInstaller = machine.AccountTrustedInstaller
 	// AccountUsers is machine.AccountUsers.
 	AccountUsers = machine.AccountUsers
-	// AgentVersion is front.AgentVersion.
-	AgentVersion = front.AgentVersion
 	// ChocoDownloadError is machine.ChocoDownloadError.
 	ChocoDownloadError = machine.ChocoDownloadError
 	// ChocoNotAdminError is machine.ChocoNotAdminError.

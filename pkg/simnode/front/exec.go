@@ -16,9 +16,6 @@ import (
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
 )
 
-// AgentVersion is the version the in-process agent reports.
-const AgentVersion = "simnode"
-
 // exec runs one command line and returns its exit status. ctx ends when
 // the session does.
 func (cs *connState) exec(ctx context.Context, ch ssh.Channel, command string) int {
@@ -95,7 +92,7 @@ func (s *Server) runAgent(ctx context.Context, account machine.Account, path, na
 	}
 	w, ctx, end := n.Agent(ctx, name, cut)
 	defer end()
-	self := agent.Self{Path: path, Version: AgentVersion, GOARCH: "amd64"}
+	self := agent.Self{Path: path}
 	if ops.Streams(name) {
 		// A program's output reaches the client as it is written.
 		status := agent.Run(ctx, w, self, []string{"op", name}, bytes.NewReader(in), stdout, stderr)
