@@ -142,6 +142,9 @@ func (n *Node) ensureAgent(ctx context.Context, verified string) (path string, f
 		return path, false, nil
 	}
 	look := n.lookForAgent(ctx)
+	// Nothing of the delivery outlives it: a call in flight when the
+	// delivery's context ends would cost the connection (remote's grace).
+	defer look.settle()
 	goarch := "amd64"
 	if look.arm {
 		goarch = "arm64"
@@ -265,11 +268,22 @@ type agentLook struct {
 
 // mkdir makes ops.AgentDir, found missing: the MKDIR sent with the looks,
 // else one now.
-func (l agentLook) mkdir(ctx context.Context, conn Conn) error {
+func (l *agentLook) mkdir(ctx context.Context, conn Conn) error {
 	if l.made != nil {
-		return <-l.made
+		err := <-l.made
+		l.made = nil
+		return err
 	}
 	return conn.MkdirAll(ctx, ops.AgentDir)
+}
+
+// settle waits for the MKDIR sent with the looks when nothing took its
+// answer (the folder was there).
+func (l *agentLook) settle() {
+	if l.made != nil {
+		<-l.made
+		l.made = nil
+	}
 }
 
 // statResult is one Stat's answer.
@@ -282,8 +296,8 @@ type statResult struct {
 // agent path of each embedded architecture, ops.AgentDir), so that they
 // cost one round trip on a transport that answers requests in flight, and
 // on SFTP sends the MKDIR of ops.AgentDir beside them (agentLook.made).
-func (n *Node) lookForAgent(ctx context.Context) agentLook {
-	look := agentLook{agent: map[string]statResult{}}
+func (n *Node) lookForAgent(ctx context.Context) *agentLook {
+	look := &agentLook{agent: map[string]statResult{}}
 	if n.extras.uploads != nil {
 		// A first contact finds the folder missing; the MKDIR is then
 		// answered by the time the looks are.
