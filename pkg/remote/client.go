@@ -681,10 +681,14 @@ func (cn *conn) startSFTP() (*sftp.Client, error) {
 		}
 		return r.sc, r.err
 	case <-t.C:
-		ch.Close() // ends NewClientPipe's wait
-		if r := <-res; r.sc != nil {
-			r.sc.Close()
-		}
+		// Closing ends NewClientPipe's wait once the server answers the
+		// close or the connection ends; the caller does not wait for that.
+		ch.Close()
+		go func() {
+			if r := <-res; r.sc != nil {
+				r.sc.Close()
+			}
+		}()
 		return nil, fmt.Errorf("no SFTP answer within %s", quickStatWait)
 	}
 }
