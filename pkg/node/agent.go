@@ -89,16 +89,28 @@ func (m *machineDeliveries) setVerified(path string) {
 	m.verified = path
 }
 
-// deliveries maps a machine's address to its *machineDeliveries. Entries
-// are never removed: a process reaches few machines.
+// deliveries maps a machine (machineKey) to its *machineDeliveries.
+// Entries are never removed: a process reaches few machines.
 var deliveries sync.Map
+
+// machineKey names the machine the node's connection reaches: its address
+// and, where the connection tells it (HostKeyer), its host key, so that a
+// machine made again at an address a delivery verified (a VM created
+// anew, a test's server on a reused port) is not taken for the first.
+func (n *Node) machineKey() string {
+	k := strings.ToLower(n.conn.Addr())
+	if n.extras.host != nil {
+		k += " " + n.extras.host.HostKey()
+	}
+	return k
+}
 
 // deliverInTurn is ensureAgent once no other delivery to the node's
 // machine from this process is under way (the one that waited then finds
 // the agent in place, verified). arrived is true when the agent was put
 // in place after since, by this delivery or another.
 func (n *Node) deliverInTurn(ctx context.Context, since time.Time) (path string, arrived bool, err error) {
-	v, _ := deliveries.LoadOrStore(strings.ToLower(n.conn.Addr()), &machineDeliveries{turn: make(chan struct{}, 1)})
+	v, _ := deliveries.LoadOrStore(n.machineKey(), &machineDeliveries{turn: make(chan struct{}, 1)})
 	m := v.(*machineDeliveries)
 	select {
 	case m.turn <- struct{}{}:
@@ -537,7 +549,7 @@ func (n *Node) agentSilent(path string) (fresh bool) {
 // forgetVerified drops this process's memo that the agent on the node's
 // machine was verified.
 func (n *Node) forgetVerified() {
-	if v, ok := deliveries.Load(strings.ToLower(n.conn.Addr())); ok {
+	if v, ok := deliveries.Load(n.machineKey()); ok {
 		v.(*machineDeliveries).setVerified("")
 	}
 }

@@ -255,35 +255,66 @@ func BenchmarkAgentOp(b *testing.B) {
 
 // A file of the agent's exact size at the agent's path, but with other
 // bytes, is never run: it is read back, found not to be the agent,
-// replaced by an upload, and only then does an op run.
+// replaced by an upload, and only then does an op run. So too when this
+// process verified the agent on another machine at the same address (a
+// VM made again there, with another host key).
 func TestAgentOfRightSizeButOtherBytesIsNeverRun(t *testing.T) {
-	ts := simnode.StartTest(t)
-	a := embeddedAgent(t)
-	path := ops.AgentPath(a.SHA256)
-	fake := bytes.Clone(a.Binary)
-	fake[len(fake)/3] ^= 0x5a
-	if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		// earlier is whether the process first verified the agent on
+		// another machine at the address.
+		earlier bool
+	}{
+		{name: "first contact"},
+		{name: "address of a machine verified before", earlier: true},
 	}
-	if err := ts.Node().WriteFile(path, fake); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c := dial(t, ts)
-	if _, err := node.New("winworker", c, nil).Facts(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := ts.UntrustedRuns(); len(got) != 0 {
-		t.Errorf("ran %v, which is not swdt-agent", got)
-	}
-	if got := c.sent.Load(); got != int64(len(a.Binary)) {
-		t.Errorf("sent %d bytes, want the agent uploaded again (%d)", got, len(a.Binary))
-	}
-	if got, _, err := ts.Node().Hash(path); err != nil || got != a.SHA256 {
-		t.Errorf("agent on the node: sha256 %s, err %v; want %s", got, err, a.SHA256)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			addr := "winworker-" + strings.ReplaceAll(tt.name, " ", "-") + ":22"
+			if tt.earlier {
+				before := &addrConn{countingConn: dial(t, simnode.StartTest(t)), addr: addr}
+				if _, err := node.New("winworker", before, nil).Facts(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ts := simnode.StartTest(t)
+			a := embeddedAgent(t)
+			path := ops.AgentPath(a.SHA256)
+			fake := bytes.Clone(a.Binary)
+			fake[len(fake)/3] ^= 0x5a
+			if err := ts.Node().MkdirAll(ops.AgentDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := ts.Node().WriteFile(path, fake); err != nil {
+				t.Fatal(err)
+			}
+			c := &addrConn{countingConn: dial(t, ts), addr: addr}
+			if _, err := node.New("winworker", c, nil).Facts(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := ts.UntrustedRuns(); len(got) != 0 {
+				t.Errorf("ran %v, which is not swdt-agent", got)
+			}
+			if got := c.sent.Load(); got != int64(len(a.Binary)) {
+				t.Errorf("sent %d bytes, want the agent uploaded again (%d)", got, len(a.Binary))
+			}
+			if got, _, err := ts.Node().Hash(path); err != nil || got != a.SHA256 {
+				t.Errorf("agent on the node: sha256 %s, err %v; want %s", got, err, a.SHA256)
+			}
+		})
 	}
 }
+
+// addrConn is a connection that gives the address addr, whichever
+// machine it reaches.
+type addrConn struct {
+	*countingConn
+	addr string
+}
+
+func (c *addrConn) Addr() string { return c.addr }
 
 // readBackConn counts the downloads of one file and the looks at the
 // folder that tells arm64 Windows.

@@ -49,6 +49,13 @@ type ExactUploader interface {
 	UploadsExact()
 }
 
+// HostKeyer is a connection that tells the host key of the machine it
+// reached: with the address, it tells one machine from another made
+// later at that address.
+type HostKeyer interface {
+	HostKey() string
+}
+
 // Forwarder is a connection that opens TCP streams to addresses as the
 // node sees them (swdt port-forward).
 type Forwarder interface {
@@ -79,6 +86,7 @@ var (
 	_ UploadsAhead = (*remote.Client)(nil)
 	_ LinkMeter    = (*remote.Client)(nil)
 	_ QuickStater  = (*remote.Client)(nil)
+	_ HostKeyer    = (*remote.Client)(nil)
 	_ Forwarder    = (*remote.Client)(nil)
 	_ Terminal     = (*remote.Client)(nil)
 	_ Redialer     = (*remote.Client)(nil)
@@ -127,6 +135,7 @@ type extras struct {
 	meter   LinkMeter
 	quick   QuickStater
 	exact   bool
+	host    HostKeyer
 	forward Forwarder
 	term    Terminal
 	redial  Redialer
@@ -141,6 +150,7 @@ func extrasOf(c Conn) extras {
 	x.meter, _ = c.(LinkMeter)
 	x.quick, _ = c.(QuickStater)
 	_, x.exact = c.(ExactUploader)
+	x.host, _ = c.(HostKeyer)
 	x.forward, _ = c.(Forwarder)
 	x.term, _ = c.(Terminal)
 	x.redial, _ = c.(Redialer)

@@ -37,6 +37,9 @@ type Client struct {
 	mu      sync.Mutex
 	cur     *conn
 	closed  bool
+	// hostKey is the SHA256 fingerprint of the key the node (the last
+	// hop) presented at the latest handshake (guarded by mu).
+	hostKey string
 }
 
 // Dial connects and authenticates to the node described by cfg, through
@@ -88,6 +91,15 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 
 // Addr is the host:port the client dials (after ~/.ssh/config).
 func (c *Client) Addr() string { return c.t.addr }
+
+// HostKey is the SHA256 fingerprint of the host key the node presented
+// when the client last connected: with Addr, it names the machine (a VM
+// made again at the same address has another key).
+func (c *Client) HostKey() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hostKey
+}
 
 // User is the account the client logs in as.
 func (c *Client) User() string { return c.t.user }
@@ -282,6 +294,7 @@ func (c *Client) handshake(ctx, dctx context.Context, nc net.Conn, i int) (*ssh.
 		return nil, err
 	}
 	methods, offer := c.creds[i].methods()
+	last := i == len(c.t.route())-1
 	var (
 		authMu      sync.Mutex
 		authStarted bool
@@ -289,9 +302,17 @@ func (c *Client) handshake(ctx, dctx context.Context, nc net.Conn, i int) (*ssh.
 		triedNames  []string
 	)
 	sc := &ssh.ClientConfig{
-		User:              h.user,
-		Auth:              methods,
-		HostKeyCallback:   hk.callback,
+		User: h.user,
+		Auth: methods,
+		HostKeyCallback: func(addr string, remote net.Addr, key ssh.PublicKey) error {
+			err := hk.callback(addr, remote, key)
+			if err == nil && last {
+				c.mu.Lock()
+				c.hostKey = ssh.FingerprintSHA256(key)
+				c.mu.Unlock()
+			}
+			return err
+		},
 		HostKeyAlgorithms: hk.algorithms(h.addr),
 		Timeout:           c.t.dialTimeout,
 		AuthCallback: func(ac *ssh.ClientAuthContext) (ssh.AuthMethod, error) {

@@ -126,6 +126,9 @@ func TestProxyJump(t *testing.T) {
 			if tt.host == "" && c.Addr() != winnode {
 				t.Errorf("Addr = %s, want %s", c.Addr(), winnode)
 			}
+			if got, want := c.HostKey(), r.node.HostKeyFingerprint(); got != want {
+				t.Errorf("HostKey = %s, want the node's %s (not a jump host's)", got, want)
+			}
 			for js, want := range map[*sshdtest.JumpServer][]string{r.bastion: tt.wantBastion, r.inner: tt.wantInner} {
 				if got := js.Forwards()[before[js]:]; !slices.Equal(got, want) {
 					t.Errorf("jump host %s forwarded to %q, want %q", js.Addr, got, want)
