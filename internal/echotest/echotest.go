@@ -11,7 +11,8 @@ import (
 )
 
 // Server listens on the loopback until the test ends and answers each
-// line with prefix and the line; it returns its port.
+// line with prefix and the line, and "bye" once the client has stopped
+// sending (a half close); it returns its port.
 func Server(t testing.TB, prefix string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -33,6 +34,7 @@ func Server(t testing.TB, prefix string) int {
 						return
 					}
 				}
+				_, _ = io.WriteString(c, "bye\n")
 			}()
 		}
 	}()

@@ -1,6 +1,7 @@
 package daytwo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,8 +80,10 @@ type ForwardOptions struct {
 	Address string
 	// Ready is called once every port listens.
 	Ready func(forwards []Forward)
-	// Stream is called when a forwarded connection opens (err nil) and
-	// when one could not be opened on the node (err says why).
+	// Stream is called when a forwarded connection opens (err nil), when
+	// one could not be opened on the node, and when the node's side of an
+	// open one failed (err says why: through the Kubernetes API a refusal
+	// only comes after the stream opened).
 	Stream func(f Forward, err error)
 	// Warn receives what the user must see about the connection, naming
 	// the node.
@@ -152,7 +155,9 @@ func PortForward(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connect
 						return
 					}
 					defer s.Close()
-					pipe(ctx, c, s)
+					if err := pipe(ctx, c, s); err != nil && opts.Stream != nil && ctx.Err() == nil {
+						opts.Stream(f, err)
+					}
 				}()
 			}
 		}()
@@ -166,29 +171,51 @@ func PortForward(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connect
 }
 
 // pipe copies both ways between a and b until both directions end or ctx
-// does, passing on a half close.
-func pipe(ctx context.Context, a, b net.Conn) {
-	done := make(chan struct{}, 2)
-	half := func(dst, src net.Conn) {
+// does, passing on a half close. It returns the error reading b gave, if
+// any (the node's side of a stream failed).
+func pipe(ctx context.Context, a, b net.Conn) error {
+	done := make(chan error, 2)
+	half := func(dst io.Writer, src io.Reader) {
 		_, _ = io.Copy(dst, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		} else {
-			dst.Close()
+			dst.(net.Conn).Close()
 		}
-		done <- struct{}{}
+		var err error
+		if r, ok := src.(*readErr); ok {
+			err = r.err
+		}
+		done <- err
 	}
-	go half(a, b)
+	go half(a, &readErr{r: b})
 	go half(b, a)
+	var failed error
 	for range 2 {
 		select {
-		case <-done:
+		case err := <-done:
+			failed = cmp.Or(failed, err)
 		case <-ctx.Done():
 			a.Close()
 			b.Close()
 			<-done
 		}
 	}
+	return failed
+}
+
+// readErr is a reader that keeps its first error other than io.EOF.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // beyondLoopback reports whether a listener's address takes connections

@@ -7,8 +7,9 @@
 // script (package filescript) until swdt-agent, delivered and verified by
 // pkg/node over these calls, runs the ops.
 //
-// *Conn implements node.Conn and nothing more: the verbs that need SSH
-// itself (swdt ssh, port-forward, reboot --wait) say the connection cannot.
+// *Conn implements node.Conn and node.Forwarder (pods/portforward of the
+// pod, which shares the node's network): the verbs that need SSH itself
+// (swdt ssh, reboot --wait) say the connection cannot.
 // It never prints; every wait is bounded by the caller's context.
 package kubeconn
 

@@ -66,7 +66,7 @@ func TestOpsThroughPodsExec(t *testing.T) {
 	if facts.Hostname != "WIN-01" || !facts.IsAdmin {
 		t.Errorf("facts = %+v, want the node's hostname WIN-01 and an administrator (SYSTEM)", facts)
 	}
-	if got, want := n.Capabilities(), (node.Capabilities{Encoding: true, Attachments: true}); got != want {
+	if got, want := n.Capabilities(), (node.Capabilities{Encoding: true, Attachments: true, PortForward: true}); got != want {
 		t.Errorf("Capabilities = %+v, want %+v", got, want)
 	}
 	if _, err := n.Shell(ctx, remote.ShellOptions{}); err == nil || !strings.Contains(err.Error(), "cannot open a terminal") {

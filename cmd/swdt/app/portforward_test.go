@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/internal/echotest"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
@@ -64,15 +65,15 @@ func freeLocalPort(t *testing.T) int {
 }
 
 // portForwardTwoPorts forwards two ports (one to a fixed local port, one
-// to a free one) and a third to a port nothing listens on, and checks
-// that each stream reaches its own service and the refused one is a
-// warning that stops nothing.
-func portForwardTwoPorts(t *testing.T, file string) {
+// to a free one) and a third to a port nothing listens on, to the node
+// args name (node is its name), and checks that each stream reaches its
+// own service and the refused one is a warning that stops nothing.
+func portForwardTwoPorts(t *testing.T, node string, args ...string) {
 	a, b := echotest.Server(t, "a:"), echotest.Server(t, "b:")
 	dead := freeLocalPort(t)
 	fixed := freeLocalPort(t)
-	doc, stop := forwardedPorts(t, "-c", file, "node1", strconv.Itoa(fixed)+":"+strconv.Itoa(a), ":"+strconv.Itoa(b), ":"+strconv.Itoa(dead))
-	if doc.Kind != report.KindPortForward || doc.Result != report.Listening || doc.Node != "node1" || len(doc.Forwards) != 3 {
+	doc, stop := forwardedPorts(t, append(args, strconv.Itoa(fixed)+":"+strconv.Itoa(a), ":"+strconv.Itoa(b), ":"+strconv.Itoa(dead))...)
+	if doc.Kind != report.KindPortForward || doc.Result != report.Listening || doc.Node != node || len(doc.Forwards) != 3 {
 		stop()
 		t.Fatalf("document = %+v", doc)
 	}
@@ -114,14 +115,35 @@ func TestPortForwardSimnode(t *testing.T) {
 	t.Parallel()
 	ts := simnode.StartTest(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", ts.Credentials()))
-	portForwardTwoPorts(t, file)
+	portForwardTwoPorts(t, "node1", "-c", file, "node1")
 }
 
 func TestPortForwardOpenSSH(t *testing.T) {
 	t.Parallel()
 	s := sshdtest.Start(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
-	portForwardTwoPorts(t, file)
+	portForwardTwoPorts(t, "node1", "-c", file, "node1")
+}
+
+// --cluster-node: a Node of the rollout file's cluster, reached through
+// the real API server's pods/portforward to its (simulated) kubelet, with
+// no SSH credentials and no SSH connection; a Node the cluster lacks is
+// an error that names it.
+func TestPortForwardClusterNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cl := clustertest.Start(t)
+	ts := cl.StartKubeletNode(t, "win-01")
+	file := rolloutFile(t, t.TempDir(), cl.Kubeconfig)
+	portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")
+	if got := ts.Connections(); got != 0 {
+		t.Errorf("simnode saw %d SSH connections, want none", got)
+	}
+	code, _, errOut := run(t, "port-forward", "-c", file, "--cluster-node", "win-99", "10250")
+	if code != exitcode.Failure || !strings.Contains(errOut, "the cluster has no Node win-99") {
+		t.Errorf("a Node the cluster lacks: exit %d\n%s", code, errOut)
+	}
 }
 
 func TestPortForwardUsage(t *testing.T) {

@@ -81,17 +81,11 @@ func runRollout(ctx context.Context, e *env, f *rolloutFlags) error {
 	if err != nil {
 		return err
 	}
-	spec, err := rolloutNode(res)
+	spec, c, kopts, err := rolloutCluster(res)
 	if err != nil {
 		return err
 	}
 	rs := spec.Spec.Kubernetes.Rollout
-	c, err := cluster.Connect(rs.Kubeconfig, rs.Context)
-	if err != nil {
-		return fmt.Errorf("spec.kubernetes.rollout: %w", err)
-	}
-	// The transport reads the very kubeconfig and context the rollout does.
-	kopts := kubeconn.Options{Kubeconfig: c.Source, Context: c.Context, Image: rs.Image}
 	if f.reset {
 		return resetRollout(ctx, e, spec, rollout.Options{Cluster: c}, kopts)
 	}
@@ -157,6 +151,22 @@ func rolloutNode(res *config.Result) (*v1alpha1.Node, error) {
 		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("%s has %d nodes with spec.kubernetes.rollout, want one: it selects the Nodes to roll (docs/rollout.md)", res.Path, len(with)))
 	}
 	return with[0], nil
+}
+
+// rolloutCluster is the file's rollout node, its cluster, and the options
+// of the transport that reaches the cluster's Nodes through its API (it
+// reads the very kubeconfig and context the rollout does).
+func rolloutCluster(res *config.Result) (*v1alpha1.Node, *cluster.Cluster, kubeconn.Options, error) {
+	spec, err := rolloutNode(res)
+	if err != nil {
+		return nil, nil, kubeconn.Options{}, err
+	}
+	rs := spec.Spec.Kubernetes.Rollout
+	c, err := cluster.Connect(rs.Kubeconfig, rs.Context)
+	if err != nil {
+		return nil, nil, kubeconn.Options{}, fmt.Errorf("spec.kubernetes.rollout: %w", err)
+	}
+	return spec, c, kubeconn.Options{Kubeconfig: c.Source, Context: c.Context, Image: rs.Image}, nil
 }
 
 // rolled reports whether the rollout took some Node to the build.

@@ -7,8 +7,9 @@
 // renewed), after validating its configuration as kubelet.exe does.
 //
 // Given a HostExec (Daemon.Exec), it also runs the HostProcess pods bound
-// to its Node and serves exec into them on its port through the upstream
-// CRI streaming server (pods.go); it runs no other pods and no container
-// runtime. It must never touch the machine but through machine.Node's
+// to its Node and serves exec into them, and port-forward to the node's
+// loopback (which a HostProcess pod shares), on its port through the
+// upstream CRI streaming server (pods.go); it runs no other pods and no
+// container runtime. It must never touch the machine but through machine.Node's
 // methods and HostExec.
 package kubelet

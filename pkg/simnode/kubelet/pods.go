@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,7 @@ func (k *simKubelet) startPods(ctx context.Context, exec HostExec) (*podHost, er
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/exec/", h.serveExec)
+	mux.HandleFunc("/portForward/", h.servePortForward)
 	mux.Handle("/cri/", h.stream)
 	h.srv = &http.Server{
 		Handler: mux,
@@ -212,14 +214,11 @@ func (h *podHost) serveExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name, container := parts[0], parts[1], parts[len(parts)-1]
-	if !h.k.alive() {
-		http.Error(w, "the kubelet is stopping", http.StatusServiceUnavailable)
+	pod, ok := h.servedPod(w, ns, name)
+	if !ok {
 		return
 	}
-	h.mu.Lock()
-	pod := h.running[ns+"/"+name]
-	h.mu.Unlock()
-	if pod == nil || !hasContainer(pod, container) {
+	if !hasContainer(pod, container) {
 		http.Error(w, fmt.Sprintf("container %q of pod %s/%s is not running on node %s", container, ns, name, h.k.name), http.StatusNotFound)
 		return
 	}
@@ -235,11 +234,52 @@ func (h *podHost) serveExec(w http.ResponseWriter, r *http.Request) {
 		Stdout:      set("output"),
 		Stderr:      set("error"),
 	})
+	h.handOver(w, r, resp.GetUrl(), err)
+}
+
+// servedPod is the running pod ns/name a request names; when there is
+// none (or the kubelet is stopping) it answers the request and ok is
+// false.
+func (h *podHost) servedPod(w http.ResponseWriter, ns, name string) (pod *corev1.Pod, ok bool) {
+	if !h.k.alive() {
+		http.Error(w, "the kubelet is stopping", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	h.mu.Lock()
+	pod = h.running[ns+"/"+name]
+	h.mu.Unlock()
+	if pod == nil {
+		http.Error(w, fmt.Sprintf("pod %s/%s is not running on node %s", ns, name, h.k.name), http.StatusNotFound)
+		return nil, false
+	}
+	return pod, true
+}
+
+// servePortForward is the kubelet API's /portForward/{namespace}/{pod}
+// (and with the pod's UID after it): handed to the streaming server as
+// serveExec hands an exec.
+func (h *podHost) servePortForward(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/portForward/"), "/")
+	if len(parts) != 2 && len(parts) != 3 {
+		http.NotFound(w, r)
+		return
+	}
+	ns, name := parts[0], parts[1]
+	if _, ok := h.servedPod(w, ns, name); !ok {
+		return
+	}
+	resp, err := h.stream.GetPortForward(&runtimeapi.PortForwardRequest{PodSandboxId: ns + "/" + name})
+	h.handOver(w, r, resp.GetUrl(), err)
+}
+
+// handOver serves r on the streaming server, at the path of the URL it
+// gave for the request (err: why it gave none).
+func (h *podHost) handOver(w http.ResponseWriter, r *http.Request, streamURL string, err error) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	u, err := url.Parse(resp.Url)
+	u, err := url.Parse(streamURL)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -303,9 +343,46 @@ func (h *podHost) Attach(context.Context, string, io.Reader, io.WriteCloser, io.
 	return errors.New("simnode's kubelet does not attach to containers")
 }
 
-// PortForward is not modelled (streaming.Runtime).
-func (h *podHost) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
-	return errors.New("simnode's kubelet does not forward ports")
+// PortForward carries stream to port on the node's loopback
+// (streaming.Runtime), as containerd does for a HostProcess pod, which
+// shares the node's network. The simulated node has no network of its
+// own: its loopback is the loopback of the machine simnode runs on (as
+// for SSH's direct-tcpip). A port nothing listens on is an error, which
+// the streaming server sends on the stream's error stream.
+func (h *podHost) PortForward(ctx context.Context, podSandboxID string, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	h.mu.Lock()
+	pod := h.running[podSandboxID]
+	h.mu.Unlock()
+	if pod == nil {
+		return fmt.Errorf("pod %s is not running on node %s", podSandboxID, h.k.name)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	var d net.Dialer
+	target, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("failed to connect to localhost:%d in pod %s: %w", port, podSandboxID, err)
+	}
+	defer target.Close()
+	go func() {
+		_, _ = io.Copy(target, stream)
+		if tc, ok := target.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	back := make(chan struct{})
+	go func() {
+		defer close(back)
+		_, _ = io.Copy(stream, target)
+	}()
+	// The stream ends when the node's side has said all it will (a
+	// client that stopped sending still gets the answer), or when the
+	// client went away.
+	select {
+	case <-back:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // hostProcess reports whether the pod runs on the host as a HostProcess
