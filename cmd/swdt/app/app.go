@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/kubeconn"
 	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
@@ -61,6 +62,12 @@ type env struct {
 	// connection between runs: the test driver's state lives as long as
 	// its connection).
 	openVMHook func(ctx context.Context, spec *v1alpha1.Node) (vm.Provider, error)
+
+	// clusterNode is --cluster-node: the verb's node is that Node of the
+	// rollout file's cluster, reached through the Kubernetes API; kube
+	// are the transport's options, once pickNode has read the file.
+	clusterNode string
+	kube        *kubeconn.Options
 }
 
 // Run runs swdt with args (without the program name) and returns the

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/rollout"
 	"sigs.k8s.io/swdt/pkg/ui"
 	"sigs.k8s.io/swdt/pkg/vm"
 )
@@ -25,6 +26,9 @@ func (e *env) connectQuiet(ctx context.Context, spec *v1alpha1.Node, warn func(m
 }
 
 func (e *env) dial(ctx context.Context, spec *v1alpha1.Node, warn func(msg string), transfers bool) (*node.Node, error) {
+	if e.kube != nil {
+		return rollout.KubeConnector(*e.kube, e.ui.Logger()).Connect(ctx, spec.Name, warn)
+	}
 	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
 	opts := node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
 		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}

@@ -32,6 +32,10 @@ own flags before NODE. NODE may be left out when --node names one or the
 -c file has only one: then put -- before PROGRAM. Shell built-ins (dir, type, Get-Service) are not
 programs: run them through cmd.exe /c or powershell.exe -Command.
 
+--cluster-node NAME takes the Node NAME of the cluster a rollout file
+names instead of NODE, reached through the Kubernetes API with no SSH
+(swdt's HostProcess pod on it, as swdt rollout makes it).
+
 With -o json the output is collected, not passed through, into one
 document: the one swdt ssh -o json -- COMMAND prints, of kind ExecReport.
 
@@ -40,7 +44,8 @@ longer than --timeout, exited with a status above 255 (0xC0000005...) or
 the node could not be reached; 2 usage or config error.`,
 		Example: `  swdt exec node1 -- crictl ps -a
   swdt exec node1 -- sc.exe queryex kubelet
-  swdt exec node1 -- powershell.exe -NoProfile -Command "Get-Service kube*"`,
+  swdt exec node1 -- powershell.exe -NoProfile -Command "Get-Service kube*"
+  swdt exec -c rollout.yaml --cluster-node win-01 -- hostname`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
 				return exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt exec needs a program: %s", cmd.Use))
@@ -55,6 +60,7 @@ the node could not be reached; 2 usage or config error.`,
 	// Everything after NODE is the program's.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "stop the program after this long")
+	e.addClusterNodeFlag(cmd)
 	return cmd
 }
 

@@ -38,6 +38,10 @@ swdt join gives the kubelet and kube-proxy), else the file nssm redirects
 the program's stderr or stdout to (AppStderr, AppStdout). A service that
 logs nowhere else shows its events only.
 
+--cluster-node NAME takes the Node NAME of the cluster a rollout file
+names instead of NODE, reached through the Kubernetes API with no SSH
+(swdt's HostProcess pod on it, as swdt rollout makes it).
+
 --follow reads again every --interval until Ctrl-C, printing only what is
 new; a log file that was truncated or rotated is read from its start. A
 connection that drops (the node reboots, sshd restarts) is dialled again
@@ -45,7 +49,8 @@ until the node answers, and the follow goes on from where it was.
 With -o json every read is one JSON document on its own line.`,
 		Example: `  swdt logs node1
   swdt logs node1 kubelet -n 200
-  swdt logs node1 kubelet containerd --follow`,
+  swdt logs node1 kubelet containerd --follow
+  swdt logs -c rollout.yaml --cluster-node win-01 kubelet`,
 		ValidArgsFunction: e.completeNodeThenServices,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogs(cmd.Context(), e, args, o)
@@ -56,6 +61,7 @@ With -o json every read is one JSON document on its own line.`,
 	f.DurationVar(&o.since, "since", time.Hour, "show events written this long ago and later")
 	f.BoolVarP(&o.follow, "follow", "f", false, "keep reading and print what is new")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --follow, how often to read")
+	e.addClusterNodeFlag(cmd)
 	return cmd
 }
 

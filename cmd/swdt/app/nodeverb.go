@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
 	"sigs.k8s.io/swdt/pkg/exitcode"
@@ -20,6 +21,9 @@ import (
 // about that node only. Of the local files, only the private key is
 // checked: a one-node verb reads no other.
 func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, []string, error) {
+	if e.clusterNode != "" {
+		return e.pickClusterNode(verb, args)
+	}
 	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
 	if err != nil {
 		return nil, nil, err
@@ -33,6 +37,34 @@ func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, 
 		return nil, nil, err
 	}
 	return spec, rest, nil
+}
+
+// addClusterNodeFlag adds --cluster-node to a one-node verb that works
+// through the Kubernetes API.
+func (e *env) addClusterNodeFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&e.clusterNode, "cluster-node", "", "a Node of the rollout file's cluster, reached through the Kubernetes API (its HostProcess pod), not over SSH; NODE is then not given")
+}
+
+// pickClusterNode is pickNode for --cluster-node: the rollout file's node,
+// named after the cluster's Node, which the connection then reaches
+// through the API (dial); every argument is the verb's.
+func (e *env) pickClusterNode(verb string, args []string) (*v1alpha1.Node, []string, error) {
+	if len(e.nodes) > 0 {
+		return nil, nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s: --cluster-node names the node; --node does not go with it", verb))
+	}
+	res, err := config.LoadWith(e.configPath, config.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, _, kopts, err := rolloutCluster(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.showWarnings(res)
+	one := *spec
+	one.Name = e.clusterNode
+	e.kube = &kopts
+	return &one, args, nil
 }
 
 // defaultNode picks the node called name, or when name is "" the one of

@@ -5,16 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/daytwo"
-	"sigs.k8s.io/swdt/pkg/fleet"
-	"sigs.k8s.io/swdt/pkg/node"
-	"sigs.k8s.io/swdt/pkg/rollout"
 	"sigs.k8s.io/swdt/pkg/ui/report"
 )
 
 func newPortForwardCommand(e *env) *cobra.Command {
-	var address, clusterNode string
+	var address string
 	cmd := &cobra.Command{
 		Use:   "port-forward [NODE] [LOCAL:]REMOTE...",
 		Short: "Forward local ports to ports on a node over its SSH connection",
@@ -33,13 +29,11 @@ The node's sshd must allow TCP forwarding (AllowTcpForwarding, on by
 default). A stream the node refuses (nothing listens there) is a warning;
 the other streams go on.
 
---cluster-node NAME reaches the Node NAME of the cluster a rollout file
-names (spec.kubernetes.rollout: its kubeconfig and context) through the
-Kubernetes API instead, with no SSH: swdt's HostProcess pod on that Node
-(made as swdt rollout makes it) and pods/portforward, which reaches the
-Node's own loopback. It needs create on pods/portforward, and containerd
-1.7.15 or 2.0 or later on the Node (older ones cannot forward a
-HostProcess pod's ports). swdt rollout --reset removes the pod.
+--cluster-node NAME takes the Node NAME of the cluster a rollout file
+names instead of NODE, reached through the Kubernetes API with no SSH:
+swdt's HostProcess pod on it (as swdt rollout makes it) and
+pods/portforward, which reach the Node's own loopback. It needs create on
+pods/portforward, and containerd 1.7.15 or 2.0 or later on the Node.
 
 Exit codes: 0 ended by Ctrl-C; 1 the node could not be reached; 2 usage
 or config error, or a local port that is taken.`,
@@ -49,14 +43,11 @@ or config error, or a local port that is taken.`,
   swdt port-forward -c rollout.yaml --cluster-node win-01 10250`,
 		ValidArgsFunction: e.completeNode,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if clusterNode != "" {
-				return runClusterPortForward(cmd.Context(), e, clusterNode, args, address)
-			}
 			return runPortForward(cmd.Context(), e, args, address)
 		},
 	}
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "local address to listen on")
-	cmd.Flags().StringVar(&clusterNode, "cluster-node", "", "reach this Node of the rollout file's cluster through the Kubernetes API (pods/portforward), not over SSH")
+	e.addClusterNodeFlag(cmd)
 	return cmd
 }
 
@@ -65,36 +56,11 @@ func runPortForward(ctx context.Context, e *env, args []string, address string) 
 	if err != nil {
 		return err
 	}
-	return portForward(ctx, e, spec, e.connect, rest, address)
-}
-
-// runClusterPortForward forwards to the Node name of the rollout file's
-// cluster, through the Kubernetes API.
-func runClusterPortForward(ctx context.Context, e *env, name string, args []string, address string) error {
-	res, err := e.loadConfig(0)
+	ports, err := daytwo.ParsePorts(rest)
 	if err != nil {
 		return err
 	}
-	spec, _, kopts, err := rolloutCluster(res)
-	if err != nil {
-		return err
-	}
-	kc := rollout.KubeConnector(kopts, e.ui.Logger())
-	one := *spec
-	one.Name = name
-	connect := func(ctx context.Context, spec *v1alpha1.Node, warn func(string)) (*node.Node, error) {
-		return kc.Connect(ctx, spec.Name, warn)
-	}
-	return portForward(ctx, e, &one, connect, args, address)
-}
-
-// portForward forwards the ports args name to the node connect reaches.
-func portForward(ctx context.Context, e *env, spec *v1alpha1.Node, connect fleet.Connector, args []string, address string) error {
-	ports, err := daytwo.ParsePorts(args)
-	if err != nil {
-		return err
-	}
-	return daytwo.PortForward(ctx, spec, connect, ports, daytwo.ForwardOptions{
+	return daytwo.PortForward(ctx, spec, e.connect, ports, daytwo.ForwardOptions{
 		Address: address,
 		Warn:    func(msg string) { e.ui.Warn("%s", msg) },
 		Ready: func(forwards []daytwo.Forward) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/internal/echotest"
 	"sigs.k8s.io/swdt/internal/sshdtest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
@@ -123,27 +122,6 @@ func TestPortForwardOpenSSH(t *testing.T) {
 	s := sshdtest.Start(t)
 	file := writeNodeFile(t, t.TempDir(), nodeHeader("node1", sshdCredentials(t, s)))
 	portForwardTwoPorts(t, "node1", "-c", file, "node1")
-}
-
-// --cluster-node: a Node of the rollout file's cluster, reached through
-// the real API server's pods/portforward to its (simulated) kubelet, with
-// no SSH credentials and no SSH connection; a Node the cluster lacks is
-// an error that names it.
-func TestPortForwardClusterNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	cl := clustertest.Start(t)
-	ts := cl.StartKubeletNode(t, "win-01")
-	file := rolloutFile(t, t.TempDir(), cl.Kubeconfig)
-	portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")
-	if got := ts.Connections(); got != 0 {
-		t.Errorf("simnode saw %d SSH connections, want none", got)
-	}
-	code, _, errOut := run(t, "port-forward", "-c", file, "--cluster-node", "win-99", "10250")
-	if code != exitcode.Failure || !strings.Contains(errOut, "the cluster has no Node win-99") {
-		t.Errorf("a Node the cluster lacks: exit %d\n%s", code, errOut)
-	}
 }
 
 func TestPortForwardUsage(t *testing.T) {

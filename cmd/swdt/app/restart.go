@@ -37,6 +37,9 @@ Ctrl-C, a lost connection) still asks every service it stopped to start
 again. A first Ctrl-C lets the restart finish, then exits 130.
 
 NODE may be left out when --node names one or the file has one node.
+--cluster-node NAME takes the Node NAME of the cluster a rollout file
+names instead of NODE, reached through the Kubernetes API with no SSH
+(swdt's HostProcess pod on it, as swdt rollout makes it).
 
 Exit codes: 0 every service is Running and passed its checks; 1 one is
 not, or the node could not be reached; 2 usage or config error, or a
@@ -50,6 +53,7 @@ service the node does not have (nothing stopped); 130 interrupted.`,
 		},
 	}
 	addServiceTimeouts(cmd.Flags(), &t)
+	e.addClusterNodeFlag(cmd)
 	return cmd
 }
 

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/swdt/internal/clustertest"
+	"sigs.k8s.io/swdt/pkg/exitcode"
+)
+
+// --cluster-node: the one-node verbs reach a Node of the rollout file's
+// cluster through the real API server (its HostProcess pod's pods/exec
+// and pods/portforward, to its simulated kubelet) with no SSH
+// credentials and no SSH connection: exec runs a program, logs finds the
+// kubelet running (it logs nowhere but its events here), port-forward carries streams to the Node's loopback; a Node
+// the cluster lacks and --node beside it are errors that say so.
+func TestClusterNodeVerbs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cl := clustertest.Start(t)
+	ts := cl.StartKubeletNode(t, "win-01")
+	file := rolloutFile(t, t.TempDir(), cl.Kubeconfig)
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		// want is in stdout, wantErr in stderr.
+		want, wantErr string
+	}{
+		{name: "exec", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "--", "hostname"}, want: "WIN-01"},
+		{name: "logs", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "5"}, wantErr: "node win-01: kubelet (Running)"},
+		{name: "a Node the cluster lacks", args: []string{"exec", "-c", file, "--cluster-node", "win-99", "hostname"},
+			wantCode: exitcode.Failure, wantErr: "the cluster has no Node win-99"},
+		{name: "with --node", args: []string{"logs", "-c", file, "--node", "workers", "--cluster-node", "win-01"},
+			wantCode: exitcode.Usage, wantErr: "--node does not go with it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != tt.wantCode || !strings.Contains(out, tt.want) || !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, %q in stdout, %q in stderr", code, out, errOut, tt.wantCode, tt.want, tt.wantErr)
+			}
+		})
+	}
+	t.Run("port-forward", func(t *testing.T) {
+		portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")
+	})
+	if got := ts.Connections(); got != 0 {
+		t.Errorf("simnode saw %d SSH connections, want none", got)
+	}
+}
