@@ -1,6 +1,7 @@
 package daytwo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
+	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/hotswap"
+	"sigs.k8s.io/swdt/pkg/node"
 	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/target"
 )
@@ -77,6 +80,13 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 	octx, cancel := hotswap.UntilAbort(ctx, opts.Abort)
 	defer cancel()
 	rep.ServiceRestartResponse, err = n.RestartServices(octx, req)
+	if err != nil && node.ConnectionLost(err) && octx.Err() == nil {
+		// The connection went during the restart (through the
+		// Kubernetes API the kubelet carries it): the agent finishes the
+		// restart on the node; what it did is read back from the node.
+		opts.Warn(fmt.Sprintf("node %s: the restart's connection was lost (%v); the agent finishes the restart on the node: reading its services once the node answers again", spec.Name, err))
+		err = restartReadBack(octx, n, services, &rep.ServiceRestartResponse, req)
+	}
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("interrupted; the restart in progress finished first: %w", ctx.Err())
@@ -96,6 +106,38 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 		return rep, fmt.Errorf("node %s: restarted, but not running: %s (see swdt logs %s)", spec.Name, strings.Join(why, "; "), spec.Name)
 	}
 	return rep, nil
+}
+
+// restartReadBack fills resp from the services' states once the node
+// answers again and every one of services is Running, waiting at most
+// what the restart itself could take (and a minute). Their health
+// checks' results went with the connection: a service that runs is
+// reported as restarted, one that does not as not started.
+func restartReadBack(ctx context.Context, n *node.Node, services []string, resp *ops.ServiceRestartResponse, req ops.ServiceRestartRequest) error {
+	wait := time.Duration(req.StopTimeoutMs+req.StartTimeoutMs+req.SettleMs+req.HealthTimeoutMs)*time.Millisecond + time.Minute
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var lastErr error
+	answered := false
+	err := retry.Poll(wctx, rebootPoll, func(ctx context.Context) (bool, error) {
+		states, err := n.ServiceStatus(ctx, services)
+		if lastErr = err; err != nil {
+			return false, nil // the node does not answer yet
+		}
+		answered = true
+		resp.Services, resp.NotStarted = resp.Services[:0], nil
+		for _, st := range states {
+			resp.Services = append(resp.Services, ops.RestartedService{Service: st.Service, PIDAfter: st.PID, Status: st.Status})
+			if st.Status != "Running" {
+				resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: st.Service, Error: "status " + cmp.Or(st.Status, "unknown") + " after the restart"})
+			}
+		}
+		return len(resp.NotStarted) == 0, nil
+	})
+	if err != nil && !answered {
+		return fmt.Errorf("the restart's connection was lost, and the node did not answer again within %s: %w", wait, cmp.Or(lastErr, err))
+	}
+	return nil // what is not running is in resp.NotStarted
 }
 
 // serviceChecks are the node file's health checks of services, by the

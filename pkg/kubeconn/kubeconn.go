@@ -37,6 +37,7 @@ import (
 
 	"sigs.k8s.io/swdt/internal/retry"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/remote"
 )
 
 // Defaults of Options.
@@ -110,8 +111,17 @@ type Conn struct {
 
 // ErrStreamLost is matched by the error of a call whose exec stream ended
 // before the command's status came: the command may or may not have
-// completed on the node.
-var ErrStreamLost = errors.New("exec stream lost")
+// completed on the node. It matches remote.ErrConnectionLost too (what
+// pkg/node's callers take for a connection lost during an op, whatever
+// the transport).
+var ErrStreamLost error = streamLost{}
+
+type streamLost struct{}
+
+func (streamLost) Error() string { return "exec stream lost" }
+
+// Is makes a lost stream a lost connection.
+func (streamLost) Is(target error) bool { return target == remote.ErrConnectionLost }
 
 // restConfig loads the kubeconfig.
 func restConfig(o Options) (*rest.Config, error) {

@@ -12,7 +12,9 @@ import (
 // cluster through the real API server (its HostProcess pod's pods/exec
 // and pods/portforward, to its simulated kubelet) with no SSH
 // credentials and no SSH connection: exec runs a program, logs finds the
-// kubelet running (it logs nowhere but its events here), port-forward carries streams to the Node's loopback; a Node
+// kubelet running (it logs nowhere but its events here), restart of the
+// kubelet loses its own stream and reads the kubelet back once the new
+// one serves exec, port-forward carries streams to the Node's loopback; a Node
 // the cluster lacks and --node beside it are errors that say so.
 func TestClusterNodeVerbs(t *testing.T) {
 	if testing.Short() {
@@ -31,6 +33,9 @@ func TestClusterNodeVerbs(t *testing.T) {
 	}{
 		{name: "exec", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "--", "hostname"}, want: "WIN-01"},
 		{name: "logs", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "5"}, wantErr: "node win-01: kubelet (Running)"},
+		{name: "restart the kubelet, which carries the stream", args: []string{"restart", "-c", file, "--cluster-node", "win-01", "kubelet", "--settle", "0"},
+			want: "Running", wantErr: "the restart's connection was lost"},
+		{name: "exec after the kubelet's restart", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "hostname"}, want: "WIN-01"},
 		{name: "a Node the cluster lacks", args: []string{"exec", "-c", file, "--cluster-node", "win-99", "hostname"},
 			wantCode: exitcode.Failure, wantErr: "the cluster has no Node win-99"},
 		{name: "with --node", args: []string{"logs", "-c", file, "--node", "workers", "--cluster-node", "win-01"},

@@ -34,7 +34,9 @@ up. A service that ignores its stop control for --stop-timeout is killed.
 A Stopped service is started. It uses the swap's machinery on the node:
 another swdt run's lock is respected, and a restart cut short (a second
 Ctrl-C, a lost connection) still asks every service it stopped to start
-again. A first Ctrl-C lets the restart finish, then exits 130.
+again; after a lost connection (through the Kubernetes API, restarting the
+kubelet loses it) swdt reads the services back once the node answers. A
+first Ctrl-C lets the restart finish, then exits 130.
 
 NODE may be left out when --node names one or the file has one node.
 --cluster-node NAME takes the Node NAME of the cluster a rollout file
