@@ -1,6 +1,8 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +14,8 @@ import (
 // cluster through the real API server (its HostProcess pod's pods/exec
 // and pods/portforward, to its simulated kubelet) with no SSH
 // credentials and no SSH connection: exec runs a program, logs finds the
-// kubelet running (it logs nowhere but its events here), restart of the
+// kubelet running (it logs nowhere but its events here), cp copies a file
+// there and back, status reads the Node, restart of the
 // kubelet loses its own stream and reads the kubelet back once the new
 // one serves exec, port-forward carries streams to the Node's loopback; a Node
 // the cluster lacks and --node beside it are errors that say so.
@@ -22,7 +25,12 @@ func TestClusterNodeVerbs(t *testing.T) {
 	}
 	cl := clustertest.Start(t)
 	ts := cl.StartKubeletNode(t, "win-01")
-	file := rolloutFile(t, t.TempDir(), cl.Kubeconfig)
+	dir := t.TempDir()
+	file := rolloutFile(t, dir, cl.Kubeconfig)
+	local := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(local, []byte("through the API\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -36,6 +44,11 @@ func TestClusterNodeVerbs(t *testing.T) {
 		{name: "restart the kubelet, which carries the stream", args: []string{"restart", "-c", file, "--cluster-node", "win-01", "kubelet", "--settle", "0"},
 			want: "Running", wantErr: "the restart's connection was lost"},
 		{name: "exec after the kubelet's restart", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "hostname"}, want: "WIN-01"},
+		{name: "cp to the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", local, `win-01:C:\notes.txt`}, wantErr: "node win-01: copied 1 file (16 B)"},
+		{name: "cp from the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", `:C:\notes.txt`, filepath.Join(dir, "back.txt")}, wantErr: "node win-01: copied 1 file (16 B)"},
+		{name: "cp naming another node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", local, `win-02:C:\notes.txt`},
+			wantCode: exitcode.Usage, wantErr: "the node is win-01 (--cluster-node), not win-02"},
+		{name: "status", args: []string{"status", "-c", file, "--cluster-node", "win-01", "-o", "json"}, want: `"hostname": "WIN-01"`},
 		{name: "a Node the cluster lacks", args: []string{"exec", "-c", file, "--cluster-node", "win-99", "hostname"},
 			wantCode: exitcode.Failure, wantErr: "the cluster has no Node win-99"},
 		{name: "with --node", args: []string{"logs", "-c", file, "--node", "workers", "--cluster-node", "win-01"},
@@ -48,6 +61,9 @@ func TestClusterNodeVerbs(t *testing.T) {
 				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, %q in stdout, %q in stderr", code, out, errOut, tt.wantCode, tt.want, tt.wantErr)
 			}
 		})
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "back.txt")); err != nil || string(got) != "through the API\n" {
+		t.Errorf("the file copied to the Node and back: %q, %v", got, err)
 	}
 	t.Run("port-forward", func(t *testing.T) {
 		portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")

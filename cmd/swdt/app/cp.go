@@ -35,6 +35,10 @@ half a file at DST. A relative PATH on the node is relative to the login
 user's home folder. In a local folder, a link to a file sends the file and
 a link to a folder is skipped with a warning.
 
+--cluster-node NAME copies to or from the Node NAME of the cluster a
+rollout file names, through the Kubernetes API with no SSH (swdt's
+HostProcess pod on it, and pods/exec): NODE is then NAME, or left out.
+
 Progress is shown on a terminal; -o json prints a summary (every file
 written, with its size).
 
@@ -66,6 +70,7 @@ DST (nothing copied).`,
 	fl.IntVar(&limits.entries, "max-entries", limits.entries, "most files and folders a copy from the node creates")
 	fl.IntVar(&limits.depth, "max-depth", limits.depth, "deepest folder level a copy from the node creates")
 	fl.Var(&limits.bytes, "max-bytes", "most data a copy from the node writes, in bytes or as a quantity such as 500Mi or 4Gi")
+	e.addClusterNodeFlag(cmd)
 	return cmd
 }
 

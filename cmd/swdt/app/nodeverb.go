@@ -22,7 +22,7 @@ import (
 // checked: a one-node verb reads no other.
 func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, []string, error) {
 	if e.clusterNode != "" {
-		return e.pickClusterNode(verb, args)
+		return e.pickClusterNode(verb, args, named, 0)
 	}
 	res, err := config.LoadWith(e.configPath, config.Options{Files: config.PrivateKeyFile})
 	if err != nil {
@@ -42,29 +42,50 @@ func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, 
 // addClusterNodeFlag adds --cluster-node to a one-node verb that works
 // through the Kubernetes API.
 func (e *env) addClusterNodeFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&e.clusterNode, "cluster-node", "", "a Node of the rollout file's cluster, reached through the Kubernetes API (its HostProcess pod), not over SSH; NODE is then not given")
+	cmd.Flags().StringVar(&e.clusterNode, "cluster-node", "", "work on this Node of the -c rollout file's cluster, reached through the Kubernetes API (its HostProcess pod), not over SSH")
 }
 
 // pickClusterNode is pickNode for --cluster-node: the rollout file's node,
 // named after the cluster's Node, which the connection then reaches
-// through the API (dial); every argument is the verb's.
-func (e *env) pickClusterNode(verb string, args []string) (*v1alpha1.Node, []string, error) {
-	if len(e.nodes) > 0 {
-		return nil, nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s: --cluster-node names the node; --node does not go with it", verb))
+// through the API (dial). When named, the first argument is a node name
+// by the verb's syntax (cp's NODE:PATH) and must be the Node's; every
+// other argument is the verb's. files are the local files the verb reads.
+func (e *env) pickClusterNode(verb string, args []string, named bool, files config.FileKind) (*v1alpha1.Node, []string, error) {
+	if named && len(args) > 0 {
+		if args[0] != e.clusterNode {
+			return nil, nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s: the node is %s (--cluster-node), not %s", verb, e.clusterNode, args[0]))
+		}
+		args = args[1:]
 	}
-	res, err := config.LoadWith(e.configPath, config.Options{})
+	res, err := e.clusterNodeConfig(verb, files)
 	if err != nil {
 		return nil, nil, err
+	}
+	return &res.Nodes[0], args, nil
+}
+
+// clusterNodeConfig is the -c file as --cluster-node sees it: only the
+// rollout file's node, named after the cluster's Node (a verb that works
+// on every node of the file then works on that one), whose connection
+// dial makes through the Kubernetes API.
+func (e *env) clusterNodeConfig(verb string, files config.FileKind) (*config.Result, error) {
+	if len(e.nodes) > 0 {
+		return nil, exitcode.WithCode(exitcode.Usage, fmt.Errorf("swdt %s: --cluster-node names the node; --node does not go with it", verb))
+	}
+	res, err := config.LoadWith(e.configPath, config.Options{Files: files})
+	if err != nil {
+		return nil, err
 	}
 	spec, _, kopts, err := rolloutCluster(res)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	e.showWarnings(res)
 	one := *spec
 	one.Name = e.clusterNode
 	e.kube = &kopts
-	return &one, args, nil
+	res.Nodes = []v1alpha1.Node{one}
+	return res, nil
 }
 
 // defaultNode picks the node called name, or when name is "" the one of

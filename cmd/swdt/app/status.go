@@ -47,12 +47,19 @@ config error, 3 some nodes could not be read.`,
 		},
 	}
 	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "swdt's cache (default: <user cache dir>/swdt)")
+	e.addClusterNodeFlag(cmd)
 	_ = cmd.MarkFlagDirname("cache-dir")
 	return cmd
 }
 
 func runStatus(ctx context.Context, e *env, cacheDir string) error {
-	res, err := e.loadConfig(config.PrivateKeyFile | config.ProvisionerSources | config.WinsSource)
+	var res *config.Result
+	var err error
+	if e.clusterNode != "" {
+		res, err = e.clusterNodeConfig("status", config.ProvisionerSources|config.WinsSource)
+	} else {
+		res, err = e.loadConfig(config.PrivateKeyFile | config.ProvisionerSources | config.WinsSource)
+	}
 	if err != nil {
 		return err
 	}
