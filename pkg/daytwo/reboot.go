@@ -167,15 +167,22 @@ func Reboot(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, o
 
 // reconnect dials the node again until it answers, as long as the
 // failure is that it cannot be reached (an authentication or host key
-// failure ends the wait).
+// failure ends the wait). A connection that cannot dial again (the
+// Kubernetes API's, whose every call is a stream of its own) has nothing
+// to dial: the node answers when an op goes through.
 func reconnect(ctx context.Context, n *node.Node) error {
 	var last error
 	err := retry.Poll(ctx, rebootPoll, func(ctx context.Context) (bool, error) {
-		err := n.Reconnect(ctx)
+		var err error
+		if n.Capabilities().Redial {
+			err = n.Reconnect(ctx)
+		} else {
+			_, err = n.Facts(ctx)
+		}
 		switch {
 		case err == nil:
 			return true, nil
-		case !node.Unreachable(err) && ctx.Err() == nil:
+		case !node.ConnectionLost(err) && ctx.Err() == nil:
 			return false, err
 		}
 		last = err

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // kubelet running (it logs nowhere but its events here), cp copies a file
 // there and back, status reads the Node, restart of the
 // kubelet loses its own stream and reads the kubelet back once the new
-// one serves exec, port-forward carries streams to the Node's loopback; a Node
+// one serves exec (and logs --follow follows on across it), port-forward carries streams to the Node's loopback; a Node
 // the cluster lacks and --node beside it are errors that say so.
 func TestClusterNodeVerbs(t *testing.T) {
 	if testing.Short() {
@@ -38,6 +39,8 @@ func TestClusterNodeVerbs(t *testing.T) {
 		wantCode int
 		// want is in stdout, wantErr in stderr.
 		want, wantErr string
+		// check, when set, checks what the verb did.
+		check func(t *testing.T)
 	}{
 		{name: "exec", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "--", "hostname"}, want: "WIN-01"},
 		{name: "logs", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "5"}, wantErr: "node win-01: kubelet (Running)"},
@@ -45,7 +48,12 @@ func TestClusterNodeVerbs(t *testing.T) {
 			want: "Running", wantErr: "the restart's connection was lost"},
 		{name: "exec after the kubelet's restart", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "hostname"}, want: "WIN-01"},
 		{name: "cp to the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", local, `win-01:C:\notes.txt`}, wantErr: "node win-01: copied 1 file (16 B)"},
-		{name: "cp from the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", `:C:\notes.txt`, filepath.Join(dir, "back.txt")}, wantErr: "node win-01: copied 1 file (16 B)"},
+		{name: "cp from the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", `:C:\notes.txt`, filepath.Join(dir, "back.txt")}, wantErr: "node win-01: copied 1 file (16 B)",
+			check: func(t *testing.T) {
+				if got, err := os.ReadFile(filepath.Join(dir, "back.txt")); err != nil || string(got) != "through the API\n" {
+					t.Errorf("the file copied to the Node and back: %q, %v", got, err)
+				}
+			}},
 		{name: "cp naming another node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", local, `win-02:C:\notes.txt`},
 			wantCode: exitcode.Usage, wantErr: "the node is win-01 (--cluster-node), not win-02"},
 		{name: "status", args: []string{"status", "-c", file, "--cluster-node", "win-01", "-o", "json"}, want: `"hostname": "WIN-01"`},
@@ -60,11 +68,31 @@ func TestClusterNodeVerbs(t *testing.T) {
 			if code != tt.wantCode || !strings.Contains(out, tt.want) || !strings.Contains(errOut, tt.wantErr) {
 				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, %q in stdout, %q in stderr", code, out, errOut, tt.wantCode, tt.want, tt.wantErr)
 			}
+			if tt.check != nil {
+				tt.check(t)
+			}
 		})
 	}
-	if got, err := os.ReadFile(filepath.Join(dir, "back.txt")); err != nil || string(got) != "through the API\n" {
-		t.Errorf("the file copied to the Node and back: %q, %v", got, err)
-	}
+	// A follow through the API outlives the kubelet's restart: the
+	// stream it reads through goes with the kubelet, and it follows on
+	// once the new one serves exec.
+	t.Run("logs --follow across the kubelet's restart", func(t *testing.T) {
+		f := &following{t: t, n: ts.Node(), done: make(chan int)}
+		ctx, cancel := context.WithCancel(context.Background())
+		f.cancel = cancel
+		t.Cleanup(cancel)
+		go func() {
+			f.done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &f.out, ErrOut: &f.errOut},
+				[]string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "--follow", "--interval", "100ms"})
+		}()
+		f.waitFor(&f.errOut, "kubelet (Running)")
+		if code, _, errOut := run(t, "restart", "-c", file, "--cluster-node", "win-01", "kubelet", "--settle", "0"); code != exitcode.OK {
+			t.Fatalf("restart: exit %d\n%s", code, errOut)
+		}
+		f.waitFor(&f.errOut, "reconnecting until the node answers again")
+		f.waitFor(&f.errOut, "reconnected; following again")
+		f.stop()
+	})
 	t.Run("port-forward", func(t *testing.T) {
 		portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")
 	})
