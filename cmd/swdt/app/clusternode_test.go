@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"sigs.k8s.io/swdt/internal/clustertest"
 	"sigs.k8s.io/swdt/pkg/exitcode"
 )
@@ -92,6 +95,17 @@ func TestClusterNodeVerbs(t *testing.T) {
 		f.waitFor(&f.errOut, "reconnecting until the node answers again")
 		f.waitFor(&f.errOut, "reconnected; following again")
 		f.stop()
+	})
+	t.Run("completion", func(t *testing.T) {
+		// A Linux Node is not offered.
+		if _, err := cl.Client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-01",
+			Labels: map[string]string{corev1.LabelOSStable: "linux"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, out, _ := run(t, "__complete", "exec", "-c", file, "--cluster-node", "")
+		if got := strings.Fields(out); len(got) < 2 || got[0] != "win-01" || got[1] != ":4" {
+			t.Errorf("--cluster-node completes to %q, want win-01 only", out)
+		}
 	})
 	t.Run("port-forward", func(t *testing.T) {
 		portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
 	"slices"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
@@ -24,6 +27,32 @@ func (e *env) completeNode(cmd *cobra.Command, args []string, _ string) ([]strin
 	names := make([]string, len(res.Nodes))
 	for i, n := range res.Nodes {
 		names[i] = n.Name
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeClusterNode completes --cluster-node with the Windows Nodes of
+// the cluster the -c rollout file names (nothing when it cannot be read
+// or the cluster does not answer within completionTimeout).
+func completeClusterNode(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	path, _ := cmd.Flags().GetString("config")
+	res, err := config.Load(path)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	_, c, _, err := rolloutCluster(res)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	list, err := c.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=windows"})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		names = append(names, n.Name)
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
 }

@@ -43,6 +43,7 @@ func (e *env) pickNode(verb string, args []string, named bool) (*v1alpha1.Node, 
 // through the Kubernetes API.
 func (e *env) addClusterNodeFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&e.clusterNode, "cluster-node", "", "work on this Node of the -c rollout file's cluster, reached through the Kubernetes API (its HostProcess pod), not over SSH")
+	_ = cmd.RegisterFlagCompletionFunc("cluster-node", completeClusterNode)
 }
 
 // pickClusterNode is pickNode for --cluster-node: the rollout file's node,
