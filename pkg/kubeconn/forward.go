@@ -159,7 +159,7 @@ func (f *forwardConn) watchErrors(s io.Reader) {
 	var failed error
 	switch {
 	case len(bytes.TrimSpace(msg)) > 0:
-		failed = fmt.Errorf("the node refused the stream: %s", bytes.TrimSpace(msg))
+		failed = fmt.Errorf("the node refused the stream: %s (nothing listens on the port, or the Node's containerd, older than 1.7.15, cannot forward a HostProcess pod's ports)", bytes.TrimSpace(msg))
 	case err != nil:
 		failed = fmt.Errorf("the node refused the stream (its kubelet reset it: nothing listens on the port, or the runtime cannot forward a HostProcess pod's ports): %w", err)
 	default:
