@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,6 +173,21 @@ func missing(st NodeState, want Want) string {
 		return fmt.Sprintf("not Ready (%s: %s)", st.ReadyReason, st.ReadyMessage)
 	}
 	return "not as wanted"
+}
+
+// NodeNames lists the names of the Nodes selector (a label selector,
+// such as kubernetes.io/os=windows) picks, sorted.
+func (c *Cluster) NodeNames(ctx context.Context, selector string) ([]string, error) {
+	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list the Nodes of %s (%s): %w", c.Server, selector, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // DeleteNode deletes the Node name and its Lease; a missing one is fine.

@@ -175,21 +175,17 @@ func PortForward(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connect
 // any (the node's side of a stream failed).
 func pipe(ctx context.Context, a, b net.Conn) error {
 	done := make(chan error, 2)
-	half := func(dst io.Writer, src io.Reader) {
+	half := func(dst net.Conn, src io.Reader) {
 		_, _ = io.Copy(dst, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		} else {
-			dst.(net.Conn).Close()
+			dst.Close()
 		}
-		var err error
-		if r, ok := src.(*readErr); ok {
-			err = r.err
-		}
-		done <- err
 	}
-	go half(a, &readErr{r: b})
-	go half(b, a)
+	fromB := &readErr{r: b}
+	go func() { half(a, fromB); done <- fromB.err }()
+	go func() { half(b, a); done <- nil }()
 	var failed error
 	for range 2 {
 		select {

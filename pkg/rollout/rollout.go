@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -271,16 +270,7 @@ func selector(ls *metav1.LabelSelector) (labels.Selector, error) {
 
 // selectNodes lists the Nodes the selector picks, by name.
 func (r *run) selectNodes(ctx context.Context) ([]string, error) {
-	list, err := r.opts.Cluster.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.report.Selector})
-	if err != nil {
-		return nil, fmt.Errorf("list the Nodes of %s (%s): %w", r.opts.Cluster.Server, r.report.Selector, err)
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
-		names = append(names, n.Name)
-	}
-	sort.Strings(names)
-	return names, nil
+	return r.opts.Cluster.NodeNames(ctx, r.report.Selector)
 }
 
 // resolve resolves every provisioner's source once, for every Node.

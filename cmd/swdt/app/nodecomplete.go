@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/swdt/apis/config/v1alpha1"
 	"sigs.k8s.io/swdt/pkg/config"
@@ -46,13 +45,9 @@ func completeClusterNode(cmd *cobra.Command, _ []string, _ string) ([]string, co
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
-	list, err := c.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=windows"})
+	names, err := c.NodeNames(ctx, corev1.LabelOSStable+"=windows")
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
-		names = append(names, n.Name)
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
