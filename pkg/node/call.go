@@ -59,13 +59,9 @@ func run[Req, Resp any](ctx context.Context, n *Node, path string, op ops.Op[Req
 	return resp, nil
 }
 
-// exec runs one op with the agent at path and returns its result data.
-func (n *Node) exec(ctx context.Context, path, name string, req any) (json.RawMessage, error) {
-	return n.execWith(ctx, path, name, req, nil)
-}
-
-// execWith is exec with attachments after the request: its stdin is then
-// the request, a newline and the attachments (ops.TakesAttachments).
+// execWith runs one op with the agent at path and returns its result
+// data; attachments, when not nil, follow the request on its stdin (the
+// request, a newline and the attachments: ops.TakesAttachments).
 func (n *Node) execWith(ctx context.Context, path, name string, req any, attachments io.Reader) (json.RawMessage, error) {
 	params, err := json.Marshal(req)
 	if err != nil {

@@ -31,7 +31,6 @@ type Progress struct {
 	ticks <-chan time.Time
 	mu    sync.Mutex
 	p     *mpb.Progress
-	width int
 	// active counts transfers whose bar is not finished; the bar container
 	// is shut down when it drops to zero so that later status lines print
 	// normally.
