@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"golang.org/x/sys/windows"
 )
 
 // AgentPipe is where OpenSSH for Windows' ssh-agent service listens: the
@@ -36,7 +38,13 @@ func dialAgent(sock string) (io.ReadWriteCloser, string, error) {
 	return c, sock, err
 }
 
-// openPipe opens a named pipe's client end for reading and writing.
+// openPipe opens a named pipe's client end for reading and writing, for
+// overlapped I/O. Go then waits for the pipe on its I/O completion port,
+// and Close ends a read the agent client's reader has pending. A handle
+// opened for synchronous I/O cannot be closed reliably with such a read:
+// Close's CancelIoEx misses a read that starts just after it (and does not
+// reach synchronous reads at all under Wine), and the close then waits
+// forever for an agent that waits for the next request.
 func openPipe(name string) (io.ReadWriteCloser, error) {
-	return os.OpenFile(name, os.O_RDWR, 0)
+	return os.OpenFile(name, os.O_RDWR|windows.O_FILE_FLAG_OVERLAPPED, 0)
 }
