@@ -34,7 +34,10 @@ func (n *node) kube(args ...string) (int, string, string) {
 // actions are the provisioners' actions of swdt kubernetes -o json.
 func (n *node) kubeActions(args ...string) (int, map[string]string) {
 	n.t.Helper()
-	code, out, _ := n.kube(append(args, "-o", "json")...)
+	code, out, errOut := n.kube(append(args, "-o", "json")...)
+	if code != 0 {
+		n.t.Logf("its stderr:\n%s", errOut)
+	}
 	var doc struct {
 		Nodes []struct {
 			Provisioners []struct{ Name, Action string }
