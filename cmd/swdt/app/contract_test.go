@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -205,7 +206,8 @@ func runContract(t *testing.T, args []string, stopAfterALine bool) (int, string,
 // TestJSONContract runs every verb with -o json and checks its document
 // against the table of docs/reference.md: its kind, its fields and each
 // node's, its result, one document per line when it streams, and its
-// exit codes, of success and of a usage or node-file problem.
+// exit codes and documents, of success, of a node it cannot reach and of
+// a usage or node-file problem.
 func TestJSONContract(t *testing.T) {
 	// The invocations give swdt a cache of their own (XDG_CACHE_HOME); the
 	// control plane's binaries stay where they were built.
@@ -257,6 +259,17 @@ func TestJSONContract(t *testing.T) {
 					checkDocument(t, row, doc)
 				}
 			}
+			if args := unreachableNode(t, inv); args != nil {
+				code, out, errOut := runContract(t, jsonArgs(args), false)
+				if code != exitcode.Failure || !slices.Contains(row.codes, code) {
+					t.Errorf("an unreachable node: exit %d, want %d (listed: %v)\n%s", code, exitcode.Failure, row.codes, errOut)
+				}
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(out), &doc); err != nil {
+					t.Fatalf("an unreachable node: stdout is not one JSON document: %v\n%s\n%s", err, out, errOut)
+				}
+				checkUnreached(t, row, doc)
+			}
 			for what, args := range usageProblems(inv) {
 				if code, _, errOut := runContract(t, jsonArgs(args), false); code != exitcode.Usage || !slices.Contains(row.codes, code) {
 					t.Errorf("%s: exit %d, want %d (listed: %v)\n%s", what, code, exitcode.Usage, row.codes, errOut)
@@ -296,6 +309,88 @@ func usageProblems(inv invocation) map[string][]string {
 		out["a node file that does not exist"] = missing
 	}
 	return out
+}
+
+// unreachableNode returns inv's args with its node file's node at an
+// address where nothing listens (beside the file, whose relative sources
+// still resolve), or nil for a verb that reaches no node over SSH.
+func unreachableNode(t *testing.T, inv invocation) []string {
+	t.Helper()
+	i := slices.Index(inv.args, "-c")
+	if i < 0 || inv.command == "config validate" || strings.HasPrefix(inv.command, "vm ") || inv.command == "rollout" {
+		return nil
+	}
+	raw, err := os.ReadFile(inv.args[i+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	host := regexp.MustCompile(`(?m)^(    hostname: ).*$`)
+	if !host.Match(raw) {
+		t.Fatalf("%s has no node hostname to change", inv.args[i+1])
+	}
+	file := filepath.Join(filepath.Dir(inv.args[i+1]), "unreachable-"+filepath.Base(inv.args[i+1]))
+	if err := os.WriteFile(file, host.ReplaceAll(raw, []byte("${1}"+strconv.Quote(closed))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := slices.Clone(inv.args)
+	args[i+1] = file
+	return args
+}
+
+// checkUnreached checks the document of a verb whose node could not be
+// reached against row: its kind and fields as checkDocument does, but the
+// node failed with an error and has nothing else (the table's "a node that
+// could not be reached has only name, result and error; a one-node verb
+// that failed before its report has result, node and error").
+func checkUnreached(t *testing.T, row contractRow, doc map[string]any) {
+	t.Helper()
+	if doc["apiVersion"] != "windows.k8s.io/v1alpha1" || doc["kind"] != row.kind {
+		t.Errorf("apiVersion/kind = %v/%v, want %s", doc["apiVersion"], doc["kind"], row.kind)
+	}
+	checkNoNull(t, "", doc)
+	node, only := doc, map[string]bool{"result": true, "node": true, "error": true}
+	if len(row.nodeFields) > 0 {
+		delete(doc, "apiVersion")
+		delete(doc, "kind")
+		checkFields(t, "the document", row.fields, doc)
+		nodes, _ := doc["nodes"].([]any)
+		if len(nodes) != 1 {
+			t.Fatalf("nodes = %v, want the one node", doc["nodes"])
+		}
+		node, _ = nodes[0].(map[string]any)
+		only = map[string]bool{"name": true, "result": true, "error": true}
+	} else {
+		// A one-node verb may say more than it must, all of it listed.
+		for f := range node {
+			if _, listed := row.fields[f]; !listed && f != "apiVersion" && f != "kind" {
+				t.Errorf("the document has %s, which the table does not list", f)
+			}
+		}
+	}
+	for f := range only {
+		if _, ok := node[f]; !ok {
+			t.Errorf("the failed node lacks %s: %v", f, node)
+		}
+	}
+	if len(row.nodeFields) > 0 {
+		for f := range node {
+			if !only[f] {
+				t.Errorf("the failed node has %s = %v; the table says only name, result and error", f, node[f])
+			}
+		}
+	}
+	if !slices.Contains(row.results, "failed") {
+		t.Errorf("the table does not list failed among the results %v", row.results)
+	}
+	if msg, _ := node["error"].(string); node["result"] != "failed" || !strings.Contains(msg, "connect") {
+		t.Errorf("result %v, error %q; want failed and the connection's error", node["result"], node["error"])
+	}
 }
 
 // jsonCommands lists the commands that print JSON: every runnable one

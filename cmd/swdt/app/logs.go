@@ -76,7 +76,22 @@ func runLogs(ctx context.Context, e *env, args []string, o logsOptions) error {
 	if o.follow {
 		e.ui.Stream()
 	}
-	return daytwo.Logs(ctx, spec, e.connect, daytwo.LogsOptions{Services: services, Lines: o.lines, Since: o.since,
+	err = daytwo.Logs(ctx, spec, e.connect, daytwo.LogsOptions{Services: services, Lines: o.lines, Since: o.since,
 		Follow: o.follow, Interval: o.interval, Warn: func(msg string) { e.ui.Warn("%s", msg) }},
 		func(r daytwo.Read) error { return report.PrintLogs(e.ui, r) })
+	return failureDocument(e, report.KindLogs, spec.Name, err)
+}
+
+// failureDocument prints, with -o json, the document of a one-node verb
+// whose report has no room for an error (logs, port-forward) when it
+// failed on node, and returns err. A usage error prints none, as with
+// every verb.
+func failureDocument(e *env, kind, node string, err error) error {
+	if err == nil || exitcode.Code(err) == exitcode.Usage {
+		return err
+	}
+	if perr := report.PrintFailure(e.ui, kind, node, err); perr != nil {
+		e.ui.Warn("%v", perr)
+	}
+	return err
 }

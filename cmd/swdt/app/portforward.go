@@ -60,7 +60,7 @@ func runPortForward(ctx context.Context, e *env, args []string, address string) 
 	if err != nil {
 		return err
 	}
-	return daytwo.PortForward(ctx, spec, e.connect, ports, daytwo.ForwardOptions{
+	err = daytwo.PortForward(ctx, spec, e.connect, ports, daytwo.ForwardOptions{
 		Address: address,
 		Warn:    func(msg string) { e.ui.Warn("%s", msg) },
 		Ready: func(forwards []daytwo.Forward) {
@@ -76,4 +76,5 @@ func runPortForward(ctx context.Context, e *env, args []string, address string) 
 			e.ui.Logger().Info("handling connection", "node", spec.Name, "local", f.Local, "remote", f.Remote)
 		},
 	})
+	return failureDocument(e, report.KindPortForward, spec.Name, err)
 }

@@ -27,11 +27,13 @@ type KubernetesNode struct {
 	Error string `json:"error,omitempty"`
 	// Repair is what the run found of an interrupted swap and repaired
 	// before anything else.
-	Repair       *hotswap.Repair         `json:"repair,omitempty"`
-	Provisioners []KubernetesProvisioner `json:"provisioners"`
+	Repair *hotswap.Repair `json:"repair,omitempty"`
+	// Provisioners and Services are left out (nil) when the node failed
+	// before its report.
+	Provisioners []KubernetesProvisioner `json:"provisioners,omitzero"`
 	// Services are the services the swap stopped (the provisioners' own
 	// and their dependents), in stop order, with their downtime.
-	Services []KubernetesService `json:"services"`
+	Services []KubernetesService `json:"services,omitzero"`
 	// Snapshot names the VM snapshot taken before the swap (--snapshot).
 	Snapshot string `json:"snapshot,omitempty"`
 	// Cluster is the cluster check of a kubelet swap (spec.kubernetes.join).
@@ -90,13 +92,14 @@ func PrintKubernetes(u *ui.UI, dryRun bool, results []fleet.Result[provision.Nod
 		rows = append(rows, cells)
 	}
 	for _, r := range results {
-		n := KubernetesNode{Name: r.Node, Provisioners: []KubernetesProvisioner{}, Services: []KubernetesService{}, Snapshot: r.Value.Snapshot}
+		n := KubernetesNode{Name: r.Node, Snapshot: r.Value.Snapshot}
 		if r.Err != nil {
 			n.Result, n.Error = Failed, r.Err.Error()
 			doc.Nodes = append(doc.Nodes, n)
 			row(r.Node, unreached...)
 			continue
 		}
+		n.Provisioners, n.Services = []KubernetesProvisioner{}, []KubernetesService{}
 		n.Repair, n.Cluster = r.Value.Repair, r.Value.Cluster
 		for _, d := range r.Value.Services {
 			n.Services = append(n.Services, KubernetesService{Name: d.Service, DowntimeMs: d.Downtime.Milliseconds(), Running: d.Running})

@@ -17,8 +17,9 @@ type SetupNode struct {
 	Name string `json:"name"`
 	// Result is failed when the node could not be set up or a step
 	// failed, else the weightiest of its steps'.
-	Result string       `json:"result"`
-	Steps  []setup.Step `json:"steps"`
+	Result string `json:"result"`
+	// Steps are left out (nil) when the node failed before its report.
+	Steps []setup.Step `json:"steps,omitzero"`
 	// Error says why nothing was done on the node.
 	Error string `json:"error,omitempty"`
 }
@@ -29,12 +30,12 @@ func PrintSetup(u *ui.UI, results []fleet.Result[*setup.Report]) error {
 	out := Setup{Meta: meta(KindSetup), Nodes: []SetupNode{}}
 	var rows [][]string
 	for _, r := range results {
-		nj := SetupNode{Name: r.Node, Steps: []setup.Step{}}
+		nj := SetupNode{Name: r.Node}
 		if r.Err != nil {
 			nj.Result, nj.Error = Failed, r.Err.Error()
 			rows = append(rows, []string{r.Node, "-", Failed, "nothing done: see the error below"})
 		} else {
-			nj.Steps = append(nj.Steps, r.Value.Steps...)
+			nj.Steps = append([]setup.Step{}, r.Value.Steps...)
 			items := make([]string, len(r.Value.Steps))
 			for i, s := range r.Value.Steps {
 				items[i] = string(s.Result)

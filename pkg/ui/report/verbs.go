@@ -82,6 +82,27 @@ func PrintForwarding(u *ui.UI, node string, forwards []daytwo.Forward) error {
 	return nil
 }
 
+// Failure is the -o json document of a one-node verb that failed before
+// its report, for the verbs whose report has no room for an error (logs,
+// port-forward).
+type Failure struct {
+	Meta
+	// Result is failed.
+	Result string `json:"result"`
+	Node   string `json:"node"`
+	Error  string `json:"error"`
+}
+
+// PrintFailure prints, with -o json, the Failure document of kind for
+// node (after a --follow's documents, it ends their stream); the text
+// form prints nothing: Run reports err.
+func PrintFailure(u *ui.UI, kind, node string, err error) error {
+	if u.Format() != ui.FormatJSON {
+		return nil
+	}
+	return printJSON(u, Failure{Meta: meta(kind), Result: Failed, Node: node, Error: err.Error()})
+}
+
 // Restart is the -o json document of swdt restart.
 type Restart struct {
 	Meta
@@ -98,6 +119,11 @@ func PrintRestart(u *ui.UI, node string, rep *daytwo.RestartReport, err error) e
 		doc := Restart{Meta: meta(KindRestart), Result: Changed, Node: node, RestartReport: rep, Error: errText(err)}
 		if err != nil {
 			doc.Result = Failed
+			if rep != nil && rep.Services == nil {
+				// It failed before the node restarted anything (it could
+				// not be reached, or refused the request).
+				doc.RestartReport = nil
+			}
 		}
 		return firstErr(err, printJSON(u, doc))
 	}

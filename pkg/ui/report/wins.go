@@ -18,7 +18,8 @@ type WinsNode struct {
 	Result    string           `json:"result"`
 	Deploy    *wins.Deployment `json:"deploy,omitempty"`
 	Uninstall *wins.Removal    `json:"uninstall,omitempty"`
-	Checks    []WinsCheck      `json:"checks"`
+	// Checks are left out (nil) when the node failed before its report.
+	Checks []WinsCheck `json:"checks,omitzero"`
 	// Error says why nothing was done on the node.
 	Error string `json:"error,omitempty"`
 }
@@ -42,7 +43,7 @@ func PrintWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 	out := Wins{Meta: meta(KindWins), Nodes: []WinsNode{}}
 	var rows [][]string
 	for _, r := range results {
-		nj := WinsNode{Name: r.Node, Checks: []WinsCheck{}}
+		nj := WinsNode{Name: r.Node}
 		if r.Err != nil {
 			nj.Result, nj.Error = Failed, r.Err.Error()
 			rows = append(rows, []string{r.Node, "-", Failed, "nothing done: see the error below"})
@@ -50,7 +51,7 @@ func PrintWins(u *ui.UI, results []fleet.Result[*wins.Report]) error {
 			continue
 		}
 		rep := r.Value
-		nj.Deploy, nj.Uninstall = rep.Deploy, rep.Uninstall
+		nj.Deploy, nj.Uninstall, nj.Checks = rep.Deploy, rep.Uninstall, []WinsCheck{}
 		for _, c := range rep.Checks {
 			nj.Checks = append(nj.Checks, WinsCheck{Check: c, Result: checkResult(c.OK)})
 		}
