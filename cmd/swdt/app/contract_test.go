@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -206,8 +207,8 @@ func runContract(t *testing.T, args []string, stopAfterALine bool) (int, string,
 // TestJSONContract runs every verb with -o json and checks its document
 // against the table of docs/reference.md: its kind, its fields and each
 // node's, its result, one document per line when it streams, and its
-// exit codes and documents, of success, of a node it cannot reach and of
-// a usage or node-file problem.
+// exit codes and documents, of success, of a node it cannot reach (alone,
+// and beside one that works) and of a usage or node-file problem.
 func TestJSONContract(t *testing.T) {
 	// The invocations give swdt a cache of their own (XDG_CACHE_HOME); the
 	// control plane's binaries stay where they were built.
@@ -259,8 +260,8 @@ func TestJSONContract(t *testing.T) {
 					checkDocument(t, row, doc)
 				}
 			}
-			if args := unreachableNode(t, inv); args != nil {
-				code, out, errOut := runContract(t, jsonArgs(args), false)
+			if alone, beside := unreachableNode(t, inv); alone != nil {
+				code, out, errOut := runContract(t, jsonArgs(alone), false)
 				if code != exitcode.Failure || !slices.Contains(row.codes, code) {
 					t.Errorf("an unreachable node: exit %d, want %d (listed: %v)\n%s", code, exitcode.Failure, row.codes, errOut)
 				}
@@ -269,6 +270,33 @@ func TestJSONContract(t *testing.T) {
 					t.Fatalf("an unreachable node: stdout is not one JSON document: %v\n%s\n%s", err, out, errOut)
 				}
 				checkUnreached(t, row, doc)
+				if len(row.nodeFields) > 0 {
+					// Beside a node that works: both reported, exit 3.
+					code, out, errOut := runContract(t, jsonArgs(beside), false)
+					if code != exitcode.Partial || !slices.Contains(row.codes, code) {
+						t.Errorf("an unreachable node beside one that works: exit %d, want %d (listed: %v)\n%s", code, exitcode.Partial, row.codes, errOut)
+					}
+					var doc map[string]any
+					if err := json.Unmarshal([]byte(out), &doc); err != nil {
+						t.Fatalf("an unreachable node beside one that works: stdout is not one JSON document: %v\n%s\n%s", err, out, errOut)
+					}
+					nodes, _ := doc["nodes"].([]any)
+					var works, unreached []any
+					for _, n := range nodes {
+						if m, _ := n.(map[string]any); m["name"] == unreachableName {
+							unreached = append(unreached, n)
+						} else {
+							works = append(works, n)
+						}
+					}
+					if len(works) != 1 || len(unreached) != 1 {
+						t.Fatalf("an unreachable node beside one that works: nodes %v", nodes)
+					}
+					doc["nodes"] = works
+					checkDocument(t, row, maps.Clone(doc))
+					doc["nodes"] = unreached
+					checkUnreached(t, row, doc)
+				}
 			}
 			for what, args := range usageProblems(inv) {
 				if code, _, errOut := runContract(t, jsonArgs(args), false); code != exitcode.Usage || !slices.Contains(row.codes, code) {
@@ -311,16 +339,22 @@ func usageProblems(inv invocation) map[string][]string {
 	return out
 }
 
+// unreachableName is the node that nothing answers for.
+const unreachableName = "unreachable"
+
 // unreachableNode returns inv's args with its node file's node at an
-// address where nothing listens (beside the file, whose relative sources
-// still resolve), or nil for a verb that reaches no node over SSH.
-func unreachableNode(t *testing.T, inv invocation) []string {
+// address where nothing listens, and with that node (renamed
+// unreachableName) after the file's own; both files are written beside
+// inv's, whose relative sources still resolve. It returns nil for a verb
+// that reaches no node over SSH.
+func unreachableNode(t *testing.T, inv invocation) (alone, beside []string) {
 	t.Helper()
 	i := slices.Index(inv.args, "-c")
 	if i < 0 || inv.command == "config validate" || strings.HasPrefix(inv.command, "vm ") || inv.command == "rollout" {
-		return nil
+		return nil, nil
 	}
-	raw, err := os.ReadFile(inv.args[i+1])
+	file := inv.args[i+1]
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,16 +365,21 @@ func unreachableNode(t *testing.T, inv invocation) []string {
 	closed := ln.Addr().String()
 	ln.Close()
 	host := regexp.MustCompile(`(?m)^(    hostname: ).*$`)
-	if !host.Match(raw) {
-		t.Fatalf("%s has no node hostname to change", inv.args[i+1])
+	name := regexp.MustCompile(`(?m)^(metadata:\n  name: ).*$`)
+	if !host.Match(raw) || !name.Match(raw) {
+		t.Fatalf("%s has no node name and hostname to change", file)
 	}
-	file := filepath.Join(filepath.Dir(inv.args[i+1]), "unreachable-"+filepath.Base(inv.args[i+1]))
-	if err := os.WriteFile(file, host.ReplaceAll(raw, []byte("${1}"+strconv.Quote(closed))), 0o644); err != nil {
-		t.Fatal(err)
+	unreachable := host.ReplaceAll(raw, []byte("${1}"+strconv.Quote(closed)))
+	write := func(prefix string, content []byte) []string {
+		args := slices.Clone(inv.args)
+		args[i+1] = filepath.Join(filepath.Dir(file), prefix+filepath.Base(file))
+		if err := os.WriteFile(args[i+1], content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return args
 	}
-	args := slices.Clone(inv.args)
-	args[i+1] = file
-	return args
+	both := append(append(slices.Clone(raw), "\n---\n"...), name.ReplaceAll(unreachable, []byte("${1}"+unreachableName))...)
+	return write("unreachable-", unreachable), write("beside-", both)
 }
 
 // checkUnreached checks the document of a verb whose node could not be
