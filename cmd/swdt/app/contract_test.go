@@ -261,25 +261,10 @@ func TestJSONContract(t *testing.T) {
 				}
 			}
 			if alone, beside := unreachableNode(t, inv); alone != nil {
-				code, out, errOut := runContract(t, jsonArgs(alone), false)
-				if code != exitcode.Failure || !slices.Contains(row.codes, code) {
-					t.Errorf("an unreachable node: exit %d, want %d (listed: %v)\n%s", code, exitcode.Failure, row.codes, errOut)
-				}
-				var doc map[string]any
-				if err := json.Unmarshal([]byte(out), &doc); err != nil {
-					t.Fatalf("an unreachable node: stdout is not one JSON document: %v\n%s\n%s", err, out, errOut)
-				}
-				checkUnreached(t, row, doc)
+				checkUnreached(t, row, runFailing(t, row, "an unreachable node", alone, exitcode.Failure))
 				if len(row.nodeFields) > 0 {
 					// Beside a node that works: both reported, exit 3.
-					code, out, errOut := runContract(t, jsonArgs(beside), false)
-					if code != exitcode.Partial || !slices.Contains(row.codes, code) {
-						t.Errorf("an unreachable node beside one that works: exit %d, want %d (listed: %v)\n%s", code, exitcode.Partial, row.codes, errOut)
-					}
-					var doc map[string]any
-					if err := json.Unmarshal([]byte(out), &doc); err != nil {
-						t.Fatalf("an unreachable node beside one that works: stdout is not one JSON document: %v\n%s\n%s", err, out, errOut)
-					}
+					doc := runFailing(t, row, "an unreachable node beside one that works", beside, exitcode.Partial)
 					nodes, _ := doc["nodes"].([]any)
 					var works, unreached []any
 					for _, n := range nodes {
@@ -316,6 +301,22 @@ func TestJSONContract(t *testing.T) {
 		}
 		t.Errorf("swdt %s is in %s but the test does not run it", c, referenceDoc)
 	}
+}
+
+// runFailing runs swdt with args and -o json, checks that it exits with
+// want (a code row lists), and returns the one document it printed; what
+// names the case.
+func runFailing(t *testing.T, row contractRow, what string, args []string, want int) map[string]any {
+	t.Helper()
+	code, out, errOut := runContract(t, jsonArgs(args), false)
+	if code != want || !slices.Contains(row.codes, code) {
+		t.Errorf("%s: exit %d, want %d (listed: %v)\n%s", what, code, want, row.codes, errOut)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%s: stdout is not one JSON document: %v\n%s\n%s", what, err, out, errOut)
+	}
+	return doc
 }
 
 // jsonArgs puts -o json (and --no-color) before the command, so that
