@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/swdt/pkg/exitcode"
 	"sigs.k8s.io/swdt/pkg/fleet"
 	"sigs.k8s.io/swdt/pkg/node"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
@@ -163,6 +164,54 @@ func TestNodeServices(t *testing.T) {
 			}
 			if got := NodeServices(&spec); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("nodeServices = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A restart whose connection was lost is read back from the node: a
+// service in another process than before was restarted; one still in its
+// process from before was not reached (read until the wait ends), and
+// without a process from before, Running is all that can be said.
+func TestRestartReadBack(t *testing.T) {
+	spec, connect, _ := simNode(t)
+	n, err := connect(context.Background(), spec, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	now, err := n.ServiceStatus(context.Background(), []string{"kubelet"})
+	if err != nil || len(now) != 1 || now[0].PID == 0 {
+		t.Fatalf("kubelet's status: %v, %v", now, err)
+	}
+	pid := now[0].PID
+	tests := []struct {
+		name      string
+		before    []ops.ServiceState
+		wantAfter int
+		// notReached is an error that says the restart did not reach it.
+		notReached bool
+	}{
+		{name: "another process than before", before: []ops.ServiceState{{Service: "KUBELET", PID: pid + 4}}, wantAfter: pid},
+		{name: "the process from before", before: now, wantAfter: pid, notReached: true},
+		{name: "no process from before", wantAfter: pid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A service the restart did not reach is read until the wait
+			// ends: here the test's.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			var resp ops.ServiceRestartResponse
+			if err := restartReadBack(ctx, n, []string{"kubelet"}, tt.before, &resp, ops.ServiceRestartRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Services) != 1 || resp.Services[0].PIDAfter != tt.wantAfter || resp.Services[0].PIDBefore != pidBefore(tt.before, "kubelet") {
+				t.Errorf("services %+v, want kubelet from PID %d to %d", resp.Services, pidBefore(tt.before, "kubelet"), tt.wantAfter)
+			}
+			reached := len(resp.NotStarted) == 0
+			if reached == tt.notReached || (tt.notReached && !strings.Contains(resp.NotStarted[0].Error, "the restart did not reach it")) {
+				t.Errorf("not started: %+v; want the restart not to have reached it: %t", resp.NotStarted, tt.notReached)
 			}
 		})
 	}

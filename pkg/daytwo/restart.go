@@ -68,6 +68,15 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 		return rep, fmt.Errorf("node %s: %w", spec.Name, err)
 	}
 	defer n.Close()
+	// A connection that cannot be dialled again (the Kubernetes API's,
+	// which the kubelet carries) may be cut by the restart itself: the
+	// services' processes are read first, so that a read-back can tell a
+	// service that was restarted from one still running as before. A
+	// node that cannot say leaves the read-back without them.
+	var before []ops.ServiceState
+	if !n.Capabilities().Redial {
+		before, _ = n.ServiceStatus(ctx, services)
+	}
 	req := ops.ServiceRestartRequest{
 		Services:        services,
 		Checks:          serviceChecks(spec, services),
@@ -85,7 +94,7 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 		// Kubernetes API the kubelet carries it): the agent finishes the
 		// restart on the node; what it did is read back from the node.
 		opts.Warn(fmt.Sprintf("node %s: the restart's connection was lost (%v); the agent finishes the restart on the node: reading its services once the node answers again", spec.Name, err))
-		err = restartReadBack(octx, n, services, &rep.ServiceRestartResponse, req)
+		err = restartReadBack(octx, n, services, before, &rep.ServiceRestartResponse, req)
 	}
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if err == nil && ctx.Err() != nil {
@@ -109,11 +118,12 @@ func Restart(ctx context.Context, spec *v1alpha1.Node, connect fleet.Connector, 
 }
 
 // restartReadBack fills resp from the services' states once the node
-// answers again and every one of services is Running, waiting at most
-// what the restart itself could take (and a minute). Their health
-// checks' results went with the connection: a service that runs is
-// reported as restarted, one that does not as not started.
-func restartReadBack(ctx context.Context, n *node.Node, services []string, resp *ops.ServiceRestartResponse, req ops.ServiceRestartRequest) error {
+// answers again and every one of services is Running in a process other
+// than its process before (when before has it), waiting at most what the
+// restart itself could take (and a minute). Their health checks' results
+// went with the connection: a service that runs is reported as
+// restarted, one that does not, or still runs as before, as not started.
+func restartReadBack(ctx context.Context, n *node.Node, services []string, before []ops.ServiceState, resp *ops.ServiceRestartResponse, req ops.ServiceRestartRequest) error {
 	wait := time.Duration(req.StopTimeoutMs+req.StartTimeoutMs+req.SettleMs+req.HealthTimeoutMs)*time.Millisecond + time.Minute
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -127,9 +137,14 @@ func restartReadBack(ctx context.Context, n *node.Node, services []string, resp 
 		answered = true
 		resp.Services, resp.NotStarted = resp.Services[:0], nil
 		for _, st := range states {
-			resp.Services = append(resp.Services, ops.RestartedService{Service: st.Service, PIDAfter: st.PID, Status: st.Status})
-			if st.Status != "Running" {
+			pid := pidBefore(before, st.Service)
+			resp.Services = append(resp.Services, ops.RestartedService{Service: st.Service, PIDBefore: pid, PIDAfter: st.PID, Status: st.Status})
+			switch {
+			case st.Status != "Running":
 				resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: st.Service, Error: "status " + cmp.Or(st.Status, "unknown") + " after the restart"})
+			case pid != 0 && st.PID == pid:
+				resp.NotStarted = append(resp.NotStarted, ops.ServiceProblem{Service: st.Service,
+					Error: fmt.Sprintf("still runs as PID %d, as before the restart: the restart did not reach it", pid)})
 			}
 		}
 		return len(resp.NotStarted) == 0, nil
@@ -138,6 +153,16 @@ func restartReadBack(ctx context.Context, n *node.Node, services []string, resp 
 		return fmt.Errorf("the restart's connection was lost, and the node did not answer again within %s: %w", wait, cmp.Or(lastErr, err))
 	}
 	return nil // what is not running is in resp.NotStarted
+}
+
+// pidBefore is service's process in states, 0 when they do not have it.
+func pidBefore(states []ops.ServiceState, service string) int {
+	for _, st := range states {
+		if strings.EqualFold(st.Service, service) {
+			return st.PID
+		}
+	}
+	return 0
 }
 
 // serviceChecks are the node file's health checks of services, by the

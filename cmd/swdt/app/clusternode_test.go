@@ -42,17 +42,24 @@ func TestClusterNodeVerbs(t *testing.T) {
 		wantCode int
 		// want is in stdout, wantErr in stderr.
 		want, wantErr string
-		// check, when set, checks what the verb did.
-		check func(t *testing.T)
+		// check, when set, checks what the verb did and printed.
+		check func(t *testing.T, out string)
 	}{
 		{name: "exec", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "--", "hostname"}, want: "WIN-01"},
 		{name: "logs", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "5"}, wantErr: "node win-01: kubelet (Running)"},
 		{name: "restart the kubelet, which carries the stream", args: []string{"restart", "-c", file, "--cluster-node", "win-01", "kubelet", "--settle", "0"},
-			want: "Running", wantErr: "the restart's connection was lost"},
+			want: "Running", wantErr: "the restart's connection was lost",
+			check: func(t *testing.T, out string) {
+				// Its process from before was read before the restart.
+				_, row, _ := strings.Cut(out, "kubelet")
+				if f := strings.Fields(row); len(f) < 2 || f[0] == "-" || f[0] == f[1] {
+					t.Errorf("kubelet's PIDs before and after: %v; want two different PIDs", f)
+				}
+			}},
 		{name: "exec after the kubelet's restart", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "hostname"}, want: "WIN-01"},
 		{name: "cp to the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", local, `win-01:C:\notes.txt`}, wantErr: "node win-01: copied 1 file (16 B)"},
 		{name: "cp from the Node", args: []string{"cp", "-c", file, "--cluster-node", "win-01", `:C:\notes.txt`, filepath.Join(dir, "back.txt")}, wantErr: "node win-01: copied 1 file (16 B)",
-			check: func(t *testing.T) {
+			check: func(t *testing.T, _ string) {
 				if got, err := os.ReadFile(filepath.Join(dir, "back.txt")); err != nil || string(got) != "through the API\n" {
 					t.Errorf("the file copied to the Node and back: %q, %v", got, err)
 				}
@@ -72,7 +79,7 @@ func TestClusterNodeVerbs(t *testing.T) {
 				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, %q in stdout, %q in stderr", code, out, errOut, tt.wantCode, tt.want, tt.wantErr)
 			}
 			if tt.check != nil {
-				tt.check(t)
+				tt.check(t, out)
 			}
 		})
 	}
