@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -403,14 +405,68 @@ func (w *markerWatch) found() bool {
 // run execs argv through pods/exec: WebSocket first, SPDY when the API
 // server (or a proxy) cannot upgrade to it.
 func (c *Conn) run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return c.stream(ctx, argv, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+}
+
+// Shell runs an interactive session with a terminal on the node, as
+// kubectl exec -it does: cmd.exe in swdt's pod (as SYSTEM, in the node's
+// own environment), on the pseudo console the runtime makes for an exec
+// with a TTY; with opts.Command, cmd.exe /c runs that command line, as
+// Windows OpenSSH runs a command. It returns the exit status.
+func (c *Conn) Shell(ctx context.Context, opts remote.ShellOptions) (int, error) {
+	argv := []string{"cmd.exe"}
+	if opts.Command != "" {
+		argv = append(argv, "/c", opts.Command)
+	}
+	sizes := &terminalSizes{first: opts.Size, resize: opts.Resize, done: ctx.Done()}
+	if sizes.first.Width <= 0 || sizes.first.Height <= 0 {
+		sizes.first = remote.WindowSize{Width: 80, Height: 24}
+	}
+	stdout := opts.Stdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	return c.stream(ctx, argv, remotecommand.StreamOptions{Stdin: opts.Stdin, Stdout: stdout, Tty: true, TerminalSizeQueue: sizes})
+}
+
+// terminalSizes is a terminal's size for an exec with a TTY: first, then
+// each change, until the session ends.
+type terminalSizes struct {
+	first  remote.WindowSize
+	sent   bool
+	resize <-chan remote.WindowSize
+	done   <-chan struct{}
+}
+
+// Next returns the next size; nil ends the sizes.
+func (s *terminalSizes) Next() *remotecommand.TerminalSize {
+	if !s.sent {
+		s.sent = true
+		return &remotecommand.TerminalSize{Width: uint16(s.first.Width), Height: uint16(s.first.Height)}
+	}
+	select {
+	case sz, ok := <-s.resize:
+		if !ok {
+			return nil
+		}
+		return &remotecommand.TerminalSize{Width: uint16(sz.Width), Height: uint16(sz.Height)}
+	case <-s.done:
+		return nil
+	}
+}
+
+// stream execs argv through pods/exec with opts: WebSocket first, SPDY
+// when the API server (or a proxy) cannot upgrade to it.
+func (c *Conn) stream(ctx context.Context, argv []string, opts remotecommand.StreamOptions) (int, error) {
 	req := c.client.CoreV1().RESTClient().Post().Namespace(c.opts.Namespace).Resource("pods").Name(c.pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: Container, Command: argv, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: Container, Command: argv, Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil,
+			Stderr: opts.Stderr != nil, TTY: opts.Tty}, scheme.ParameterCodec)
 	u := req.URL()
 	ex, err := executor(c.cfg, u)
 	if err != nil {
 		return -1, err
 	}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	err = ex.StreamWithContext(ctx, opts)
 	var exit utilexec.CodeExitError
 	switch {
 	case err == nil:
@@ -422,8 +478,19 @@ func (c *Conn) run(ctx context.Context, argv []string, stdin io.Reader, stdout, 
 	case apierrors.IsForbidden(err):
 		return -1, fmt.Errorf("exec in pod %s/%s: %w (your kubeconfig's user needs create on pods/exec in namespace %s)", c.opts.Namespace, c.pod, err, c.opts.Namespace)
 	}
+	if m := largeExitCode.FindStringSubmatch(err.Error()); m != nil {
+		if status, perr := strconv.ParseUint(m[1], 10, 32); perr == nil {
+			return int(status), nil
+		}
+	}
 	return -1, fmt.Errorf("exec in pod %s/%s on node %s: %w (the command may or may not have completed): %w", c.opts.Namespace, c.pod, c.opts.Node, ErrStreamLost, err)
 }
+
+// largeExitCode is client-go's error for an exit status the exec
+// protocol cannot carry (it takes 0-255): a Windows program's status often
+// is larger (9009, a command cmd.exe does not recognize; 0xC000013A, a
+// program ended by Ctrl-C). The error names the status, which is taken.
+var largeExitCode = regexp.MustCompile(`invalid exit code value "([0-9]+)"`)
 
 func executor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())

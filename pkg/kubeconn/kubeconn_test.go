@@ -1,6 +1,7 @@
 package kubeconn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -19,7 +20,11 @@ import (
 	"sigs.k8s.io/swdt/pkg/simnode"
 )
 
-var _ node.Conn = (*kubeconn.Conn)(nil)
+var (
+	_ node.Conn      = (*kubeconn.Conn)(nil)
+	_ node.Terminal  = (*kubeconn.Conn)(nil)
+	_ node.Forwarder = (*kubeconn.Conn)(nil)
+)
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -66,11 +71,18 @@ func TestOpsThroughPodsExec(t *testing.T) {
 	if facts.Hostname != "WIN-01" || !facts.IsAdmin {
 		t.Errorf("facts = %+v, want the node's hostname WIN-01 and an administrator (SYSTEM)", facts)
 	}
-	if got, want := n.Capabilities(), (node.Capabilities{Encoding: true, Attachments: true, PortForward: true}); got != want {
+	if got, want := n.Capabilities(), (node.Capabilities{Encoding: true, Attachments: true, PortForward: true, Terminal: true}); got != want {
 		t.Errorf("Capabilities = %+v, want %+v", got, want)
 	}
-	if _, err := n.Shell(ctx, remote.ShellOptions{}); err == nil || !strings.Contains(err.Error(), "cannot open a terminal") {
-		t.Errorf("Shell: %v, want the connection cannot open a terminal", err)
+	// A terminal is cmd.exe in the pod, through an exec with a TTY.
+	var term bytes.Buffer
+	if status, err := n.Shell(ctx, remote.ShellOptions{Command: "hostname", Size: remote.WindowSize{Width: 120, Height: 40}, Stdout: &term}); err != nil || status != 0 || term.String() != "WIN-01\r\n" {
+		t.Errorf("Shell with a command: status %d, %v, output %q; want 0 and WIN-01", status, err, term.String())
+	}
+	// cmd.exe's 9009 is more than the exec protocol carries: taken from
+	// client-go's error, which names it.
+	if status, err := n.Shell(ctx, remote.ShellOptions{Command: "nosuch"}); err != nil || status != 9009 {
+		t.Errorf("Shell with a command that is not there: status %d, %v; want 9009", status, err)
 	}
 	payload := []byte(strings.Repeat("kubelet build\x00\xff", 70000))
 	if err := n.Upload(ctx, strings.NewReader(string(payload)), int64(len(payload)), `C:\k\new\kubelet.exe`, nil); err != nil {

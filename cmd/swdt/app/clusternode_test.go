@@ -117,6 +117,22 @@ func TestClusterNodeVerbs(t *testing.T) {
 	t.Run("port-forward", func(t *testing.T) {
 		portForwardTwoPorts(t, "win-01", "-c", file, "--cluster-node", "win-01")
 	})
+	// ssh is kubectl exec -it: cmd.exe as SYSTEM with a terminal.
+	t.Run("ssh", func(t *testing.T) {
+		const prompt = `C:\Windows\system32>`
+		code, out, errOut := runIn(t, "hostname\r"+"whoami\r"+"exit 3\r", "ssh", "-c", file, "--cluster-node", "win-01")
+		if code != 3 {
+			t.Fatalf("exit %d, want 3\nstdout: %q\nstderr: %s", code, out, errOut)
+		}
+		for _, want := range []string{prompt + "hostname\r\nWIN-01\r\n", prompt + "whoami\r\nnt authority\\system", prompt + "exit 3\r\n"} {
+			if !strings.Contains(strings.ToLower(out), strings.ToLower(want)) {
+				t.Errorf("stdout lacks %q:\n%q", want, out)
+			}
+		}
+		if code, out, errOut := runIn(t, "", "ssh", "-c", file, "--cluster-node", "win-01", "-o", "json", "--", "hostname"); code != exitcode.OK || !strings.Contains(out, `"output": "WIN-01\n"`) {
+			t.Errorf("one command: exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
 	if got := ts.Connections(); got != 0 {
 		t.Errorf("simnode saw %d SSH connections, want none", got)
 	}

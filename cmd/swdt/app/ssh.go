@@ -17,7 +17,7 @@ import (
 )
 
 func newSSHCommand(e *env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "ssh [NODE] [-- COMMAND...]",
 		Short: "Open a shell on a node, or run one command with a terminal",
 		Long: `Open an interactive shell on a node (cmd.exe, or the DefaultShell set for
@@ -38,13 +38,20 @@ ssh -tt): then the node's shell echoes what it reads.
 
 NODE may be left out when --node names one or the file has one node.
 
+--cluster-node NAME takes the Node NAME of the cluster a rollout file
+names instead of NODE, reached through the Kubernetes API with no SSH, as
+kubectl exec -it does: cmd.exe in swdt's HostProcess pod on it (as swdt
+rollout makes it), as SYSTEM, with a terminal. It needs create on
+pods/exec.
+
 Exit codes: the remote shell's or command's exit status; 1 when the node
 could not be reached, the connection was lost, or the status does not fit
 in 0-255 (0xC000013A after Ctrl-C...); 2 usage or config error.`,
 		Example: `  swdt ssh node1
   swdt ssh node1 -- ipconfig /all
   swdt ssh -- type C:\k\kubelet.log
-  swdt ssh -o json node1 -- hostname`,
+  swdt ssh -o json node1 -- hostname
+  swdt ssh -c rollout.yaml --cluster-node win-01`,
 		ValidArgsFunction: e.completeNode,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			before, after := args, []string(nil)
@@ -54,6 +61,8 @@ in 0-255 (0xC000013A after Ctrl-C...); 2 usage or config error.`,
 			return runSSH(cmd.Context(), e, before, after)
 		},
 	}
+	e.addClusterNodeFlag(cmd)
+	return cmd
 }
 
 func runSSH(ctx context.Context, e *env, before, after []string) error {

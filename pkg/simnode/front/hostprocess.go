@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/swdt/pkg/kubeconn/filescript"
 	"sigs.k8s.io/swdt/pkg/ops"
+	"sigs.k8s.io/swdt/pkg/simnode/kubelet"
 	"sigs.k8s.io/swdt/pkg/simnode/machine"
 	"sigs.k8s.io/swdt/pkg/simnode/machine/ntfs"
 )
@@ -33,11 +34,47 @@ func (s *Server) RunHostProcess(ctx context.Context, argv []string, stdin io.Rea
 		return s.fileCall(stdin, stdout, stderr)
 	}
 	io.Copy(io.Discard, stdin)
+	notRecognized(stderr, argv)
+	return 1
+}
+
+// notRecognized says, as cmd.exe does, that it knows no program argv[0].
+func notRecognized(w io.Writer, argv []string) {
 	word := ""
 	if len(argv) > 0 {
 		word = argv[0]
 	}
-	fmt.Fprintf(stderr, "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", word)
+	fmt.Fprintf(w, "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", word)
+}
+
+// RunHostTerminal runs argv with a terminal as an exec with a TTY into a
+// HostProcess container running as SYSTEM does (kubectl exec -it): cmd.exe
+// is the look-alike of the SSH sessions' shell (shell.go), interactive or
+// with /c and a command line, in C:\Windows\system32; anything else is not
+// recognized, as cmd.exe says. tty's sizes are the terminal's. It returns
+// the exit status.
+func (s *Server) RunHostTerminal(ctx context.Context, argv []string, tty *kubelet.Terminal, stdin io.Reader, stdout io.Writer) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pty := &ptyState{width: 80, height: 24}
+	go func() {
+		for sz := range tty.Sizes {
+			pty.set(sz.Width, sz.Height)
+		}
+	}()
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	sh := &shell{n: s.node(hostProcessAccount), out: stdout, pty: pty, cwd: `C:\Windows\system32`, in: feed(ctx, stdin)}
+	cmd := len(argv) > 0 && (strings.EqualFold(argv[0], "cmd.exe") || strings.EqualFold(argv[0], "cmd"))
+	switch {
+	case cmd && len(argv) == 1:
+		return sh.interactive(ctx)
+	case cmd && len(argv) == 3 && strings.EqualFold(argv[1], "/c"):
+		status, _ := sh.runLine(ctx, argv[2])
+		return status
+	}
+	notRecognized(stdout, argv)
 	return 1
 }
 

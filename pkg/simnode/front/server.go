@@ -156,11 +156,14 @@ func New(opts Options) (*Server, error) {
 	// The kubelet's pods run commands on the server, which exists only
 	// once the machine is open (a kubelet resumed by Open execs later).
 	var self atomic.Pointer[Server]
-	hostExec := func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, cut func()) int {
+	hostExec := func(ctx context.Context, argv []string, tty *kubelet.Terminal, stdin io.Reader, stdout, stderr io.Writer, cut func()) int {
 		s := self.Load()
 		if s == nil {
 			fmt.Fprintln(stderr, "simnode: the node is still starting")
 			return 1
+		}
+		if tty != nil {
+			return s.RunHostTerminal(ctx, argv, tty, stdin, stdout)
 		}
 		return s.RunHostProcess(ctx, argv, stdin, stdout, stderr, cut)
 	}

@@ -64,10 +64,14 @@ func (p *ptyState) resize(payload []byte) bool {
 	if ssh.Unmarshal(payload, &r) != nil {
 		return false
 	}
-	p.mu.Lock()
-	p.width, p.height = int(r.Columns), int(r.Rows)
-	p.mu.Unlock()
+	p.set(int(r.Columns), int(r.Rows))
 	return true
+}
+
+func (p *ptyState) set(width, height int) {
+	p.mu.Lock()
+	p.width, p.height = width, height
+	p.mu.Unlock()
 }
 
 // shell is one session's shell.
@@ -97,12 +101,23 @@ func (cs *connState) serveShell(ctx context.Context, ch ssh.Channel, reqs <-chan
 		}
 		cancel() // the client closed the session
 	}()
+	n := cs.srv.node(cs.account)
+	sh := &shell{n: n, out: ch, pty: pty, cwd: `C:\Users\` + cs.account.Name, in: feed(ctx, ch)}
+	if command != "" {
+		status, _ := sh.runLine(ctx, command)
+		return status
+	}
+	return sh.interactive(ctx)
+}
+
+// feed delivers what r reads, until it ends or ctx does.
+func feed(ctx context.Context, r io.Reader) <-chan []byte {
 	in := make(chan []byte)
 	go func() {
 		defer close(in)
 		for {
 			buf := make([]byte, 1024)
-			k, err := ch.Read(buf)
+			k, err := r.Read(buf)
 			if k > 0 {
 				select {
 				case in <- buf[:k]:
@@ -115,13 +130,7 @@ func (cs *connState) serveShell(ctx context.Context, ch ssh.Channel, reqs <-chan
 			}
 		}
 	}()
-	n := cs.srv.node(cs.account)
-	sh := &shell{n: n, out: ch, pty: pty, cwd: `C:\Users\` + cs.account.Name, in: in}
-	if command != "" {
-		status, _ := sh.runLine(ctx, command)
-		return status
-	}
-	return sh.interactive(ctx)
+	return in
 }
 
 // next returns the next byte the client sent; ok is false at its end.

@@ -34,8 +34,21 @@ import (
 
 // HostExec runs argv on the node as an exec into a HostProcess container
 // does (as SYSTEM, in the node's own environment), with the exec stream's
-// input and output; cut drops the stream. It returns the exit status.
-type HostExec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, cut func()) int
+// input and output; cut drops the stream. tty is the exec's terminal when
+// it asked for one (nil otherwise; stderr then goes nowhere: a terminal
+// has one output). It returns the exit status.
+type HostExec func(ctx context.Context, argv []string, tty *Terminal, stdin io.Reader, stdout, stderr io.Writer, cut func()) int
+
+// Terminal is the terminal of an exec that asked for one (a pseudo
+// console on Windows).
+type Terminal struct {
+	// Sizes are its sizes as the client sets them, the first one first;
+	// closed when the exec ends.
+	Sizes <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct{ Width, Height int }
 
 // podHost is the part of the simulated kubelet that runs pods: the
 // HostProcess pods bound to its Node become Running (their processes are
@@ -298,7 +311,7 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 }
 
 // Exec runs cmd on the node (streaming.Runtime).
-func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, _ bool, _ <-chan remotecommandserver.TerminalSize) error {
+func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize) error {
 	if in == nil {
 		in = strings.NewReader("")
 	}
@@ -324,7 +337,30 @@ func (h *podHost) Exec(ctx context.Context, _ string, cmd []string, in io.Reader
 			}
 		}()
 	}
-	status := h.exec(ctx, cmd, in, stdout, stderr, cut)
+	var term *Terminal
+	if tty {
+		sizes := make(chan TerminalSize)
+		term = &Terminal{Sizes: sizes}
+		go func() {
+			defer close(sizes)
+			for {
+				select {
+				case sz, ok := <-resize:
+					if !ok {
+						return
+					}
+					select {
+					case sizes <- TerminalSize{Width: int(sz.Width), Height: int(sz.Height)}:
+					case <-ctx.Done():
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	status := h.exec(ctx, cmd, term, in, stdout, stderr, cut)
 	// The command's output ends (EOF on each stream) before its status
 	// is sent, as a runtime closes a finished process's pipes.
 	for _, w := range []io.WriteCloser{out, errw} {

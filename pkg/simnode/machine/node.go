@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -38,7 +39,14 @@ func (n *Node) Hostname() string {
 }
 
 // Username is the session's DOMAIN\user, as WindowsIdentity.Name prints it.
-func (n *Node) Username() string { return n.Hostname() + `\` + n.account.Name }
+func (n *Node) Username() string {
+	if strings.EqualFold(n.account.Name, "SYSTEM") {
+		// LocalSystem is no account of the machine's: Windows names it
+		// NT AUTHORITY\SYSTEM (a HostProcess container's default).
+		return `NT AUTHORITY\SYSTEM`
+	}
+	return n.Hostname() + `\` + n.account.Name
+}
 
 // Account returns the session's account (without its password).
 func (n *Node) Account() Account { a := n.account; a.Password = ""; return a }
