@@ -132,6 +132,11 @@ func TestClusterNodeVerbs(t *testing.T) {
 		if code, out, errOut := runIn(t, "", "ssh", "-c", file, "--cluster-node", "win-01", "-o", "json", "--", "hostname"); code != exitcode.OK || !strings.Contains(out, `"output": "WIN-01\n"`) {
 			t.Errorf("one command: exit %d\n%s\n%s", code, out, errOut)
 		}
+		// Ctrl-C ends the program with a status the exec protocol cannot
+		// carry: it is read from client-go's error.
+		if code, _, errOut := runIn(t, "\x03", "ssh", "-c", file, "--cluster-node", "win-01", "--", "timeout", "/t", "30"); code != exitcode.Failure || !strings.Contains(errOut, "exited with status 3221225786 (0xC000013A)") {
+			t.Errorf("Ctrl-C to one command: exit %d\n%s", code, errOut)
+		}
 	})
 	if got := ts.Connections(); got != 0 {
 		t.Errorf("simnode saw %d SSH connections, want none", got)
