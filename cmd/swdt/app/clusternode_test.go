@@ -119,7 +119,7 @@ func TestClusterNodeVerbs(t *testing.T) {
 	})
 	// ssh is kubectl exec -it: cmd.exe as SYSTEM with a terminal.
 	t.Run("ssh", func(t *testing.T) {
-		const prompt = `C:\Windows\system32>`
+		const prompt = `C:\hpc>`
 		code, out, errOut := runIn(t, "hostname\r"+"whoami\r"+"exit 3\r", "ssh", "-c", file, "--cluster-node", "win-01")
 		if code != 3 {
 			t.Fatalf("exit %d, want 3\nstdout: %q\nstderr: %s", code, out, errOut)

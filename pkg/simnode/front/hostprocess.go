@@ -50,8 +50,10 @@ func notRecognized(w io.Writer, argv []string) {
 // RunHostTerminal runs argv with a terminal as an exec with a TTY into a
 // HostProcess container running as SYSTEM does (kubectl exec -it): cmd.exe
 // is the look-alike of the SSH sessions' shell (shell.go), interactive or
-// with /c and a command line, in C:\Windows\system32; anything else is not
-// recognized, as cmd.exe says. tty's sizes are the terminal's. It returns
+// with /c and a command line, in the container's volume C:\hpc (a
+// HostProcess container's working folder, when its image names none);
+// anything else is not recognized, as cmd.exe says. tty's sizes are the
+// terminal's. It returns
 // the exit status.
 func (s *Server) RunHostTerminal(ctx context.Context, argv []string, tty *kubelet.Terminal, stdin io.Reader, stdout io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
@@ -65,7 +67,7 @@ func (s *Server) RunHostTerminal(ctx context.Context, argv []string, tty *kubele
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	sh := &shell{n: s.node(hostProcessAccount), out: stdout, pty: pty, cwd: `C:\Windows\system32`, in: feed(ctx, stdin)}
+	sh := &shell{n: s.node(hostProcessAccount), out: stdout, pty: pty, cwd: `C:\hpc`, in: feed(ctx, stdin)}
 	cmd := len(argv) > 0 && (strings.EqualFold(argv[0], "cmd.exe") || strings.EqualFold(argv[0], "cmd"))
 	switch {
 	case cmd && len(argv) == 1:
