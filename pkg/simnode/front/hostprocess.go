@@ -53,8 +53,7 @@ func notRecognized(w io.Writer, argv []string) {
 // with /c and a command line, in the container's volume C:\hpc (a
 // HostProcess container's working folder, when its image names none);
 // anything else is not recognized, as cmd.exe says. tty's sizes are the
-// terminal's. It returns
-// the exit status.
+// terminal's. It returns the exit status.
 func (s *Server) RunHostTerminal(ctx context.Context, argv []string, tty *kubelet.Terminal, stdin io.Reader, stdout io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
