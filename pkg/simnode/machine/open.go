@@ -122,8 +122,12 @@ func (m *Machine) OnReboot(fn func()) {
 	m.onReboot = fn
 }
 
-// Close ends the daemons and waits for them.
-func (m *Machine) Close() { m.daemons.stop() }
+// Close ends the daemons and waits for them, and for the volume to free
+// what was deleted.
+func (m *Machine) Close() {
+	m.daemons.stop()
+	m.vol.Close()
+}
 
 // TrustedAgent reports whether the file at p is a swdt-agent build simnode
 // runs (see ntfs.Volume.TrustedAgent).

@@ -283,9 +283,12 @@ func (v *Volume) remove(p string, recursive bool) error {
 		v.host.Save()
 		return nil
 	}
-	if fi.IsDir() && recursive {
+	switch {
+	case fi.IsDir() && recursive:
 		err = os.RemoveAll(host)
-	} else {
+	case fi.Mode().IsRegular():
+		err = v.discards.remove(host)
+	default:
 		err = os.Remove(host)
 	}
 	if err == nil {

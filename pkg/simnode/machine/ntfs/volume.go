@@ -35,6 +35,8 @@ type Volume struct {
 	// cluster is the cluster size of a ReFS volume, which can clone
 	// blocks; 0 on NTFS (clone.go).
 	cluster int64
+	// discards frees deleted files' data after their deletes (discard.go).
+	discards *discards
 }
 
 // Host is what the volume needs of its machine; each method is called
@@ -85,5 +87,8 @@ type Security struct {
 // agentDigests names further trusted agent builds (trust.go).
 func New(mu *sync.Mutex, host Host, root string, scanHold time.Duration, agentDigests func() []string) *Volume {
 	return &Volume{mu: mu, host: host, root: root, writers: map[string]int{}, markers: markerCache{},
-		scanHold: scanHold, hashes: map[string]agentHash{}, agentDigests: agentDigests}
+		scanHold: scanHold, hashes: map[string]agentHash{}, agentDigests: agentDigests, discards: newDiscards(root)}
 }
+
+// Close waits until the data of the files deleted is freed.
+func (v *Volume) Close() { v.discards.wait() }
