@@ -35,9 +35,14 @@ const (
 	netFx48Release = 528040
 )
 
-// chocoIDRE is a NuGet/Chocolatey package id (as the config validates it):
-// it cannot start with '-', so choco never takes it for an option.
-var chocoIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+// chocoIDRE is a NuGet/Chocolatey package id (as the config validates it,
+// of at most chocoIDMax bytes, checked apart: a {0,99} would compile into a
+// hundred states at every start of the agent): it cannot start with '-',
+// so choco never takes it for an option.
+var chocoIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// chocoIDMax is the longest package id.
+const chocoIDMax = 100
 
 // chocoNotFoundRE matches choco's ways of saying a package is not on the
 // feed.
@@ -292,7 +297,7 @@ func netFxName(release uint64, ok bool) string {
 func chocoPackages(ctx context.Context, w winos.OS, req ops.ChocoPackagesRequest) (ops.ChocoPackagesResponse, error) {
 	resp := ops.ChocoPackagesResponse{Results: []ops.ChocoPackageResult{}}
 	for _, name := range req.Packages {
-		if !chocoIDRE.MatchString(name) {
+		if len(name) > chocoIDMax || !chocoIDRE.MatchString(name) {
 			return resp, Fail(ops.KindBadRequest, "%q is not a Chocolatey package id (letters, digits, '.', '_' and '-', starting with "+
 				"a letter or digit); nothing was installed", name)
 		}

@@ -192,7 +192,7 @@ func TestChocoPackagesV1(t *testing.T) {
 // TestChocoPackagesRefusesBadIDs: a name that is no package id (it could
 // be taken for an option, or was meant for a shell) installs nothing.
 func TestChocoPackagesRefusesBadIDs(t *testing.T) {
-	for _, bad := range []string{"-y", "--source=https://evil.example/", "vim; Remove-Item C:\\", "", "vim git"} {
+	for _, bad := range []string{"-y", "--source=https://evil.example/", "vim; Remove-Item C:\\", "", "vim git", strings.Repeat("v", 101)} { // the last: over 100 characters
 		t.Run(bad, func(t *testing.T) {
 			ts := simnode.StartTest(t)
 			n := ts.Node()

@@ -156,6 +156,9 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.setup.chocoPackages[0]"}},
 		{name: "choco leading dash", mutate: func(n *Node) { n.Spec.Setup.ChocoPackages = []string{"vim", "-y"} },
 			want: []string{"FieldValueInvalid spec.setup.chocoPackages[1]"}},
+		{name: "choco id of 100 characters", mutate: func(n *Node) { n.Spec.Setup.ChocoPackages = []string{strings.Repeat("v", 100)} }},
+		{name: "choco id too long", mutate: func(n *Node) { n.Spec.Setup.ChocoPackages = []string{strings.Repeat("v", 101)} },
+			want: []string{"FieldValueInvalid spec.setup.chocoPackages[0]"}},
 		{name: "choco duplicate", mutate: func(n *Node) { n.Spec.Setup.ChocoPackages = []string{"vim", "VIM"} },
 			want: []string{"FieldValueDuplicate spec.setup.chocoPackages[1]"}},
 		{name: "authorizedKeys empty entry", mutate: func(n *Node) { n.Spec.Setup.AuthorizedKeys = []string{""} },
@@ -168,6 +171,9 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].name"}},
 		{name: "provisioner name with slash", mutate: func(n *Node) { prov(n, 0).Name = "a/b" },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].name"}},
+		{name: "service name of 256 characters", mutate: func(n *Node) { prov(n, 0).Service = strings.Repeat("s", 256) }},
+		{name: "service name too long", mutate: func(n *Node) { prov(n, 0).Service = strings.Repeat("s", 257) },
+			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].service"}},
 		{name: "provisioner service injection", mutate: func(n *Node) { prov(n, 0).Service = "containerd & calc" },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].service"}},
 		{name: "two provisioners of one service", mutate: func(n *Node) { prov(n, 1).Service = prov(n, 0).Name },
@@ -244,6 +250,12 @@ func TestValidateNode(t *testing.T) {
 		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0]"}},
 		{name: "health check pipe prefix", mutate: func(n *Node) {
 			prov(n, 0).HealthChecks = []HealthCheck{{NamedPipe: `\\.\pipe\containerd-containerd`}}
+		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0].namedPipe"}},
+		{name: "health check pipe of 256 characters", mutate: func(n *Node) {
+			prov(n, 0).HealthChecks = []HealthCheck{{NamedPipe: strings.Repeat("p", 256)}}
+		}},
+		{name: "health check pipe too long", mutate: func(n *Node) {
+			prov(n, 0).HealthChecks = []HealthCheck{{NamedPipe: strings.Repeat("p", 257)}}
 		}, want: []string{"FieldValueInvalid spec.kubernetes.provisioners[0].healthCheck[0].namedPipe"}},
 		{name: "health check port negative", mutate: func(n *Node) { prov(n, 1).HealthChecks[0].TCPPort = -1 },
 			want: []string{"FieldValueInvalid spec.kubernetes.provisioners[1].healthCheck[0].tcpPort"}},

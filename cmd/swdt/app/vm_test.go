@@ -338,6 +338,8 @@ func TestVMBadInput(t *testing.T) {
 			stderr: []string{`node win: VM "Win 2022" (Hyper-V on hv): no such snapshot`, `"nope"`}},
 		{name: "bad snapshot name", file: good, args: []string{"vm", "snapshot", "a b"}, code: exitcode.Usage,
 			stderr: []string{`snapshot name "a b"`}},
+		{name: "snapshot name too long", file: good, args: []string{"vm", "snapshot", strings.Repeat("s", 129)}, code: exitcode.Usage,
+			stderr: []string{"at most 128 characters"}},
 		{name: "unreachable hypervisor", file: l.file(t, "far", strings.Replace(hypervVMSpec, "host: hv", "host: Administrator@"+closed, 1)),
 			args: []string{"vm", "snapshot", "s1"}, code: exitcode.Failure,
 			stderr: []string{`node far: VM "Win 2022" (Hyper-V on Administrator@` + closed + `): hypervisor unreachable`}},
