@@ -49,6 +49,12 @@ type shaper struct {
 	target string
 	ln     net.Listener
 	wg     sync.WaitGroup
+	// trace, when set, gets a line for every segment the shaper delivers:
+	// its connection, when it arrives (from the connection's accept),
+	// its direction and size (bench shape -trace).
+	trace io.Writer
+	mu    sync.Mutex // serialises trace's lines
+	conns int
 }
 
 func startShaper(l link, target string) (*shaper, error) {
@@ -81,12 +87,15 @@ func (s *shaper) serve() {
 			_ = c.Close()
 			continue
 		}
-		toServer, toClient := s.handshake(time.Now())
+		t0 := time.Now()
+		toServer, toClient := s.handshake(t0)
+		s.conns++
+		id := s.conns
 		go func() {
 			var both sync.WaitGroup
 			both.Add(2)
-			go func() { defer both.Done(); s.pipe(c, up, toServer) }()
-			go func() { defer both.Done(); s.pipe(up, c, toClient) }()
+			go func() { defer both.Done(); s.pipe(c, up, toServer, s.tracer(id, t0, "->")) }()
+			go func() { defer both.Done(); s.pipe(up, c, toClient, s.tracer(id, t0, "<-")) }()
 			both.Wait()
 			_ = c.Close()
 			_ = up.Close()
@@ -102,6 +111,19 @@ func (s *shaper) handshake(t0 time.Time) (toServer, toClient time.Time) {
 	return t0.Add(s.l.rtt), t0.Add(s.l.rtt * 3 / 2)
 }
 
+// tracer returns what pipe calls as it delivers n bytes of connection
+// id (accepted at t0) in direction dir; nil without a trace.
+func (s *shaper) tracer(id int, t0 time.Time, dir string) func(n int) {
+	if s.trace == nil {
+		return nil
+	}
+	return func(n int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		fmt.Fprintf(s.trace, "conn %d %8.1f ms %s %d B\n", id, float64(time.Since(t0).Microseconds())/1000, dir, n)
+	}
+}
+
 // chunk is a segment in flight: its bytes and when it leaves the link.
 type chunk struct {
 	b  []byte
@@ -114,7 +136,7 @@ type chunk struct {
 // it then. Bytes held (in the queue or on the wire) are bounded
 // by the BDP in flight plus a queue of 2 BDP; past that the reader stops
 // reading, and TCP's flow control pushes back on the sender.
-func (s *shaper) pipe(src, dst net.Conn, open time.Time) {
+func (s *shaper) pipe(src, dst net.Conn, open time.Time, delivered func(n int)) {
 	const seg = 16 << 10
 	limit := max(3*s.l.bdp(), 4*seg)
 	var (
@@ -134,6 +156,9 @@ func (s *shaper) pipe(src, dst net.Conn, open time.Time) {
 				time.Sleep(d)
 			}
 			_, err := dst.Write(c.b)
+			if delivered != nil {
+				delivered(len(c.b))
+			}
 			mu.Lock()
 			held -= len(c.b)
 			cond.Broadcast()
@@ -273,6 +298,7 @@ func shapeAlone(args []string) error {
 	target := fs.String("target", "", "address to forward to")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "round-trip time")
 	mbit := fs.Float64("mbit", 100, "rate in Mbit/s")
+	trace := fs.Bool("trace", false, "print every segment delivered (connection, ms since its accept, direction, bytes) on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -282,6 +308,9 @@ func shapeAlone(args []string) error {
 	s, err := startShaper(link{name: "shape", bitsPerSec: *mbit * 1e6, rtt: *rtt}, *target)
 	if err != nil {
 		return err
+	}
+	if *trace {
+		s.trace = os.Stderr
 	}
 	fmt.Println("address:", s.addr())
 	c := make(chan os.Signal, 1)
