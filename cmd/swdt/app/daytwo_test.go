@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/swdt/pkg/exitcode"
+	"sigs.k8s.io/swdt/pkg/ops"
 	"sigs.k8s.io/swdt/pkg/simnode"
 	"sigs.k8s.io/swdt/pkg/ui/report"
 )
@@ -245,7 +246,9 @@ type following struct {
 
 const followLog = `C:\k\kubelet.log`
 
-func startFollowing(t *testing.T, content string, lines int) *following {
+// startFollowing runs logs --follow of the kubelet, whose log holds
+// content, with its last lines and extra args.
+func startFollowing(t *testing.T, content string, lines int, extra ...string) *following {
 	t.Helper()
 	ts := simnode.StartTest(t)
 	file := statusFile(t, ts, "", "MZ kubelet\n")
@@ -261,7 +264,7 @@ func startFollowing(t *testing.T, content string, lines int) *following {
 	t.Cleanup(cancel)
 	go func() {
 		f.done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &f.out, ErrOut: &f.errOut},
-			[]string{"logs", "-c", file, "winworker", "kubelet", "-n", strconv.Itoa(lines), "--follow", "--interval", "100ms"})
+			append([]string{"logs", "-c", file, "winworker", "kubelet", "-n", strconv.Itoa(lines), "--follow", "--interval", "100ms"}, extra...))
 	}()
 	return f
 }
@@ -313,6 +316,52 @@ func TestLogsFollow(t *testing.T) {
 	f.stop()
 	if want := "old 2\nhalf a line\nnew 3\nrotated 1\n"; f.out.String() != want {
 		t.Errorf("stdout = %q, want %q", f.out.String(), want)
+	}
+}
+
+// TestLogsFollowFailureEndsTheStream: a read that fails while following
+// (not a lost connection) ends --follow with exit 1 and, with -o json,
+// its stream with a failed document that names the node and the error,
+// after the documents of what it showed.
+func TestLogsFollowFailureEndsTheStream(t *testing.T) {
+	t.Parallel()
+	f := startFollowing(t, "line 1\r\n", 5, "-o", "json")
+	f.waitFor(&f.out, "line 1")
+	if err := f.n.UpdateFaults(func(fl *simnode.Faults) { fl.FailOps = []string{ops.ServiceLogs.Name} }); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	select {
+	case code = <-f.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("--follow went on after its read failed\nstdout: %s\nstderr: %s", f.out.String(), f.errOut.String())
+	}
+	if code != exitcode.Failure {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.Failure, f.errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(f.out.String()), "\n")
+	var docs []map[string]any
+	for _, l := range lines {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatalf("a line of the stream is not a JSON document: %v\n%s", err, f.out.String())
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) < 2 {
+		t.Fatalf("want the logs' documents and the failure's, got %d:\n%s", len(docs), f.out.String())
+	}
+	for _, doc := range docs[:len(docs)-1] {
+		if doc["result"] == "failed" {
+			t.Errorf("a document before the last failed: %v", doc)
+		}
+	}
+	last := docs[len(docs)-1]
+	if last["kind"] != docs[0]["kind"] || last["result"] != "failed" || last["node"] != "winworker" {
+		t.Errorf("the last document is %v, want a failed %v of node winworker", last, docs[0]["kind"])
+	}
+	if e, _ := last["error"].(string); !strings.Contains(e, "read the log of kubelet") || !strings.Contains(e, "injected") {
+		t.Errorf("the failure's error %q does not say what failed", e)
 	}
 }
 
