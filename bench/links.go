@@ -483,6 +483,7 @@ func (b *bench) watchRuns(p *pusher, pair [2]string, rounds int) (series, int64,
 		if err := copyFile(f, tmp); err != nil {
 			return nil, 0, err
 		}
+		b.quiet()
 		start := time.Now()
 		if err := os.Rename(tmp, watched); err != nil {
 			return nil, 0, err

@@ -70,6 +70,7 @@ func wrapExec(args []string) int {
 // timed runs prog through exec mode and returns what it measured; stdout
 // and stderr receive the program's output (nil discards).
 func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (measured, error) {
+	b.quiet()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	result := filepath.Join(b.dir, "measured.json")
@@ -92,6 +93,23 @@ func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (me
 		return measured{}, fmt.Errorf("%s: what exec mode measured: %w", prog, err)
 	}
 	return m, nil
+}
+
+// quiet waits, at most 10 s, until the bench's simnodes have freed the
+// files that runs before deleted. A simnode frees a deleted file in the
+// background (its state directory's discarded folder; simnode's
+// machine/ntfs/discard.go), as NTFS frees clusters in its bitmap; a
+// Windows node has no such work left after a delete, so it must not land
+// in the time of the run after it.
+func (b *bench) quiet() {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		left, _ := filepath.Glob(filepath.Join(b.dir, "*", "discarded", "*"))
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // series is one row's runs.
