@@ -45,6 +45,10 @@ func TestClusterNodeVerbs(t *testing.T) {
 		// check, when set, checks what the verb did and printed.
 		check func(t *testing.T, out string)
 	}{
+		// The agent's upload through the API shows as over SSH (its end
+		// line follows its start line).
+		{name: "logs, the first contact", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "1"},
+			wantErr: "✔ node win-01: upload swdt-agent (first contact)"},
 		{name: "exec", args: []string{"exec", "-c", file, "--cluster-node", "win-01", "--", "hostname"}, want: "WIN-01"},
 		{name: "logs", args: []string{"logs", "-c", file, "--cluster-node", "win-01", "kubelet", "-n", "5"}, wantErr: "node win-01: kubelet (Running)"},
 		{name: "restart the kubelet, which carries the stream", args: []string{"restart", "-c", file, "--cluster-node", "win-01", "kubelet", "--settle", "0"},

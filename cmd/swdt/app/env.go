@@ -26,18 +26,25 @@ func (e *env) connectQuiet(ctx context.Context, spec *v1alpha1.Node, warn func(m
 }
 
 func (e *env) dial(ctx context.Context, spec *v1alpha1.Node, warn func(msg string), transfers bool) (*node.Node, error) {
-	if e.kube != nil {
-		return rollout.KubeConnector(*e.kube, e.ui.Logger()).Connect(ctx, spec.Name, warn)
-	}
-	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
-	opts := node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
-		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }}
+	var transfer func(label string, total int64) (func(int64), func())
 	if transfers && e.ui.Format() != ui.FormatJSON {
-		opts.Transfer = func(label string, total int64) (func(int64), func()) {
+		transfer = func(label string, total int64) (func(int64), func()) {
 			t := e.sharedProgress().Transfer(label, total)
 			return t.Update, t.End
 		}
 	}
+	if e.kube != nil {
+		n, err := rollout.KubeConnector(*e.kube, e.ui.Logger()).Connect(ctx, spec.Name, warn)
+		if err != nil {
+			return nil, err
+		}
+		// The agent goes up with the first op, through the API as over SSH.
+		n.Transfer = transfer
+		return n, nil
+	}
+	e.promptOnce.Do(func() { e.passphrase = e.ui.PassphrasePrompt(e.streams.In) })
+	opts := node.ConnectOptions{Logger: e.ui.Logger(), Warn: warn, Passphrase: e.passphrase, NodeFile: e.configPath,
+		Waiting: func(msg string) { e.ui.Step(spec.Name, "%s", msg) }, Transfer: transfer}
 	return vm.ConnectNode(ctx, *spec, opts, e.openVM)
 }
 
