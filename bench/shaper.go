@@ -57,12 +57,16 @@ type shaper struct {
 	conns int
 }
 
-func startShaper(l link, target string) (*shaper, error) {
+func startShaper(l link, target string) (*shaper, error) { return startTracedShaper(l, target, nil) }
+
+// startTracedShaper is startShaper with the segments it delivers written
+// to trace (nil: none).
+func startTracedShaper(l link, target string, trace io.Writer) (*shaper, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &shaper{l: l, target: target, ln: ln}
+	s := &shaper{l: l, target: target, ln: ln, trace: trace}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -305,12 +309,13 @@ func shapeAlone(args []string) error {
 	if *target == "" {
 		return errors.New("-target is needed")
 	}
-	s, err := startShaper(link{name: "shape", bitsPerSec: *mbit * 1e6, rtt: *rtt}, *target)
+	var to io.Writer
+	if *trace {
+		to = os.Stderr
+	}
+	s, err := startTracedShaper(link{name: "shape", bitsPerSec: *mbit * 1e6, rtt: *rtt}, *target, to)
 	if err != nil {
 		return err
-	}
-	if *trace {
-		s.trace = os.Stderr
 	}
 	fmt.Println("address:", s.addr())
 	c := make(chan os.Signal, 1)

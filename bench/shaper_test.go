@@ -3,8 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"net"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -81,4 +85,78 @@ func TestShaperChargesTheHandshake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShaperTrace: with a trace, the shaper writes a line for every
+// segment it delivers, in each direction, with its connection, its time
+// since the connection's accept and its size.
+func TestShaperTrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c) // an echo
+	}()
+	trace := &syncBuffer{}
+	sh, err := startTracedShaper(link{name: "test", bitsPerSec: 100e6, rtt: 10 * time.Millisecond}, ln.Addr().String(), trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", sh.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]byte, 5)
+	if _, err := io.ReadFull(c, back); err != nil {
+		t.Fatal(err)
+	}
+	defer sh.close()
+	defer c.Close()
+	// The echo's line is written just after its bytes are delivered.
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(trace.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	line := regexp.MustCompile(`^conn 1 +[0-9]+\.[0-9] ms (->|<-) 5 B$`)
+	lines := strings.Split(strings.TrimSpace(trace.String()), "\n")
+	dirs := map[string]bool{}
+	for _, l := range lines {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("trace line %q is not a segment's; the trace:\n%s", l, trace.String())
+		}
+		dirs[m[1]] = true
+	}
+	if !dirs["->"] || !dirs["<-"] {
+		t.Errorf("the trace has not both directions of the echo:\n%s", trace.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that one goroutine writes while another
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
