@@ -226,7 +226,8 @@ type Proxy struct {
 
 type proxyConn struct {
 	c, u   net.Conn
-	frozen atomic.Bool
+	frozen atomic.Bool // both directions
+	mute   atomic.Bool // client to server only
 }
 
 // StartProxy forwards to target and cuts the first cuts connections after
@@ -290,6 +291,16 @@ func (p *Proxy) FreezeAll() {
 	}
 }
 
+// MuteAll stops forwarding what clients send on every connection open now,
+// while what servers send still arrives: a link that lost one direction.
+func (p *Proxy) MuteAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.live {
+		pc.mute.Store(true)
+	}
+}
+
 func (p *Proxy) serve(c net.Conn, cut bool) {
 	defer c.Close()
 	u, err := net.Dial("tcp", p.target)
@@ -312,14 +323,14 @@ func (p *Proxy) serve(c net.Conn, cut bool) {
 		if cut {
 			r = io.LimitReader(c, p.cutAfter)
 		}
-		_, _ = pipe(u, r, pc)
+		_, _ = pipe(u, r, pc, func() bool { return pc.frozen.Load() || pc.mute.Load() })
 		// Cut: close both sides at once, as a dropped link would.
 		c.Close()
 		u.Close()
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = pipe(c, u, pc)
+		_, _ = pipe(c, u, pc, pc.frozen.Load)
 		c.Close()
 		u.Close()
 		done <- struct{}{}
@@ -329,13 +340,13 @@ func (p *Proxy) serve(c net.Conn, cut bool) {
 }
 
 // pipe copies like io.Copy but stops delivering (and holds the data) while
-// the connection is frozen.
-func pipe(dst io.Writer, src io.Reader, pc *proxyConn) (int64, error) {
+// held says so.
+func pipe(dst io.Writer, src io.Reader, pc *proxyConn, held func() bool) (int64, error) {
 	buf := make([]byte, 32*1024)
 	var total int64
 	for {
 		n, err := src.Read(buf)
-		for n > 0 && pc.frozen.Load() {
+		for n > 0 && held() {
 			time.Sleep(10 * time.Millisecond)
 			if isClosed(pc) {
 				return total, net.ErrClosed

@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -208,6 +209,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	}
 	nc := base
 	var client *ssh.Client
+	var clock *readClock // on the node's hop, for keepAlive
 	for i, h := range route {
 		if i > 0 {
 			prev := route[i-1].name
@@ -217,6 +219,10 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 				}
 				return fail(&DialError{Addr: h.addr, Stage: "connect", Timeout: t.dialTimeout, ViaJump: prev, Jump: jumpName(route, i), Err: err})
 			}
+		}
+		if i == len(route)-1 {
+			clock = newReadClock(nc)
+			nc = clock
 		}
 		if client, err = c.handshake(ctx, dctx, nc, i); err != nil {
 			// Dial and auth errors name the jump host themselves; host
@@ -252,7 +258,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	go cn.probeRTT()
 	cn.openSpare()
 	if t.keepAlive > 0 {
-		go cn.keepAlive(t.keepAlive)
+		go cn.keepAlive(t.keepAlive, clock)
 	}
 	c.log.Debug("ssh connected", "addr", t.addr, "user", t.user, "server", string(client.ServerVersion()))
 	return cn, nil
@@ -449,37 +455,63 @@ func (cn *conn) kill(reason error) {
 	cn.closeJumps()
 }
 
-func (cn *conn) keepAlive(interval time.Duration) {
+// keepAlive watches what arrives from the server, as OpenSSH's
+// ServerAliveInterval does: after an interval with nothing read it asks
+// for an answer (keepalive@openssh.com), and once nothing at all has been
+// read for keepAliveCountMax intervals it closes the connection. Any bytes
+// count, so a busy connection sends no keepalives, and one that waits
+// behind other requests (the RTT probe's) is not taken for dead.
+func (cn *conn) keepAlive(interval time.Duration, rc *readClock) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	limit := interval * keepAliveCountMax
+	var asking atomic.Bool
 	for {
 		select {
 		case <-cn.done:
 			return
 		case <-tick.C:
 		}
-		res := make(chan error, 1)
-		go func() {
-			_, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil)
-			res <- err
-		}()
-		wait := time.NewTimer(interval * keepAliveCountMax)
-		select {
-		case err := <-res:
-			wait.Stop()
-			if err != nil {
-				cn.kill(fmt.Errorf("keepalive failed: %w", err))
-				return
-			}
-		case <-wait.C:
-			cn.log.Debug("ssh keepalive unanswered, closing connection", "after", interval*keepAliveCountMax)
-			cn.kill(fmt.Errorf("server did not answer keepalives for %s", interval*keepAliveCountMax))
-			return
-		case <-cn.done:
-			wait.Stop()
+		quiet := rc.quiet()
+		if quiet >= limit {
+			cn.log.Debug("ssh server silent, closing connection", "after", quiet)
+			cn.kill(fmt.Errorf("server sent nothing for %s, keepalives included", limit))
 			return
 		}
+		if quiet >= interval && asking.CompareAndSwap(false, true) {
+			go func() {
+				defer asking.Store(false)
+				if _, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+					cn.kill(fmt.Errorf("keepalive failed: %w", err))
+				}
+			}()
+		}
 	}
+}
+
+// readClock is a connection that notes when bytes last arrived on it.
+type readClock struct {
+	net.Conn
+	last atomic.Int64 // UnixNano of the last read that returned bytes
+}
+
+func newReadClock(c net.Conn) *readClock {
+	rc := &readClock{Conn: c}
+	rc.last.Store(time.Now().UnixNano())
+	return rc
+}
+
+func (rc *readClock) Read(p []byte) (int, error) {
+	n, err := rc.Conn.Read(p)
+	if n > 0 {
+		rc.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// quiet is how long nothing has arrived.
+func (rc *readClock) quiet() time.Duration {
+	return time.Since(time.Unix(0, rc.last.Load()))
 }
 
 // openSpare opens a session channel in the background for the next

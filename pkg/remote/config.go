@@ -31,8 +31,9 @@ const (
 	// DefaultStallTimeout is how long an upload may make no progress
 	// before its connection is given up and the upload tried again.
 	DefaultStallTimeout = 60 * time.Second
-	// keepAliveCountMax keepalives may go unanswered before the connection
-	// is declared dead (as OpenSSH's ServerAliveCountMax).
+	// keepAliveCountMax intervals may pass with nothing from the server
+	// before the connection is declared dead (as OpenSSH's
+	// ServerAliveCountMax).
 	keepAliveCountMax = 3
 )
 
@@ -76,7 +77,10 @@ type Config struct {
 	// (default 15s).
 	DialTimeout time.Duration
 	// KeepAliveInterval is the keepalive@openssh.com period (default 15s;
-	// negative disables). Three unanswered keepalives close the connection.
+	// negative disables): a keepalive is sent after an interval in which
+	// nothing arrived, and the connection is closed after three intervals
+	// in which nothing did, as OpenSSH's ServerAliveInterval and
+	// ServerAliveCountMax.
 	KeepAliveInterval time.Duration
 	// StallTimeout is how long an upload may send nothing before its
 	// connection is abandoned and the upload retried once on a new one

@@ -178,6 +178,52 @@ func TestKeepAliveDetectsFrozenLink(t *testing.T) {
 	}
 }
 
+// TestKeepAliveCountsWhatArrives: the keepalive judges a connection by
+// what arrives, as OpenSSH's ServerAliveCountMax does. Through a link that
+// stopped carrying the client's packets (its keepalives among them), a
+// command's output that keeps arriving, for many times the keepalive
+// limit, keeps the connection open to its end.
+func TestKeepAliveCountsWhatArrives(t *testing.T) {
+	s := sshdtest.Start(t)
+	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
+	cfg := sshdConfig(t, s)
+	cfg.Host = p.Addr
+	cfg.KeepAliveInterval = 200 * time.Millisecond
+	c := dial(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// 40 lines 50 ms apart: 2 s of output, the limit is 0.6 s.
+	const script = `echo start; i=0; while [ $i -lt 40 ]; do sleep 0.05; echo $i; i=$((i+1)); done`
+	out := &muteOnFirstLine{mute: p.MuteAll}
+	var stderr strings.Builder
+	code, err := c.Exec(ctx, script, nil, out, &stderr)
+	if err != nil || code != 0 {
+		t.Fatalf("Exec through a muted link = %d, %v (stderr %q)", code, err, stderr.String())
+	}
+	if lines := strings.Count(out.b.String(), "\n"); lines != 41 {
+		t.Errorf("got %d lines of output, want 41:\n%s", lines, out.b.String())
+	}
+	if n := p.Connections(); n != 1 {
+		t.Errorf("proxy saw %d connections, want 1", n)
+	}
+}
+
+// muteOnFirstLine collects output and calls mute once the first line is in.
+type muteOnFirstLine struct {
+	mute  func()
+	b     strings.Builder
+	muted bool
+}
+
+func (w *muteOnFirstLine) Write(p []byte) (int, error) {
+	w.b.Write(p)
+	if !w.muted && strings.Contains(w.b.String(), "\n") {
+		w.muted = true
+		w.mute()
+	}
+	return len(p), nil
+}
+
 // TestRTT: the round-trip time is measured (a keepalive request, which
 // OpenSSH answers) once connected, and unknown once closed.
 func TestRTT(t *testing.T) {
