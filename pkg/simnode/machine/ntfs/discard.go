@@ -15,7 +15,8 @@ import (
 // cost a swap that clears its old backup would pay on no Windows node. So
 // the volume deletes a file by moving it into the machine's discard
 // folder (beside fs/, never seen from the node), which is as quick as a
-// rename, and frees it there in the background. The host's work is not
+// rename, and frees it there in the background; a file a rename replaces
+// is linked there first, so the rename stays one atomic step. The host's work is not
 // hidden: it is done on the same cores, after the delete has returned.
 
 // discards frees discarded files, one at a time, in a goroutine that runs
@@ -41,17 +42,49 @@ func newDiscards(root string) *discards {
 // freed in the background, or removed where it is when it cannot be
 // moved. The name is gone when remove returns.
 func (d *discards) remove(host string) error {
+	to, err := d.place(host, os.Rename)
+	if err != nil {
+		return os.Remove(host)
+	}
+	d.enqueue(to)
+	return nil
+}
+
+// replacing prepares host, a file a rename is about to replace: it is
+// linked into the discard folder, so that the rename drops a name and not
+// the data, which is freed in the background. done(true), once the rename
+// succeeded, queues it; done(false) takes the link back. Where no link can
+// be made, the rename frees the data itself, as it always did.
+func (d *discards) replacing(host string) (done func(replaced bool)) {
+	to, err := d.place(host, os.Link)
+	if err != nil {
+		return func(bool) {}
+	}
+	return func(replaced bool) {
+		if !replaced {
+			_ = os.Remove(to)
+			return
+		}
+		d.enqueue(to)
+	}
+}
+
+// place moves or links (put) host to a new name in the discard folder,
+// which it makes when missing.
+func (d *discards) place(host string, put func(from, to string) error) (string, error) {
 	d.mu.Lock()
 	d.next++
 	to := filepath.Join(d.dir, strconv.Itoa(d.next))
 	d.mu.Unlock()
-	err := os.Rename(host, to)
+	err := put(host, to)
 	if err != nil && os.MkdirAll(d.dir, 0o700) == nil {
-		err = os.Rename(host, to)
+		err = put(host, to)
 	}
-	if err != nil {
-		return os.Remove(host)
-	}
+	return to, err
+}
+
+// enqueue has the file at to freed in the background.
+func (d *discards) enqueue(to string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.queue = append(d.queue, to)
@@ -59,7 +92,6 @@ func (d *discards) remove(host string) error {
 		d.running = true
 		go d.free()
 	}
-	return nil
 }
 
 func (d *discards) free() {

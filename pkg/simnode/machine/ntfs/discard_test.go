@@ -1,6 +1,7 @@
 package ntfs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,6 +62,47 @@ func TestDiscards(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a file a rename replaces", func(t *testing.T) {
+		for _, renamed := range []bool{true, false} {
+			dir := t.TempDir()
+			root := filepath.Join(dir, "fs")
+			if err := os.Mkdir(root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			d := newDiscards(root)
+			target, from := filepath.Join(root, "kubelet.exe"), filepath.Join(root, "kubelet.exe.swdt-part")
+			for p, b := range map[string]byte{target: 'o', from: 'n'} {
+				if err := os.WriteFile(p, bytes.Repeat([]byte{b}, 1<<20), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := d.replacing(target)
+			held, err := os.ReadDir(d.dir)
+			if err != nil || len(held) != 1 {
+				t.Fatalf("the discard folder holds %d files, %v; want the replaced file's link", len(held), err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(d.dir, held[0].Name())); len(got) != 1<<20 || got[0] != 'o' {
+				t.Errorf("the discard folder's file is not the replaced file's data")
+			}
+			if renamed {
+				if err := os.Rename(from, target); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done(renamed)
+			d.wait()
+			if left, _ := os.ReadDir(d.dir); len(left) > 0 {
+				t.Errorf("renamed %v: the discard folder still holds %d files", renamed, len(left))
+			}
+			want := byte('o')
+			if renamed {
+				want = 'n'
+			}
+			if got, err := os.ReadFile(target); err != nil || len(got) != 1<<20 || got[0] != want {
+				t.Errorf("renamed %v: the target holds %.1q (%d bytes), %v; want %q", renamed, got[:min(len(got), 1)], len(got), err, want)
+			}
+		}
+	})
 	t.Run("left by a simnode that stopped", func(t *testing.T) {
 		dir := t.TempDir()
 		root := filepath.Join(dir, "fs")

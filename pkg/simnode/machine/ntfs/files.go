@@ -332,6 +332,7 @@ func (v *Volume) rename(oldp, newp string, replace bool) error {
 	if _, err := os.Stat(filepath.Dir(toHost)); err != nil {
 		return FileErr("rename", to, CodePathNotFound)
 	}
+	replaced := func(bool) {}
 	if tfi, err := os.Lstat(toHost); err == nil && !strings.EqualFold(fromHost, toHost) {
 		if !replace || tfi.IsDir() {
 			return FileErr("rename", to, CodeAlreadyExists)
@@ -339,8 +340,13 @@ func (v *Volume) rename(oldp, newp string, replace bool) error {
 		if v.host.ImageLocked(to) || v.writers[to.Key()] > 0 {
 			return FileErr("rename", to, CodeAccessDenied)
 		}
+		if tfi.Mode().IsRegular() {
+			replaced = v.discards.replacing(toHost)
+		}
 	}
-	if err := os.Rename(fromHost, toHost); err != nil {
+	err = os.Rename(fromHost, toHost)
+	replaced(err == nil)
+	if err != nil {
 		return mapOSErr("rename", from, fromHost, err)
 	}
 	v.markers.moved(fromHost, toHost)
