@@ -158,12 +158,7 @@ func TestSpareSession(t *testing.T) {
 // TestKeepAliveDetectsFrozenLink: a link that silently stops carrying
 // packets is declared dead by keepalives and the next call reconnects.
 func TestKeepAliveDetectsFrozenLink(t *testing.T) {
-	s := sshdtest.Start(t)
-	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
-	cfg := sshdConfig(t, s)
-	cfg.Host = p.Addr
-	cfg.KeepAliveInterval = 100 * time.Millisecond
-	c := dial(t, cfg)
+	s, p, c := dialThroughProxy(t, 100*time.Millisecond)
 	if err := c.Reconnect(t.Context()); err != nil { // exercise Reconnect too
 		t.Fatal(err)
 	}
@@ -184,12 +179,7 @@ func TestKeepAliveDetectsFrozenLink(t *testing.T) {
 // command's output that keeps arriving, for many times the keepalive
 // limit, keeps the connection open to its end.
 func TestKeepAliveCountsWhatArrives(t *testing.T) {
-	s := sshdtest.Start(t)
-	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
-	cfg := sshdConfig(t, s)
-	cfg.Host = p.Addr
-	cfg.KeepAliveInterval = 200 * time.Millisecond
-	c := dial(t, cfg)
+	_, p, c := dialThroughProxy(t, 200*time.Millisecond)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	// 40 lines 50 ms apart: 2 s of output, the limit is 0.6 s.
@@ -206,6 +196,18 @@ func TestKeepAliveCountsWhatArrives(t *testing.T) {
 	if n := p.Connections(); n != 1 {
 		t.Errorf("proxy saw %d connections, want 1", n)
 	}
+}
+
+// dialThroughProxy dials a test sshd through a proxy that can freeze or
+// mute the link, with keepalives every interval.
+func dialThroughProxy(t *testing.T, interval time.Duration) (*sshdtest.Server, *sshdtest.Proxy, *Client) {
+	t.Helper()
+	s := sshdtest.Start(t)
+	p := sshdtest.StartProxy(t, s.Addr, 0, 0)
+	cfg := sshdConfig(t, s)
+	cfg.Host = p.Addr
+	cfg.KeepAliveInterval = interval
+	return s, p, dial(t, cfg)
 }
 
 // muteOnFirstLine collects output and calls mute once the first line is in.
