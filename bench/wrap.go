@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	simnodes "sigs.k8s.io/swdt/pkg/simnode"
 )
 
 // The bench times every client (swdt, sftp, rsync) through this program
@@ -104,7 +106,8 @@ func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (me
 func (b *bench) quiet() {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		left, _ := filepath.Glob(filepath.Join(b.dir, "*", "discarded", "*"))
+		// Every simnode's state directory is a folder of b.dir.
+		left, _ := filepath.Glob(filepath.Join(simnodes.DiscardFolder(filepath.Join(b.dir, "*")), "*"))
 		if len(left) == 0 {
 			return
 		}

@@ -2,6 +2,7 @@ package simnode
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"testing"
 )
@@ -87,5 +88,34 @@ func TestDeleteWhileSharedOpen(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiscardFolder: what the node deletes, and a file a rename replaces,
+// go to DiscardFolder of the state directory and are freed there by the
+// time the server is closed (the bench waits on that folder between its
+// runs, so that no run pays for what the one before deleted).
+func TestDiscardFolder(t *testing.T) {
+	ts := StartTest(t)
+	n := ts.Node()
+	const a, b, c = `C:\k\a.exe`, `C:\k\b.exe`, `C:\k\c.exe`
+	for _, p := range []string{a, b, c} {
+		if err := n.WriteFile(p, make([]byte, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Rename(b, c, true); err != nil {
+		t.Fatal(err)
+	}
+	dir := DiscardFolder(ts.StateDir())
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("no discard folder at %s after a delete: %v", dir, err)
+	}
+	ts.Server.Close()
+	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+		t.Errorf("the discard folder holds %d files after Close (%v), want none", len(left), err)
 	}
 }

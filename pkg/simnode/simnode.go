@@ -252,6 +252,11 @@ func BootWinePrefix(ctx context.Context, dir string) error {
 	return wine.BootWinePrefix(ctx, dir)
 }
 
+// DiscardFolder is machine.DiscardFolder.
+func DiscardFolder(stateDir string) string {
+	return machine.DiscardFolder(stateDir)
+}
+
 // DefaultDelays is machine.DefaultDelays.
 func DefaultDelays() Delays {
 	return machine.DefaultDelays()

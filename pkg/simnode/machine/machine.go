@@ -58,8 +58,16 @@ type Machine struct {
 	faultsMu sync.Mutex
 }
 
+// fsRoot is where the machine with state directory dir keeps its drives.
+func fsRoot(dir string) string { return filepath.Join(dir, "fs") }
+
+// DiscardFolder is where the machine with state directory dir keeps the
+// files deleted on it until they are freed (ntfs.DiscardFolder): empty
+// once the machine has no freeing left to do.
+func DiscardFolder(dir string) string { return ntfs.DiscardFolder(fsRoot(dir)) }
+
 func newMachine(dir, hostname string, bare bool, delays Delays, log *slog.Logger) (*Machine, error) {
-	m := &Machine{dir: dir, fsRoot: filepath.Join(dir, "fs"), now: time.Now, delays: delays, log: log}
+	m := &Machine{dir: dir, fsRoot: fsRoot(dir), now: time.Now, delays: delays, log: log}
 	st, err := loadState(stateFile(dir))
 	if err != nil {
 		return nil, err

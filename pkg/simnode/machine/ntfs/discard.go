@@ -30,8 +30,15 @@ type discards struct {
 	idle    *sync.Cond
 }
 
+// DiscardFolder is where the volume whose host root is root keeps the
+// files deleted on it until they are freed: beside root, never seen from
+// the node. It is empty once every deleted file is freed.
+func DiscardFolder(root string) string {
+	return filepath.Join(filepath.Dir(root), "discarded")
+}
+
 func newDiscards(root string) *discards {
-	d := &discards{dir: filepath.Join(filepath.Dir(root), "discarded")}
+	d := &discards{dir: DiscardFolder(root)}
 	d.idle = sync.NewCond(&d.mu)
 	// What a simnode that stopped had still to free.
 	_ = os.RemoveAll(d.dir)
