@@ -446,10 +446,15 @@ func (b *bench) linkShape(p *pusher, l link, rtt time.Duration, bps float64, sh,
 	return p.seed(pair)
 }
 
+// watchIdle is how long each --watch round waits after the run before it
+// changes the source: less than any build takes, longer than what the
+// transport would trust without hearing from the node (a second).
+const watchIdle = 2 * time.Second
+
 // watchRuns starts swdt kubernetes --watch on the pusher's simnode,
-// then, rounds times, renames the other build over the watched source
-// and times until swdt reports the swap. It returns the times and the
-// median bytes sent.
+// then, rounds times, waits watchIdle, renames the other build over the
+// watched source and times until swdt reports the swap. It returns the
+// times and the median bytes sent.
 func (b *bench) watchRuns(p *pusher, pair [2]string, rounds int) (series, int64, error) {
 	watched := filepath.Join(b.dir, "watched.exe")
 	if err := copyFile(p.cur, watched); err != nil {
@@ -483,6 +488,9 @@ func (b *bench) watchRuns(p *pusher, pair [2]string, rounds int) (series, int64,
 		if err := copyFile(f, tmp); err != nil {
 			return nil, 0, err
 		}
+		// A developer's next build comes seconds after the last swap, not
+		// at once: what swdt holds for it must outlast that.
+		time.Sleep(watchIdle)
 		b.quiet()
 		start := time.Now()
 		if err := os.Rename(tmp, watched); err != nil {

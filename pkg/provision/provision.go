@@ -631,11 +631,25 @@ func (r *run) workOf(names []string) []work {
 	return ws
 }
 
+// holdSwapOps starts on every connected node the swap op of the next
+// rebuild (node.PrepareOp): it waits for its request until a change is
+// seen, which then sends only the request, one round trip sooner on a
+// long link. Its connection's keepalive hears from the node meanwhile, so
+// that it is still taken after a long wait (remote.Client.StartAhead).
+func (r *run) holdSwapOps() {
+	for _, n := range r.nodes {
+		if n.conn != nil {
+			n.conn.PrepareOp(ops.ServiceSwap.Name)
+		}
+	}
+}
+
 // watch re-runs the provisioners whose source changed until ctx is done,
 // and returns the latest run's outcome (last is the first run's).
 func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 	r.opts.Observer.Note(fmt.Sprintf("watching %d source(s) for changes; Ctrl-C to stop (services keep running)", watcher.Sources()))
 	watcher.OnEvent = func(names []string) { r.hashEarly(ctx, names) }
+	r.holdSwapOps()
 	err := watcher.Run(ctx, func(ctx context.Context, names []string) {
 		ws := r.workOf(names)
 		r.opts.Observer.Note("changed: " + strings.Join(names, ", "))
@@ -657,6 +671,7 @@ func (r *run) watch(ctx context.Context, watcher *Watcher, last error) error {
 		if last != nil {
 			r.opts.Observer.Warn(last.Error())
 		}
+		r.holdSwapOps()
 	})
 	if err != nil {
 		return err

@@ -28,12 +28,15 @@ type startedCmd struct {
 
 // StartAhead starts cmd in the background on the current connection,
 // with its input held back: the Exec of the same command line that
-// follows within spareFresh then only sends its input and reads the
-// output, one round trip sooner, and the program has started by then
-// (on Windows, cmd.exe and the agent take a while to). The command must
-// do nothing before it has read all its input: when no Exec takes it,
-// its session is closed and the program reads end of input alone. One
-// command is held at a time; it never dials.
+// follows within spareFresh (or later, while the keepalive hears from the
+// node: it asks every heardWithin/4 while a command waits) then only
+// sends its input and reads the output, one round trip sooner, and the
+// program has started by then (on Windows, cmd.exe and the agent take a
+// while to). Asked again for the same command, it keeps the one waiting
+// when that one could still be taken. The command must do nothing before
+// it has read all its input: when no Exec takes it, its session is closed
+// and the program reads end of input alone. One command is held at a
+// time; it never dials.
 func (c *Client) StartAhead(cmd string) {
 	c.mu.Lock()
 	cn := c.cur
@@ -50,8 +53,8 @@ func (cn *conn) startAhead(cmd string) {
 		return
 	}
 	if old := cn.ahead; old != nil {
-		if old.cmd == cmd && time.Since(old.asked) < spareFresh/2 {
-			return // on its way, or fresh
+		if old.cmd == cmd && (time.Since(old.asked) < spareFresh/2 || cn.heardFrom()) {
+			return // on its way, fresh, or on a connection heard from
 		}
 		go old.drop()
 	}
@@ -99,7 +102,8 @@ func (cn *conn) start(cmd string, spare chan spareSession) *startedCmd {
 }
 
 // takeAhead returns the command started ahead when it is cmd, running
-// and started within spareFresh on a live connection (waiting for its
+// and started within spareFresh, or on a connection heard from within
+// heardWithin (waiting for its
 // start when it is on its way, until ctx is done or the connection
 // drops); nil otherwise, and a stale one is closed. A command line that
 // differs leaves it for a later Exec.
@@ -125,7 +129,7 @@ func (cn *conn) takeAhead(ctx context.Context, cmd string) *startedCmd {
 	if st == nil {
 		return nil
 	}
-	if time.Since(st.started) > spareFresh || cn.dead() {
+	if (time.Since(st.started) > spareFresh && !cn.heardFrom()) || cn.dead() {
 		st.s.Close()
 		return nil
 	}

@@ -255,6 +255,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	}
 	_ = base.SetDeadline(time.Time{})
 	cn := newConn(client, jumps, c.log)
+	cn.clock = clock
 	go cn.probeRTT()
 	cn.openSpare()
 	if t.keepAlive > 0 {
@@ -392,6 +393,9 @@ type conn struct {
 	// rttDone is closed when probeRTT has its answer or failed.
 	rttDone chan struct{}
 
+	// clock notes when bytes last arrived from the node (nil: unknown).
+	clock *readClock
+
 	spareMu sync.Mutex
 	// spare delivers a session channel opened ahead for the next command
 	// (nil: none is being opened); see openSpare.
@@ -460,9 +464,12 @@ func (cn *conn) kill(reason error) {
 // for an answer (keepalive@openssh.com), and once nothing at all has been
 // read for keepAliveCountMax intervals it closes the connection. Any bytes
 // count, so a busy connection sends no keepalives, and one that waits
-// behind other requests (the RTT probe's) is not taken for dead.
+// behind other requests (the RTT probe's) is not taken for dead. While a
+// command waits ahead for its input (StartAhead, --watch between
+// rebuilds), it asks every heardWithin/4 of quiet, so that the command
+// stays usable (heardFrom) however long the wait.
 func (cn *conn) keepAlive(interval time.Duration, rc *readClock) {
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(min(interval, heardWithin/4))
 	defer tick.Stop()
 	limit := interval * keepAliveCountMax
 	var asking atomic.Bool
@@ -478,7 +485,8 @@ func (cn *conn) keepAlive(interval time.Duration, rc *readClock) {
 			cn.kill(fmt.Errorf("server sent nothing for %s, keepalives included", limit))
 			return
 		}
-		if quiet >= interval && asking.CompareAndSwap(false, true) {
+		due := quiet >= interval || (quiet >= heardWithin/4 && cn.holdsAhead())
+		if due && asking.CompareAndSwap(false, true) {
 			go func() {
 				defer asking.Store(false)
 				if _, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil); err != nil {
@@ -487,6 +495,25 @@ func (cn *conn) keepAlive(interval time.Duration, rc *readClock) {
 			}()
 		}
 	}
+}
+
+// heardWithin is how recently bytes must have arrived from the node for
+// the connection to count as live without a round trip of its own: a
+// command started ahead, or a spare session, older than spareFresh is
+// used then (see spareFresh for why an old one is not otherwise).
+const heardWithin = 2 * spareFresh
+
+// heardFrom reports whether bytes arrived from the node within
+// heardWithin.
+func (cn *conn) heardFrom() bool {
+	return cn.clock != nil && cn.clock.quiet() <= heardWithin
+}
+
+// holdsAhead reports whether a command started ahead waits for its input.
+func (cn *conn) holdsAhead() bool {
+	cn.spareMu.Lock()
+	defer cn.spareMu.Unlock()
+	return cn.ahead != nil
 }
 
 // readClock is a connection that notes when bytes last arrived on it.
@@ -529,8 +556,8 @@ func (cn *conn) openSpare() {
 	if cn.spare != nil {
 		select {
 		case sp := <-cn.spare:
-			if sp.s != nil && time.Since(sp.opened) <= spareFresh {
-				cn.spare <- sp // fresh: it stays
+			if sp.s != nil && (time.Since(sp.opened) <= spareFresh || cn.heardFrom()) {
+				cn.spare <- sp // fresh, or on a connection heard from: it stays
 				return
 			}
 			if sp.s != nil {
@@ -564,8 +591,9 @@ type spareSession struct {
 // a new connection; one on a spare learns of it only after sending the
 // command, when it cannot know whether the node ran it. So a spare serves
 // only a command that follows closely on the open (the ops of one run, a
-// rebuild swapped by --watch right after Prepare); an older one is
-// closed, unless a command started ahead takes it (StartAhead).
+// rebuild swapped by --watch right after Prepare), or one on a connection
+// heard from within heardWithin (heardFrom); an older one is closed,
+// unless a command started ahead takes it (StartAhead).
 const spareFresh = time.Second
 
 // OpenSessionAhead opens, in the background, the session channel of the
@@ -594,7 +622,7 @@ func (cn *conn) takeSpare() *ssh.Session {
 		return nil
 	}
 	sp := <-ch
-	if sp.s != nil && (time.Since(sp.opened) > spareFresh || cn.dead()) {
+	if sp.s != nil && ((time.Since(sp.opened) > spareFresh && !cn.heardFrom()) || cn.dead()) {
 		sp.s.Close()
 		return nil
 	}

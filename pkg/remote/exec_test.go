@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,15 @@ func TestExecAfterDrop(t *testing.T) {
 }
 
 // TestSpareSession: a command's channel is opened ahead, while the one
-// before runs, and serves the next command; one kept beyond spareFresh
-// is closed rather than trusted to stand for a live connection.
+// before runs, and serves the next command; one kept beyond spareFresh,
+// on a connection not heard from within heardWithin, is closed rather
+// than trusted to stand for a live connection. (No keepalives: the test
+// sets when the node was last heard from.)
 func TestSpareSession(t *testing.T) {
 	s := sshdtest.Start(t)
-	c := dial(t, sshdConfig(t, s))
+	cfg := sshdConfig(t, s)
+	cfg.KeepAliveInterval = -1
+	c := dial(t, cfg)
 	for i, want := range []string{"one\n", "two\n"} {
 		var out strings.Builder
 		if _, err := c.Exec(t.Context(), "echo "+strings.TrimSpace(want), nil, &out, nil); err != nil || out.String() != want {
@@ -140,9 +145,19 @@ func TestSpareSession(t *testing.T) {
 		sp.opened = sp.opened.Add(-2 * spareFresh)
 		ch <- sp
 	}
+	heard := func(ago time.Duration) { cn.clock.last.Store(time.Now().Add(-ago).UnixNano()) }
 	age()
+	heard(0)
+	if sess := cn.takeSpare(); sess == nil {
+		t.Fatal("a spare older than spareFresh was not handed out on a connection just heard from")
+	} else {
+		sess.Close()
+	}
+	cn.openSpare()
+	age()
+	heard(2 * heardWithin)
 	if cn.takeSpare() != nil {
-		t.Fatal("a spare older than spareFresh was handed out")
+		t.Fatal("a spare older than spareFresh was handed out on a connection not heard from")
 	}
 	// Asked for ahead, an old spare is replaced.
 	cn.openSpare()
@@ -152,6 +167,37 @@ func TestSpareSession(t *testing.T) {
 		t.Fatal("OpenSessionAhead kept a spare older than spareFresh")
 	} else {
 		sess.Close()
+	}
+}
+
+// TestStartAheadWaitsAcrossIdle: a command started ahead and left waiting
+// for longer than spareFresh and heardWithin together (--watch between
+// two rebuilds) is kept when asked for again and taken by the Exec that
+// follows, because the keepalive keeps hearing from the node meanwhile:
+// the command's output shows it started before the wait.
+func TestStartAheadWaitsAcrossIdle(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, sshdConfig(t, s))
+	const cmd = `date +%s%N; cat`
+	c.StartAhead(cmd)
+	asked := time.Now()
+	// The idle time of a developer between two builds is what is tested.
+	time.Sleep(spareFresh + heardWithin)
+	c.StartAhead(cmd) // as --watch asks again once the change is seen
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var out strings.Builder
+	if code, err := c.Exec(ctx, cmd, strings.NewReader("input\n"), &out, nil); err != nil || code != 0 {
+		t.Fatalf("Exec = %d, %v", code, err)
+	}
+	first, rest, _ := strings.Cut(out.String(), "\n")
+	ns, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || rest != "input\n" {
+		t.Fatalf("output %q, want the start time and the input", out.String())
+	}
+	if started := time.Unix(0, ns); started.After(asked.Add(spareFresh)) {
+		t.Errorf("the command ran from %s, %s after it was first asked for: a new one, not the one started ahead",
+			started.Format(time.StampMilli), started.Sub(asked))
 	}
 }
 
