@@ -3,14 +3,14 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/swdt/internal/syncbuf"
 )
 
 // TestShaperChargesTheHandshake: through a 200 ms shape a new connection
@@ -104,7 +104,7 @@ func TestShaperTrace(t *testing.T) {
 		defer c.Close()
 		_, _ = io.Copy(c, c) // an echo
 	}()
-	trace := &syncBuffer{}
+	trace := &syncbuf.Buffer{}
 	sh, err := startTracedShaper(link{name: "test", bitsPerSec: 100e6, rtt: 10 * time.Millisecond}, ln.Addr().String(), trace)
 	if err != nil {
 		t.Fatal(err)
@@ -140,23 +140,4 @@ func TestShaperTrace(t *testing.T) {
 	if !dirs["->"] || !dirs["<-"] {
 		t.Errorf("the trace has not both directions of the echo:\n%s", trace.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that one goroutine writes while another
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

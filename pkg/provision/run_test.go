@@ -102,6 +102,48 @@ func TestWatchRebuildInOneOp(t *testing.T) {
 	w.stop(t)
 }
 
+// TestWatchHoldsTheNextSwapOp: after each run, --watch starts the swap
+// op of the next rebuild, and it waits on the node for however long the
+// next build takes: a rebuild that comes after more than the transport
+// trusts without hearing from the node (spareFresh and heardWithin, 3 s)
+// starts no command when it is seen, and runs its swap on the one held.
+func TestWatchHoldsTheNextSwapOp(t *testing.T) {
+	ts := simnode.StartTest(t, simnode.WithDelays(simnode.Delays{}))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "kubelet.exe")
+	write := func(i int) {
+		t.Helper()
+		if err := os.WriteFile(src, []byte(fmt.Sprintf("MZ the kubelet, build %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	var log syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := startWatch(t, ts, src, dir, logger, hotswap.Transfer{})
+	w.next(t, "first run")
+	held := func() bool { return strings.Contains(log.String(), "ssh start ahead") }
+	for deadline := time.Now().Add(30 * time.Second); !held(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no swap op was started for the next rebuild after the first run:\n%s", log.String())
+		}
+	}
+	// The developer's build time is what is tested.
+	time.Sleep(3500 * time.Millisecond)
+	mark := len(log.String())
+	write(2)
+	w.next(t, "rebuild")
+	lines := log.String()[mark:]
+	exec := strings.Index(lines, "ssh exec, started ahead")
+	if exec < 0 {
+		t.Fatalf("the rebuild's swap did not run on a command started ahead:\n%s", lines)
+	}
+	if strings.Contains(lines[:exec], "ssh start ahead") {
+		t.Errorf("the rebuild started its swap op when it was seen, not the one held since the run before:\n%s", lines)
+	}
+	w.stop(t)
+}
+
 // watching is a --watch run of the kubelet built at src on ts.
 type watching struct {
 	reports chan []fleet.Result[NodeReport]

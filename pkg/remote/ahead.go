@@ -60,6 +60,7 @@ func (cn *conn) startAhead(cmd string) {
 	}
 	a := &aheadCmd{cmd: cmd, asked: time.Now(), ready: make(chan *startedCmd, 1)}
 	cn.ahead = a
+	cn.log.Debug("ssh start ahead", "cmd", shorten(cmd))
 	// The spare serves it whatever its age: a command that only waits
 	// for its input does nothing on a connection that dropped, and the
 	// reply to its exec says the connection lives.
