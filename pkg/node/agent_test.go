@@ -508,3 +508,76 @@ func process(t *testing.T, ts *simnode.TestServer, cache *hashcache.File, path s
 	}
 	return c
 }
+
+// aheadSpy records the commands started ahead through it, and holds the
+// first Exec of gate until release is closed, telling running once it
+// began.
+type aheadSpy struct {
+	*remote.Client
+	gate             string
+	running, release chan struct{}
+	held             sync.Once
+	mu               sync.Mutex
+	ahead            []string
+}
+
+func (s *aheadSpy) StartAhead(cmd string) {
+	s.mu.Lock()
+	s.ahead = append(s.ahead, cmd)
+	s.mu.Unlock()
+	s.Client.StartAhead(cmd)
+}
+
+func (s *aheadSpy) Exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if cmd == s.gate {
+		s.held.Do(func() {
+			close(s.running)
+			<-s.release
+		})
+	}
+	return s.Client.Exec(ctx, cmd, stdin, stdout, stderr)
+}
+
+func (s *aheadSpy) started() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ahead)
+}
+
+// An op asked to start ahead while an op of its name runs is not started:
+// the run it was for went first (its agent check returned to both at
+// once), and a program started now would wait on the node for nothing.
+// Once the op is done, one is started for the next run.
+func TestPrepareOpLeavesTheRunningOp(t *testing.T) {
+	ts := simnode.StartTest(t)
+	a := embeddedAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spy := &aheadSpy{Client: dial(t, ts).Client, gate: ops.CommandLine(ops.AgentPath(a.SHA256), ops.NodeFacts.Name),
+		running: make(chan struct{}), release: make(chan struct{})}
+	n := node.New("winworker", spy, nil)
+	if err := n.PrepareAgent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Facts(ctx)
+		done <- err
+	}()
+	<-spy.running
+	n.PrepareOp(ops.NodeFacts.Name)
+	if got := spy.started(); got != 0 {
+		t.Errorf("PrepareOp while the op runs started %d commands ahead, want none", got)
+	}
+	close(spy.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	n.PrepareOp(ops.NodeFacts.Name)
+	if got := spy.started(); got != 1 {
+		t.Errorf("PrepareOp once the op was done started %d commands ahead, want 1 (for the next run)", got)
+	}
+	if _, err := n.Facts(ctx); err != nil {
+		t.Fatalf("the op started ahead: %v", err)
+	}
+}

@@ -79,6 +79,7 @@ func (n *Node) execWith(ctx context.Context, path, name string, req any, attachm
 	stdout, stderr := newCapBuffer(name, "stdout", MaxReply, cancel), newCapBuffer(name, "stderr", MaxStderr, cancel)
 	start := time.Now()
 	cmd := ops.CommandLine(path, name)
+	defer n.opRunning(name)()
 	status, err := n.conn.Exec(ctx, cmd, stdin, stdout, stderr)
 	n.logger.Info("op", "op", name, "duration", time.Since(start).Round(time.Millisecond), "exit", status)
 	if lerr := limited(ctx); lerr != nil {

@@ -75,6 +75,11 @@ type Node struct {
 	agentPath  string
 	agentFresh string
 	agentCache AgentCache
+
+	// opsMu guards running: how many ops of each name run now, so that
+	// PrepareOp does not start ahead an op whose run has already gone.
+	opsMu   sync.Mutex
+	running map[string]int
 }
 
 // AgentCache remembers, on this machine and between processes, the agent

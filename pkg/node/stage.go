@@ -48,10 +48,37 @@ func (n *Node) PrepareSession() {
 // (remote.Client.StartAhead) with the agent PrepareAgent verified, when
 // there is one and the transport can: the op's run that follows soon
 // then only sends its request. The agent reads its whole request before
-// it does anything, so an op started and never sent does nothing.
+// it does anything, so an op started and never sent does nothing. While
+// an op of that name runs, it starts none: that run was the one it was
+// for (it went before the agent's check had returned to the caller), and
+// one started now would only start a program on the node that waits for
+// nothing.
 func (n *Node) PrepareOp(name string) {
-	if path := n.agent(); path != "" && n.extras.ahead != nil {
+	path := n.agent()
+	if path == "" || n.extras.ahead == nil {
+		return
+	}
+	n.opsMu.Lock()
+	defer n.opsMu.Unlock()
+	if n.running[name] == 0 {
 		n.extras.ahead.StartAhead(ops.CommandLine(path, name))
+	}
+}
+
+// opRunning counts an op of that name as running until the function it
+// returns is called. An Exec that begins after it finds what PrepareOp
+// started before it.
+func (n *Node) opRunning(name string) (done func()) {
+	n.opsMu.Lock()
+	if n.running == nil {
+		n.running = map[string]int{}
+	}
+	n.running[name]++
+	n.opsMu.Unlock()
+	return func() {
+		n.opsMu.Lock()
+		n.running[name]--
+		n.opsMu.Unlock()
 	}
 }
 
