@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -676,5 +677,46 @@ func TestKeysRefusedFromAFileAnotherAccountOwns(t *testing.T) {
 			t.Fatalf("owner %s: %v", owner, err)
 		}
 		c.Close()
+	}
+}
+
+// The machine writes state.json when its state changed, and only then (a
+// swap asks it to save about forty times, half of them with nothing
+// changed); what it writes is what a restart reads.
+func TestStateSavedWhenChanged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "simnode")
+	ts := StartTest(t, WithOptions(func(o *Options) { o.StateDir = dir }))
+	n := ts.Node()
+	path := filepath.Join(dir, "state.json")
+	written := func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+	unchanged := func(*State) error { return nil }
+	if err := n.Update(unchanged); err != nil {
+		t.Fatal(err)
+	}
+	// What is written from here on is written anew.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Update(unchanged); err != nil {
+		t.Fatal(err)
+	}
+	if written() {
+		t.Error("state.json was written though nothing changed")
+	}
+	if err := n.Update(func(s *State) error {
+		s.Firewall["swdt-test"] = &FirewallRule{Name: "swdt-test", Enabled: true}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !written() {
+		t.Fatal("state.json was not written after a change")
+	}
+	ts.Restart()
+	if r, ok := ts.Node().FirewallRule("swdt-test"); !ok || !r.Enabled {
+		t.Errorf("the change after a restart: %+v (found %t)", r, ok)
 	}
 }

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -56,6 +57,8 @@ type Machine struct {
 	upAt     time.Time
 	onReboot func()
 	faultsMu sync.Mutex
+	// saved is the state.json this machine last wrote (nil: none yet).
+	saved []byte
 }
 
 // fsRoot is where the machine with state directory dir keeps its drives.
@@ -135,8 +138,16 @@ func (m *Machine) view(fn func(s *State, now time.Time)) {
 	fn(m.st, now)
 }
 
+// saveLocked writes the state when it differs from what the machine last
+// wrote (many calls change nothing: a service queried, a file read).
 func (m *Machine) saveLocked() {
-	if err := saveState(stateFile(m.dir), m.st); err != nil {
+	raw, err := encodeState(m.st)
+	if err == nil && !bytes.Equal(raw, m.saved) {
+		if err = writeState(stateFile(m.dir), raw); err == nil {
+			m.saved = raw
+		}
+	}
+	if err != nil {
 		m.log.Error("save state", "err", err)
 	}
 }

@@ -464,10 +464,26 @@ func loadState(path string) (*State, error) {
 
 // saveState writes state.json atomically.
 func saveState(path string, s *State) error {
-	raw, err := json.MarshalIndent(s, "", "  ")
+	raw, err := encodeState(s)
 	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
+		return err
 	}
+	return writeState(path, raw)
+}
+
+// encodeState is state.json's content: compact, since a machine saves it
+// after every change (a swap saves it about twenty times) and indenting
+// took two thirds of each save; jq shows it indented.
+func encodeState(s *State) ([]byte, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return raw, nil
+}
+
+// writeState replaces the file at path with raw atomically.
+func writeState(path string, raw []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
 		return fmt.Errorf("write state: %w", err)
