@@ -194,12 +194,15 @@ type cloneTarget struct {
 }
 
 // Blocks of the stagedWriter: a decode runs up to stagedBlocks-1 blocks
-// ahead of the disk. A copy from the reference is cloned when it holds at
-// least minClone bytes of whole clusters.
+// ahead of the disk. Blocks of 4 MiB hand off a quarter as often as 1 MiB
+// ones: in 21 runs of BenchmarkDecodePatch256 each, interleaved, they took
+// 254-386 ms (median 271) where 1 MiB blocks took 266-684 (median 309);
+// more blocks in flight did not help. A copy from the reference is cloned
+// when it holds at least minClone bytes of whole clusters.
 const (
-	stagedBlock  = 1 << 20
-	stagedBlocks = 4
-	minClone     = stagedBlock
+	stagedBlock  = 4 << 20
+	stagedBlocks = 3
+	minClone     = 1 << 20
 )
 
 // newStagedWriter writes out; clone, when not nil, is out on a volume
