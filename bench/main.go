@@ -5,7 +5,7 @@
 // §8, docs/benchmarks.md). Every row is the min and median of -rounds
 // runs, its contenders interleaved in an order rotated every round; every
 // client is timed from its start to its exit by a small parent process
-// (exec mode, wrap.go), which also reads its own peak RSS. It prints the
+// (execwrap, wrap.go), which also reads its own peak RSS. It prints the
 // load average it ran under.
 //
 //   - the agent's upload on first contact;
@@ -55,10 +55,6 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "exec" {
-		// The timing parent of every measured client (wrap.go).
-		os.Exit(wrapExec(os.Args[2:]))
-	}
 	if len(os.Args) > 1 && os.Args[1] == "shape" {
 		// A shaper alone, for profiling runs by hand (shaper.go).
 		if err := shapeAlone(os.Args[2:]); err != nil {
@@ -161,20 +157,20 @@ func run() error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	self, err := os.Executable()
+	wrapper, err := buildWrapper(dir)
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, dir: dir, self: self}
+	b := &bench{o: o, dir: dir, wrapper: wrapper}
 	return b.all()
 }
 
 type bench struct {
-	o    options
-	dir  string
-	key  string
-	self string // this program, for exec mode (wrap.go)
-	out  []figure
+	o       options
+	dir     string
+	key     string
+	wrapper string // execwrap, the timing parent of every client (wrap.go)
+	out     []figure
 }
 
 // figure is one printed measurement, with the 1-minute load average

@@ -144,7 +144,7 @@ type roller struct {
 }
 
 // roll rolls a new build over every Windows Node (n of them) with
-// maxUnavailable mu, timed by exec mode, and checks that every Node took
+// maxUnavailable mu, timed by execwrap, and checks that every Node took
 // it.
 func (r *roller) roll(n, mu int) (measured, error) {
 	r.build++

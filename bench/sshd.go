@@ -124,7 +124,7 @@ func (s *sshd) stop() {
 // cipher on both sides, OpenSSH's sftp -b put with swdt cp of the same
 // file: the swdt binary, from a node file whose credentials name the
 // sshd (strict host key check), as a user runs it. Both processes are
-// started and timed by exec mode (wrap.go); they alternate, in an order
+// started and timed by execwrap (wrap.go); they alternate, in an order
 // rotated every round.
 func (b *bench) debianSSHD(rounds int) error {
 	if _, err := os.Stat(sshdPath); err != nil {

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,62 +13,34 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	simnodes "sigs.k8s.io/swdt/pkg/simnode"
 )
 
-// The bench times every client (swdt, sftp, rsync) through this program
-// started again in exec mode: a small process that runs the client,
-// measures it from its start to its exit, and writes its peak RSS and CPU
-// time to a file. Timing in a small parent keeps the
-// client's peak RSS its own: Go's os/exec starts children with
-// CLONE_VM|CLONE_VFORK, and Linux records the parent's peak RSS at that
-// moment in the child's ru_maxrss; the bench itself may just have read a
-// 200 MB file, the wrapper holds a few MB.
+// The bench times every client (swdt, sftp, rsync) through execwrap
+// (bench/execwrap), a small program it builds at its start: it runs the
+// client, measures it from its start to its exit, and writes its peak RSS
+// and CPU time to a file. Timing in a small parent keeps the client's peak
+// RSS its own (execwrap says why).
 
-// measured is one timed process.
+// measured is one timed process, as execwrap writes it.
 type measured struct {
 	Wall     time.Duration `json:"wall"`
 	CPU      time.Duration `json:"cpu"`
 	MaxRSSKB int64         `json:"maxRSSKB"`
 }
 
-// wrapExec is exec mode: bench exec RESULT PROG ARGS... runs PROG with
-// this process's standard streams and writes what it measured to RESULT
-// as JSON; it exits with PROG's status.
-func wrapExec(args []string) int {
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench exec RESULT PROG ARGS...")
-		return 2
+// buildWrapper builds execwrap into dir and returns its path.
+func buildWrapper(dir string) (string, error) {
+	p := filepath.Join(dir, "execwrap")
+	if out, err := exec.Command("go", "build", "-o", p, "sigs.k8s.io/swdt/bench/execwrap").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the timing parent (bench/execwrap): %w: %s", err, out)
 	}
-	cmd := exec.Command(args[1], args[2:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	start := time.Now()
-	err := cmd.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench exec:", err)
-		return 1
-	}
-	err = cmd.Wait()
-	m := measured{Wall: time.Since(start), CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.MaxRSSKB = int64(ru.Maxrss) // kilobytes on Linux
-	}
-	raw, _ := json.Marshal(m)
-	if werr := os.WriteFile(args[0], raw, 0o600); werr != nil {
-		fmt.Fprintln(os.Stderr, "bench exec:", werr)
-		return 1
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return 0
+	return p, nil
 }
 
-// timed runs prog through exec mode and returns what it measured; stdout
+// timed runs prog through execwrap and returns what it measured; stdout
 // and stderr receive the program's output (nil discards).
 func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (measured, error) {
 	b.quiet()
@@ -81,18 +52,18 @@ func (b *bench) timed(stdout, stderr io.Writer, prog string, args ...string) (me
 	if stderr == nil {
 		stderr = &errBuf
 	}
-	cmd := exec.CommandContext(ctx, b.self, append([]string{"exec", result, prog}, args...)...)
+	cmd := exec.CommandContext(ctx, b.wrapper, append([]string{result, prog}, args...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return measured{}, fmt.Errorf("%s %s: %w\n%s", filepath.Base(prog), strings.Join(args, " "), err, errBuf.String())
 	}
 	raw, err := os.ReadFile(result)
 	if err != nil {
-		return measured{}, fmt.Errorf("%s: what exec mode measured: %w", prog, err)
+		return measured{}, fmt.Errorf("%s: what execwrap measured: %w", prog, err)
 	}
 	var m measured
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return measured{}, fmt.Errorf("%s: what exec mode measured: %w", prog, err)
+		return measured{}, fmt.Errorf("%s: what execwrap measured: %w", prog, err)
 	}
 	return m, nil
 }
