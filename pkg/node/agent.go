@@ -565,10 +565,17 @@ func (n *Node) agentVerified(path string, fi fs.FileInfo, sum string) {
 	}
 }
 
-// remoteSHA256 reads path back over SFTP and hashes it here.
+// remoteSHA256 reads path back over SFTP and hashes it here, with little
+// asked for at a time where the transport can (LeanDownloader): the agent
+// is read back on a first contact from a new cache, where swdt's memory
+// would otherwise grow by what is in flight.
 func (n *Node) remoteSHA256(ctx context.Context, path string) (string, error) {
 	h := sha256.New()
-	if err := n.conn.Download(ctx, path, h); err != nil {
+	download := n.conn.Download
+	if n.extras.lean != nil {
+		download = n.extras.lean.DownloadLean
+	}
+	if err := download(ctx, path, h); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -339,6 +339,13 @@ func (c *readBackConn) Download(ctx context.Context, remotePath string, w io.Wri
 	return c.countingConn.Download(ctx, remotePath, w)
 }
 
+func (c *readBackConn) DownloadLean(ctx context.Context, remotePath string, w io.Writer) error {
+	if strings.EqualFold(remotePath, c.path) {
+		c.reads.Add(1)
+	}
+	return c.countingConn.DownloadLean(ctx, remotePath, w)
+}
+
 // An agent an earlier process read back is not read back again while the
 // node reports the size and time it had then (nor is the node's
 // architecture looked at again); any other record, or none, means reading

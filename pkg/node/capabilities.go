@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -40,6 +41,13 @@ type LinkMeter interface {
 // QuickStater is a connection that describes a file in one round trip.
 type QuickStater interface {
 	QuickStat(ctx context.Context, remotePath string) (fs.FileInfo, error)
+}
+
+// LeanDownloader is a connection that also reads a file back with little
+// asked for at a time, for a read-back where memory counts more than time
+// (remote.Client.DownloadLean).
+type LeanDownloader interface {
+	DownloadLean(ctx context.Context, remotePath string, w io.Writer) error
 }
 
 // ExactUploader is a connection whose Upload puts exactly the bytes given
@@ -135,6 +143,7 @@ type extras struct {
 	meter   LinkMeter
 	quick   QuickStater
 	exact   bool
+	lean    LeanDownloader
 	host    HostKeyer
 	forward Forwarder
 	term    Terminal
@@ -150,6 +159,7 @@ func extrasOf(c Conn) extras {
 	x.meter, _ = c.(LinkMeter)
 	x.quick, _ = c.(QuickStater)
 	_, x.exact = c.(ExactUploader)
+	x.lean, _ = c.(LeanDownloader)
 	x.host, _ = c.(HostKeyer)
 	x.forward, _ = c.(Forwarder)
 	x.term, _ = c.(Terminal)
