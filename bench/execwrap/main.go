@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command execwrap is the bench's timing parent: execwrap RESULT PROG
 // ARGS... runs PROG with its own standard streams, measures it from its
 // start to its exit, writes its wall time, CPU time and peak RSS to RESULT
