@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -44,6 +46,11 @@ func BenchmarkIndexDiffLarge(b *testing.B) {
 func BenchmarkIndexDiffRebuild(b *testing.B) {
 	ref := make([]byte, 48<<20)
 	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{2}), ref)
+	benchIndexDiff(b, ref, rebuilt(ref))
+}
+
+// rebuilt is ref changed as a program's rebuild changes it (above).
+func rebuilt(ref []byte) []byte {
 	var src []byte
 	for off := 0; off < len(ref); off += 64 << 10 {
 		chunk := bytes.Clone(ref[off:min(off+64<<10, len(ref))])
@@ -52,7 +59,34 @@ func BenchmarkIndexDiffRebuild(b *testing.B) {
 		}
 		src = append(append(src, "moved"...), chunk...)
 	}
-	benchIndexDiff(b, ref, src)
+	return src
+}
+
+// BenchmarkApplyRebuild rebuilds that 48 MiB file from its patch, with
+// the reference in a file as on a node: its thousands of short copies
+// cost reads of the file.
+func BenchmarkApplyRebuild(b *testing.B) {
+	ref := make([]byte, 48<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{2}), ref)
+	var patch bytes.Buffer
+	if _, err := Diff(context.Background(), &patch, bytes.NewReader(ref), int64(len(ref)), "", bytes.NewReader(rebuilt(ref))); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "ref")
+	if err := os.WriteFile(path, ref, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.SetBytes(int64(len(ref)))
+	for b.Loop() {
+		if _, err := Apply(io.Discard, f, int64(len(ref)), bytes.NewReader(patch.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func benchIndexDiff(b *testing.B, ref, src []byte) {

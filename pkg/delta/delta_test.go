@@ -70,6 +70,7 @@ func TestDiffApply(t *testing.T) {
 		{"new file longer than a segment", base[:1<<20], append(bytes.Clone(base[:1<<20]), binaryLike(3, 9<<20)...), 9 << 20, 0.09},
 		{"halves swapped, copies beyond the zstd window", base, append(bytes.Clone(base[3<<20:]), base[:3<<20]...), 4 << 10, 0.999},
 		{"same content repeated", base[:1<<20], bytes.Repeat(base[:1<<20], 3), 4 << 10, 0.999},
+		{"a rebuild: code moved, addresses changed", base, rebuilt(base), 64 << 10, 0.99},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +148,50 @@ func TestApplyDetectsBadPatches(t *testing.T) {
 				t.Fatalf("Apply: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// failingAt is a reference whose reads fail from an offset on.
+type failingAt struct {
+	r    io.ReaderAt
+	from int64
+}
+
+var errDisk = errors.New("the disk failed")
+
+func (f failingAt) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > f.from {
+		n, _ := f.r.ReadAt(p[:max(0, f.from-off)], off)
+		return n, errDisk
+	}
+	return f.r.ReadAt(p, off)
+}
+
+// A reference that cannot be read fails the rebuild with the read's error,
+// whether the copy is a short one (read through the page cache) or a long
+// one; it never ends short and quiet.
+func TestApplyReferenceReadFails(t *testing.T) {
+	ref := binaryLike(10, 2<<20)
+	tests := []struct {
+		name string
+		new  []byte
+	}{
+		{"short copies", rebuilt(ref)},
+		{"long copies", append(bytes.Clone(ref[1<<20:]), ref[:1<<20]...)},
+	}
+	for _, tc := range tests {
+		for _, from := range []int64{0, 1 << 20} {
+			t.Run(fmt.Sprintf("%s, reads fail from %d", tc.name, from), func(t *testing.T) {
+				var patch bytes.Buffer
+				if _, err := Diff(context.Background(), &patch, bytes.NewReader(ref), int64(len(ref)), "", bytes.NewReader(tc.new)); err != nil {
+					t.Fatal(err)
+				}
+				n, err := Apply(io.Discard, failingAt{bytes.NewReader(ref), from}, int64(len(ref)), &patch)
+				if !errors.Is(err, errDisk) {
+					t.Fatalf("Apply made %d of %d bytes and returned %v, want the read's error", n, len(tc.new), err)
+				}
+			})
+		}
 	}
 }
 

@@ -577,6 +577,11 @@ func Apply(dst io.Writer, ref io.ReaderAt, refSize int64, patch io.Reader) (int6
 	}
 	var written, prevEnd int64
 	cbuf := make([]byte, 256<<10)
+	// A rebuilt program's patch copies thousands of short runs (6,854 of
+	// the 6,905 copies between two builds of swdt.exe were under 64 KiB,
+	// 1.5 MB of its 50 MB): those are read through a page cache, a few
+	// hundred reads of the reference rather than one each.
+	var refPages *pages
 	for {
 		op, err := br.ReadByte()
 		if err != nil {
@@ -602,7 +607,12 @@ func Apply(dst io.Writer, ref io.ReaderAt, refSize int64, patch io.Reader) (int6
 				return written, fmt.Errorf("%w: copies %d bytes at %d of a %d-byte file", ErrPatch, n, p, refSize)
 			}
 			var m int64
-			if rc, ok := dst.(ReferenceCopier); ok {
+			if n < smallCopy {
+				if refPages == nil {
+					refPages = newPages(ref, refSize)
+				}
+				m, err = refPages.writeTo(dst, p, int64(n))
+			} else if rc, ok := dst.(ReferenceCopier); ok {
 				m, err = rc.CopyReference(ref, p, int64(n))
 			} else {
 				m, err = io.CopyBuffer(dst, io.NewSectionReader(ref, p, int64(n)), cbuf)
@@ -640,6 +650,9 @@ type pages struct {
 const (
 	pageSize = 64 << 10
 	maxPages = 128
+	// smallCopy is the longest copy Apply reads through pages; longer
+	// ones are read (or cloned) where they are.
+	smallCopy = pageSize
 )
 
 func newPages(r io.ReaderAt, size int64) *pages {
@@ -672,6 +685,26 @@ func (c *pages) at(p int64) []byte {
 		return nil
 	}
 	return pg[off:]
+}
+
+// writeTo writes the file's n bytes from p to w.
+func (c *pages) writeTo(w io.Writer, p, n int64) (int64, error) {
+	var done int64
+	for done < n {
+		pg := c.at(p + done)
+		if len(pg) == 0 {
+			if c.err != nil {
+				return done, c.err
+			}
+			return done, io.ErrUnexpectedEOF
+		}
+		k, err := w.Write(pg[:min(int64(len(pg)), n-done)])
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 func (c *pages) byteAt(p int64) byte {
