@@ -17,13 +17,7 @@ import (
 // repairs the swap, kills the hung process and swaps in the new build.
 func TestKubernetesAfterSwdtWasKilled(t *testing.T) {
 	n := newNode(t)
-	n.writeConfig(`  kubernetes:
-    provisioners:
-    - name: swdt-wine
-      sourceURL: ./a.exe
-      destination: 'C:\k\swdt-wine.exe'
-      register: {}
-`)
+	n.writeConfig(oneService)
 	n.winsvc("a.exe", "build=1 hangstop=1")
 	if code, got := n.kubeActions(); code != 0 || got["swdt-wine"] != "updated" {
 		t.Fatalf("register: exit %d %v", code, got)

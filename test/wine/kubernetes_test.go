@@ -2,7 +2,10 @@ package wine
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -26,31 +29,49 @@ const kubeSpec = `  kubernetes:
         dependsOn: [swdt-wine]
 `
 
+// oneService is a node file's kubernetes part with one service, which
+// swdt registers.
+const oneService = `  kubernetes:
+    provisioners:
+    - name: swdt-wine
+      sourceURL: ./a.exe
+      destination: 'C:\k\swdt-wine.exe'
+      register: {}
+`
+
 // kube runs swdt kubernetes with timeouts for Wine.
 func (n *node) kube(args ...string) (int, string, string) {
 	return n.swdt(append([]string{"kubernetes", "--stop-timeout", "20s", "--start-timeout", "30s", "--settle", "1s", "--health-timeout", "10s"}, args...)...)
 }
 
-// actions are the provisioners' actions of swdt kubernetes -o json.
+// kubeActions are the provisioners' actions of swdt kubernetes -o json.
 func (n *node) kubeActions(args ...string) (int, map[string]string) {
+	n.t.Helper()
+	code, provs := n.kubeJSON(args...)
+	got := map[string]string{}
+	for _, p := range provs {
+		got[p.Name] = p.Action
+	}
+	return code, got
+}
+
+// provisionerDoc is a provisioner of swdt kubernetes -o json.
+type provisionerDoc struct{ Name, Action, Transfer string }
+
+// kubeJSON runs swdt kubernetes -o json and returns its provisioners.
+func (n *node) kubeJSON(args ...string) (int, []provisionerDoc) {
 	n.t.Helper()
 	code, out, errOut := n.kube(append(args, "-o", "json")...)
 	if code != 0 {
 		n.t.Logf("its stderr:\n%s", errOut)
 	}
 	var doc struct {
-		Nodes []struct {
-			Provisioners []struct{ Name, Action string }
-		}
+		Nodes []struct{ Provisioners []provisionerDoc }
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 {
 		n.t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}
-	got := map[string]string{}
-	for _, p := range doc.Nodes[0].Provisioners {
-		got[p.Name] = p.Action
-	}
-	return code, got
+	return code, doc.Nodes[0].Provisioners
 }
 
 // status returns swdt status -o json's binaries by name: "status/source",
@@ -128,13 +149,7 @@ func TestKubernetesRegisterSwapRollBack(t *testing.T) {
 
 func TestKubernetesTCPCheckRollsBack(t *testing.T) {
 	n := newNode(t)
-	n.writeConfig(`  kubernetes:
-    provisioners:
-    - name: swdt-wine
-      sourceURL: ./a.exe
-      destination: 'C:\k\swdt-wine.exe'
-      register: {}
-      healthCheck:
+	n.writeConfig(oneService + `      healthCheck:
       - tcpPort: 47123
 `)
 	for _, s := range []struct {
@@ -153,5 +168,47 @@ func TestKubernetesTCPCheckRollsBack(t *testing.T) {
 	n.winsvc("a.exe", "build=1 listen=127.0.0.1:47123")
 	if got := n.status(); got["swdt-wine"] != "Running/in-sync" {
 		t.Errorf("status = %v", got)
+	}
+}
+
+// The real agent decodes what swdt sends encoded (loopback sends files as
+// they are unless --compress asks): a new build compressed, then a
+// rebuild as a patch against the build on the node, whose thousands of
+// short copies from the reference are read through Apply's page cache and
+// whose long one (the program itself) is read where it is; the service
+// then runs the build swdt has.
+func TestKubernetesEncodedDecodedByTheAgent(t *testing.T) {
+	n := newNode(t)
+	n.writeConfig(oneService)
+	// Data after the PE image (Windows ignores it, winsvc reads its
+	// settings from the end): 2 MiB that a rebuild changes a word of
+	// every 4 KiB, as a linker changes addresses.
+	junk := make([]byte, 2<<20)
+	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{7}), junk)
+	build := func(name string) []byte {
+		return append(append(append([]byte(nil), shared.winsvc...), junk...), "\nwinsvc:build="+name+"\n"...)
+	}
+	steps := []struct {
+		name     string
+		edit     func()
+		transfer string
+	}{
+		{"a new build, compressed", func() {}, "compressed"},
+		{"a rebuild, as a patch", func() {
+			for i := 100; i+4 <= len(junk); i += 4 << 10 {
+				junk[i]++
+			}
+		}, "patch"},
+	}
+	for i, s := range steps {
+		s.edit()
+		n.write("a.exe", build(fmt.Sprint(i)))
+		code, provs := n.kubeJSON("--compress", "1")
+		if code != 0 || len(provs) != 1 || provs[0].Action != "updated" || provs[0].Transfer != s.transfer {
+			t.Fatalf("%s: exit %d %+v, want updated, sent as %s", s.name, code, provs, s.transfer)
+		}
+		if got := n.status()["swdt-wine"]; got != "Running/in-sync" {
+			t.Fatalf("%s: status %s, want Running/in-sync", s.name, got)
+		}
 	}
 }
