@@ -35,7 +35,10 @@ func serviceRegister(_ context.Context, w winos.OS, req ops.ServiceRegisterReque
 		start = "Automatic"
 	}
 	err = w.CreateService(winos.ServiceConfig{
-		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description,
+		// The display name is given whatever the request says: an SCM
+		// that keeps none for NULL (Wine's) would otherwise report ""
+		// and every later run see a drift from the name.
+		Name: req.Name, DisplayName: orDefault(req.DisplayName, req.Name), Description: req.Description,
 		Program: req.Program, Args: req.Args, StartType: start, DependsOn: req.DependsOn,
 		// As sc.exe create registers a service: a failed start at boot
 		// is logged.

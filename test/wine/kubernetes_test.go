@@ -47,7 +47,7 @@ func (n *node) kube(args ...string) (int, string, string) {
 // kubeActions are the provisioners' actions of swdt kubernetes -o json.
 func (n *node) kubeActions(args ...string) (int, map[string]string) {
 	n.t.Helper()
-	code, provs := n.kubeJSON(args...)
+	code, provs, _ := n.kubeJSON(args...)
 	got := map[string]string{}
 	for _, p := range provs {
 		got[p.Name] = p.Action
@@ -56,10 +56,15 @@ func (n *node) kubeActions(args ...string) (int, map[string]string) {
 }
 
 // provisionerDoc is a provisioner of swdt kubernetes -o json.
-type provisionerDoc struct{ Name, Action, Transfer string }
+type provisionerDoc struct {
+	Name, Action, Transfer string
+	Reconfigured           bool
+	Drift                  []string
+}
 
-// kubeJSON runs swdt kubernetes -o json and returns its provisioners.
-func (n *node) kubeJSON(args ...string) (int, []provisionerDoc) {
+// kubeJSON runs swdt kubernetes -o json and returns its provisioners and
+// what it printed on stderr.
+func (n *node) kubeJSON(args ...string) (int, []provisionerDoc, string) {
 	n.t.Helper()
 	code, out, errOut := n.kube(append(args, "-o", "json")...)
 	if code != 0 {
@@ -71,7 +76,7 @@ func (n *node) kubeJSON(args ...string) (int, []provisionerDoc) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Nodes) != 1 {
 		n.t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}
-	return code, doc.Nodes[0].Provisioners
+	return code, doc.Nodes[0].Provisioners, errOut
 }
 
 // status returns swdt status -o json's binaries by name: "status/source",
@@ -172,40 +177,49 @@ func TestKubernetesTCPCheckRollsBack(t *testing.T) {
 }
 
 // The real agent decodes what swdt sends encoded (loopback sends files as
-// they are unless --compress asks): a new build compressed, then a
-// rebuild as a patch against the build on the node, whose thousands of
-// short copies from the reference are read through Apply's page cache and
+// they are unless --compress asks): a new build compressed, then rebuilds
+// as patches against the build on the node, whose hundreds of short
+// copies from the reference are read through Apply's page cache and
 // whose long one (the program itself) is read where it is; the service
-// then runs the build swdt has.
+// then runs the build swdt has. A decode that went wrong would show as
+// the file sent again compressed.
 func TestKubernetesEncodedDecodedByTheAgent(t *testing.T) {
 	n := newNode(t)
-	n.writeConfig(oneService)
 	// Data after the PE image (Windows ignores it, winsvc reads its
 	// settings from the end): 2 MiB that a rebuild changes a word of
 	// every 4 KiB, as a linker changes addresses.
 	junk := make([]byte, 2<<20)
 	_, _ = io.ReadFull(rand.NewChaCha8([32]byte{7}), junk)
-	build := func(name string) []byte {
-		return append(append(append([]byte(nil), shared.winsvc...), junk...), "\nwinsvc:build="+name+"\n"...)
-	}
 	steps := []struct {
 		name     string
-		edit     func()
+		spec     string // the node file's kubernetes part
 		transfer string
+		oneOp    bool
 	}{
-		{"a new build, compressed", func() {}, "compressed"},
-		{"a rebuild, as a patch", func() {
-			for i := 100; i+4 <= len(junk); i += 4 << 10 {
-				junk[i]++
-			}
-		}, "patch"},
+		{"a new build, registered", oneService, "compressed", false},
+		// The service's display name is its name (Wine's SCM keeps none
+		// when CreateService is given none): no drift to correct.
+		{"a rebuild, as a patch", oneService, "patch", false},
+		// Without register: (a provisioner with one is inspected on every
+		// run, against the config it asks for) the node is as the last
+		// run left it: the swap op takes the lock, checks the services
+		// and files, and decodes the patch as it follows the request.
+		{"a rebuild in one op", strings.Replace(oneService, "      register: {}\n", "", 1), "patch", true},
 	}
 	for i, s := range steps {
-		s.edit()
-		n.write("a.exe", build(fmt.Sprint(i)))
-		code, provs := n.kubeJSON("--compress", "1")
-		if code != 0 || len(provs) != 1 || provs[0].Action != "updated" || provs[0].Transfer != s.transfer {
-			t.Fatalf("%s: exit %d %+v, want updated, sent as %s", s.name, code, provs, s.transfer)
+		if i > 0 {
+			for j := 100; j+4 <= len(junk); j += 4 << 10 {
+				junk[j]++
+			}
+		}
+		n.writeConfig(s.spec)
+		n.write("a.exe", append(append(append([]byte(nil), shared.winsvc...), junk...), fmt.Sprintf("\nwinsvc:build=%d\n", i)...))
+		code, provs, errOut := n.kubeJSON("--compress", "1")
+		if code != 0 || len(provs) != 1 || provs[0].Action != "updated" || provs[0].Transfer != s.transfer || provs[0].Reconfigured || len(provs[0].Drift) > 0 {
+			t.Fatalf("%s: exit %d %+v, want updated, sent as %s, nothing reconfigured", s.name, code, provs, s.transfer)
+		}
+		if oneOp := !strings.Contains(errOut, "inspecting"); oneOp != s.oneOp {
+			t.Errorf("%s: in one op %v, want %v", s.name, oneOp, s.oneOp)
 		}
 		if got := n.status()["swdt-wine"]; got != "Running/in-sync" {
 			t.Fatalf("%s: status %s, want Running/in-sync", s.name, got)
