@@ -61,7 +61,8 @@ var errFoldRefused = errors.New("the node asks for the usual way")
 // hash cache know of the node, when the run may go in one op: on a link
 // measured as one patches are sent over, every change a patch being made
 // ahead against the digest the hash cache recorded; no service step, no
-// registration and no step before the swap. Else nil. It does not wait:
+// registration and no BeforeSwap (a ReadBeforeSwap runs before the op is
+// sent). Else nil. It does not wait:
 // the patches follow the swap request as they are made on a node that
 // takes attachments, else whether they fit in it is inlinePatches.
 func foldCandidate(n Node, items []Item, targets []ops.ProvisionTarget, opts Options) *Plan {

@@ -51,9 +51,14 @@ func TestRebuildInOneOp(t *testing.T) {
 		newProcess bool
 		// rebuild is the rebuild (nil: v2).
 		rebuild []byte
+		// reads, acts: the run has a ReadBeforeSwap, a BeforeSwap hook;
+		// each must run once, before the node's file changes.
+		reads, acts bool
 	}{
 		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
 		{name: "another process, from the hash cache: one op, no inspect", wantTransfer: hotswap.TransferPatch, newProcess: true},
+		{name: "a hook that reads before the swap (a cluster check): one op, the hook before it", wantTransfer: hotswap.TransferPatch, reads: true},
+		{name: "a hook that acts before the swap (a snapshot): the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, reads: true, acts: true},
 		{name: "another process, a service stopped since: the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, newProcess: true,
 			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				for _, name := range []string{"kube-proxy", "kubelet"} {
@@ -152,6 +157,22 @@ func TestRebuildInOneOp(t *testing.T) {
 			if tc.rebuild != nil {
 				rebuild = tc.rebuild
 			}
+			var hooked [2]int
+			hook := func(i int) func(context.Context) error {
+				return func(context.Context) error {
+					if got, _ := ts.Node().ReadFile(kubelet); !bytes.Equal(got, v1) {
+						t.Error("a hook before the swap ran after it")
+					}
+					hooked[i]++
+					return nil
+				}
+			}
+			if tc.reads {
+				opts.ReadBeforeSwap = hook(0)
+			}
+			if tc.acts {
+				opts.BeforeSwap = hook(1)
+			}
 			items := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v2.exe", rebuild)}}
 			ahead := hotswap.Prepare(ctx, items, opts)
 			defer ahead.Close()
@@ -159,6 +180,9 @@ func TestRebuildInOneOp(t *testing.T) {
 			rep, err := hotswap.Run(ctx, n, items, opts)
 			if got := n.inspects.Load(); got != tc.wantInspects {
 				t.Errorf("%d lock+inspect ops, want %d", got, tc.wantInspects)
+			}
+			if want := [2]int{boolInt(tc.reads), boolInt(tc.acts)}; hooked != want {
+				t.Errorf("the hooks (reads, acts) ran %v times, want %v", hooked, want)
 			}
 			if tc.wantLocked {
 				var le *hotswap.LockedError
@@ -196,4 +220,11 @@ func TestRebuildInOneOp(t *testing.T) {
 			}
 		})
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -119,8 +119,15 @@ type Options struct {
 	Parallel int
 	// BeforeSwap, when set, runs after staging and before any service
 	// stops (pkg/wins stops orphaned host processes there). An error
-	// fails the staged items and leaves every service running.
+	// fails the staged items and leaves every service running. A run
+	// with it does not go in one op.
 	BeforeSwap func(ctx context.Context) error
+	// ReadBeforeSwap, when set, runs just before BeforeSwap, as it does,
+	// and only reads (the cluster's Node before a kubelet swap): a run
+	// with it may still go in one op, the hook running before the op is
+	// sent, and again when the node refuses the op and the run takes the
+	// usual way.
+	ReadBeforeSwap func(ctx context.Context) error
 	// Abort, when done, gives up on a swap that is already running. A
 	// cancelled run context does not: once services are stopped, the swap
 	// runs to its end so that they are running again when Run returns.

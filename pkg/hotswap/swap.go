@@ -95,8 +95,11 @@ func (r *swapRun) run(ctx context.Context, missingDirs []string) ([]ServiceDownt
 		r.finish()
 		return nil, nil
 	}
-	if r.opts.BeforeSwap != nil {
-		if err := r.opts.BeforeSwap(ctx); err != nil {
+	for _, before := range []func(context.Context) error{r.opts.ReadBeforeSwap, r.opts.BeforeSwap} {
+		if before == nil {
+			continue
+		}
+		if err := before(ctx); err != nil {
 			r.abandon(ready, fmt.Errorf("before the swap: %w", err))
 			r.finish()
 			return nil, nil

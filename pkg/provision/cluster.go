@@ -126,11 +126,13 @@ func ClusterCheckTimeout(js *v1alpha1.JoinSpec, health time.Duration) time.Durat
 	return max(health, DefaultClusterCheck)
 }
 
-// readBefore reads the Node before any service stops. An error leaves
-// every service running: without the cluster nothing could confirm the
-// swap.
+// readBefore reads the Node before any service stops; c.name, when set,
+// is the Node's name an earlier run read. An error leaves every service
+// running: without the cluster nothing could confirm the swap.
 func (c *clusterCheck) readBefore(ctx context.Context, n joinNode) error {
-	c.name = c.join.NodeName
+	if c.name == "" {
+		c.name = c.join.NodeName
+	}
 	if c.name == "" {
 		ins, err := n.InspectJoin(ctx, ops.JoinInspectRequest{})
 		if err != nil {

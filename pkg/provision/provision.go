@@ -491,7 +491,8 @@ func (r *run) runNode(ctx context.Context, w work, sources map[string]*source.Fi
 		conn.RememberAgent(n.hashes)
 		defer n.saveHashes()
 	}
-	opts.BeforeSwap = n.beforeSwap(check, r.opts.Snapshot, w.provs, &out)
+	opts.ReadBeforeSwap = n.readBeforeSwap(check)
+	opts.BeforeSwap = n.beforeSwap(r.opts.Snapshot, w.provs, &out)
 	out.Report, err = hotswap.Run(ctx, conn, items, opts)
 	if err == nil {
 		n.keep(opts, items, out.Report)

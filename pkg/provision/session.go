@@ -44,6 +44,10 @@ type session struct {
 	// node holds between runs (nil otherwise).
 	knowledge *hotswap.Knowledge
 	indexes   *hotswap.Indexes
+	// nodeName is the Node's name the cluster check read last (the
+	// node's host name when the join section names none): a rebuild
+	// under --watch does not ask the node again.
+	nodeName string
 }
 
 // dialed is the outcome of a connection started ahead.
@@ -168,24 +172,30 @@ func (s *session) swapOptions(o Options) hotswap.Options {
 	return opts
 }
 
-// beforeSwap is the hook that runs after staging and before the first
-// service stops: the cluster's reading of the Node before a kubelet swap
-// (check, nil: none), then the snapshot (nil: none), whose name goes to
-// out. Nil when there is nothing to do.
-func (s *session) beforeSwap(check *clusterCheck, snapshot func(context.Context, *v1alpha1.Node, []string) (string, error),
+// readBeforeSwap is the cluster's reading of the Node before a kubelet
+// swap (check, nil: none), which only reads: a rebuild may still go in
+// one op. Nil when there is no check.
+func (s *session) readBeforeSwap(check *clusterCheck) func(context.Context) error {
+	if check == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		check.name = s.nodeName
+		err := check.readBefore(ctx, s.conn)
+		s.nodeName = check.name
+		return err
+	}
+}
+
+// beforeSwap is the hook that runs after staging, and after
+// readBeforeSwap, before the first service stops: the snapshot (nil:
+// none), whose name goes to out. Nil when there is nothing to do.
+func (s *session) beforeSwap(snapshot func(context.Context, *v1alpha1.Node, []string) (string, error),
 	provs []target.Binary, out *NodeReport) func(context.Context) error {
-	if check == nil && snapshot == nil {
+	if snapshot == nil {
 		return nil
 	}
 	return func(ctx context.Context) (err error) {
-		if check != nil {
-			if err := check.readBefore(ctx, s.conn); err != nil {
-				return err
-			}
-		}
-		if snapshot == nil {
-			return nil
-		}
 		names := make([]string, len(provs))
 		for i, b := range provs {
 			names[i] = b.Name

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,56 @@ func TestKubeletSwapClusterCheck(t *testing.T) {
 		[]string{"status", "--no-color", "-c", fx.config, "--cache-dir", filepath.Join(fx.dir, "cache")}); code != exitcode.OK ||
 		!strings.Contains(out.String(), "Node NotReady, v1.37.1") {
 		t.Errorf("status: exit %d, stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+
+	// Rebuilds sent encoded (as over a VPN): the second is a patch against
+	// the first, and goes in one op (no inspect) with the cluster's
+	// reading of the Node before it; the cluster confirms each.
+	for i, version := range []string{"v1.37.3", "v1.37.4"} {
+		fx.build(simnode.KubeletBinary(version), version, "90s")
+		var kube report.Kubernetes
+		code, errOut := fx.runDoc(&kube, "kubernetes", "--compress", "1")
+		if code != exitcode.OK || len(kube.Nodes) != 1 {
+			t.Fatalf("%s: exit %d, %+v\n%s", version, code, kube, errOut)
+		}
+		got := kube.Nodes[0]
+		if p := kubeletOf(t, got); p.Action != string(hotswap.ActionUpdated) || got.Cluster == nil || got.Cluster.Result != provision.ClusterConfirmed ||
+			got.Cluster.Node.KubeletVersion != version {
+			t.Fatalf("%s: kubelet %+v, cluster %+v\n%s", version, p, got.Cluster, errOut)
+		}
+		if oneOp := !strings.Contains(errOut, "inspecting"); i == 1 && (!oneOp || kubeletOf(t, got).Transfer != hotswap.TransferPatch) {
+			t.Errorf("%s: in one op %v, sent as %s, want a patch in one op\n%s", version, oneOp, kubeletOf(t, got).Transfer, errOut)
+		}
+	}
+
+	// Under --watch the Node's name (the node's host name: the join
+	// section names none) is asked of the node once, not every rebuild.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wout, werr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, Streams{In: strings.NewReader(""), Out: &wout, ErrOut: &werr}, []string{"kubernetes", "--no-color", "-o", "json", "-v",
+			"-c", fx.config, "--cache-dir", filepath.Join(fx.dir, "cache"), "--watch", "--debounce", "100ms", "--compress", "1"})
+	}()
+	if !waitFor(t, func() bool { return strings.Contains(werr.String(), "watching") }) {
+		t.Fatalf("the watch did not start:\n%s", werr.String())
+	}
+	for i := 1; i <= 2; i++ {
+		// The same version stamp, other bytes: the node file's version
+		// is read once.
+		if err := os.WriteFile(filepath.Join(fx.dir, "kubelet.exe"), append(simnode.KubeletBinary("v1.37.4"), fmt.Sprintf("\nrebuild %d\n", i)...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(t, func() bool { return strings.Count(wout.String(), `"confirmed"`) == i }) {
+			t.Fatalf("rebuild %d was not confirmed:\n%s\n%s", i, wout.String(), werr.String())
+		}
+	}
+	cancel()
+	if code := <-done; code != exitcode.OK {
+		t.Errorf("--watch: exit %d\n%s", code, werr.String())
+	}
+	if n := strings.Count(werr.String(), "op=join-inspect"); n != 1 {
+		t.Errorf("the node's host name was asked %d times in two rebuilds, want once\n%s", n, werr.String())
 	}
 }
