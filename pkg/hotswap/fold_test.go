@@ -52,8 +52,9 @@ func TestRebuildInOneOp(t *testing.T) {
 		// rebuild is the rebuild (nil: v2).
 		rebuild []byte
 		// reads, acts: the run has a ReadBeforeSwap, a BeforeSwap hook;
-		// each must run once, before the node's file changes.
-		reads, acts bool
+		// each must run once (the reading one twice when the node
+		// refuses the one op: readTwice), before the node's file changes.
+		reads, acts, readTwice bool
 	}{
 		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
 		{name: "another process, from the hash cache: one op, no inspect", wantTransfer: hotswap.TransferPatch, newProcess: true},
@@ -78,7 +79,7 @@ func TestRebuildInOneOp(t *testing.T) {
 					t.Fatalf("the other run's lock: %+v, %v", resp.Locked, err)
 				}
 			}},
-		{name: "an unfinished swap: the usual way repairs it first", wantInspects: 1, wantTransfer: hotswap.TransferPatch,
+		{name: "an unfinished swap: the usual way repairs it first, the reading hook run again", wantInspects: 1, wantTransfer: hotswap.TransferPatch, reads: true, readTwice: true,
 			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				dead := ops.LockOwner{RunID: "dead", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
 				j := ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z", Stopped: []string{}, Recovery: []ops.JournalRecovery{},
@@ -181,7 +182,7 @@ func TestRebuildInOneOp(t *testing.T) {
 			if got := n.inspects.Load(); got != tc.wantInspects {
 				t.Errorf("%d lock+inspect ops, want %d", got, tc.wantInspects)
 			}
-			if want := [2]int{boolInt(tc.reads), boolInt(tc.acts)}; hooked != want {
+			if want := [2]int{boolInt(tc.reads) + boolInt(tc.readTwice), boolInt(tc.acts)}; hooked != want {
 				t.Errorf("the hooks (reads, acts) ran %v times, want %v", hooked, want)
 			}
 			if tc.wantLocked {
