@@ -51,15 +51,16 @@ func TestRebuildInOneOp(t *testing.T) {
 		newProcess bool
 		// rebuild is the rebuild (nil: v2).
 		rebuild []byte
-		// reads, acts: the run has a ReadBeforeSwap, a BeforeSwap hook;
-		// each must run once (the reading one twice when the node
-		// refuses the one op: readTwice), before the node's file changes.
-		reads, acts, readTwice bool
+		// hooks is how many times the run's ReadBeforeSwap and BeforeSwap
+		// must run (0: the run has none), each before the node's file
+		// changes; the reading one runs again when the node refuses the
+		// one op.
+		hooks [2]int
 	}{
 		{name: "a small patch: one op, no inspect", wantTransfer: hotswap.TransferPatch},
 		{name: "another process, from the hash cache: one op, no inspect", wantTransfer: hotswap.TransferPatch, newProcess: true},
-		{name: "a hook that reads before the swap (a cluster check): one op, the hook before it", wantTransfer: hotswap.TransferPatch, reads: true},
-		{name: "a hook that acts before the swap (a snapshot): the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, reads: true, acts: true},
+		{name: "a hook that reads before the swap (a cluster check): one op, the hook before it", wantTransfer: hotswap.TransferPatch, hooks: [2]int{1, 0}},
+		{name: "a hook that acts before the swap (a snapshot): the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, hooks: [2]int{1, 1}},
 		{name: "another process, a service stopped since: the usual way", wantInspects: 1, wantTransfer: hotswap.TransferPatch, newProcess: true,
 			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				for _, name := range []string{"kube-proxy", "kubelet"} {
@@ -79,7 +80,7 @@ func TestRebuildInOneOp(t *testing.T) {
 					t.Fatalf("the other run's lock: %+v, %v", resp.Locked, err)
 				}
 			}},
-		{name: "an unfinished swap: the usual way repairs it first, the reading hook run again", wantInspects: 1, wantTransfer: hotswap.TransferPatch, reads: true, readTwice: true,
+		{name: "an unfinished swap: the usual way repairs it first, the reading hook run again", wantInspects: 1, wantTransfer: hotswap.TransferPatch, hooks: [2]int{2, 0},
 			before: func(t *testing.T, ts *simnode.TestServer, _ *inspectCounting, store *delta.Store) {
 				dead := ops.LockOwner{RunID: "dead", Host: "elsewhere", PID: 7, Command: "swdt kubernetes"}
 				j := ops.SwapJournal{Owner: dead, Started: "2025-01-01T00:00:00Z", Stopped: []string{}, Recovery: []ops.JournalRecovery{},
@@ -168,10 +169,10 @@ func TestRebuildInOneOp(t *testing.T) {
 					return nil
 				}
 			}
-			if tc.reads {
+			if tc.hooks[0] > 0 {
 				opts.ReadBeforeSwap = hook(0)
 			}
-			if tc.acts {
+			if tc.hooks[1] > 0 {
 				opts.BeforeSwap = hook(1)
 			}
 			items := []hotswap.Item{{Name: "kubelet", Service: "kubelet", Destination: kubelet, Source: sourceFile(t, "v2.exe", rebuild)}}
@@ -182,8 +183,8 @@ func TestRebuildInOneOp(t *testing.T) {
 			if got := n.inspects.Load(); got != tc.wantInspects {
 				t.Errorf("%d lock+inspect ops, want %d", got, tc.wantInspects)
 			}
-			if want := [2]int{boolInt(tc.reads) + boolInt(tc.readTwice), boolInt(tc.acts)}; hooked != want {
-				t.Errorf("the hooks (reads, acts) ran %v times, want %v", hooked, want)
+			if hooked != tc.hooks {
+				t.Errorf("the hooks (ReadBeforeSwap, BeforeSwap) ran %v times, want %v", hooked, tc.hooks)
 			}
 			if tc.wantLocked {
 				var le *hotswap.LockedError
@@ -221,11 +222,4 @@ func TestRebuildInOneOp(t *testing.T) {
 			}
 		})
 	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
